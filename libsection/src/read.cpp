@@ -1,0 +1,180 @@
+// Reading section files: existence, binary data, UTF-8 validity, BOM, newline normalisation.
+#include <boost/filesystem.hpp>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "read.hpp"
+#include "section/parse.hpp"
+
+namespace section {
+
+namespace {
+
+struct Utf8Error {
+  std::size_t offset;
+  char const* reason;  // Python's wording, so users recognise it
+};
+
+// Validates UTF-8 as Python's strict decoder does (no overlongs, no surrogates, <= U+10FFFF).
+std::optional<Utf8Error> find_invalid_utf8(std::string_view s) {
+  auto const* p = reinterpret_cast<unsigned char const*>(s.data());
+  std::size_t const n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    // ASCII fast path, eight bytes at a time.
+    while (i + 8 <= n) {
+      std::uint64_t word;
+      std::memcpy(&word, p + i, 8);
+      if (word & 0x8080808080808080ULL) break;
+      i += 8;
+    }
+    if (i >= n) break;
+    unsigned char const c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;  // no surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return Utf8Error{i, "invalid start byte"};
+    }
+    for (std::size_t k = 1; k < len; ++k) {
+      if (i + k >= n) return Utf8Error{i, "unexpected end of data"};
+      unsigned char const b = p[i + k];
+      bool const ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
+      if (!ok) return Utf8Error{i, "invalid continuation byte"};
+    }
+    i += len;
+  }
+  return std::nullopt;
+}
+
+std::string hex_byte(unsigned char b) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%02x", b);
+  return buf;
+}
+
+// Offset in the normalised text of a byte offset in the raw text (each CRLF lost one byte).
+std::size_t normalised_offset(std::string_view raw, std::size_t raw_offset) {
+  std::size_t removed = 0;
+  for (std::size_t i = 0; i + 1 < raw_offset && i + 1 < raw.size(); ++i)
+    if (raw[i] == '\r' && raw[i + 1] == '\n') ++removed;
+  return raw_offset - removed;
+}
+
+Diagnostic os_error(std::string const& display_path, int error, int* error_out) {
+  if (error_out) *error_out = error;
+  std::string what = std::strerror(error);
+  if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+  Diagnostic d;
+  d.code = "SL004";
+  d.message = "cannot read '" + display_path + "': " + what;
+  return d;
+}
+
+}  // namespace
+
+std::optional<FileId> add_source(SourceManager& sm, std::string text,
+                                 std::string const& display_path,
+                                 std::vector<Diagnostic>& diagnostics) {
+  auto const bad = find_invalid_utf8(text);
+  auto const nul = text.find('\0');
+  std::string raw;
+  if (bad) raw = text;  // offsets in messages refer to the bytes as they are on disk
+  normalise_newlines(text);
+  auto const id = sm.add(display_path, std::move(text));
+
+  if (bad) {
+    auto const at = normalised_offset(raw, bad->offset);
+    Diagnostic d;
+    d.code = "SL001";
+    d.message = "invalid UTF-8 (in file " + display_path + "): can't decode byte " +
+                hex_byte(static_cast<unsigned char>(raw[bad->offset])) + " at byte offset " +
+                std::to_string(bad->offset) + ": " + bad->reason;
+    d.range = {id, at, at + 1};
+    d.notes.push_back({"section files are read as UTF-8; re-save the file as UTF-8", {}});
+    diagnostics.push_back(std::move(d));
+    return std::nullopt;
+  }
+  auto const& stored = sm.file(id).text();
+  if (nul != std::string::npos) {
+    Diagnostic d;
+    d.code = "SL003";
+    d.severity = Severity::warning;
+    d.message = "file contains a NUL byte at byte offset " + std::to_string(nul) +
+                "; it looks like binary data, not C source";
+    auto const at = stored.find('\0');
+    d.range = {id, at, at + 1};
+    diagnostics.push_back(std::move(d));
+  }
+  if (stored.starts_with("\xEF\xBB\xBF")) {
+    Diagnostic d;
+    d.code = "SL002";
+    d.severity = Severity::warning;
+    d.message =
+        "file starts with a UTF-8 byte order mark (U+FEFF); the reference loaders read it as "
+        "text, so the first line is not a section marker";
+    d.range = {id, 0, 3};
+    d.fix = FixIt{"remove the byte order mark", {id, 0, 3}, ""};
+    diagnostics.push_back(std::move(d));
+  }
+  return id;
+}
+
+std::optional<FileId> read_source(SourceManager& sm, std::string const& path,
+                                  std::string const& display_path,
+                                  std::vector<Diagnostic>& diagnostics) {
+  return detail::read_source(sm, path, display_path, diagnostics, nullptr);
+}
+
+std::optional<FileId> detail::read_source(SourceManager& sm, std::string const& path,
+                                          std::string const& display_path,
+                                          std::vector<Diagnostic>& diagnostics, int* error) {
+  namespace fs = boost::filesystem;
+  boost::system::error_code ec;
+  auto const status = fs::status(path, ec);
+  if (status.type() == fs::file_not_found) {
+    diagnostics.push_back(os_error(display_path, ENOENT, error));
+    return std::nullopt;
+  }
+  if (status.type() == fs::directory_file) {
+    diagnostics.push_back(os_error(display_path, EISDIR, error));
+    return std::nullopt;
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) {
+    diagnostics.push_back(os_error(display_path, errno, error));
+    return std::nullopt;
+  }
+  std::string text;
+  auto const size = fs::file_size(path, ec);
+  if (!ec) text.resize(size);
+  std::size_t got = ec ? 0 : std::fread(text.data(), 1, text.size(), f.get());
+  text.resize(got);
+  // Files whose size is not known up front (pipes, /proc) are read to the end in chunks.
+  char chunk[65536];
+  while (std::size_t const n = std::fread(chunk, 1, sizeof chunk, f.get())) text.append(chunk, n);
+  if (std::ferror(f.get())) {
+    diagnostics.push_back(os_error(display_path, errno, error));
+    return std::nullopt;
+  }
+  return add_source(sm, std::move(text), display_path, diagnostics);
+}
+
+}  // namespace section

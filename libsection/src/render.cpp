@@ -1,0 +1,157 @@
+// Rendering diagnostics: clang-style text, one-line concise form, JSON records.
+#include "section/render.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+namespace section {
+
+char const* to_string(Severity s) {
+  switch (s) {
+    case Severity::info: return "info";
+    case Severity::warning: return "warning";
+    case Severity::error: return "error";
+  }
+  return "error";
+}
+
+bool has_errors(std::vector<Diagnostic> const& diagnostics) {
+  return std::any_of(diagnostics.begin(), diagnostics.end(),
+                     [](Diagnostic const& d) { return d.is_error(); });
+}
+
+std::string documentation_url(std::string const& code) {
+  std::string anchor = code;
+  std::transform(anchor.begin(), anchor.end(), anchor.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return "README.md#" + anchor;
+}
+
+namespace {
+
+std::string location_prefix(SourceRange const& r, SourceManager const& sm) {
+  if (!r.valid()) return "libsection";
+  auto const lc = sm.line_column(r.file, r.begin);
+  return sm.file(r.file).path() + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column);
+}
+
+// Control bytes would garble a terminal; tabs stay so the caret line can copy them and align.
+std::string printable(std::string_view line) {
+  std::string out(line);
+  for (auto& c : out) {
+    auto const u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t') || u == 0x7f) c = ' ';
+  }
+  return out;
+}
+
+// The source line of `r` with a gutter, and a caret line marking the range on that line.
+void append_excerpt(std::string& out, SourceRange const& r, SourceManager const& sm,
+                    std::string const* replacement) {
+  auto const& file = sm.file(r.file);
+  auto const lc = file.line_column(r.begin);
+  auto const line = file.line_text(r.begin);
+  auto const line_no = std::to_string(lc.line);
+  std::string const gutter(line_no.size() + 1, ' ');
+  out += ' ' + line_no + " | " + printable(line) + '\n';
+
+  auto const col = lc.column - 1;
+  std::string marks;
+  for (std::size_t i = 0; i < col && i < line.size(); ++i) marks += line[i] == '\t' ? '\t' : ' ';
+  auto const line_end = file.line_start(lc.line) + line.size();
+  auto const span = std::max<std::size_t>(1, std::min(r.end, line_end) - std::min(r.begin, line_end));
+  marks += '^';
+  marks += std::string(span - 1, '~');
+  out += gutter + " | " + marks + '\n';
+  if (replacement) {
+    std::string under;
+    for (std::size_t i = 0; i < col && i < line.size(); ++i) under += line[i] == '\t' ? '\t' : ' ';
+    out += gutter + " | " + under + printable(*replacement) + '\n';
+  }
+}
+
+}  // namespace
+
+std::string render_concise(Diagnostic const& d, SourceManager const& sm) {
+  return location_prefix(d.range, sm) + ": " + to_string(d.severity) + ": " + d.message + " [" +
+         d.code + "]";
+}
+
+std::string render_text(Diagnostic const& d, SourceManager const& sm) {
+  std::string out = render_concise(d, sm) + '\n';
+  if (d.range.valid()) {
+    bool const fix_here = d.fix && d.fix->range == d.range;
+    append_excerpt(out, d.range, sm, fix_here ? &d.fix->replacement : nullptr);
+  }
+  // Notes and fixes without a place of their own read as part of the diagnostic above them.
+  for (auto const& note : d.notes) {
+    if (!note.range.valid()) {
+      out += "note: " + note.message + '\n';
+      continue;
+    }
+    out += location_prefix(note.range, sm) + ": note: " + note.message + '\n';
+    append_excerpt(out, note.range, sm, nullptr);
+  }
+  if (d.fix) {
+    if (!d.fix->range.valid() || d.fix->range == d.range) {
+      out += "fix: " + d.fix->message + '\n';
+    } else {
+      out += location_prefix(d.fix->range, sm) + ": fix: " + d.fix->message + '\n';
+      append_excerpt(out, d.fix->range, sm, &d.fix->replacement);
+    }
+  }
+  return out;
+}
+
+std::string render_text(std::vector<Diagnostic> const& ds, SourceManager const& sm) {
+  std::string out;
+  for (auto const& d : ds) out += render_text(d, sm);
+  return out;
+}
+
+namespace {
+
+nlohmann::json position(SourceRange const& r, std::size_t offset, SourceManager const& sm) {
+  if (!r.valid()) return nullptr;
+  auto const lc = sm.line_column(r.file, offset);
+  return {{"row", lc.line}, {"column", lc.column}};
+}
+
+}  // namespace
+
+std::string render_json(std::vector<Diagnostic> const& ds, SourceManager const& sm) {
+  auto records = nlohmann::json::array();
+  for (auto const& d : ds) {
+    nlohmann::json fix = nullptr;
+    if (d.fix) {
+      fix = {{"message", d.fix->message},
+             {"edits",
+              {{{"content", d.fix->replacement},
+                {"location", position(d.fix->range, d.fix->range.begin, sm)},
+                {"end_location", position(d.fix->range, d.fix->range.end, sm)}}}}};
+    }
+    auto notes = nlohmann::json::array();
+    for (auto const& n : d.notes) {
+      notes.push_back({{"message", n.message},
+                       {"filename", n.range.valid() ? nlohmann::json(sm.file(n.range.file).path())
+                                                    : nlohmann::json(nullptr)},
+                       {"location", position(n.range, n.range.begin, sm)}});
+    }
+    records.push_back(
+        {{"code", d.code},
+         {"severity", to_string(d.severity)},
+         {"message", d.message},
+         {"filename", d.range.valid() ? nlohmann::json(sm.file(d.range.file).path())
+                                      : nlohmann::json(nullptr)},
+         {"location", position(d.range, d.range.begin, sm)},
+         {"end_location", position(d.range, d.range.end, sm)},
+         {"fix", fix},
+         {"notes", notes},
+         {"url", documentation_url(d.code)}});
+  }
+  // Invalid UTF-8 in a message (quoted from a bad file) must not make the renderer throw.
+  return records.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace section

@@ -1,0 +1,115 @@
+// Python bindings of the parser: parse_text and load_sections.
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "diagnostic_record.hpp"
+#include "loaded.hpp"
+#include "section/parse.hpp"
+
+namespace py = pybind11;
+
+namespace section::python {
+
+namespace {
+
+char const* style_name(MarkerStyle s) {
+  switch (s) {
+    case MarkerStyle::none: return "none";
+    case MarkerStyle::section: return "section";
+    case MarkerStyle::legacy: return "legacy";
+    case MarkerStyle::mixed: return "mixed";
+  }
+  return "none";
+}
+
+py::dict sections_dict(SectionSet const& set) {
+  py::dict out;
+  for (auto const& s : set.sections) out[py::str(s.tag)] = py::str(s.text);
+  return out;
+}
+
+py::object error_tuple(SectionSet const& set) {
+  if (!set.error) return py::none();
+  return py::make_tuple(set.error->os_errno, set.error->message, set.error->path);
+}
+
+py::dict block_dict(Block const& b, SourceManager const& sm) {
+  auto const& text = sm.file(b.body.file).text();
+  py::dict d;
+  d["tag"] = b.tag;
+  d["filename"] = sm.file(b.marker.file).path();
+  d["line"] = b.marker_line;
+  d["column"] = sm.line_column(b.marker.file, b.marker.begin).column;
+  d["body_line"] = b.marker_line + 1;
+  d["text"] = py::str(text.substr(b.body.begin, b.body.end - b.body.begin));
+  return d;
+}
+
+}  // namespace
+
+void bind_parse(py::module_& m) {
+  py::class_<LoadedSections>(m, "LoadedSections", R"doc(
+Sections merged from one or more files with the reference ``load_c_code`` semantics.)doc")
+      .def_property_readonly("sections", [](LoadedSections const& l) { return sections_dict(l.set); },
+                             "dict tag -> text, in order of first appearance")
+      .def_property_readonly("codes", [](LoadedSections const& l) {
+            std::vector<std::string> codes;
+            for (auto id : l.set.files) codes.push_back(l.sources->file(id).text());
+            return codes;
+          }, "the files' texts, newlines normalised (the reference's func_codes)")
+      .def_property_readonly("files", [](LoadedSections const& l) {
+            std::vector<std::string> names;
+            for (auto id : l.set.files) names.push_back(l.sources->file(id).path());
+            return names;
+          })
+      .def_property_readonly("blocks", [](LoadedSections const& l) {
+            py::list out;
+            for (auto const& s : l.set.sections)
+              for (auto const& b : s.blocks) out.append(block_dict(b, *l.sources));
+            return out;
+          }, "every block that makes up the sections, with its file and lines")
+      .def_property_readonly("diagnostics", [](LoadedSections const& l) {
+            return make_records(l.set.diagnostics, *l.sources);
+          })
+      .def_property_readonly("error", [](LoadedSections const& l) { return error_tuple(l.set); },
+                             "None, or (errno, message, path) of the error the reference raises");
+
+  m.def("load_sections",
+        [](std::vector<std::string> const& paths, std::optional<std::vector<std::string>> names) {
+          if (names && names->size() != paths.size())
+            throw py::value_error("display_paths must have one name per path");
+          std::vector<SourceSpec> specs;
+          for (std::size_t i = 0; i < paths.size(); ++i)
+            specs.push_back({paths[i], names ? (*names)[i] : paths[i]});
+          LoadedSections out{std::make_shared<SourceManager>(), {}};
+          {
+            py::gil_scoped_release release;
+            out.set = load_sections(*out.sources, specs);
+          }
+          return out;
+        },
+        py::arg("paths"), py::arg("display_paths") = py::none(),
+        "Reads and merges section files. Never raises for file content: see `.error`.");
+
+  m.def("parse_text",
+        [](std::string text, std::string const& filename) {
+          LoadedSections out{std::make_shared<SourceManager>(), {}};
+          std::vector<Diagnostic> diagnostics;
+          std::vector<FileId> ids;
+          if (auto id = add_source(*out.sources, std::move(text), filename, diagnostics))
+            ids.push_back(*id);
+          out.set = merge_sections(*out.sources, ids, std::move(diagnostics));
+          return out;
+        },
+        py::arg("text"), py::arg("filename") = "<string>",
+        "Parses section-file text held in memory, as if read from `filename`.");
+
+  m.def("marker_style", [](std::string text) {
+    SourceManager sm;
+    std::vector<Diagnostic> ds;
+    auto const id = sm.add("<string>", std::move(text));
+    return std::string(style_name(parse_file(sm, id, ds).style));
+  }, py::arg("text"), "Which marker syntax a text uses: none, section, legacy or mixed.");
+}
+
+}  // namespace section::python

@@ -1,0 +1,11 @@
+// The parts of libsection._core, one translation unit each (bind_<area>.cpp).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace section::python {
+
+void bind_source(pybind11::module_& m);  // SourceManager, Diagnostic, rendering
+void bind_parse(pybind11::module_& m);   // parse_text, load_sections
+
+}  // namespace section::python
