@@ -85,8 +85,9 @@ struct Expansion {
   std::string init_code_struct;
   std::optional<std::string> code;      ///< nullopt where the reference raises (no code, no func)
   std::string code_cleanup;
-  /// Errors (a bad signature, a `code` section together with a func_name [SL205]); when any is
-  /// an error, the strings are left empty.
+  /// Errors. A bad signature (SE101 unknown dtype, SE102 names and types disagree) leaves every
+  /// string empty; a `code` section together with a func_name (SE103, where the reference
+  /// raises `AssertionError` in `c_code`) leaves only `code` unset.
   std::vector<Diagnostic> diagnostics;
 };
 

@@ -1,0 +1,68 @@
+// The op cache version: a content hash of everything the op's generated code depends on.
+#include <string>
+
+#include "expand/sha256.hpp"
+#include "section/expand.hpp"
+#include "section/version.hpp"
+
+namespace section {
+namespace {
+
+/// Length-prefixed fields, so that no two different inputs serialise to the same bytes.
+class Fingerprint {
+ public:
+  void add(std::string_view key, std::string_view value) {
+    data_ += key;
+    data_ += '=';
+    data_ += std::to_string(value.size());
+    data_ += ':';
+    data_ += value;
+    data_ += '\n';
+  }
+  void add(std::string_view key, std::optional<int> value) {
+    add(key, value ? std::to_string(*value) : std::string("none"));
+  }
+  void add(std::string_view key, bool value) { add(key, std::string_view(value ? "1" : "0")); }
+  std::string const& data() const { return data_; }
+
+ private:
+  std::string data_;
+};
+
+}  // namespace
+
+std::string op_cache_version(SourceManager const& sm, SectionSet const& sections,
+                             ApplySignature const& signature, ExpandOptions const& options) {
+  Fingerprint f;
+  f.add("generator", std::to_string(expander_generator_version));
+  f.add("libsection", std::string_view(version));
+  for (std::size_t i = 0; i < sections.files.size(); ++i) {
+    SourceFile const& file = sm.file(sections.files[i]);
+    f.add("file", file.text());
+    // `#line` directives put the file names into the generated code.
+    if (options.line_directives) {
+      bool renamed = i < options.line_paths.size() && !options.line_paths[i].empty();
+      f.add("line_path", renamed ? options.line_paths[i] : file.path());
+    }
+  }
+  f.add("func_name", signature.func_name.has_value());
+  if (signature.func_name) f.add("func_name_text", *signature.func_name);
+  f.add("num_inputs", signature.num_inputs);
+  f.add("num_outputs", signature.num_outputs);
+  f.add("check_input", signature.check_input);
+  f.add("has_params_symbol", !signature.params_name.empty());
+  f.add("params", signature.params.has_value());
+  if (signature.params) {
+    f.add("params_type", signature.params->type_name);
+    for (ParamField const& field : signature.params->fields) {
+      f.add("param", field.name);
+      f.add("param_c_type", field.c_element_type);
+    }
+  }
+  f.add("line_directives", options.line_directives);
+  if (options.line_directives) f.add("resume_file", options.resume_file);
+  f.add("newline_fix", options.newline_fix);
+  return "ls" + detail::sha256_hex(f.data());
+}
+
+}  // namespace section

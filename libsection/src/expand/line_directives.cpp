@@ -1,0 +1,102 @@
+// `#line` directives around user fragments, so compilers and debuggers point at the `.c` file.
+#include "expand/line_directives.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace section::detail {
+namespace {
+
+std::string const& line_path(SourceManager const& sm, SectionSet const& sections, FileId file,
+                             ExpandOptions const& options) {
+  auto it = std::find(sections.files.begin(), sections.files.end(), file);
+  auto index = static_cast<std::size_t>(it - sections.files.begin());
+  if (index < options.line_paths.size() && !options.line_paths[index].empty()) {
+    return options.line_paths[index];
+  }
+  return sm.file(file).path();
+}
+
+std::string line_directive(std::size_t line, std::string_view path) {
+  return "#line " + std::to_string(line) + " " + c_string_literal(path);
+}
+
+}  // namespace
+
+std::string c_string_literal(std::string_view path) {
+  std::string out = "\"";
+  for (char c : path) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      default: out += c;
+    }
+  }
+  return out + "\"";
+}
+
+bool append_fragment(std::string& out, SourceManager const& sm, SectionSet const& sections,
+                     Section const& section, ExpandOptions const& options) {
+  if (!options.line_directives || section.blocks.empty()) {
+    out += section.text;
+    return false;
+  }
+  bool any_text = false;
+  for (Block const& block : section.blocks) {
+    std::string_view body = std::string_view(sm.file(block.body.file).text())
+                                .substr(block.body.begin, block.body.end - block.body.begin);
+    if (body.empty()) continue;
+    // A directive must start its own line; the previous file may not end with a newline.
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    std::size_t line = sm.line_column(block.body.file, block.body.begin).line;
+    // A body normally starts with the newline ending its marker line: that newline then ends
+    // the directive, and the text after it is the marker's next line.
+    bool starts_with_newline = body.front() == '\n';
+    out += line_directive(starts_with_newline ? line + 1 : line,
+                          line_path(sm, sections, block.body.file, options));
+    if (!starts_with_newline) out += '\n';
+    out += body;
+    any_text = true;
+  }
+  if (!any_text) return false;
+  if (out.back() != '\n') out += '\n';
+  std::size_t directive_line = static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')) + 1;
+  out += line_directive(directive_line + 1, options.resume_file);
+  return true;
+}
+
+}  // namespace section::detail
+
+namespace section {
+
+std::string relocate_line_directives(std::string_view module_text, std::string_view module_path,
+                                     std::string_view resume_file) {
+  std::string const resume_suffix = " " + detail::c_string_literal(resume_file);
+  std::string out;
+  out.reserve(module_text.size());
+  std::size_t physical_line = 1;
+  std::size_t pos = 0;
+  while (pos < module_text.size()) {
+    std::size_t end = module_text.find('\n', pos);
+    if (end == std::string_view::npos) end = module_text.size();
+    std::string_view line = module_text.substr(pos, end - pos);
+    std::string_view rest = line.substr(std::min(line.find_first_not_of(" \t"), line.size()));
+    bool is_resume = rest.starts_with("#line ") && rest.ends_with(resume_suffix) &&
+                     rest.size() > 6 + resume_suffix.size() &&
+                     std::all_of(rest.begin() + 6, rest.end() - resume_suffix.size(),
+                                 [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (is_resume) {
+      out += "#line " + std::to_string(physical_line + 1) + " " +
+             detail::c_string_literal(module_path);
+    } else {
+      out += line;
+    }
+    if (end < module_text.size()) out += '\n';
+    pos = end + 1;
+    ++physical_line;
+  }
+  return out;
+}
+
+}  // namespace section

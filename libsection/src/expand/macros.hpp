@@ -1,0 +1,31 @@
+// Internal: the `#define`/`#undef` blocks of the reference `ExternalCOp` (reference §2.1, §2.2).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "section/expand.hpp"
+
+namespace section::detail {
+
+/// Matching `#define` and `#undef` lines, each joined with `\n` (no leading or trailing newline).
+struct MacroBlock {
+  std::string defines;
+  std::string undefs;
+};
+
+/// `get_c_macros`: DTYPE_/TYPENUM_/ITEMSIZE_ per input then output (when `check_input`),
+/// `APPLY_SPECIFIC`, then `PARAMS_TYPE` and `DTYPE_PARAM_*`. Dtypes must be known.
+MacroBlock apply_macros(ApplySignature const& signature, bool check_input);
+
+/// `get_sub_macros`: `FAIL` (multi-line failure code continued with ` \`), then `PARAMS`.
+MacroBlock sub_macros(std::string const& fail, std::string const& params_name);
+
+/// `get_io_macros`: `INPUT_i`, then `OUTPUT_i`.
+MacroBlock io_macros(std::vector<std::string> const& inputs,
+                     std::vector<std::string> const& outputs);
+
+/// `format_c_function_args`: inputs, then `&output`s, each padded with `NULL` to its count.
+std::string function_arguments(ApplySignature const& signature);
+
+}  // namespace section::detail

@@ -1,0 +1,146 @@
+// section-expand: prints what each `c_*` method of an ExternalCOp becomes for one signature.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "section/expand.hpp"
+#include "section/parse.hpp"
+#include "section/render.hpp"
+#include "section/signature.hpp"
+
+namespace {
+
+constexpr int exit_usage = 2;
+
+struct Options {
+  std::vector<std::string> files;
+  std::string inputs;
+  std::string outputs;
+  std::string params;
+  std::optional<std::string> func_name;
+  std::optional<std::string> node_name;
+  std::optional<int> num_inputs;
+  std::optional<int> num_outputs;
+  bool check_input = true;
+  bool no_line_directives = false;
+  bool no_newline_fix = false;
+  std::string format = "text";
+};
+
+/// The methods in the order the reference documents them, with their strings.
+std::vector<std::pair<std::string, nlohmann::json>> method_strings(
+    section::Expansion const& e) {
+  nlohmann::json code = e.code ? nlohmann::json(*e.code) : nlohmann::json(nullptr);
+  return {{"c_init_code", e.init_code},
+          {"c_support_code", e.support_code},
+          {"c_init_code_apply", e.init_code_apply},
+          {"c_support_code_apply", e.support_code_apply},
+          {"c_support_code_struct", e.support_code_struct},
+          {"c_cleanup_code_struct", e.cleanup_code_struct},
+          {"c_init_code_struct", e.init_code_struct},
+          {"c_code", code},
+          {"c_code_cleanup", e.code_cleanup}};
+}
+
+void print_text_block(std::string const& title, std::string const& text) {
+  std::cout << "==> " << title << " <==\n" << text;
+  if (!text.empty() && text.back() != '\n') std::cout << '\n';
+}
+
+void print_text(section::Expansion const& e, std::string const& cache_version) {
+  for (auto const& [method, value] : method_strings(e)) {
+    if (value.is_array()) {
+      if (value.empty()) print_text_block(method, "");
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        print_text_block(method + "[" + std::to_string(i) + "]", value[i].get<std::string>());
+      }
+    } else if (value.is_null()) {
+      print_text_block(method, "(not implemented: no `code` section and no --func-name)\n");
+    } else {
+      print_text_block(method, value.get<std::string>());
+    }
+  }
+  print_text_block("c_code_cache_version", cache_version);
+}
+
+int run(Options const& o) {
+  section::ApplySignature signature;
+  try {
+    auto params = section::parse_params(o.params);
+    signature = section::single_node_signature(
+        section::parse_type_list(o.inputs, "input"), section::parse_type_list(o.outputs, "output"),
+        params.empty() ? std::nullopt : std::optional(section::params_spec(params)));
+  } catch (section::signature_error const& e) {
+    std::cerr << "section-expand: error: " << e.what() << "\n";
+    return exit_usage;
+  }
+  if (o.node_name) signature.node_name = *o.node_name;
+  signature.func_name = o.func_name;
+  signature.num_inputs = o.num_inputs;
+  signature.num_outputs = o.num_outputs;
+  signature.check_input = o.check_input;
+
+  section::SourceManager sm;
+  std::vector<section::SourceSpec> specs;
+  for (std::string const& f : o.files) specs.push_back({f, f});
+  section::SectionSet sections = section::load_sections(sm, specs);
+  if (!sections.diagnostics.empty()) std::cerr << section::render_text(sections.diagnostics, sm);
+  if (!sections.ok()) {
+    std::cerr << "section-expand: error: " << sections.error->message << "\n";
+    return exit_usage;
+  }
+
+  section::ExpandOptions options;
+  options.line_directives = !o.no_line_directives;
+  options.newline_fix = !o.no_newline_fix;
+  section::Expansion expansion = section::expand(sm, sections, signature, options);
+  if (!expansion.diagnostics.empty()) std::cerr << section::render_text(expansion.diagnostics, sm);
+  if (section::has_errors(expansion.diagnostics)) return exit_usage;
+
+  std::string cache_version = section::op_cache_version(sm, sections, signature, options);
+  if (o.format == "json") {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto const& [method, value] : method_strings(expansion)) out[method] = value;
+    out["c_code_cache_version"] = cache_version;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    print_text(expansion, cache_version);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Prints what each c_* method of an ExternalCOp becomes for one signature, with the C names "
+      "PyTensor's CLinker gives a single-node graph.",
+      "section-expand"};
+  Options o;
+  app.add_option("FILE", o.files, "section files, in the op's order")->required();
+  app.add_option("--inputs", o.inputs,
+                 "input types, e.g. float64[:],float64[:] (tensor dtype[:], dtype[:,:], ...; "
+                 "scalar int64; object: no dtype)");
+  app.add_option("--outputs", o.outputs, "output types, same syntax as --inputs");
+  app.add_option("--params", o.params, "ParamsType fields, e.g. k:int64,alpha:float64");
+  app.add_option("--func-name", o.func_name, "the op's func_name, e.g. APPLY_SPECIFIC(f)");
+  app.add_option("--node-name", o.node_name, "the node name (default node_<<<<HASH_PLACEHOLDER>>>>_0)");
+  app.add_option("--num-inputs", o.num_inputs, "_cop_num_inputs (pads the call with NULL)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--num-outputs", o.num_outputs, "_cop_num_outputs (pads the call with NULL)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--check-input,!--no-check-input", o.check_input,
+               "emit DTYPE_/TYPENUM_/ITEMSIZE_ macros (the op's check_input; default on)");
+  app.add_flag("--no-line-directives", o.no_line_directives,
+               "no #line directives (byte-for-byte like PyTensor)");
+  app.add_flag("--no-newline-fix", o.no_newline_fix,
+               "end code/code_cleanup without a newline, as PyTensor does");
+  app.add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  try {
+    app.parse(argc, argv);
+  } catch (CLI::ParseError const& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : exit_usage;
+  }
+  return run(o);
+}
