@@ -1,0 +1,86 @@
+// section-lint: rules over section files, their documentation, suppressions and rule selection,
+// plus the SARIF and GitHub renderers the linter adds to those of render.hpp.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "section/diagnostic.hpp"
+#include "section/source.hpp"
+
+namespace section {
+
+/// One lint rule. Codes are stable and never reused: `SL` + family digit + two digits
+/// (SL0 file, SL1 markers, SL2 structure, SL3 macro scope, SL4 apply-specific symbols,
+/// SL5 control flow, SL6 signature, SL9 the linter's own comments).
+struct LintRule {
+  std::string_view code;           ///< `SL301`
+  std::string_view name;           ///< `fail-or-params-out-of-scope`
+  Severity severity;               ///< the severity its diagnostics carry
+  std::string_view summary;        ///< one line, lower-case, no trailing period
+  std::string_view documentation;  ///< Markdown: What it does / Why is this bad? / Example / Use instead
+  bool reported_by_parser;         ///< the parser finds it; the linter passes it through
+};
+
+/// Every rule, sorted by code.
+std::span<LintRule const> lint_rules();
+LintRule const* find_lint_rule(std::string_view code);
+
+/// `--explain`: the rule's heading line and its documentation.
+std::string explain_lint_rule(LintRule const& rule);
+
+/// Which codes are reported, from `--select`/`--ignore` code prefixes (`SL3`, `SL301`, `SL`).
+/// The longest matching prefix decides; on a tie `ignore` wins. Nothing selected means all.
+class RuleSelection {
+ public:
+  RuleSelection() = default;
+  /// Throws `std::invalid_argument` naming a prefix that matches no rule.
+  RuleSelection(std::vector<std::string> select, std::vector<std::string> ignore);
+
+  bool enabled(std::string_view code) const;
+
+ private:
+  std::vector<std::string> select_;
+  std::vector<std::string> ignore_;
+};
+
+/// What the signature checks (SL6xx) know about the op the files implement.
+struct LintSignature {
+  std::optional<std::size_t> inputs;   ///< arity, when `--inputs` was given
+  std::optional<std::size_t> outputs;  ///< arity, when `--outputs` was given
+  bool has_params = false;             ///< the op has a params struct (one more argument)
+  std::optional<std::string> func_name;
+};
+
+struct LintOptions {
+  RuleSelection selection;
+  LintSignature signature;
+};
+
+/// Lints in-memory text as one file named `display_path`. Never throws on any input.
+std::vector<Diagnostic> lint_text(SourceManager& sm, std::string text,
+                                  std::string const& display_path,
+                                  LintOptions const& options = {});
+
+/// Lints files and folders (every `*.c`/`*.h` below a folder, sorted) as the files of one op:
+/// the signature checks that look for the main function look across all of them.
+std::vector<Diagnostic> lint_files(SourceManager& sm, std::vector<std::string> const& paths,
+                                   LintOptions const& options = {});
+
+/// The files `lint_files` looks at: files as given, folders expanded to their sorted
+/// `*.c`/`*.h` files. Paths that do not exist are kept, so reading them reports SL004.
+std::vector<std::string> collect_lint_paths(std::vector<std::string> const& paths);
+
+/// SARIF 2.1.0: one run of `section-lint` with every rule's metadata in `tool.driver.rules`.
+/// Columns are reported in Unicode code points (`columnKind`).
+std::string render_sarif(std::vector<Diagnostic> const& ds, SourceManager const& sm);
+
+/// GitHub Actions workflow commands (`::error file=…,line=…::message`), one per line; columns
+/// are left out for ranges spanning lines.
+std::string render_github(std::vector<Diagnostic> const& ds, SourceManager const& sm);
+
+}  // namespace section

@@ -1,0 +1,263 @@
+// section-lint: reading file-scope declarations out of a token stream.
+#include "lint/declarations.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace section::lint_detail {
+namespace {
+
+// Words that can precede a declarator but never name one.
+constexpr std::array<std::string_view, 40> specifier_words = {
+    "auto",     "bool",      "char",     "const",        "constexpr", "double",   "enum",
+    "extern",   "float",     "inline",   "int",          "long",      "register", "restrict",
+    "short",    "signed",    "static",   "struct",       "typedef",   "union",    "unsigned",
+    "void",     "volatile",  "class",    "virtual",      "explicit",  "mutable",  "thread_local",
+    "_Bool",    "_Complex",  "__inline", "__restrict",   "typename",  "template", "operator",
+    "noexcept", "constinit", "consteval", "__extension__", "return"};
+
+bool is_specifier(std::string_view word) {
+  return std::find(specifier_words.begin(), specifier_words.end(), word) != specifier_words.end();
+}
+
+bool is_tag_keyword(std::string_view word) {
+  return word == "struct" || word == "union" || word == "enum" || word == "class";
+}
+
+// Attribute-like calls whose parentheses hold no declarator.
+bool is_attribute_word(std::string_view word) {
+  return word == "__attribute__" || word == "__declspec" || word == "alignas" ||
+         word == "_Alignas" || word == "__asm__" || word == "asm";
+}
+
+class Reader {
+ public:
+  Reader(std::string_view text, std::span<Token const> tokens)
+      : text_(text), tokens_(tokens), match_(match_brackets(text, tokens)) {}
+
+  std::vector<Declaration> run() {
+    scope(0, tokens_.size());
+    return std::move(out_);
+  }
+
+ private:
+  std::string_view spell(std::size_t i) const {
+    return i < tokens_.size() ? text_.substr(tokens_[i].begin, tokens_[i].end - tokens_[i].begin)
+                              : std::string_view{};
+  }
+  bool is(std::size_t i, std::string_view s) const { return i < tokens_.size() && spell(i) == s; }
+  bool is_identifier(std::size_t i) const {
+    return i < tokens_.size() && tokens_[i].kind == TokenKind::identifier;
+  }
+  bool is_name(std::size_t i) const {
+    return is_identifier(i) && !is_specifier(spell(i)) && !is_attribute_word(spell(i));
+  }
+  /// Index just past the bracket group opening at `i` (clamped to `last`).
+  std::size_t past_group(std::size_t i, std::size_t last) const {
+    return std::min(match_[i], last - 1) + 1;
+  }
+  bool opens_group(std::size_t i) const {
+    auto const s = spell(i);
+    return tokens_[i].kind == TokenKind::punct && (s == "(" || s == "[" || s == "{");
+  }
+
+  /// Declarations in `[first, last)`, a file scope or a namespace body.
+  void scope(std::size_t first, std::size_t last) {
+    std::size_t start = first;
+    std::size_t i = first;
+    std::optional<std::size_t> body_close;  // `}` of a struct body inside the current declaration
+    while (i < last) {
+      if (is(i, ";")) {
+        declaration(start, i, body_close);
+        start = ++i;
+        body_close.reset();
+      } else if (is(i, "{")) {
+        std::size_t const open = i;
+        std::size_t const close = std::min(match_[open], last);
+        i = close + 1;
+        switch (brace(start, open, close)) {
+          case AfterBrace::declaration_done: start = i; body_close.reset(); break;
+          case AfterBrace::declaration_continues: break;
+          case AfterBrace::type_body: body_close = close; break;
+        }
+      } else if (opens_group(i)) {
+        i = past_group(i, last);
+      } else {
+        ++i;
+      }
+    }
+  }
+
+  enum class AfterBrace { declaration_done, declaration_continues, type_body };
+
+  /// What the declaration `[start, open)` followed by the block `{ ... }` ending at `close` is.
+  AfterBrace brace(std::size_t start, std::size_t open, std::size_t close) {
+    if (start >= open) return AfterBrace::declaration_done;  // a stray block
+    if (is(start, "namespace")) {
+      bool apply_specific = false;
+      for (std::size_t k = start; k < open; ++k) apply_specific |= is(k, "APPLY_SPECIFIC");
+      if (!apply_specific) scope(open + 1, std::min(close, tokens_.size()));
+      return AfterBrace::declaration_done;
+    }
+    if (is(start, "extern") && start + 1 < open && tokens_[start + 1].kind == TokenKind::literal) {
+      scope(open + 1, std::min(close, tokens_.size()));  // extern "C" { ... }
+      return AfterBrace::declaration_done;
+    }
+    for (std::size_t k = start; k < open; k = opens_group(k) ? past_group(k, open) : k + 1) {
+      if (is(k, "=")) return AfterBrace::declaration_continues;  // an initializer list
+    }
+    if (is(open - 1, ")") || is(open - 1, "const") || is(open - 1, "noexcept") ||
+        is(open - 1, "override") || is(open - 1, "final")) {
+      if (auto d = declarator(start, open)) {
+        if (d->kind == Declaration::Kind::function_declaration) {
+          d->kind = Declaration::Kind::function_definition;
+          out_.push_back(std::move(*d));
+        }
+      }
+      return AfterBrace::declaration_done;
+    }
+    for (std::size_t k = start; k < open; ++k) {
+      if (is_identifier(k) && is_tag_keyword(spell(k))) {
+        // `struct name {`; anonymous and macro-built tags (`struct APPLY_SPECIFIC(s) {`) pass.
+        if (is_name(k + 1) && k + 2 == open) out_.push_back(named(Declaration::Kind::type, k + 1));
+        return AfterBrace::type_body;
+      }
+    }
+    return AfterBrace::declaration_done;  // something else with a body; skip it whole
+  }
+
+  Declaration named(Declaration::Kind kind, std::size_t i) const {
+    return {kind, std::string(spell(i)), tokens_[i].begin, tokens_[i].end, false, false,
+            std::nullopt};
+  }
+
+  void declaration(std::size_t start, std::size_t end, std::optional<std::size_t> body_close) {
+    if (start >= end) return;
+    bool const is_typedef = is(start, "typedef");
+    if (!body_close) {
+      auto const first = spell(start);
+      if (first == "using" || first == "static_assert" || first == "_Static_assert" ||
+          first == "friend" || first == "template" || first == "namespace" || first == "public" ||
+          first == "private" || first == "protected")
+        return;
+      if (is_typedef) return;  // plain typedefs may be repeated with the same type
+      if (first == "extern") {
+        bool initialised = false;
+        for (std::size_t k = start; k < end; ++k) initialised |= is(k, "=");
+        if (!initialised) return;
+      }
+    }
+    std::size_t piece = body_close ? *body_close + 1 : start;
+    for (std::size_t k = piece; k <= end; k = (k < end && opens_group(k)) ? past_group(k, end) : k + 1) {
+      if (k == end || is(k, ",")) {
+        if (auto d = declarator(piece, k)) {
+          if (is_typedef) d->kind = Declaration::Kind::type;
+          out_.push_back(std::move(*d));
+        }
+        piece = k + 1;
+      }
+    }
+  }
+
+  /// The name a declarator in `[first, last)` declares; specifiers before it (`static int x`)
+  /// are skipped because the last plain name before `=`, `[` or `(` wins.
+  std::optional<Declaration> declarator(std::size_t first, std::size_t last) {
+    std::optional<std::size_t> candidate;
+    for (std::size_t k = first; k < last;) {
+      auto const s = spell(k);
+      if (s == "=" || s == "[" || s == ":") break;
+      if (is_identifier(k) && is_attribute_word(s)) {
+        k = is(k + 1, "(") ? past_group(k + 1, last) : k + 1;
+        continue;
+      }
+      if (is_identifier(k) && is_tag_keyword(s)) {
+        k += is_name(k + 1) ? 2 : 1;  // `struct foo x`: `foo` is a tag, not a declarator
+        continue;
+      }
+      if (s == "(") {
+        std::size_t const close = std::min(match_[k], last);
+        if (is(k + 1, "*") || is(k + 1, "&") || is(k + 1, "^")) {
+          for (std::size_t j = k + 1; j < close; ++j)  // `(*name)(args)`
+            if (is_name(j)) candidate = j;
+          break;
+        }
+        if (!candidate || *candidate + 1 != k) return std::nullopt;
+        std::size_t const name = *candidate;
+        bool const built = spell(name) == "APPLY_SPECIFIC" || is(close + 1, "(");
+        if (built) {
+          Declaration d{Declaration::Kind::variable, compact(name, close + 1), tokens_[name].begin,
+                        close < tokens_.size() ? tokens_[close].end : tokens_[name].end,
+                        spell(name) == "APPLY_SPECIFIC", spell(name) != "APPLY_SPECIFIC",
+                        std::nullopt};
+          if (is(close + 1, "(")) function(d, close + 1, last);
+          return d;
+        }
+        Declaration d = named(Declaration::Kind::variable, name);
+        function(d, k, last);
+        return d;
+      }
+      if (is_name(k)) candidate = k;
+      k = opens_group(k) ? past_group(k, last) : k + 1;
+    }
+    if (!candidate) return std::nullopt;
+    return named(Declaration::Kind::variable, *candidate);
+  }
+
+  /// Makes `d` a function declaration whose parameter list opens at `open`.
+  void function(Declaration& d, std::size_t open, std::size_t last) {
+    std::size_t const close = std::min(match_[open], last);
+    d.kind = Declaration::Kind::function_declaration;
+    d.parameters_begin = tokens_[open].begin;
+    d.parameters_end = close < tokens_.size() ? tokens_[close].end : tokens_[open].end;
+    if (close == open + 1 || (close == open + 2 && is(open + 1, "void"))) {
+      d.parameter_count = 0;
+      return;
+    }
+    std::size_t count = 1;
+    for (std::size_t k = open + 1; k < close; k = opens_group(k) ? past_group(k, close) : k + 1)
+      count += is(k, ",") ? 1 : 0;
+    d.parameter_count = count;
+  }
+
+  /// The spelling of tokens `[first, last)` without whitespace: `APPLY_SPECIFIC(foo)`.
+  std::string compact(std::size_t first, std::size_t last) const {
+    std::string out;
+    for (std::size_t k = first; k < last && k < tokens_.size(); ++k) out += spell(k);
+    return out;
+  }
+
+  std::string_view text_;
+  std::span<Token const> tokens_;
+  std::vector<std::size_t> match_;
+  std::vector<Declaration> out_;
+};
+
+}  // namespace
+
+std::vector<std::size_t> match_brackets(std::string_view text, std::span<Token const> tokens) {
+  std::vector<std::size_t> match(tokens.size());
+  std::vector<std::size_t> open;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    match[i] = i;
+    if (tokens[i].kind != TokenKind::punct || tokens[i].end - tokens[i].begin != 1) continue;
+    char const c = text[tokens[i].begin];
+    if (c == '(' || c == '[' || c == '{') {
+      match[i] = tokens.size();
+      open.push_back(i);
+    } else if (c == ')' || c == ']' || c == '}') {
+      char const want = c == ')' ? '(' : c == ']' ? '[' : '{';
+      // A closer that does not match the innermost opener is stray; skipping it keeps this linear.
+      if (open.empty() || text[tokens[open.back()].begin] != want) continue;
+      match[open.back()] = i;
+      match[i] = open.back();
+      open.pop_back();
+    }
+  }
+  return match;
+}
+
+std::vector<Declaration> file_scope_declarations(std::string_view text, std::span<Token const> tokens) {
+  return Reader(text, tokens).run();
+}
+
+}  // namespace section::lint_detail

@@ -1,0 +1,36 @@
+// section-lint: what a block of file-scope C/C++ declares (functions, globals, types), by name.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lint/c_tokens.hpp"
+
+namespace section::lint_detail {
+
+struct Declaration {
+  enum class Kind { function_definition, function_declaration, variable, type };
+  Kind kind;
+  std::string name;  ///< `foo`, or the whole macro call for built names: `APPLY_SPECIFIC(foo)`
+  std::size_t name_begin;
+  std::size_t name_end;
+  bool apply_specific;  ///< the name is built with `APPLY_SPECIFIC(...)`
+  bool macro_built;     ///< the name is built by some other macro: nothing can be said about it
+  std::optional<std::size_t> parameter_count;  ///< functions
+  std::size_t parameters_begin = 0;            ///< the parameter list, parentheses included
+  std::size_t parameters_end = 0;
+};
+
+/// The declarations at file (or struct-member) scope of a token stream, in order. A heuristic
+/// reader: what it cannot make sense of (macro soup, odd declarators) it skips silently.
+std::vector<Declaration> file_scope_declarations(std::string_view text, std::span<Token const> tokens);
+
+/// For each token index: the index of its matching bracket (`()`, `[]`, `{}`), or
+/// `tokens.size()` for an unmatched opener; non-brackets map to themselves.
+std::vector<std::size_t> match_brackets(std::string_view text, std::span<Token const> tokens);
+
+}  // namespace section::lint_detail

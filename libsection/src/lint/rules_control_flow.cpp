@@ -1,0 +1,174 @@
+// section-lint SL5xx: leaving the `code` section by `return` or `goto` instead of `FAIL`.
+#include <algorithm>
+#include <unordered_set>
+
+#include "lint/checks.hpp"
+
+namespace section::lint_detail {
+namespace {
+
+constexpr LintRule rules[] = {
+    {"SL501", "return-in-code", Severity::error, "`return` in a `code` section; use `FAIL`",
+     R"md(## What it does
+Flags `return` statements in a `code` section (outside lambdas and local class members).
+
+## Why is this bad?
+The expander pastes `code` into the body of the module's generated `run()` function, inside
+nested blocks whose cleanup code releases the inputs and outputs and reports errors. A
+`return` leaves `run()` directly: the cleanup never runs (leaking references), outputs are
+not stored, and an error set with `PyErr_SetString` is not reported as the op's failure.
+`FAIL` sets the failure code and jumps to the cleanup.
+
+## Example
+```c
+#section code
+if (PyArray_NDIM(INPUT_0) != 1) {
+    PyErr_SetString(PyExc_ValueError, "x must be 1-d");
+    return 1;
+}
+```
+
+## Use instead
+```c
+#section code
+if (PyArray_NDIM(INPUT_0) != 1) {
+    PyErr_SetString(PyExc_ValueError, "x must be 1-d");
+    FAIL;
+}
+```
+)md",
+     false},
+    {"SL502", "goto-out-of-code", Severity::error,
+     "`goto` to a label the `code` section does not define",
+     R"md(## What it does
+Flags `goto label` in a `code` section when no block of the file's `code` section defines
+`label`.
+
+## Why is this bad?
+The target is either missing (a compile error in the generated module) or a label of the
+generated code such as `__label_7`, whose number changes with the graph. Jumping there skips
+the failure bookkeeping `FAIL` does.
+
+## Example
+```c
+#section code
+if (!ok) goto __label_7;
+```
+
+## Use instead
+```c
+#section code
+if (!ok) FAIL;
+```
+)md",
+     false},
+};
+
+bool is_label_keyword(std::string_view word) {
+  return word == "default" || word == "public" || word == "private" || word == "protected" ||
+         word == "case";
+}
+
+enum class Brace { block, function_body, class_body };
+
+class CodeWalker {
+ public:
+  CodeWalker(FileView const& file, std::vector<Token> tokens)
+      : file_(file), tokens_(std::move(tokens)), match_(match_brackets(file.text, tokens_)) {}
+
+  void run(std::vector<Diagnostic>& out) {
+    collect_labels();
+    std::vector<Brace> braces;
+    std::size_t nested_functions = 0;
+    for (std::size_t i = 0; i < tokens_.size(); ++i) {
+      if (is(i, "{")) {
+        braces.push_back(kind_of_brace(i, braces));
+        if (braces.back() != Brace::block) ++nested_functions;
+      } else if (is(i, "}")) {
+        if (braces.empty()) continue;
+        if (braces.back() != Brace::block) --nested_functions;
+        braces.pop_back();
+      } else if (nested_functions == 0 && is(i, "return")) {
+        auto d = make_diagnostic("SL501",
+                                 "`return` in section `code` leaves the generated function "
+                                 "without its cleanup; use `FAIL` to report an error",
+                                 file_.range(tokens_[i]));
+        d.notes.push_back({"set a Python exception first, e.g. with `PyErr_SetString`, then `FAIL`", {}});
+        out.push_back(std::move(d));
+      } else if (nested_functions == 0 && is(i, "goto") && i + 1 < tokens_.size() &&
+                 tokens_[i + 1].kind == TokenKind::identifier &&
+                 !labels_.contains(spell(i + 1))) {
+        out.push_back(make_diagnostic("SL502",
+                                      "`goto " + std::string(spell(i + 1)) +
+                                          "` jumps to a label the `code` section does not "
+                                          "define; use `FAIL` to leave it",
+                                      {file_.file, tokens_[i].begin, tokens_[i + 1].end}));
+      }
+    }
+  }
+
+ private:
+  std::string_view spell(std::size_t i) const { return file_.spelling(tokens_[i]); }
+  bool is(std::size_t i, std::string_view s) const { return i < tokens_.size() && spell(i) == s; }
+
+  /// `name:` at the start of a statement.
+  void collect_labels() {
+    for (std::size_t i = 0; i + 1 < tokens_.size(); ++i) {
+      if (tokens_[i].kind != TokenKind::identifier || !is(i + 1, ":") ||
+          is_label_keyword(spell(i)))
+        continue;
+      if (i == 0 || is(i - 1, ";") || is(i - 1, "{") || is(i - 1, "}") || is(i - 1, ":"))
+        labels_.insert(spell(i));
+    }
+  }
+
+  /// Whether the `{` at `open` starts a lambda or local member function body (whose `return`s
+  /// are their own), a local class body, or a plain block. Looks back a bounded distance.
+  Brace kind_of_brace(std::size_t open, std::vector<Brace> const& enclosing) const {
+    constexpr std::size_t look_back = 16;
+    std::size_t k = open;
+    // Skip specifiers and a trailing return type: `mutable`, `noexcept`, `-> std::vector<int>`.
+    while (k > 0 && open - k < look_back) {
+      auto const& t = tokens_[k - 1];
+      auto const s = spell(k - 1);
+      if (t.kind == TokenKind::identifier || s == "->" || s == "::" || s == "*" || s == "&" ||
+          s == "<" || s == ">" || s == ",")
+        --k;
+      else
+        break;
+    }
+    if (k > 0 && is(k - 1, "]")) return Brace::function_body;  // `[&] {`
+    if (k > 0 && is(k - 1, ")")) {
+      std::size_t const paren = match_[k - 1];
+      if (paren < k - 1 && paren > 0 && is(paren - 1, "]")) return Brace::function_body;
+      if (!enclosing.empty() && enclosing.back() == Brace::class_body) return Brace::function_body;
+    }
+    for (std::size_t j = open; j > 0 && open - j < look_back; --j) {
+      auto const s = spell(j - 1);
+      if (s == ";" || s == "{" || s == "}" || s == ")") break;
+      if (s == "struct" || s == "class" || s == "union") return Brace::class_body;
+    }
+    return Brace::block;
+  }
+
+  FileView const& file_;
+  std::vector<Token> tokens_;
+  std::vector<std::size_t> match_;
+  std::unordered_set<std::string_view> labels_;
+};
+
+}  // namespace
+
+std::span<LintRule const> control_flow_rules() { return rules; }
+
+void check_control_flow(FileView const& file, std::vector<Diagnostic>& out) {
+  // A file's `code` blocks are concatenated into one section: labels are shared between them.
+  std::vector<Token> tokens;
+  for (auto const& block : file.blocks) {
+    if (block.block.tag == "code")
+      tokens.insert(tokens.end(), block.body.tokens.begin(), block.body.tokens.end());
+  }
+  if (!tokens.empty()) CodeWalker(file, std::move(tokens)).run(out);
+}
+
+}  // namespace section::lint_detail

@@ -1,0 +1,245 @@
+// section-lint SL9xx: suppression comments (`// section-lint: ignore[SL301]`, `ignore-file[...]`),
+// and the findings about the comments themselves.
+#include <algorithm>
+
+#include "lint/checks.hpp"
+
+namespace section::lint_detail {
+namespace {
+
+constexpr LintRule rules[] = {
+    {"SL901", "unused-suppression", Severity::warning, "a suppression comment that suppresses nothing",
+     R"md(## What it does
+Reports codes in `// section-lint: ignore[...]` and `ignore-file[...]` comments that matched
+no finding. Codes of rules turned off with `--select`/`--ignore` are not reported.
+
+## Why is this bad?
+A stale suppression hides the next real problem of that kind on the line (or in the file).
+
+## Example
+```c
+int x = 1;  // section-lint: ignore[SL301]
+```
+
+## Use instead
+Remove the comment (the fix does), or the codes that no longer apply.
+)md",
+     false},
+    {"SL902", "unknown-code-in-suppression", Severity::warning,
+     "a suppression comment names a code that is not a rule",
+     R"md(## What it does
+Reports codes in suppression comments that are not rule codes (`section-lint --list-rules`).
+
+## Why is this bad?
+The comment suppresses nothing; usually the code is misspelled and the finding it was meant
+to silence is still reported, or will be.
+
+## Example
+```c
+FAIL;  // section-lint: ignore[SL31]
+```
+
+## Use instead
+```c
+FAIL;  // section-lint: ignore[SL301]
+```
+)md",
+     false},
+    {"SL903", "malformed-suppression", Severity::warning,
+     "a `section-lint:` comment that is not a valid suppression",
+     R"md(## What it does
+Reports comments containing `section-lint:` that do not continue with `ignore[CODE, ...]` or
+`ignore-file[CODE, ...]`.
+
+## Why is this bad?
+The comment was meant to suppress something and does not.
+
+## Example
+```c
+// section-lint: ignore SL301
+// section-lint: noqa[SL301]
+```
+
+## Use instead
+```c
+// section-lint: ignore[SL301]
+```
+A comment `ignore[...]` applies to findings starting on its line; `ignore-file[...]` to the
+whole file, wherever it is.
+)md",
+     false},
+};
+
+constexpr std::string_view directive_prefix = "section-lint:";
+
+struct SuppressedCode {
+  std::string code;
+  std::size_t begin;
+  std::size_t end;
+  bool used = false;
+};
+
+struct Suppression {
+  bool file_wide;
+  std::size_t line;  ///< the comment's first line
+  std::size_t comment_begin;
+  std::size_t comment_end;
+  std::size_t list_begin;  ///< the `[`
+  std::size_t list_end;    ///< past the `]`
+  std::vector<SuppressedCode> codes;
+};
+
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_code_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+class SuppressionReader {
+ public:
+  SuppressionReader(SourceManager const& sm, FileView const& file, std::vector<Diagnostic>& meta)
+      : sm_(sm), file_(file), meta_(meta) {}
+
+  std::vector<Suppression> read() {
+    read_comments(file_.prelude);
+    for (auto const& block : file_.blocks) read_comments(block.body);
+    return std::move(found_);
+  }
+
+ private:
+  void read_comments(TokenizedBody const& body) {
+    for (auto const& c : body.comments) read_comment(c);
+  }
+
+  void read_comment(Comment const& c) {
+    std::string_view const text = file_.text.substr(c.begin, c.end - c.begin);
+    auto const at = text.find(directive_prefix);
+    if (at == std::string_view::npos) return;
+    std::size_t pos = c.begin + at + directive_prefix.size();
+    auto const end = c.end;
+    auto const skip_blanks = [&] {
+      while (pos < end && is_blank(file_.text[pos])) ++pos;
+    };
+    skip_blanks();
+    std::size_t const word_begin = pos;
+    while (pos < end && is_code_char(file_.text[pos])) ++pos;
+    std::string_view const word = file_.text.substr(word_begin, pos - word_begin);
+    skip_blanks();
+    if ((word != "ignore" && word != "ignore-file") || pos >= end || file_.text[pos] != '[') {
+      malformed(c, "expected `ignore[CODE, ...]` or `ignore-file[CODE, ...]` after `section-lint:`");
+      return;
+    }
+    Suppression s{word == "ignore-file", sm_.line_column(file_.file, c.begin).line, c.begin, c.end,
+                  pos, pos, {}};
+    ++pos;
+    bool listed_any = false;
+    while (true) {
+      while (pos < end && (is_blank(file_.text[pos]) || file_.text[pos] == ',')) ++pos;
+      if (pos >= end) {
+        malformed(c, "the code list is not closed with `]`");
+        return;
+      }
+      if (file_.text[pos] == ']') break;
+      std::size_t const code_begin = pos;
+      while (pos < end && is_code_char(file_.text[pos])) ++pos;
+      if (pos == code_begin) {
+        malformed(c, "expected a rule code such as `SL301` in the list");
+        return;
+      }
+      listed_any = true;
+      std::string code(file_.text.substr(code_begin, pos - code_begin));
+      if (!find_lint_rule(code)) {
+        meta_.push_back(make_diagnostic("SL902", "`" + code + "` is not a section-lint rule code",
+                                        {file_.file, code_begin, pos}));
+        continue;
+      }
+      s.codes.push_back({std::move(code), code_begin, pos});
+    }
+    s.list_end = pos + 1;
+    if (!listed_any) {
+      malformed(c, "the code list is empty; name the codes to ignore");
+      return;
+    }
+    found_.push_back(std::move(s));
+  }
+
+  void malformed(Comment const& c, std::string why) {
+    meta_.push_back(make_diagnostic("SL903", "malformed suppression comment: " + why,
+                                    {file_.file, c.begin, c.end}));
+  }
+
+  SourceManager const& sm_;
+  FileView const& file_;
+  std::vector<Diagnostic>& meta_;
+  std::vector<Suppression> found_;
+};
+
+/// Removes the diagnostics of `file` that a suppression covers, marking the codes used.
+void suppress(SourceManager const& sm, FileId file, std::vector<Suppression>& suppressions,
+              std::vector<Diagnostic>& diagnostics) {
+  if (suppressions.empty()) return;
+  auto const covers = [&](Diagnostic const& d) {
+    if (d.range.file != file) return false;
+    std::size_t const line = sm.line_column(file, d.range.begin).line;
+    for (auto& s : suppressions) {
+      if (!s.file_wide && s.line != line) continue;
+      for (auto& c : s.codes) {
+        if (c.code == d.code) {
+          c.used = true;
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+  std::erase_if(diagnostics, covers);
+}
+
+bool is_meta_code(std::string_view code) { return code.starts_with("SL9"); }
+
+/// SL901 for every code (of the given kind) that suppressed nothing.
+void report_unused(std::vector<Suppression> const& suppressions, FileView const& file,
+                   RuleSelection const& selection, bool meta_codes, std::vector<Diagnostic>& out) {
+  for (auto const& s : suppressions) {
+    bool const none_used =
+        std::none_of(s.codes.begin(), s.codes.end(), [](SuppressedCode const& c) { return c.used; });
+    std::string kept;
+    for (auto const& c : s.codes)
+      if (c.used) kept += (kept.empty() ? "" : ", ") + c.code;
+    for (auto const& c : s.codes) {
+      if (c.used || is_meta_code(c.code) != meta_codes || !selection.enabled(c.code)) continue;
+      auto d = make_diagnostic("SL901",
+                               "unused suppression of `" + c.code + "`: no such finding " +
+                                   (s.file_wide ? "in this file" : "on this line"),
+                               {file.file, c.begin, c.end});
+      if (none_used) {
+        d.fix = FixIt{"remove the suppression comment", {file.file, s.comment_begin, s.comment_end}, ""};
+      } else {
+        d.fix = FixIt{"keep only the codes in use", {file.file, s.list_begin, s.list_end},
+                      "[" + kept + "]"};
+      }
+      out.push_back(std::move(d));
+    }
+  }
+}
+
+}  // namespace
+
+std::span<LintRule const> suppression_rules() { return rules; }
+
+void apply_suppressions(SourceManager const& sm, FileView const& file,
+                        RuleSelection const& selection, std::vector<Diagnostic>& diagnostics) {
+  std::vector<Diagnostic> meta;
+  auto suppressions = SuppressionReader(sm, file, meta).read();
+  suppress(sm, file.file, suppressions, diagnostics);
+  report_unused(suppressions, file, selection, false, meta);
+  std::erase_if(meta, [&](Diagnostic const& d) { return !selection.enabled(d.code); });
+  // Findings about suppressions can be suppressed too, e.g. `ignore-file[SL901]`.
+  suppress(sm, file.file, suppressions, meta);
+  report_unused(suppressions, file, selection, true, meta);
+  std::erase_if(meta, [&](Diagnostic const& d) { return !selection.enabled(d.code); });
+  diagnostics.insert(diagnostics.end(), std::make_move_iterator(meta.begin()),
+                     std::make_move_iterator(meta.end()));
+}
+
+}  // namespace section::lint_detail
