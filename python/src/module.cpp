@@ -8,4 +8,5 @@ PYBIND11_MODULE(_core, m) {
   m.attr("__version__") = section::version;
   section::python::bind_source(m);
   section::python::bind_parse(m);
+  section::python::bind_expand(m);
 }

@@ -47,8 +47,10 @@ struct ApplySignature {
   std::string node_name;                    ///< `name` in `c_*(node, name, ...)`
   std::vector<std::optional<std::string>> input_dtypes;   ///< nullopt: no dtype (generic, ...)
   std::vector<std::optional<std::string>> output_dtypes;
-  std::vector<std::string> input_names;     ///< C symbols of the inputs (`V5`)
-  std::vector<std::string> output_names;    ///< C symbols of the outputs (`V1`)
+  /// C symbols of the inputs (`V5`) and outputs (`V1`); only `c_code` and `c_code_cleanup`
+  /// use them, so they may be left empty for the other methods.
+  std::vector<std::string> input_names;
+  std::vector<std::string> output_names;
   std::optional<ParamsSpec> params;         ///< the op has a `ParamsType`
   std::string params_name;                  ///< C symbol of the params (`sub['params']`); empty: none
   bool check_input = true;

@@ -31,13 +31,13 @@ void check_dtypes(std::vector<std::optional<std::string>> const& dtypes, char co
 void check_signature(ApplySignature const& s, std::vector<Diagnostic>& diagnostics) {
   check_dtypes(s.input_dtypes, "input", diagnostics);
   check_dtypes(s.output_dtypes, "output", diagnostics);
-  if (s.input_names.size() != s.input_dtypes.size()) {
+  if (!s.input_names.empty() && s.input_names.size() != s.input_dtypes.size()) {
     diagnostics.push_back(signature_error(
         "SE102", "the signature has " + std::to_string(s.input_dtypes.size()) +
                      " input types but " + std::to_string(s.input_names.size()) +
                      " input names"));
   }
-  if (s.output_names.size() != s.output_dtypes.size()) {
+  if (!s.output_names.empty() && s.output_names.size() != s.output_dtypes.size()) {
     diagnostics.push_back(signature_error(
         "SE102", "the signature has " + std::to_string(s.output_dtypes.size()) +
                      " output types but " + std::to_string(s.output_names.size()) +

@@ -81,8 +81,9 @@ class TypeReader {
 
   [[noreturn]] void fail(std::string const& message, std::size_t at) const {
     std::string_view item = whole_.substr(item_begin_, end_ - item_begin_);
-    throw signature_error(label_ + " `" + std::string(item) + "`: " + message + " at character " +
-                          std::to_string(at + 1) + " of `" + std::string(whole_) + "`");
+    std::string where = at >= whole_.size() ? "at the end of" : "at character " + std::to_string(at + 1) + " of";
+    throw signature_error(label_ + " `" + std::string(item) + "`: " + message + " " + where +
+                          " `" + std::string(whole_) + "`");
   }
 
   std::string_view whole_;

@@ -1,0 +1,216 @@
+"""A drop-in for PyTensor's ``ExternalCOp``, built on PyTensor's ``COp``.
+
+Change one import::
+
+    from libsection.pytensor import ExternalCOp   # was: from pytensor.link.c.op import ExternalCOp
+
+The constructor, the attributes (``func_files``, ``func_codes``, ``func_name``,
+``code_sections``, ``_cop_num_inputs``, ``_cop_num_outputs``, ``check_input``,
+``params_type``) and every ``c_*`` method behave as PyTensor's, with three differences:
+``#line`` directives point compiler errors at the ``.c`` files (class attribute
+``line_directives``), ``code``/``code_cleanup`` end with a newline so they compile when the
+node is last in a module (class attribute ``newline_fix``), and the cache version also
+covers the function name, the padding counts, ``check_input`` and the params. There is no
+``FutureWarning``, and each file is read and parsed once per process.
+"""
+
+import inspect
+import os
+from pathlib import Path
+
+from pytensor.graph.type import HasDataType
+from pytensor.link.c.op import COp
+from pytensor.link.c.params_type import ParamsType
+
+from . import _core
+
+__all__ = ["ExternalCOp"]
+
+# Parsed files, shared by every op instance of the process. The key holds each file's
+# modification time and size, so an edited file is parsed again (and a new process always
+# reads the files afresh).
+_loaded_cache: dict[tuple, "_core.LoadedSections"] = {}
+
+
+def _file_key(path: Path) -> tuple:
+    stat = path.stat()  # raises FileNotFoundError naming the path, as the reference does
+    return (str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def _load(resolved: list[Path], display: list[str]) -> "_core.LoadedSections":
+    key = (tuple(_file_key(p) for p in resolved), tuple(display))
+    loaded = _loaded_cache.get(key)
+    if loaded is None:
+        loaded = _core.load_sections([str(p) for p in resolved], display)
+        _loaded_cache[key] = loaded
+    if loaded.error is not None:
+        _raise_load_error(loaded)
+    return loaded
+
+
+def _raise_load_error(loaded) -> None:
+    """Raises what the reference loader raises: an OSError, or a ValueError with its message."""
+    os_errno, message, path = loaded.error
+    if os_errno:
+        raise OSError(os_errno, os.strerror(os_errno), path)
+    from . import SectionError  # a ValueError subclass that carries the diagnostics
+
+    raise SectionError(message, loaded.diagnostics)
+
+
+class ExternalCOp(COp):
+    """An op whose C implementation lives in ``#section`` files.
+
+    ``func_files`` is a path or a list of paths, relative paths being relative to the file
+    that defines the op's class. With ``func_name``, ``c_code`` calls that function with the
+    inputs, the addresses of the outputs and the params; otherwise a ``code`` section is the
+    body of ``c_code``.
+    """
+
+    _cop_num_inputs: int | None = None
+    _cop_num_outputs: int | None = None
+    line_directives = True
+    """Emit ``#line`` directives so compilers and debuggers point at the ``.c`` files."""
+    newline_fix = True
+    """End ``code``/``code_cleanup`` with a newline (PyTensor's do not, and fail to compile
+    when the node is the last block of the module)."""
+
+    @classmethod
+    def get_path(cls, f: Path) -> Path:
+        """Resolves a relative path against the directory of the file defining ``cls``."""
+        if not f.is_absolute():
+            f = (Path(inspect.getfile(cls)).parent / f).resolve()
+        return f
+
+    def __init__(self, func_files, func_name: str | None = None):
+        if not isinstance(func_files, list):
+            self.func_files = [Path(func_files)]
+        else:
+            self.func_files = [Path(f) for f in func_files]
+        self.func_name = func_name
+        self._resolved_files = [self.get_path(f) for f in self.func_files]
+        self._loaded = _load(self._resolved_files, [str(f) for f in self.func_files])
+        self.func_codes: list[str] = self._loaded.codes
+        self.code_sections: dict[str, str] = self._loaded.sections
+        if not self.code_sections:
+            raise ValueError("No sections where defined in the C files")
+
+    def __getstate__(self):
+        # The parsed sections are a C++ object: pickle the texts (`func_codes`) instead.
+        return {k: v for k, v in self.__dict__.items() if k != "_loaded"}
+
+    @property
+    def _sections(self):
+        """The parsed sections; after unpickling, parsed again from the pickled texts (like
+        the reference, which never reads the files again)."""
+        loaded = self.__dict__.get("_loaded")
+        if loaded is None:
+            loaded = _core.load_texts(self.func_codes, [str(f) for f in self.func_files])
+            if loaded.error is not None:
+                _raise_load_error(loaded)
+            self._loaded = loaded
+        return loaded
+
+    def perform(self, node, inputs, output_storage):
+        raise NotImplementedError(
+            f"{type(self).__name__} has only a C implementation for now: "
+            "use a mode with the C backend (mode='CVM')"
+        )
+
+    # ---------------------------------------------------------------- expansion
+
+    def _options(self):
+        options = _core.ExpandOptions()
+        options.line_directives = bool(self.line_directives)
+        options.newline_fix = bool(self.newline_fix)
+        options.line_paths = [str(p) for p in self._resolved_files]
+        return options
+
+    def _params_spec(self):
+        if not isinstance(self.params_type, ParamsType):
+            return None
+        wrapper = self.params_type
+        fields = [
+            _core.ParamField(name, type_.c_element_type())
+            for name, type_ in zip(wrapper.fields, wrapper.types, strict=True)
+        ]
+        return _core.ParamsSpec(wrapper.name, fields)
+
+    def _signature(self, node=None, name="", inputs=(), outputs=(), sub=None):
+        signature = _core.ApplySignature()
+        signature.node_name = name
+        if node is not None:
+            signature.input_dtypes = [_dtype(v) for v in node.inputs]
+            signature.output_dtypes = [_dtype(v) for v in node.outputs]
+        signature.input_names = list(inputs)
+        signature.output_names = list(outputs)
+        signature.params = self._params_spec()
+        signature.check_input = bool(getattr(self, "check_input", True))
+        signature.func_name = self.func_name
+        signature.num_inputs = self._cop_num_inputs
+        signature.num_outputs = self._cop_num_outputs
+        if sub is not None:
+            signature.params_name = sub.get("params", "")
+        return signature
+
+    def _expand(self, signature):
+        expansion = _core.expand(self._sections, signature, self._options())
+        errors = [d for d in expansion["diagnostics"] if d.severity == "error"]
+        if errors and not any(d.code == "SE103" for d in errors):
+            raise ValueError("\n".join(d.message for d in errors))
+        return expansion
+
+    def c_code_cache_version(self):
+        signature = self._signature()
+        if self.params_type is not None:
+            signature.params_name = "params"  # the call passes a params argument
+        version = (_core.op_cache_version(self._sections, signature, self._options()),)
+        if self.params_type is not None:
+            version += (self.params_type.c_code_cache_version(),)
+        return version
+
+    def c_init_code(self, **kwargs):
+        return list(self._expand(self._signature())["c_init_code"])
+
+    def c_support_code(self, **kwargs):
+        return self._expand(self._signature())["c_support_code"]
+
+    def c_init_code_apply(self, node, name):
+        return self._expand(self._signature(node, name))["c_init_code_apply"]
+
+    def c_support_code_apply(self, node, name):
+        return self._expand(self._signature(node, name))["c_support_code_apply"]
+
+    def c_support_code_struct(self, node, name):
+        return self._expand(self._signature(node, name))["c_support_code_struct"]
+
+    def c_cleanup_code_struct(self, node, name):
+        return self._expand(self._signature(node, name))["c_cleanup_code_struct"]
+
+    def c_init_code_struct(self, node, name, sub):
+        signature = self._signature(node, name, sub=sub)
+        signature.init_fail = sub["fail"]
+        return self._expand(signature)["c_init_code_struct"]
+
+    def c_code(self, node, name, inp, out, sub):
+        signature = self._signature(node, name, inp, out, sub)
+        signature.fail = sub["fail"]
+        expansion = self._expand(signature)
+        if expansion["c_code"] is None:
+            for d in expansion["diagnostics"]:
+                if d.code == "SE103":
+                    raise AssertionError(d.message)
+            raise NotImplementedError(
+                f"{type(self).__name__} has no `code` section and no func_name"
+            )
+        return expansion["c_code"]
+
+    def c_code_cleanup(self, node, name, inputs, outputs, sub):
+        signature = self._signature(node, name, inputs, outputs, sub)
+        signature.fail = sub["fail"]
+        return self._expand(signature)["c_code_cleanup"]
+
+
+def _dtype(variable) -> str | None:
+    """The dtype the dtype macros describe; None for types without one (generic, params)."""
+    return variable.type.dtype if isinstance(variable.type, HasDataType) else None

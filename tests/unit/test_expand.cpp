@@ -1,0 +1,414 @@
+// Unit tests of the expander: reference strings, #line directives, signatures, cache versions.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "expand/sha256.hpp"
+#include "section/expand.hpp"
+#include "section/signature.hpp"
+
+namespace fs = std::filesystem;
+using namespace section;
+
+namespace {
+
+using Files = std::vector<std::pair<std::string, std::string>>;
+
+/// Sections merged from in-memory files, each a (name, text) pair.
+struct Loaded {
+  SourceManager sm;
+  SectionSet set;
+
+  explicit Loaded(Files const& files) {
+    std::vector<Diagnostic> diagnostics;
+    std::vector<FileId> ids;
+    for (auto const& [name, text] : files) {
+      auto id = add_source(sm, text, name, diagnostics);
+      REQUIRE(id);
+      ids.push_back(*id);
+    }
+    set = merge_sections(sm, ids, std::move(diagnostics));
+    REQUIRE(set.ok());
+  }
+};
+
+ApplySignature vtv_signature() {
+  auto vector = parse_type("float64[:]");
+  ApplySignature s = single_node_signature({vector, vector}, {vector});
+  s.func_name = "APPLY_SPECIFIC(vector_times_vector)";
+  return s;
+}
+
+ExpandOptions reference_mode() {
+  ExpandOptions o;
+  o.line_directives = false;
+  o.newline_fix = false;
+  return o;
+}
+
+std::string read_file(fs::path const& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in, "cannot read " << path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+nlohmann::json expansion_json(Expansion const& e, std::string const& cache_version) {
+  return {{"c_init_code", e.init_code},
+          {"c_support_code", e.support_code},
+          {"c_init_code_apply", e.init_code_apply},
+          {"c_support_code_apply", e.support_code_apply},
+          {"c_support_code_struct", e.support_code_struct},
+          {"c_cleanup_code_struct", e.cleanup_code_struct},
+          {"c_init_code_struct", e.init_code_struct},
+          {"c_code", e.code ? nlohmann::json(*e.code) : nlohmann::json(nullptr)},
+          {"c_code_cleanup", e.code_cleanup},
+          {"c_code_cache_version", cache_version}};
+}
+
+/// The reference `c_code` of the tutorial op (reference §2.6), byte for byte.
+std::string const vtv_reference_c_code =
+    "\n                #define APPLY_SPECIFIC(str) str##_node_<<<<HASH_PLACEHOLDER>>>>_0\n"
+    "                {\n"
+    "                  if (APPLY_SPECIFIC(vector_times_vector)(V5, V3, &V1) != 0) {\n"
+    "                    {\n"
+    "        __failure = 7;\n"
+    "        if (!PyErr_Occurred()) {\n"
+    "            PyErr_SetString(PyExc_RuntimeError,\n"
+    "                \"Unexpected error in an Op's C code. \"\n"
+    "                \"No Python exception was set.\");\n"
+    "        }\n"
+    "        goto __label_7;}\n"
+    "                  }\n"
+    "                }\n"
+    "                #undef APPLY_SPECIFIC\n"
+    "                ";
+
+}  // namespace
+
+TEST_SUITE("expander") {
+  TEST_CASE("generates the tutorial op's c_code exactly as the reference does") {
+    Loaded files(Files{{"vtv.c", "#section support_code_apply\nint f;\n"}});
+    Expansion e = expand(files.sm, files.set, vtv_signature(), reference_mode());
+    REQUIRE(e.code);
+    CHECK(*e.code == vtv_reference_c_code);
+  }
+
+  TEST_CASE("wraps apply sections in dtype, APPLY_SPECIFIC and params macros in LIFO pairs") {
+    Loaded files(Files{{"a.c", "#section support_code_apply\nint x;\n"}});
+    ApplySignature s = single_node_signature({parse_type("int32[:]"), parse_type("object")},
+                                             {parse_type("float32")});
+    s.params = ParamsSpec{"_Params_x", {{"k", "npy_int64"}, {"g", ""}}};
+    Expansion e = expand(files.sm, files.set, s, reference_mode());
+    CHECK(e.support_code_apply ==
+          "\n#define DTYPE_INPUT_0 npy_int32\n#define TYPENUM_INPUT_0 5\n#define ITEMSIZE_INPUT_0 4\n"
+          "#define DTYPE_OUTPUT_0 npy_float32\n#define TYPENUM_OUTPUT_0 11\n"
+          "#define ITEMSIZE_OUTPUT_0 4\n"
+          "#define APPLY_SPECIFIC(str) str##_node_<<<<HASH_PLACEHOLDER>>>>_0\n"
+          "#define PARAMS_TYPE _Params_x\n#define DTYPE_PARAM_k npy_int64\n"
+          "\nint x;\n\n"
+          "#undef DTYPE_INPUT_0\n#undef TYPENUM_INPUT_0\n#undef ITEMSIZE_INPUT_0\n"
+          "#undef DTYPE_OUTPUT_0\n#undef TYPENUM_OUTPUT_0\n#undef ITEMSIZE_OUTPUT_0\n"
+          "#undef APPLY_SPECIFIC\n#undef PARAMS_TYPE\n#undef DTYPE_PARAM_k");
+  }
+
+  TEST_CASE("continues a multi-line FAIL with backslashes and defines PARAMS in init_code_struct") {
+    Loaded files(Files{{"a.c", "#section init_code_struct\nFAIL;\n"}});
+    ApplySignature s = vtv_signature();
+    s.check_input = false;
+    s.init_fail = "{\nreturn 7;\n}";
+    s.params_name = "V7";
+    Expansion e = expand(files.sm, files.set, s, reference_mode());
+    CHECK(e.init_code_struct ==
+          "\n#define APPLY_SPECIFIC(str) str##_node_<<<<HASH_PLACEHOLDER>>>>_0\n"
+          "#define FAIL { \\\nreturn 7; \\\n}\n#define PARAMS V7\n\nFAIL;\n\n"
+          "#undef FAIL\n#undef PARAMS\n#undef APPLY_SPECIFIC");
+  }
+
+  TEST_CASE("pads the function call with NULL and passes params last") {
+    Loaded files(Files{{"a.c", "#section support_code\n"}});
+    ApplySignature s = vtv_signature();
+    s.num_inputs = 3;
+    s.num_outputs = 2;
+    s.params_name = "V7";
+    Expansion e = expand(files.sm, files.set, s, reference_mode());
+    REQUIRE(e.code);
+    CHECK(e.code->find("(APPLY_SPECIFIC(vector_times_vector)(V5, V3, NULL, &V1, NULL, V7) != 0)") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("ends code and code_cleanup with a newline unless the fix is off") {
+    Loaded files(Files{{"a.c", "#section code\nx;\n#section code_cleanup\ny;\n"}});
+    ApplySignature s = vtv_signature();
+    s.func_name.reset();
+    ExpandOptions fixed;
+    fixed.line_directives = false;
+    Expansion with_fix = expand(files.sm, files.set, s, fixed);
+    Expansion without = expand(files.sm, files.set, s, reference_mode());
+    REQUIRE(with_fix.code);
+    REQUIRE(without.code);
+    CHECK(without.code->ends_with("#undef APPLY_SPECIFIC"));
+    CHECK(*with_fix.code == *without.code + "\n");
+    CHECK(with_fix.code_cleanup == without.code_cleanup + "\n");
+  }
+
+  TEST_CASE("defines INPUT_i and OUTPUT_i only in code and code_cleanup") {
+    Loaded files(Files{{"a.c", "#section code\nx;\n#section support_code_struct\ny;\n"}});
+    ApplySignature s = vtv_signature();
+    s.func_name.reset();
+    Expansion e = expand(files.sm, files.set, s, reference_mode());
+    REQUIRE(e.code);
+    CHECK(e.code->find("#define INPUT_0 V5\n#define INPUT_1 V3\n#define OUTPUT_0 V1\n") !=
+          std::string::npos);
+    CHECK(e.support_code_struct.find("INPUT_0 V5") == std::string::npos);
+  }
+
+  TEST_CASE("reports a code section combined with a function name and leaves c_code unset") {
+    Loaded files(Files{{"a.c", "#section code\nx;\n#section support_code\ny;\n"}});
+    Expansion e = expand(files.sm, files.set, vtv_signature(), reference_mode());
+    CHECK_FALSE(e.code);
+    REQUIRE(e.diagnostics.size() == 1);
+    CHECK(e.diagnostics[0].code == "SE103");
+    CHECK(e.diagnostics[0].range.valid());
+    CHECK(e.support_code == "\ny;\n");
+  }
+
+  TEST_CASE("leaves c_code unset without a code section or a function name") {
+    Loaded files(Files{{"a.c", "#section support_code\ny;\n"}});
+    ApplySignature s = vtv_signature();
+    s.func_name.reset();
+    Expansion e = expand(files.sm, files.set, s, reference_mode());
+    CHECK_FALSE(e.code);
+    CHECK(e.diagnostics.empty());
+  }
+
+  TEST_CASE("rejects an unknown dtype and names that do not match the types") {
+    Loaded files(Files{{"a.c", "#section support_code\n"}});
+    ApplySignature s = vtv_signature();
+    s.input_dtypes[1] = "float128";
+    s.output_names.push_back("V9");
+    Expansion e = expand(files.sm, files.set, s);
+    REQUIRE(e.diagnostics.size() == 2);
+    CHECK(e.diagnostics[0].code == "SE101");
+    CHECK(e.diagnostics[0].message.find("`float128` for input 1") != std::string::npos);
+    CHECK(e.diagnostics[1].code == "SE102");
+    CHECK_FALSE(e.code);
+  }
+
+  TEST_CASE("knows the NumPy type numbers and sizes of every PyTensor dtype") {
+    CHECK(known_dtypes().size() == 14);
+    CHECK(dtype_info("float64")->typenum == 12);
+    CHECK(dtype_info("int64")->typenum == 7);
+    CHECK(dtype_info("float16")->itemsize == 2);
+    CHECK(dtype_info("complex128")->c_type == "npy_complex128");
+    CHECK_FALSE(dtype_info("float128"));
+  }
+}
+
+TEST_SUITE("line directives") {
+  TEST_CASE("precedes each block with the line of its file and resumes after the fragment") {
+    Loaded files(Files{{"a.c", "#section support_code_apply\nint a;\n"},
+                  {"dir/b.c", "\n#section support_code_apply\nint b;\n"}});
+    Expansion e = expand(files.sm, files.set, vtv_signature());
+    std::string const& s = e.support_code_apply;
+    CHECK(s.find("#define APPLY_SPECIFIC(str) str##_node_<<<<HASH_PLACEHOLDER>>>>_0\n"
+                  "#line 2 \"a.c\"\nint a;\n#line 3 \"dir/b.c\"\nint b;\n"
+                  "#line 17 \"<libsection-generated>\"\n#undef DTYPE_INPUT_0") !=
+          std::string::npos);
+    // The resume directive's number is the line of the string that follows it.
+    std::size_t resume = s.find("#line 17 ");
+    CHECK(std::count(s.begin(), s.begin() + static_cast<long>(resume), '\n') + 2 == 17);
+  }
+
+  TEST_CASE("starts a directive on its own line when a file does not end with a newline") {
+    Loaded files(Files{{"a.c", "#section support_code\nint a;"}, {"b.c", "#section support_code\nint b;"}});
+    Expansion e = expand(files.sm, files.set, vtv_signature());
+    CHECK(e.support_code ==
+          "#line 2 \"a.c\"\nint a;\n#line 2 \"b.c\"\nint b;\n#line 6 \"<libsection-generated>\"\n");
+  }
+
+  TEST_CASE("names files by line_paths and escapes them as C strings") {
+    Loaded files(Files{{"a.c", "#section init_code\nx();\n"}});
+    ExpandOptions o;
+    o.line_paths = {"/abs/we\"ird\\a.c"};
+    Expansion e = expand(files.sm, files.set, vtv_signature(), o);
+    REQUIRE(e.init_code.size() == 1);
+    CHECK(e.init_code[0].starts_with("#line 2 \"/abs/we\\\"ird\\\\a.c\"\nx();\n"));
+  }
+
+  TEST_CASE("emits no directive for an empty section") {
+    Loaded files(Files{{"a.c", "#section support_code\nint a;\n#section code_cleanup"}});
+    ApplySignature s = vtv_signature();
+    Expansion e = expand(files.sm, files.set, s);
+    CHECK(e.code_cleanup.find("#line") == std::string::npos);
+  }
+
+  TEST_CASE("relocates resume directives to the module's own lines") {
+    std::string module = "a\n#line 7 \"<libsection-generated>\"\nb\n  #line 3 \"x.c\"\n";
+    CHECK(relocate_line_directives(module, "/tmp/mod.cpp") ==
+          "a\n#line 3 \"/tmp/mod.cpp\"\nb\n  #line 3 \"x.c\"\n");
+  }
+}
+
+TEST_SUITE("signature strings") {
+  TEST_CASE("reads tensors, scalars and objects") {
+    auto types = parse_type_list(" float64[:], float32[:, :],int64 ,object", "input");
+    REQUIRE(types.size() == 4);
+    CHECK(types[0].kind == TypeSpec::Kind::tensor);
+    CHECK(types[0].ndim == 1);
+    CHECK(types[1].ndim == 2);
+    CHECK(types[1].to_string() == "float32[:,:]");
+    CHECK(types[2].kind == TypeSpec::Kind::scalar);
+    CHECK(types[3].kind == TypeSpec::Kind::generic);
+    CHECK_FALSE(types[3].dtype_name());
+    CHECK(parse_type_list("", "input").empty());
+  }
+
+  TEST_CASE("names the item and the character of a bad signature string") {
+    CHECK_THROWS_WITH_AS(parse_type_list("float64[:],float64[:", "output"),
+                         "output 1 `float64[:`: expected `,` or `]` at the end of "
+                         "`float64[:],float64[:`",
+                         signature_error);
+    CHECK_THROWS_WITH_AS(parse_type_list("float64[:],flot64[:]", "input"),
+                         doctest::Contains("input 1 `flot64[:]`: unknown dtype `flot64`"),
+                         signature_error);
+    CHECK_THROWS_WITH_AS(parse_type_list("float64[:],,int64", "input"),
+                         doctest::Contains("input 1 ``: expected a type at character 12"),
+                         signature_error);
+    CHECK_THROWS_AS(parse_type("float64[;]"), signature_error);
+    CHECK_THROWS_AS(parse_type("object[:]"), signature_error);
+    CHECK_THROWS_AS(parse_params("k:int64,k:int32"), signature_error);
+    CHECK_THROWS_AS(parse_params("1k:int64"), signature_error);
+    CHECK_THROWS_AS(parse_params("k"), signature_error);
+  }
+
+  TEST_CASE("prints types as PyTensor 3 does") {
+    CHECK(parse_type("float64[:]").pytensor_str() == "Vector(float64, shape=(?,))");
+    CHECK(parse_type("float32[:,:]").pytensor_str() == "Matrix(float32, shape=(?, ?))");
+    CHECK(parse_type("int8[:,:,:]").pytensor_str() == "Tensor3(int8, shape=(?, ?, ?))");
+    CHECK(parse_type("int64").pytensor_str() == "int64");
+    CHECK(parse_type("object").pytensor_str() == "Generic");
+  }
+
+  TEST_CASE("names the params struct as PyTensor's ParamsType does") {
+    // reference §2.6: ParamsType(k=int64)
+    ParamsSpec spec = params_spec(parse_params("k:int64"));
+    CHECK(spec.type_name ==
+          "_Params_8254c329a92850f6d539dd376f4816ee2764517da5e0235514af433164480d7a_"
+          "bc2229666b96007e875c5f62897ee5b7648db2baa5fabf3e771afac323afbd57");
+    ParamsSpec sorted = params_spec(parse_params("k:int64,a:float64[:],g:object"));
+    REQUIRE(sorted.fields.size() == 3);
+    CHECK(sorted.fields[0].name == "a");
+    CHECK(sorted.fields[1].c_element_type.empty());
+  }
+
+  TEST_CASE("numbers a single node's variables as PyTensor's CLinker does") {
+    auto v = parse_type("float64[:]");
+    ApplySignature s = single_node_signature({v, v, v}, {v, v});
+    CHECK(s.input_names == std::vector<std::string>{"V9", "V7", "V5"});
+    CHECK(s.output_names == std::vector<std::string>{"V3", "V1"});
+    CHECK(s.fail.find("__failure = 11;") != std::string::npos);
+    ApplySignature p = single_node_signature({v, v}, {v}, params_spec(parse_params("k:int64")));
+    CHECK(p.params_name == "V7");
+    CHECK(p.fail.find("goto __label_9;}") != std::string::npos);
+    CHECK(p.init_fail.find("return 9;\n}") != std::string::npos);
+  }
+}
+
+TEST_SUITE("cache version") {
+  TEST_CASE("changes with the files, the function name, padding, check_input and params") {
+    Loaded a(Files{{"a.c", "#section support_code_apply\nint a;\n"}});
+    Loaded edited(Files{{"a.c", "#section support_code_apply\nint b;\n"}});
+    ApplySignature s = vtv_signature();
+    std::string base = op_cache_version(a.sm, a.set, s);
+    CHECK(base.starts_with("ls"));
+    CHECK(base.size() == 66);
+    CHECK(op_cache_version(a.sm, a.set, s) == base);
+    CHECK(op_cache_version(edited.sm, edited.set, s) != base);
+
+    auto differs = [&](auto change) {
+      ApplySignature t = vtv_signature();
+      change(t);
+      return op_cache_version(a.sm, a.set, t) != base;
+    };
+    CHECK(differs([](ApplySignature& t) { t.func_name = "APPLY_SPECIFIC(other)"; }));
+    CHECK(differs([](ApplySignature& t) { t.num_inputs = 3; }));
+    CHECK(differs([](ApplySignature& t) { t.num_outputs = 1; }));
+    CHECK(differs([](ApplySignature& t) { t.check_input = false; }));
+    CHECK(differs([](ApplySignature& t) { t.params = params_spec(parse_params("k:int64")); }));
+    // C symbols and node names belong to the linker's key, not the op's version.
+    CHECK_FALSE(differs([](ApplySignature& t) { t.node_name = "node_x_1"; }));
+    CHECK(op_cache_version(a.sm, a.set, s, reference_mode()) != base);
+  }
+
+  TEST_CASE("hashes with SHA-256") {
+    CHECK(detail::sha256_hex("") ==
+          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    CHECK(detail::sha256_hex("abc") ==
+          "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK(detail::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    CHECK(detail::sha256_hex(std::string(1000000, 'a')) ==
+          "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  }
+}
+
+TEST_SUITE("golden") {
+  // Each tests/golden/expand/<case>.case.json names files and a signature; the expansion must
+  // equal <case>.expected.json (reference mode: no #line, no newline fix; a Python test checks
+  // these against the installed PyTensor) and <case>.line.expected.json (default options).
+  // LIBSECTION_UPDATE_GOLDEN=1 rewrites them.
+  TEST_CASE("expands every golden case to its expected output") {
+    fs::path const dir = fs::path(LIBSECTION_SOURCE_DIR) / "tests/golden/expand";
+    bool const update = std::getenv("LIBSECTION_UPDATE_GOLDEN") != nullptr;
+    std::vector<fs::path> cases;
+    for (auto const& entry : fs::directory_iterator(dir)) {
+      if (entry.path().string().ends_with(".case.json")) cases.push_back(entry.path());
+    }
+    std::sort(cases.begin(), cases.end());
+    REQUIRE(cases.size() >= 10);
+    for (fs::path const& case_path : cases) {
+      std::string const name = case_path.filename().string().substr(
+          0, case_path.filename().string().size() - std::string(".case.json").size());
+      CAPTURE(name);
+      auto const spec = nlohmann::json::parse(read_file(case_path));
+      SourceManager sm;
+      std::vector<SourceSpec> specs;
+      for (auto const& f : spec.at("files")) {
+        specs.push_back({(dir / f.get<std::string>()).string(), f.get<std::string>()});
+      }
+      SectionSet set = load_sections(sm, specs);
+      REQUIRE(set.ok());
+      auto params = parse_params(spec.value("params", ""));
+      ApplySignature s = single_node_signature(
+          parse_type_list(spec.at("inputs").get<std::string>(), "input"),
+          parse_type_list(spec.at("outputs").get<std::string>(), "output"),
+          params.empty() ? std::nullopt : std::optional(params_spec(params)));
+      if (spec.contains("func_name")) s.func_name = spec["func_name"].get<std::string>();
+      if (spec.contains("num_inputs")) s.num_inputs = spec["num_inputs"].get<int>();
+      if (spec.contains("num_outputs")) s.num_outputs = spec["num_outputs"].get<int>();
+      s.check_input = spec.value("check_input", true);
+
+      for (auto const& [suffix, options] :
+           {std::pair{".expected.json", reference_mode()}, std::pair{".line.expected.json", ExpandOptions{}}}) {
+        Expansion e = expand(sm, set, s, options);
+        CHECK(e.diagnostics.empty());
+        std::string const actual =
+            expansion_json(e, op_cache_version(sm, set, s, options)).dump(2) + "\n";
+        fs::path const expected_path = dir / (name + suffix);
+        if (update) {
+          std::ofstream(expected_path, std::ios::binary) << actual;
+        } else {
+          CHECK_MESSAGE(actual == read_file(expected_path),
+                        "regenerate with LIBSECTION_UPDATE_GOLDEN=1 if the change is intended");
+        }
+      }
+    }
+  }
+}
