@@ -236,7 +236,8 @@ void check_arity(std::string_view name, GeneratedMacro const& m, LintSignature c
   if (!m.index || !arity || *m.index < *arity) return;
   std::string const what = m.is_input ? "input" : "output";
   std::string message = quoted(name) + " refers to " + what + " " + std::to_string(*m.index) +
-                        " but the op has " + std::to_string(*arity) + " " + what + "s";
+                        " but the op has " + std::to_string(*arity) + " " + what +
+                        (*arity == 1 ? "" : "s");
   auto d = make_diagnostic("SL601", std::move(message), range);
   if (*arity > 0)
     d.notes.push_back({what + " indices run from 0 to " + std::to_string(*arity - 1), {}});
