@@ -1,0 +1,56 @@
+// Compiling generated modules: finding the compiler, running it without a shell, and turning
+// its errors into diagnostics in the user's files (through the `#line` directives).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "section/diagnostic.hpp"
+#include "section/module.hpp"
+#include "section/source.hpp"
+
+namespace section {
+
+/// The Python a module is built for; every field is part of the cache key.
+struct PythonEnvironment {
+  std::vector<std::string> include_dirs;  ///< Python's and NumPy's include directories
+  std::string abi;                        ///< `sysconfig.get_config_var("SOABI")`
+  std::string numpy_api;                  ///< NumPy version and C-API version
+};
+
+/// The compiler and how it is run.
+struct Toolchain {
+  std::vector<std::string> launcher;  ///< `LIBSECTION_COMPILER_LAUNCHER`, e.g. `ccache`
+  std::vector<std::string> compiler;  ///< resolved compiler path, then any arguments from `CXX`
+  std::string identity;               ///< path and first line of `--version`
+  std::vector<std::string> flags;     ///< compile flags common to every module
+};
+
+/// Finds the compiler: `CXX` (split on blanks, no shell), else `c++`, `g++`, `clang++` on
+/// `PATH`. Its `--version` is asked once per compiler binary and remembered in `state_dir`
+/// (keyed by path, size and mtime), so later processes spawn nothing. Throws `LinkError`.
+Toolchain find_toolchain(std::filesystem::path const& state_dir);
+
+/// The compile (`-c`) and link (`-shared`) commands for `source` → `object` → `library`.
+struct CompileCommands {
+  std::vector<std::string> compile;
+  std::vector<std::string> link;
+};
+CompileCommands compile_commands(Toolchain const& toolchain, PythonEnvironment const& python,
+                                 ModuleSource const& module, std::filesystem::path const& source,
+                                 std::filesystem::path const& object,
+                                 std::filesystem::path const& library);
+
+/// Runs `argv` (no shell), appending its stdout and stderr to `log`. Returns the exit status
+/// (128 + signal when killed); throws `LinkError` when the program cannot be started.
+int run_program(std::vector<std::string> const& argv, std::filesystem::path const& log);
+
+/// Parses gcc/clang output (`file:line:col: error: message`). Locations in files held by `sm`
+/// (matched by path) become ranges there; others are added to `sm` from disk when readable.
+std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceManager& sm);
+
+/// The argv of a command as one line a user can paste into a shell.
+std::string shell_quote(std::vector<std::string> const& argv);
+
+}  // namespace section

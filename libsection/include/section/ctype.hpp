@@ -1,0 +1,110 @@
+// The CType interface: how a value crosses between Python and the C code of a compiled module.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "section/expand.hpp"
+
+namespace section {
+
+/// The reference's `sub` dictionary: bits of C code a fragment may use. The linker fills `fail`
+/// (the failure code for this block), `id` and, in run blocks, `failure_var`; it adds `label`, a
+/// human description of the variable ("input 0") for error messages.
+using Sub = std::map<std::string, std::string>;
+
+/// C support for a type (seed `003`): each method returns C code for the variable `name`, whose
+/// Python object is `py_<name>`. Either `c_init` or `c_extract` runs; `c_cleanup` always runs,
+/// also after a failure inside `c_extract`, so it must cope with a half-extracted variable.
+class CType {
+ public:
+  virtual ~CType() = default;
+
+  /// How the type is written in signatures and error messages: `float64[:]`, `int64`, `object`.
+  virtual std::string describe() const = 0;
+
+  virtual std::string c_declare(std::string const& name, Sub const& sub,
+                                bool check_input) const = 0;
+  virtual std::string c_init(std::string const& name, Sub const& sub) const = 0;
+  virtual std::string c_extract(std::string const& name, Sub const& sub,
+                                bool check_input) const = 0;
+  virtual std::string c_sync(std::string const& name, Sub const& sub) const = 0;
+  virtual std::string c_cleanup(std::string const& name, Sub const& sub) const = 0;
+
+  virtual std::vector<std::string> c_support_code() const { return {}; }
+  virtual std::vector<std::string> c_headers() const { return {}; }
+  virtual std::vector<std::string> c_libraries() const { return {}; }
+  virtual std::vector<std::string> c_compile_args() const { return {}; }
+  virtual std::vector<std::string> c_init_code() const { return {}; }
+  /// Changes whenever the C code above changes; empty means unversioned. The module cache is
+  /// keyed by the module's full text, so this is informational (shown by `section-cache`).
+  virtual std::string c_code_cache_version() const { return {}; }
+  /// The primitive C type of the elements (`npy_int32`); empty when there is none.
+  virtual std::string c_element_type() const { return {}; }
+  /// The NumPy dtype, for the expander's `DTYPE_`/`TYPENUM_`/`ITEMSIZE_` macros.
+  virtual std::optional<DtypeInfo> dtype() const { return std::nullopt; }
+};
+
+using CTypePtr = std::shared_ptr<CType const>;
+
+/// A NumPy array (`PyArrayObject*`) of one dtype and number of dimensions, checked on extract.
+CTypePtr tensor_type(DtypeInfo dtype, int ndim);
+/// A NumPy scalar held as `npy_<dtype>`; accepts Python and NumPy numbers, returns NumPy scalars.
+CTypePtr scalar_type(DtypeInfo dtype);
+/// Any Python object, held as a new reference (`PyObject*`).
+CTypePtr generic_type();
+
+/// One field of a params struct: a scalar or a tensor.
+struct ParamsFieldType {
+  std::string name;
+  CTypePtr type;  ///< from `scalar_type` or `tensor_type`
+};
+
+/// An op's params: a C struct with one member per field (sorted by name, like PyTensor's
+/// `ParamsType`), extracted once per instance from a Python dict. `PARAMS->field` in op code.
+class ParamsType : public CType {
+ public:
+  explicit ParamsType(std::vector<ParamsFieldType> fields);
+
+  std::string const& struct_name() const { return struct_name_; }
+  std::vector<ParamsFieldType> const& fields() const { return fields_; }
+  /// What the expander needs: `PARAMS_TYPE` and the `DTYPE_PARAM_*` element types.
+  ParamsSpec spec() const;
+
+  std::string describe() const override;
+  std::string c_declare(std::string const& name, Sub const& sub, bool check_input) const override;
+  std::string c_init(std::string const& name, Sub const& sub) const override;
+  std::string c_extract(std::string const& name, Sub const& sub, bool check_input) const override;
+  std::string c_sync(std::string const& name, Sub const& sub) const override;
+  std::string c_cleanup(std::string const& name, Sub const& sub) const override;
+  std::vector<std::string> c_support_code() const override;
+  std::string c_code_cache_version() const override;
+
+ private:
+  std::vector<ParamsFieldType> fields_;
+  std::string struct_name_;
+};
+
+/// A type whose C code is `%(name)s`-style templates, as the seed's `Double` writes them:
+/// `%(name)s` and `%(<sub key>)s` are replaced, `%%` becomes `%`.
+struct TemplateTypeSpec {
+  std::string description;
+  std::string declare, init, extract, sync, cleanup;
+  std::vector<std::string> support_code, headers, libraries, compile_args, init_code;
+  std::string cache_version;
+  std::string element_type;
+};
+CTypePtr template_type(TemplateTypeSpec spec);
+
+/// Fills a `%(key)s` template from `values` (and `%%` → `%`). Throws `std::invalid_argument`
+/// naming the key when the template uses one that is not there.
+std::string fill_template(std::string const& text, Sub const& values);
+
+/// Parses a signature type string: `float64[:]` (1-d tensor), `float32[:,:]`, `int64` (scalar),
+/// `object` (any Python object). Throws `std::invalid_argument` saying what is wrong.
+CTypePtr parse_type(std::string const& text);
+
+}  // namespace section

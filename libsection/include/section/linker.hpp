@@ -1,0 +1,76 @@
+// The linker core end to end: section files → op → module source → cached shared object.
+// Loading the object and calling it needs a Python interpreter; that part is in libsection._core.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "section/cache.hpp"
+#include "section/compile.hpp"
+#include "section/ctype.hpp"
+#include "section/module.hpp"
+#include "section/parse.hpp"
+
+namespace section {
+
+/// A compile that failed. The generated source, the command and the full log are kept in
+/// `kept_dir()`; `diagnostics()` point into the user's files through the `#line` directives.
+class CompileError : public LinkError {
+ public:
+  CompileError(std::string const& message, std::vector<Diagnostic> diagnostics,
+               std::filesystem::path kept_dir)
+      : LinkError(message, std::move(diagnostics)), kept_dir_(std::move(kept_dir)) {}
+  std::filesystem::path const& kept_dir() const { return kept_dir_; }
+
+ private:
+  std::filesystem::path kept_dir_;
+};
+
+/// An op implemented by section files (an `ExternalCOp` without PyTensor).
+struct SectionOpSpec {
+  std::string name = "SectionOp";         ///< shown in the module and in messages
+  std::optional<std::string> func_name;   ///< the main function; none: a `code` section
+  std::optional<int> num_inputs, num_outputs;  ///< `_cop_num_inputs` / `_cop_num_outputs`
+  bool check_input = true;
+  std::shared_ptr<ParamsType const> params;
+};
+
+class SectionOp final : public COp {
+ public:
+  /// `sm` holds the files `sections` were loaded from (also used to map compile errors).
+  SectionOp(SectionOpSpec spec, std::shared_ptr<SourceManager const> sm, SectionSet sections);
+  std::string name() const override { return spec_.name; }
+  OpCode generate(ApplyContext const& context) const override;
+
+ private:
+  SectionOpSpec spec_;
+  std::shared_ptr<SourceManager const> sm_;
+  SectionSet sections_;
+};
+
+/// The single-apply graph `build()` makes: one input per `inputs` type, one output per
+/// `outputs` type, and the params as a constant when the op has them.
+Graph single_op_graph(COpPtr op, std::vector<CTypePtr> const& inputs,
+                      std::vector<CTypePtr> const& outputs,
+                      std::shared_ptr<ParamsType const> params = nullptr);
+
+/// The cache key: hash of the module text, the compiler's identity and flags, the Python ABI,
+/// NumPy's version and C API, and libsection's version.
+std::string module_cache_key(ModuleSource const& module, Toolchain const& toolchain,
+                             PythonEnvironment const& python);
+
+/// A module found in or added to the cache.
+struct BuiltModule {
+  CacheEntry entry;
+  bool compiled = false;  ///< false: found in the cache
+};
+
+/// Finds `module` in `cache` or compiles it there (under its key's lock, logging a line to
+/// stderr while compiling). Throws `CompileError` with diagnostics in `sm`'s files.
+BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& python,
+                         ModuleCache& cache, SourceManager& sm);
+
+}  // namespace section

@@ -1,0 +1,132 @@
+// Generating the C++ source of a module for one or more applies (seed `004`: the C struct with
+// storage cells, nested blocks, `__label_N` cleanup labels and a `__failure` code).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "section/ctype.hpp"
+#include "section/diagnostic.hpp"
+
+namespace section {
+
+/// What the linker tells an op about one application of it.
+struct ApplyContext {
+  std::string node_name;             ///< for `APPLY_SPECIFIC`: unique within the module
+  std::vector<std::string> inputs;   ///< C names of the input variables (`V5`)
+  std::vector<std::string> outputs;  ///< C names of the output variables (`V1`)
+  std::vector<CType const*> input_types;
+  std::vector<CType const*> output_types;
+  std::string params;                ///< C name of the params variable; empty when none
+  Sub sub;                           ///< for `code`/`code_cleanup`: `fail` (goto), `id`, `failure_var`
+  Sub init_sub;                      ///< for `init_code_struct`: `fail` (`return id;`), `id`
+};
+
+/// The C code one op contributes for one apply (the reference's `c_*` methods).
+struct OpCode {
+  std::vector<std::string> headers;       ///< `<x.h>` or `"x.h"`, or a bare name (gets `<>`)
+  std::vector<std::string> libraries;     ///< `m` for `-lm`
+  std::vector<std::string> compile_args;
+  std::vector<std::string> support_code;  ///< module-wide, deduplicated
+  std::vector<std::string> init_code;     ///< module init, deduplicated
+  std::string support_code_apply;
+  std::string init_code_apply;
+  std::string support_code_struct;
+  std::string init_code_struct;
+  std::string cleanup_code_struct;
+  std::string code;
+  std::string code_cleanup;
+};
+
+/// Raised when an op cannot produce its code, or a module cannot be built; carries diagnostics
+/// when the problem has a location in a user's file.
+class LinkError : public std::runtime_error {
+ public:
+  explicit LinkError(std::string const& message, std::vector<Diagnostic> diagnostics = {})
+      : std::runtime_error(message), diagnostics_(std::move(diagnostics)) {}
+  std::vector<Diagnostic> const& diagnostics() const { return diagnostics_; }
+
+ private:
+  std::vector<Diagnostic> diagnostics_;
+};
+
+/// An op with a C implementation.
+class COp {
+ public:
+  virtual ~COp() = default;
+  /// Shown in the generated source (`// Op class <name>`) and in progress messages.
+  virtual std::string name() const = 0;
+  /// Throws `LinkError` when the op cannot generate code for this apply.
+  virtual OpCode generate(ApplyContext const& context) const = 0;
+};
+
+using COpPtr = std::shared_ptr<COp const>;
+
+/// A graph of applies, in execution order. Variables are either function inputs, outputs of an
+/// apply, or constants (like params), whose values are given once per instance.
+class Graph {
+ public:
+  std::size_t add_input(CTypePtr type, std::string label = {});
+  std::size_t add_constant(CTypePtr type, std::string label = {});
+  /// Adds an apply of `op` and returns the indices of its new output variables.
+  std::vector<std::size_t> add_apply(COpPtr op, std::vector<std::size_t> inputs,
+                                     std::vector<CTypePtr> output_types,
+                                     std::optional<std::size_t> params = std::nullopt);
+  /// Marks a variable as a function output (returned by a call, in the order marked).
+  void add_output(std::size_t variable);
+
+  enum class Role { input, intermediate, constant };
+  struct Variable {
+    CTypePtr type;
+    Role role;
+    std::string label;
+  };
+  struct Apply {
+    COpPtr op;
+    std::vector<std::size_t> inputs, outputs;
+    std::optional<std::size_t> params;
+  };
+
+  std::vector<Variable> const& variables() const { return variables_; }
+  std::vector<Apply> const& applies() const { return applies_; }
+  std::vector<std::size_t> const& inputs() const { return inputs_; }
+  std::vector<std::size_t> const& outputs() const { return outputs_; }
+  std::vector<std::size_t> const& constants() const { return constants_; }
+
+ private:
+  std::size_t add_variable(CTypePtr type, Role role, std::string label);
+  std::vector<Variable> variables_;
+  std::vector<Apply> applies_;
+  std::vector<std::size_t> inputs_, outputs_, constants_;
+};
+
+/// Bumped whenever the layout of generated modules or their exported functions change.
+inline constexpr int module_abi_version = 1;
+
+/// A generated module. Its exported C functions (all `extern "C"`):
+///   `int libsection_abi_version(void)`
+///   `PyObject* libsection_module_init(void)`  (borrowed `Py_None`, or NULL with an exception)
+///   `void* libsection_instance_new(PyObject** storage)`  (cells: inputs, outputs, constants)
+///   `int libsection_instance_run(void*)`  (0, or a failure code with an exception set)
+///   `void libsection_instance_free(void*)`
+/// Each storage cell is a one-element list, as in the seed.
+struct ModuleSource {
+  std::string text;
+  std::string name;  ///< `m<sha256>` of the text before naming, substituted for the placeholders
+  std::vector<std::string> libraries;
+  std::vector<std::string> compile_args;
+  std::vector<std::string> op_names;
+  std::vector<std::string> input_types, output_types;  ///< `describe()` of each, for messages
+};
+
+/// Stands for the module's name until it is known; `APPLY_SPECIFIC` suffixes use it.
+inline constexpr char const* hash_placeholder = "<<<<HASH_PLACEHOLDER>>>>";
+
+/// Generates the module. Throws `LinkError` (from an op) or `std::invalid_argument` (bad graph).
+ModuleSource generate_module(Graph const& graph);
+
+}  // namespace section

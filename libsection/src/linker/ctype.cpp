@@ -1,0 +1,427 @@
+// Built-in CTypes: NumPy tensors, NumPy scalars, generic Python objects, params structs,
+// `%(name)s` templates, and the signature type strings that name them.
+#include "section/ctype.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+#include "expand/sha256.hpp"
+
+namespace section {
+namespace {
+
+std::string label_of(Sub const& sub) {
+  auto it = sub.find("label");
+  std::string label = it == sub.end() ? std::string("value") : it->second;
+  // Labels end up inside PyErr_Format formats.
+  label.erase(std::remove(label.begin(), label.end(), '%'), label.end());
+  return label;
+}
+
+std::string fail_of(Sub const& sub) {
+  auto it = sub.find("fail");
+  if (it == sub.end()) throw std::invalid_argument("the linker gave a type no `fail` code");
+  return it->second;
+}
+
+// A C string literal holding `text`.
+std::string c_string(std::string const& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string ndim_text(int ndim) {
+  if (ndim == 0) return "[]";
+  std::string s = "[";
+  for (int i = 0; i < ndim; ++i) s += i ? ",:" : ":";
+  return s + "]";
+}
+
+class TensorType final : public CType {
+ public:
+  TensorType(DtypeInfo dtype, int ndim) : dtype_(std::move(dtype)), ndim_(ndim) {}
+
+  std::string describe() const override { return dtype_.name + ndim_text(ndim_); }
+
+  std::string c_declare(std::string const& name, Sub const&, bool) const override {
+    return "PyArrayObject* " + name + ";\n";
+  }
+  std::string c_init(std::string const& name, Sub const&) const override {
+    return name + " = NULL;\n";
+  }
+  std::string c_extract(std::string const& name, Sub const& sub, bool check_input) const override {
+    std::string const fail = fail_of(sub);
+    std::string const want = label_of(sub) + ": expected a " + describe() + " array (" +
+                             dtype_.name + ", " + std::to_string(ndim_) + "-d)";
+    std::string code = name + " = NULL;\n";
+    if (check_input) {
+      code += "if (!PyArray_Check(py_" + name + ")) {\n"
+              "  PyErr_Format(PyExc_TypeError, " + c_string(want + ", got %s") + ", Py_TYPE(py_" +
+              name + ")->tp_name);\n  " + fail + "\n}\n";
+      // One branch on the hot path; the message is built only when it fails.
+      code += "if (PyArray_NDIM((PyArrayObject*)py_" + name + ") != " + std::to_string(ndim_) +
+              " || !PyArray_EquivTypenums(PyArray_TYPE((PyArrayObject*)py_" + name + "), " +
+              std::to_string(dtype_.typenum) + ")) {\n"
+              "  PyObject* got_dtype = PyObject_Str((PyObject*)PyArray_DESCR((PyArrayObject*)py_" +
+              name + "));\n"
+              "  PyErr_Format(PyExc_TypeError, " + c_string(want + ", got a %d-d %s array") +
+              ", PyArray_NDIM((PyArrayObject*)py_" + name +
+              "), got_dtype ? PyUnicode_AsUTF8(got_dtype) : \"?\");\n"
+              "  Py_XDECREF(got_dtype);\n  " + fail + "\n}\n";
+      code += "if (!PyArray_ISALIGNED((PyArrayObject*)py_" + name + ")) {\n"
+              "  PyErr_SetString(PyExc_TypeError, " +
+              c_string(label_of(sub) + ": the array's data is not aligned for its dtype") +
+              ");\n  " + fail + "\n}\n";
+    }
+    code += name + " = (PyArrayObject*)py_" + name + ";\nPy_INCREF(" + name + ");\n";
+    return code;
+  }
+  std::string c_sync(std::string const& name, Sub const&) const override {
+    return "if (!" + name + ") {\n"
+           "  Py_XDECREF(py_" + name + ");\n  py_" + name + " = Py_None;\n  Py_INCREF(Py_None);\n"
+           "} else if ((PyObject*)" + name + " != py_" + name + ") {\n"
+           "  Py_XDECREF(py_" + name + ");\n  py_" + name + " = (PyObject*)" + name + ";\n"
+           "  Py_INCREF(py_" + name + ");\n}\n";
+  }
+  std::string c_cleanup(std::string const& name, Sub const&) const override {
+    return "Py_XDECREF(" + name + ");\n" + name + " = NULL;\n";
+  }
+  std::string c_code_cache_version() const override { return "tensor-1"; }
+  std::string c_element_type() const override { return dtype_.c_type; }
+  std::optional<DtypeInfo> dtype() const override { return dtype_; }
+
+ private:
+  DtypeInfo dtype_;
+  int ndim_;
+};
+
+enum class ScalarKind { boolean, signed_int, unsigned_int, floating };
+
+ScalarKind kind_of(DtypeInfo const& d) {
+  if (d.name == "bool") return ScalarKind::boolean;
+  if (d.name.rfind("uint", 0) == 0) return ScalarKind::unsigned_int;
+  if (d.name.rfind("int", 0) == 0) return ScalarKind::signed_int;
+  if (d.name == "float32" || d.name == "float64") return ScalarKind::floating;
+  throw std::invalid_argument("scalar dtype `" + d.name +
+                              "` is not supported (use bool, int*, uint* or float32/float64)");
+}
+
+// Range of an integer dtype as C literals, for the overflow check after conversion.
+std::pair<std::string, std::string> int_range(DtypeInfo const& d, bool is_signed) {
+  int const bits = d.itemsize * 8;
+  if (is_signed) {
+    if (bits == 64) return {"INT64_MIN", "INT64_MAX"};
+    return {"-" + std::to_string(1LL << (bits - 1)), std::to_string((1LL << (bits - 1)) - 1)};
+  }
+  if (bits == 64) return {"0", "UINT64_MAX"};
+  return {"0", std::to_string((1ULL << bits) - 1) + "ULL"};
+}
+
+class ScalarType final : public CType {
+ public:
+  explicit ScalarType(DtypeInfo dtype) : dtype_(std::move(dtype)), kind_(kind_of(dtype_)) {}
+
+  std::string describe() const override { return dtype_.name; }
+
+  std::string c_declare(std::string const& name, Sub const&, bool) const override {
+    return dtype_.c_type + " " + name + ";\n";
+  }
+  std::string c_init(std::string const& name, Sub const&) const override {
+    return name + " = 0;\n";
+  }
+  std::string c_extract(std::string const& name, Sub const& sub, bool) const override {
+    std::string const fail = fail_of(sub);
+    std::string const label = label_of(sub);
+    std::string const py = "py_" + name;
+    switch (kind_) {
+      case ScalarKind::floating:
+        return "{\n  double value_ = PyFloat_AsDouble(" + py + ");\n"
+               "  if (value_ == -1.0 && PyErr_Occurred()) {\n"
+               "    PyErr_Format(PyExc_TypeError, " + c_string(label + ": expected a real number for " +
+               dtype_.name + ", got %s") + ", Py_TYPE(" + py + ")->tp_name);\n    " + fail + "\n  }\n"
+               "  " + name + " = (" + dtype_.c_type + ")value_;\n}\n";
+      case ScalarKind::boolean:
+        return "if (" + py + " == Py_True || " + py + " == Py_False || PyArray_IsScalar(" + py +
+               ", Bool)) {\n  " + name + " = (npy_bool)PyObject_IsTrue(" + py + ");\n} else {\n"
+               "  PyErr_Format(PyExc_TypeError, " + c_string(label + ": expected a bool, got %s") +
+               ", Py_TYPE(" + py + ")->tp_name);\n  " + fail + "\n}\n";
+      case ScalarKind::signed_int:
+      case ScalarKind::unsigned_int: {
+        bool const is_signed = kind_ == ScalarKind::signed_int;
+        auto [low, high] = int_range(dtype_, is_signed);
+        std::string const wide = is_signed ? "long long" : "unsigned long long";
+        std::string const convert =
+            is_signed ? "PyLong_AsLongLong(index_)" : "PyLong_AsUnsignedLongLong(index_)";
+        return "{\n  PyObject* index_ = PyNumber_Index(" + py + ");\n"
+               "  if (!index_) {\n"
+               "    PyErr_Format(PyExc_TypeError, " + c_string(label + ": expected an integer for " +
+               dtype_.name + ", got %s") + ", Py_TYPE(" + py + ")->tp_name);\n    " + fail + "\n  }\n"
+               "  " + wide + " value_ = " + convert + ";\n  Py_DECREF(index_);\n"
+               "  if ((value_ == (" + wide + ")-1 && PyErr_Occurred()) || value_ < " + low +
+               " || value_ > " + high + ") {\n"
+               "    PyErr_Clear();\n"
+               "    PyErr_SetString(PyExc_OverflowError, " + c_string(label + ": value out of range for " +
+               dtype_.name) + ");\n    " + fail + "\n  }\n"
+               "  " + name + " = (" + dtype_.c_type + ")value_;\n}\n";
+      }
+    }
+    return {};
+  }
+  std::string c_sync(std::string const& name, Sub const&) const override {
+    // A NumPy scalar of the exact dtype, as NumPy's own reductions return.
+    return "{\n  PyArray_Descr* descr_ = PyArray_DescrFromType(" + std::to_string(dtype_.typenum) +
+           ");\n  PyObject* value_ = descr_ ? PyArray_Scalar(&" + name + ", descr_, NULL) : NULL;\n"
+           "  Py_XDECREF(descr_);\n  Py_XDECREF(py_" + name + ");\n"
+           "  if (value_) {\n    py_" + name + " = value_;\n  } else {\n"
+           "    PyErr_Clear();\n    py_" + name + " = Py_None;\n    Py_INCREF(Py_None);\n  }\n}\n";
+  }
+  std::string c_cleanup(std::string const&, Sub const&) const override { return {}; }
+  std::string c_code_cache_version() const override { return "scalar-1"; }
+  std::string c_element_type() const override { return dtype_.c_type; }
+  std::optional<DtypeInfo> dtype() const override { return dtype_; }
+
+ private:
+  DtypeInfo dtype_;
+  ScalarKind kind_;
+};
+
+class GenericType final : public CType {
+ public:
+  std::string describe() const override { return "object"; }
+  std::string c_declare(std::string const& name, Sub const&, bool) const override {
+    return "PyObject* " + name + ";\n";
+  }
+  std::string c_init(std::string const& name, Sub const&) const override {
+    return name + " = NULL;\n";
+  }
+  std::string c_extract(std::string const& name, Sub const&, bool) const override {
+    return name + " = py_" + name + ";\nPy_INCREF(" + name + ");\n";
+  }
+  std::string c_sync(std::string const& name, Sub const&) const override {
+    return "if (!" + name + ") {\n  " + name + " = Py_None;\n  Py_INCREF(Py_None);\n}\n"
+           "if (" + name + " != py_" + name + ") {\n  Py_XDECREF(py_" + name + ");\n  py_" +
+           name + " = " + name + ";\n  Py_INCREF(py_" + name + ");\n}\n";
+  }
+  std::string c_cleanup(std::string const& name, Sub const&) const override {
+    return "Py_XDECREF(" + name + ");\n" + name + " = NULL;\n";
+  }
+  std::string c_code_cache_version() const override { return "generic-1"; }
+};
+
+class TemplateType final : public CType {
+ public:
+  explicit TemplateType(TemplateTypeSpec spec) : spec_(std::move(spec)) {}
+
+  std::string describe() const override { return spec_.description; }
+  std::string c_declare(std::string const& name, Sub const& sub, bool) const override {
+    return fill(spec_.declare, name, sub);
+  }
+  std::string c_init(std::string const& name, Sub const& sub) const override {
+    return fill(spec_.init, name, sub);
+  }
+  std::string c_extract(std::string const& name, Sub const& sub, bool) const override {
+    return fill(spec_.extract, name, sub);
+  }
+  std::string c_sync(std::string const& name, Sub const& sub) const override {
+    return fill(spec_.sync, name, sub);
+  }
+  std::string c_cleanup(std::string const& name, Sub const& sub) const override {
+    return fill(spec_.cleanup, name, sub);
+  }
+  std::vector<std::string> c_support_code() const override { return spec_.support_code; }
+  std::vector<std::string> c_headers() const override { return spec_.headers; }
+  std::vector<std::string> c_libraries() const override { return spec_.libraries; }
+  std::vector<std::string> c_compile_args() const override { return spec_.compile_args; }
+  std::vector<std::string> c_init_code() const override { return spec_.init_code; }
+  std::string c_code_cache_version() const override { return spec_.cache_version; }
+  std::string c_element_type() const override { return spec_.element_type; }
+
+ private:
+  static std::string fill(std::string const& text, std::string const& name, Sub sub) {
+    sub["name"] = name;
+    return fill_template(text, sub);
+  }
+  TemplateTypeSpec spec_;
+};
+
+std::string trim(std::string s) {
+  auto const not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
+
+}  // namespace
+
+CTypePtr tensor_type(DtypeInfo dtype, int ndim) {
+  if (ndim < 0 || ndim > 32) throw std::invalid_argument("a tensor has 0 to 32 dimensions");
+  return std::make_shared<TensorType>(std::move(dtype), ndim);
+}
+CTypePtr scalar_type(DtypeInfo dtype) { return std::make_shared<ScalarType>(std::move(dtype)); }
+CTypePtr generic_type() { return std::make_shared<GenericType>(); }
+CTypePtr template_type(TemplateTypeSpec spec) {
+  return std::make_shared<TemplateType>(std::move(spec));
+}
+
+// ---- params struct -------------------------------------------------------------------------
+
+ParamsType::ParamsType(std::vector<ParamsFieldType> fields) : fields_(std::move(fields)) {
+  std::sort(fields_.begin(), fields_.end(),
+            [](auto const& a, auto const& b) { return a.name < b.name; });
+  std::string names, types;
+  for (auto const& f : fields_) {
+    if (!f.type || !f.type->dtype())
+      throw std::invalid_argument("params field `" + f.name + "` must be a scalar or tensor type");
+    bool const valid = !f.name.empty() && !std::isdigit(static_cast<unsigned char>(f.name[0])) &&
+                       std::all_of(f.name.begin(), f.name.end(), [](unsigned char c) {
+                         return std::isalnum(c) || c == '_';
+                       });
+    if (!valid) throw std::invalid_argument("params field name `" + f.name + "` is not a C identifier");
+    names += (names.empty() ? "" : ",") + f.name;
+    types += (types.empty() ? "" : ",") + f.type->describe();
+  }
+  for (std::size_t i = 1; i < fields_.size(); ++i)
+    if (fields_[i].name == fields_[i - 1].name)
+      throw std::invalid_argument("params field `" + fields_[i].name + "` is given twice");
+  // Named like PyTensor's ParamsType: a hash of the field names, then of the field types.
+  struct_name_ = "_Params_" + detail::sha256_hex(names) + "_" + detail::sha256_hex(types);
+}
+
+ParamsSpec ParamsType::spec() const {
+  ParamsSpec spec{struct_name_, {}};
+  for (auto const& f : fields_) spec.fields.push_back({f.name, f.type->c_element_type()});
+  return spec;
+}
+
+std::string ParamsType::describe() const {
+  std::string s = "params{";
+  for (std::size_t i = 0; i < fields_.size(); ++i)
+    s += (i ? ", " : "") + fields_[i].name + ": " + fields_[i].type->describe();
+  return s + "}";
+}
+
+std::vector<std::string> ParamsType::c_support_code() const {
+  std::string code = "#ifndef " + struct_name_ + "_DEFINED\n#define " + struct_name_ +
+                     "_DEFINED\nstruct " + struct_name_ + " {\n";
+  for (auto const& f : fields_) code += "  " + f.type->c_declare(f.name, {}, true);
+  return {code + "};\n#endif\n"};
+}
+
+std::string ParamsType::c_declare(std::string const& name, Sub const&, bool) const {
+  return struct_name_ + " " + name + "_value;\n" + struct_name_ + "* " + name + ";\n";
+}
+
+std::string ParamsType::c_init(std::string const& name, Sub const&) const {
+  std::string code = name + " = &" + name + "_value;\n";
+  for (auto const& f : fields_)
+    code += f.type->c_init(name + "_value." + f.name, {});
+  return code;
+}
+
+std::string ParamsType::c_extract(std::string const& name, Sub const& sub, bool check_input) const {
+  std::string const fail = fail_of(sub);
+  std::string code = c_init(name, sub);
+  code += "if (!PyDict_Check(py_" + name + ")) {\n  PyErr_SetString(PyExc_TypeError, " +
+          c_string("params: expected a dict with the fields of " + describe()) + ");\n  " + fail +
+          "\n}\n";
+  // Each field reuses its type's extraction through a local `py_` alias of the dict item.
+  for (auto const& f : fields_) {
+    std::string const local = name + "_field_" + f.name;
+    Sub field_sub = sub;
+    field_sub["label"] = "params field `" + f.name + "`";
+    code += "{\n  PyObject* py_" + local + " = PyDict_GetItemString(py_" + name + ", \"" + f.name +
+            "\");\n  if (!py_" + local + ") {\n    PyErr_SetString(PyExc_KeyError, " +
+            c_string("params: missing field `" + f.name + "`") + ");\n    " + fail + "\n  }\n  " +
+            f.type->c_declare(local, field_sub, check_input) +
+            f.type->c_extract(local, field_sub, check_input) + "  " + name + "_value." + f.name +
+            " = " + local + ";\n}\n";
+  }
+  return code;
+}
+
+std::string ParamsType::c_sync(std::string const&, Sub const&) const { return {}; }
+
+std::string ParamsType::c_cleanup(std::string const& name, Sub const& sub) const {
+  std::string code;
+  for (auto const& f : fields_) code += f.type->c_cleanup(name + "_value." + f.name, sub);
+  return code;
+}
+
+std::string ParamsType::c_code_cache_version() const {
+  std::string v = "params-1";
+  for (auto const& f : fields_) v += "," + f.type->c_code_cache_version();
+  return v;
+}
+
+// ---- templates and type strings ------------------------------------------------------------
+
+std::string fill_template(std::string const& text, Sub const& values) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '%') {
+      out += '%';
+      ++i;
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '(') {
+      auto const close = text.find(')', i + 2);
+      if (close != std::string::npos && close + 1 < text.size() && text[close + 1] == 's') {
+        std::string const key = text.substr(i + 2, close - i - 2);
+        auto it = values.find(key);
+        if (it == values.end())
+          throw std::invalid_argument("template uses `%(" + key + ")s`, which is not defined here");
+        out += it->second;
+        i = close + 1;
+        continue;
+      }
+    }
+    out += '%';
+  }
+  return out;
+}
+
+CTypePtr parse_type(std::string const& raw) {
+  std::string const text = trim(raw);
+  if (text.empty()) throw std::invalid_argument("empty type string");
+  if (text == "object") return generic_type();
+  auto const bracket = text.find('[');
+  std::string const dtype_name = trim(text.substr(0, bracket));
+  auto dtype = dtype_info(dtype_name);
+  if (!dtype)
+    throw std::invalid_argument("unknown dtype `" + dtype_name + "` in type `" + text +
+                                "` (expected e.g. float64, int32, bool, or `object`)");
+  if (bracket == std::string::npos) return scalar_type(*dtype);
+  if (text.back() != ']')
+    throw std::invalid_argument("type `" + text + "`: missing `]` at the end");
+  std::string dims = text.substr(bracket + 1, text.size() - bracket - 2);
+  dims.erase(std::remove_if(dims.begin(), dims.end(), [](unsigned char c) { return std::isspace(c); }),
+             dims.end());
+  int ndim = 0;
+  if (!dims.empty()) {
+    std::size_t pos = 0;
+    while (true) {
+      if (pos >= dims.size() || dims[pos] != ':')
+        throw std::invalid_argument("type `" + text + "`: dimensions are written `:` separated by "
+                                    "commas, e.g. `float64[:,:]`");
+      ++ndim;
+      ++pos;
+      if (pos == dims.size()) break;
+      if (dims[pos] != ',')
+        throw std::invalid_argument("type `" + text + "`: expected `,` or `]` after `:`");
+      ++pos;
+    }
+  }
+  return tensor_type(*dtype, ndim);
+}
+
+}  // namespace section

@@ -1,0 +1,202 @@
+// Section-file ops, the cache key, and building a module into the cache.
+#include "section/linker.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "expand/sha256.hpp"
+#include "linker/files.hpp"
+#include "section/expand.hpp"
+#include "section/version.hpp"
+
+namespace section {
+namespace fs = std::filesystem;
+
+// ---- ops from section files ----------------------------------------------------------------
+
+SectionOp::SectionOp(SectionOpSpec spec, std::shared_ptr<SourceManager const> sm,
+                     SectionSet sections)
+    : spec_(std::move(spec)), sm_(std::move(sm)), sections_(std::move(sections)) {
+  if (!sm_) throw std::invalid_argument("SectionOp needs the SourceManager of its files");
+}
+
+OpCode SectionOp::generate(ApplyContext const& ctx) const {
+  ApplySignature sig;
+  sig.node_name = ctx.node_name;
+  for (auto const* t : ctx.input_types) {
+    auto d = t->dtype();
+    sig.input_dtypes.push_back(d ? std::optional<std::string>(d->name) : std::nullopt);
+  }
+  for (auto const* t : ctx.output_types) {
+    auto d = t->dtype();
+    sig.output_dtypes.push_back(d ? std::optional<std::string>(d->name) : std::nullopt);
+  }
+  sig.input_names = ctx.inputs;
+  sig.output_names = ctx.outputs;
+  if (spec_.params) sig.params = spec_.params->spec();
+  sig.params_name = ctx.params;
+  sig.check_input = spec_.check_input;
+  sig.func_name = spec_.func_name;
+  sig.num_inputs = spec_.num_inputs;
+  sig.num_outputs = spec_.num_outputs;
+  sig.fail = ctx.sub.at("fail");
+  sig.init_fail = ctx.init_sub.at("fail");
+
+  Expansion e = expand(*sm_, sections_, sig);
+  if (has_errors(e.diagnostics) || !e.code) {
+    std::string message = spec_.name + ": cannot expand its sections";
+    for (auto const& d : e.diagnostics)
+      if (d.is_error()) message += "\n  " + d.message;
+    if (!e.code && e.diagnostics.empty())
+      message += "\n  no `code` section and no function name: give func_name or a `code` section";
+    throw LinkError(message, e.diagnostics);
+  }
+  OpCode code;
+  code.support_code = {e.support_code};
+  code.init_code = e.init_code;
+  code.support_code_apply = e.support_code_apply;
+  code.init_code_apply = e.init_code_apply;
+  code.support_code_struct = e.support_code_struct;
+  code.init_code_struct = e.init_code_struct;
+  code.cleanup_code_struct = e.cleanup_code_struct;
+  code.code = *e.code;
+  code.code_cleanup = e.code_cleanup;
+  return code;
+}
+
+Graph single_op_graph(COpPtr op, std::vector<CTypePtr> const& inputs,
+                      std::vector<CTypePtr> const& outputs,
+                      std::shared_ptr<ParamsType const> params) {
+  if (outputs.empty()) throw std::invalid_argument("an op needs at least one output type");
+  Graph g;
+  std::vector<std::size_t> ins;
+  for (std::size_t i = 0; i < inputs.size(); ++i) ins.push_back(g.add_input(inputs[i]));
+  std::optional<std::size_t> params_var;
+  if (params) params_var = g.add_constant(params, "params");
+  for (auto v : g.add_apply(std::move(op), ins, outputs, params_var)) g.add_output(v);
+  return g;
+}
+
+// ---- cache key and build -------------------------------------------------------------------
+
+std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
+                             PythonEnvironment const& python) {
+  // Length-prefixed fields, so no two different field lists hash the same text.
+  std::string material;
+  auto add = [&](std::string const& field) {
+    material += std::to_string(field.size()) + ":" + field + ";";
+  };
+  add("libsection-module");
+  add(std::to_string(module_abi_version));
+  add(version);
+  add(tc.identity);
+  for (auto const& f : tc.flags) add(f);
+  add(python.abi);
+  add(python.numpy_api);
+  for (auto const& d : python.include_dirs) add(d);
+  for (auto const& a : module.compile_args) add(a);
+  for (auto const& l : module.libraries) add(l);
+  add(module.text);
+  return detail::sha256_hex(material);
+}
+
+namespace {
+
+std::string join_names(std::vector<std::string> const& names) {
+  std::string out;
+  for (auto const& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::string location_text(Diagnostic const& d, SourceManager const& sm) {
+  if (!d.range.valid()) return "libsection";
+  auto const lc = sm.line_column(d.range.file, d.range.begin);
+  return sm.file(d.range.file).path() + ":" + std::to_string(lc.line) + ":" +
+         std::to_string(lc.column);
+}
+
+void replace_all(std::string& text, std::string const& from, std::string const& to) {
+  if (from.empty()) return;
+  for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
+    text.replace(pos, from.size(), to);
+}
+
+[[noreturn]] void report_failure(ModuleSource const& module, std::string const& key,
+                                 ModuleCache& cache, fs::path const& work,
+                                 std::vector<std::string> const& command, SourceManager& sm) {
+  // Keep what a user needs to reproduce the failure, outside the (discarded) work directory.
+  fs::path const kept = cache.failed_dir(key);
+  std::error_code ec;
+  fs::remove_all(kept, ec);
+  fs::create_directories(kept, ec);
+  fs::permissions(kept, fs::perms::owner_all, ec);
+  std::string log = read_file(work / "build.log").value_or("");
+  replace_all(log, work.string(), kept.string());
+  write_file_atomic(kept / "source.cpp", module.text);
+  write_file_atomic(kept / "build.log", log);
+  write_file_atomic(kept / "command.txt", shell_quote(command) + "\n");
+
+  auto diagnostics = parse_compiler_output(log, sm);
+  std::string message = "compiling " + join_names(module.op_names) + " failed";
+  int shown = 0;
+  for (auto const& d : diagnostics) {
+    if (!d.is_error() || shown == 10) continue;
+    message += "\n" + location_text(d, sm) + ": error: " + d.message;
+    ++shown;
+  }
+  if (shown == 0) {
+    // No parsable error (a crash, a missing program): show the end of the log itself.
+    std::string tail = log.size() > 2000 ? log.substr(log.size() - 2000) : log;
+    message += "\n" + tail;
+  }
+  message += "\nthe generated source, the command and the full log are in " + kept.string();
+  throw CompileError(message, std::move(diagnostics), kept);
+}
+
+}  // namespace
+
+BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& python,
+                         ModuleCache& cache, SourceManager& sm) {
+  Toolchain const tc = find_toolchain(cache.state_dir());
+  std::string const key = module_cache_key(module, tc, python);
+  BuiltModule result;
+  result.entry = cache.get_or_build(
+      key,
+      [&](fs::path const& work) {
+        fs::path const source = work / "source.cpp";
+        fs::path const object = work / "module.o";
+        fs::path const library = work / "module.so";
+        fs::path const log = work / "build.log";
+        write_file_atomic(source, module.text);
+        auto const commands = compile_commands(tc, python, module, source, object, library);
+        std::fprintf(stderr, "libsection: compiling %s (%s)\n", join_names(module.op_names).c_str(),
+                     key.substr(0, 12).c_str());
+        auto const start = std::chrono::steady_clock::now();
+        if (run_program(commands.compile, log) != 0)
+          report_failure(module, key, cache, work, commands.compile, sm);
+        if (run_program(commands.link, log) != 0)
+          report_failure(module, key, cache, work, commands.link, sm);
+        fs::remove(object);
+        double const seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        nlohmann::json manifest = {
+            {"module", module.name},
+            {"ops", module.op_names},
+            {"inputs", module.input_types},
+            {"outputs", module.output_types},
+            {"libsection_version", version},
+            {"compiler", tc.identity},
+            {"compile_command", shell_quote(commands.compile)},
+            {"link_command", shell_quote(commands.link)},
+            {"python_abi", python.abi},
+            {"numpy", python.numpy_api},
+            {"build_seconds", seconds},
+        };
+        return manifest.dump();
+      },
+      &result.compiled);
+  return result;
+}
+
+}  // namespace section

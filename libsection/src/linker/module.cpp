@@ -1,0 +1,310 @@
+// Module generation: storage cells, the instance struct (init/run/cleanup) with nested blocks
+// and `__label_N` cleanup labels, and the exported entry points the loader calls.
+#include "section/module.hpp"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "expand/sha256.hpp"
+
+namespace section {
+
+// ---- graph ---------------------------------------------------------------------------------
+
+std::size_t Graph::add_variable(CTypePtr type, Role role, std::string label) {
+  if (!type) throw std::invalid_argument("a graph variable needs a type");
+  variables_.push_back({std::move(type), role, std::move(label)});
+  return variables_.size() - 1;
+}
+
+std::size_t Graph::add_input(CTypePtr type, std::string label) {
+  auto const v = add_variable(std::move(type), Role::input, std::move(label));
+  inputs_.push_back(v);
+  return v;
+}
+
+std::size_t Graph::add_constant(CTypePtr type, std::string label) {
+  auto const v = add_variable(std::move(type), Role::constant, std::move(label));
+  constants_.push_back(v);
+  return v;
+}
+
+std::vector<std::size_t> Graph::add_apply(COpPtr op, std::vector<std::size_t> inputs,
+                                          std::vector<CTypePtr> output_types,
+                                          std::optional<std::size_t> params) {
+  if (!op) throw std::invalid_argument("an apply needs an op");
+  for (auto v : inputs)
+    if (v >= variables_.size())
+      throw std::invalid_argument("apply of " + op->name() + ": input variable " +
+                                  std::to_string(v) + " does not exist");
+  if (params && (*params >= variables_.size() || variables_[*params].role != Role::constant))
+    throw std::invalid_argument("apply of " + op->name() + ": params must be a constant variable");
+  std::vector<std::size_t> outputs;
+  for (std::size_t i = 0; i < output_types.size(); ++i)
+    outputs.push_back(add_variable(std::move(output_types[i]), Role::intermediate,
+                                   op->name() + " output " + std::to_string(i)));
+  applies_.push_back({std::move(op), std::move(inputs), outputs, params});
+  return outputs;
+}
+
+void Graph::add_output(std::size_t variable) {
+  if (variable >= variables_.size())
+    throw std::invalid_argument("output variable " + std::to_string(variable) + " does not exist");
+  if (variables_[variable].role != Role::intermediate)
+    throw std::invalid_argument("only outputs of applies can be function outputs");
+  if (std::find(outputs_.begin(), outputs_.end(), variable) != outputs_.end())
+    throw std::invalid_argument("variable " + std::to_string(variable) + " is already an output");
+  outputs_.push_back(variable);
+}
+
+// ---- generation ----------------------------------------------------------------------------
+
+namespace {
+
+std::string run_failure(int id, std::string const& what) {
+  return "{__failure = " + std::to_string(id) +
+         "; if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, \"" + what +
+         ": C code failed without setting a Python exception\"); goto __label_" +
+         std::to_string(id) + ";}";
+}
+
+std::string init_failure(int id, std::string const& what) {
+  return "{if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, \"" + what +
+         ": C code failed without setting a Python exception\"); return " + std::to_string(id) +
+         ";}";
+}
+
+// Keeps the first occurrence of each string, drops empty ones (like PyTensor's support code).
+void add_unique(std::vector<std::string>& list, std::string const& item) {
+  if (!item.empty() && std::find(list.begin(), list.end(), item) == list.end())
+    list.push_back(item);
+}
+
+std::string include_line(std::string const& header) {
+  if (header.empty()) return {};
+  if (header.front() == '<' || header.front() == '"') return "#include " + header + "\n";
+  return "#include <" + header + ">\n";
+}
+
+// A run-time block: its declarations go to the top of run(); behaviour opens a nested scope
+// whose cleanup (after its label) runs on success and on any failure inside it.
+struct RunBlock {
+  std::string declare, behavior, cleanup;
+  int id;
+};
+
+std::string nest(std::vector<RunBlock> const& blocks) {
+  std::string declare, head, tail;
+  for (auto const& b : blocks) {
+    declare += b.declare;
+    head += "{\n" + b.behavior;
+    tail = "__label_" + std::to_string(b.id) + ": ;\n" + b.cleanup + "}\n" + tail;
+  }
+  return declare + head + tail;
+}
+
+std::string escape_for_c_string(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c != '%') out += c;
+  }
+  return out;
+}
+
+void replace_all(std::string& text, std::string const& from, std::string const& to) {
+  for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
+    text.replace(pos, from.size(), to);
+}
+
+}  // namespace
+
+ModuleSource generate_module(Graph const& graph) {
+  auto const& vars = graph.variables();
+  if (graph.applies().empty()) throw std::invalid_argument("a module needs at least one apply");
+  if (graph.outputs().empty()) throw std::invalid_argument("a module needs at least one output");
+
+  std::vector<std::string> names(vars.size());
+  for (std::size_t i = 0; i < vars.size(); ++i) names[i] = "V" + std::to_string(i + 1);
+
+  // Storage cells, in the order `libsection_instance_new` receives them.
+  std::vector<std::size_t> cells = graph.inputs();
+  cells.insert(cells.end(), graph.outputs().begin(), graph.outputs().end());
+  cells.insert(cells.end(), graph.constants().begin(), graph.constants().end());
+  std::set<std::size_t> const is_output(graph.outputs().begin(), graph.outputs().end());
+
+  ModuleSource module;
+  std::vector<std::string> headers, type_support, op_support, init_code;
+  auto add_type_parts = [&](CType const& t) {
+    for (auto const& h : t.c_headers()) add_unique(headers, h);
+    for (auto const& s : t.c_support_code()) add_unique(type_support, s);
+    for (auto const& l : t.c_libraries()) add_unique(module.libraries, l);
+    for (auto const& a : t.c_compile_args()) add_unique(module.compile_args, a);
+    for (auto const& c : t.c_init_code()) add_unique(init_code, c);
+  };
+  for (auto const& v : vars) add_type_parts(*v.type);
+
+  auto label_of = [&](std::size_t v) {
+    auto const& var = vars[v];
+    for (std::size_t i = 0; i < graph.inputs().size(); ++i)
+      if (graph.inputs()[i] == v)
+        return "input " + std::to_string(i) + (var.label.empty() ? "" : " (" + var.label + ")");
+    for (std::size_t i = 0; i < graph.outputs().size(); ++i)
+      if (graph.outputs()[i] == v) return "output " + std::to_string(i);
+    return var.label.empty() ? names[v] : var.label;
+  };
+
+  // ---- run(): one block per input and intermediate, then one per apply -------------------
+  int next_id = 1;
+  std::vector<RunBlock> run_blocks;
+  for (std::size_t v = 0; v < vars.size(); ++v) {
+    auto const& var = vars[v];
+    if (var.role == Graph::Role::constant) continue;
+    std::string const& n = names[v];
+    int const id = next_id++;
+    Sub sub{{"fail", run_failure(id, escape_for_c_string(label_of(v)))},
+            {"id", std::to_string(id)},
+            {"failure_var", "__failure"},
+            {"label", label_of(v)}};
+    RunBlock b{"PyObject* py_" + n + ";\n" + var.type->c_declare(n, sub, true), {}, {}, id};
+    if (var.role == Graph::Role::input) {
+      b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
+                   ");\n" + var.type->c_extract(n, sub, true);
+      b.cleanup = var.type->c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n";
+    } else if (is_output.count(v)) {
+      // The cell still holds the previous output when the caller let go of it: the op may
+      // reuse it (the tutorial's `vector_times_vector` does when the shape matches).
+      b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
+                   ");\nif (py_" + n + " == Py_None) {\n" + var.type->c_init(n, sub) +
+                   "} else {\n" + var.type->c_extract(n, sub, true) + "}\n";
+      b.cleanup = "if (!__failure) {\n" + var.type->c_sync(n, sub) +
+                  "  PyObject* old_ = PyList_GET_ITEM(storage_" + n + ", 0);\n"
+                  "  Py_INCREF(py_" + n + ");\n  PyList_SET_ITEM(storage_" + n + ", 0, py_" + n +
+                  ");\n  Py_XDECREF(old_);\n}\n" + var.type->c_cleanup(n, sub) + "Py_XDECREF(py_" +
+                  n + ");\n";
+    } else {
+      b.behavior = "py_" + n + " = Py_None;\nPy_INCREF(Py_None);\n" + var.type->c_init(n, sub);
+      b.cleanup = var.type->c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n";
+    }
+    run_blocks.push_back(std::move(b));
+  }
+
+  // ---- per apply: ask the op for its code ---------------------------------------------------
+  std::string support_apply, struct_members, struct_init, init_apply;
+  std::vector<std::string> struct_cleanups;
+  int next_init_id = 1;
+  for (std::size_t a = 0; a < graph.applies().size(); ++a) {
+    auto const& apply = graph.applies()[a];
+    std::string const op_name = apply.op->name();
+    module.op_names.push_back(op_name);
+    ApplyContext ctx;
+    ctx.node_name = "node_" + std::string(hash_placeholder) + "_" + std::to_string(a);
+    for (auto v : apply.inputs) {
+      ctx.inputs.push_back(names[v]);
+      ctx.input_types.push_back(vars[v].type.get());
+    }
+    for (auto v : apply.outputs) {
+      ctx.outputs.push_back(names[v]);
+      ctx.output_types.push_back(vars[v].type.get());
+    }
+    if (apply.params) ctx.params = names[*apply.params];
+    int const id = next_id++;
+    std::string const what = escape_for_c_string(op_name + " (node " + std::to_string(a) + ")");
+    ctx.sub = {{"fail", run_failure(id, what)}, {"id", std::to_string(id)},
+               {"failure_var", "__failure"}};
+    int const init_id = next_init_id++;
+    ctx.init_sub = {{"fail", init_failure(init_id, what)}, {"id", std::to_string(init_id)}};
+    if (apply.params) {
+      ctx.sub["params"] = ctx.params;
+      ctx.init_sub["params"] = ctx.params;
+    }
+
+    OpCode code = apply.op->generate(ctx);
+    for (auto const& h : code.headers) add_unique(headers, h);
+    for (auto const& l : code.libraries) add_unique(module.libraries, l);
+    for (auto const& c : code.compile_args) add_unique(module.compile_args, c);
+    for (auto const& s : code.support_code) add_unique(op_support, s);
+    for (auto const& c : code.init_code) add_unique(init_code, c);
+    support_apply += code.support_code_apply + "\n";
+    init_apply += code.init_code_apply + "\n";
+    struct_members += code.support_code_struct + "\n";
+    struct_init += "{\n" + code.init_code_struct + "\n}\n";
+    struct_cleanups.push_back(code.cleanup_code_struct);
+    run_blocks.push_back({"", "// Op class " + op_name + "\n" + code.code + "\n",
+                          code.code_cleanup + "\n", id});
+  }
+
+  // ---- constants: members of the struct, extracted once by init() --------------------------
+  std::string const_members, const_init, const_cleanup;
+  for (auto v : graph.constants()) {
+    std::string const& n = names[v];
+    int const init_id = next_init_id++;
+    Sub sub{{"fail", init_failure(init_id, escape_for_c_string(label_of(v)))},
+            {"id", std::to_string(init_id)},
+            {"label", label_of(v)}};
+    const_members += "PyObject* py_" + n + ";\n" + vars[v].type->c_declare(n, sub, true);
+    const_init += "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
+                  ");\n" + vars[v].type->c_extract(n, sub, true);
+    const_cleanup = vars[v].type->c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n" + const_cleanup;
+  }
+
+  // ---- the text --------------------------------------------------------------------------
+  std::string t;
+  t += "// Generated by libsection " LIBSECTION_VERSION " for: ";
+  for (std::size_t i = 0; i < module.op_names.size(); ++i) t += (i ? ", " : "") + module.op_names[i];
+  t += "\n#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n"
+       "#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION\n#include <numpy/arrayobject.h>\n";
+  for (auto const& h : headers) t += include_line(h);
+  t += "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n\n"
+       "//////// support code\n";
+  for (auto const& s : type_support) t += s + "\n";
+  for (auto const& s : op_support) t += s + "\n";
+  t += support_apply;
+
+  t += "\n//////// instance\nnamespace {\nstruct " + std::string("op_instance_") +
+       hash_placeholder + " {\n";
+  for (auto v : cells) t += "PyObject* storage_" + names[v] + ";\n";
+  t += const_members + struct_members;
+  t += "\nint init(PyObject** storage) {\n";
+  for (std::size_t i = 0; i < cells.size(); ++i)
+    t += "storage_" + names[cells[i]] + " = storage[" + std::to_string(i) + "];\nPy_INCREF(storage_" +
+         names[cells[i]] + ");\n";
+  t += const_init + struct_init + "return 0;\n}\n";
+  // Cleanup runs in reverse order of init; it also runs after a failed init, on the zeroed
+  // members that init did not reach (the same contract as PyTensor's memset struct).
+  t += "\nvoid cleanup() {\n";
+  for (auto it = struct_cleanups.rbegin(); it != struct_cleanups.rend(); ++it)
+    t += "{\n" + *it + "\n}\n";
+  t += const_cleanup;
+  for (auto v : cells) t += "Py_XDECREF(storage_" + names[v] + ");\n";
+  t += "}\n\nint run() {\nint __failure = 0;\n" + nest(run_blocks) + "return __failure;\n}\n};\n}\n";
+
+  std::string const instance = "op_instance_" + std::string(hash_placeholder);
+  t += "\n//////// entry points\n"
+       "LIBSECTION_EXPORT int libsection_abi_version(void) { return " +
+       std::to_string(module_abi_version) + "; }\n\n"
+       "LIBSECTION_EXPORT PyObject* libsection_module_init(void) {\n"
+       "if (_import_array() < 0) return NULL;\n";
+  for (auto const& c : init_code) t += "{\n" + c + "\n}\n";
+  t += init_apply + "return Py_None;\n}\n\n"
+       "LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {\n" +
+       instance + "* self = NULL;\n"
+       "try { self = new " + instance + "(); } catch (...) { PyErr_NoMemory(); return NULL; }\n"
+       "if (self->init(storage) != 0) {\n  self->cleanup();\n  delete self;\n  return NULL;\n}\n"
+       "return self;\n}\n\n"
+       "LIBSECTION_EXPORT int libsection_instance_run(void* self) {\n  return static_cast<" +
+       instance + "*>(self)->run();\n}\n\n"
+       "LIBSECTION_EXPORT void libsection_instance_free(void* self) {\n  static_cast<" + instance +
+       "*>(self)->cleanup();\n  delete static_cast<" + instance + "*>(self);\n}\n";
+
+  // Named after its own content, so that APPLY_SPECIFIC symbols are unique per module.
+  module.name = "m" + detail::sha256_hex(t);
+  replace_all(t, hash_placeholder, module.name);
+  module.text = std::move(t);
+  for (auto v : graph.inputs()) module.input_types.push_back(vars[v].type->describe());
+  for (auto v : graph.outputs()) module.output_types.push_back(vars[v].type->describe());
+  return module;
+}
+
+}  // namespace section

@@ -1,0 +1,533 @@
+// Python bindings of the linker core: Python-defined types and ops, graphs, `build_sections`,
+// and `CompiledOp`, the C-implemented callable whose vectorcall runs the module's `run` directly.
+#include <dlfcn.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "bindings.hpp"
+#include "diagnostic_record.hpp"
+#include "loaded.hpp"
+#include "section/linker.hpp"
+
+namespace py = pybind11;
+
+namespace section::python {
+namespace {
+
+// ---- the Python this process runs -------------------------------------------------------
+
+PythonEnvironment const& python_environment() {
+  static PythonEnvironment const env = [] {
+    py::module_ sysconfig = py::module_::import("sysconfig");
+    py::module_ numpy = py::module_::import("numpy");
+    py::module_ multiarray = py::module_::import("numpy._core._multiarray_umath");
+    PythonEnvironment e;
+    e.include_dirs = {py::str(sysconfig.attr("get_config_var")("INCLUDEPY")),
+                      py::str(numpy.attr("get_include")())};
+    e.abi = py::str(sysconfig.attr("get_config_var")("SOABI"));
+    e.numpy_api = std::string(py::str(numpy.attr("__version__"))) + " C-API " +
+                  std::string(py::str(multiarray.attr("_get_ndarray_c_version")()));
+    return e;
+  }();
+  return env;
+}
+
+// ---- types and ops written in Python ----------------------------------------------------
+
+std::vector<std::string> string_list(py::object const& value) {
+  if (value.is_none()) return {};
+  if (py::isinstance<py::str>(value)) return {value.cast<std::string>()};
+  return value.cast<std::vector<std::string>>();
+}
+
+py::dict sub_dict(Sub const& sub) {
+  py::dict d;
+  for (auto const& [k, v] : sub) d[py::str(k)] = py::str(v);
+  return d;
+}
+
+/// A type object from Python with the seed's methods (`c_declare(name, sub)`, ...). The GIL is
+/// held: the linker only generates code while the caller holds it.
+class PythonType final : public CType {
+ public:
+  explicit PythonType(py::object type) : type_(std::move(type)) {
+    for (char const* required : {"c_declare", "c_extract"})
+      if (!py::hasattr(type_, required))
+        throw py::type_error("type " + std::string(py::repr(type_)) + " has no " + required +
+                             "(name, sub) method: it cannot be used from C");
+  }
+  std::string describe() const override { return py::str(type_); }
+  std::string c_declare(std::string const& n, Sub const& s, bool) const override {
+    return text("c_declare", n, s);
+  }
+  std::string c_init(std::string const& n, Sub const& s) const override { return text("c_init", n, s); }
+  std::string c_extract(std::string const& n, Sub const& s, bool) const override {
+    return text("c_extract", n, s);
+  }
+  std::string c_sync(std::string const& n, Sub const& s) const override { return text("c_sync", n, s); }
+  std::string c_cleanup(std::string const& n, Sub const& s) const override {
+    return text("c_cleanup", n, s);
+  }
+  std::vector<std::string> c_support_code() const override { return list("c_support_code"); }
+  std::vector<std::string> c_headers() const override { return list("c_headers"); }
+  std::vector<std::string> c_libraries() const override { return list("c_libraries"); }
+  std::vector<std::string> c_compile_args() const override { return list("c_compile_args"); }
+  std::vector<std::string> c_init_code() const override { return list("c_init_code"); }
+  std::string c_code_cache_version() const override {
+    if (!py::hasattr(type_, "c_code_cache_version")) return {};
+    return py::str(type_.attr("c_code_cache_version")());
+  }
+  std::string c_element_type() const override {
+    if (!py::hasattr(type_, "c_element_type")) return {};
+    return py::str(type_.attr("c_element_type")());
+  }
+
+ private:
+  std::string text(char const* method, std::string const& name, Sub const& sub) const {
+    if (!py::hasattr(type_, method)) return {};
+    return type_.attr(method)(name, sub_dict(sub)).cast<std::string>();
+  }
+  std::vector<std::string> list(char const* method) const {
+    if (!py::hasattr(type_, method)) return {};
+    return string_list(type_.attr(method)());
+  }
+  py::object type_;
+};
+
+/// An op object from Python with PyTensor `COp`-like methods, minus the `node` argument:
+/// `c_code(name, inputs, outputs, sub)` (required), `c_code_cleanup(...)`, `c_support_code()`,
+/// `c_support_code_apply(name)`, `c_init_code()`, `c_init_code_apply(name)`,
+/// `c_support_code_struct(name)`, `c_init_code_struct(name, sub)`,
+/// `c_cleanup_code_struct(name)`, `c_headers()`, `c_libraries()`, `c_compile_args()`.
+class PythonOp final : public COp {
+ public:
+  explicit PythonOp(py::object op) : op_(std::move(op)) {
+    if (!py::hasattr(op_, "c_code"))
+      throw py::type_error("op " + std::string(py::repr(op_)) +
+                           " has no c_code(name, inputs, outputs, sub) method");
+  }
+  std::string name() const override {
+    return py::str(py::type::handle_of(op_).attr("__name__"));
+  }
+  OpCode generate(ApplyContext const& ctx) const override {
+    py::str const node(ctx.node_name);
+    py::list inputs = py::cast(ctx.inputs), outputs = py::cast(ctx.outputs);
+    py::dict const sub = sub_dict(ctx.sub);
+    OpCode code;
+    code.code = op_.attr("c_code")(node, inputs, outputs, sub).cast<std::string>();
+    code.code_cleanup = call("c_code_cleanup", node, inputs, outputs, sub);
+    code.support_code = list("c_support_code");
+    code.init_code = list("c_init_code");
+    code.headers = list("c_headers");
+    code.libraries = list("c_libraries");
+    code.compile_args = list("c_compile_args");
+    code.support_code_apply = call("c_support_code_apply", node);
+    code.init_code_apply = call("c_init_code_apply", node);
+    code.support_code_struct = call("c_support_code_struct", node);
+    code.init_code_struct = call("c_init_code_struct", node, sub_dict(ctx.init_sub));
+    code.cleanup_code_struct = call("c_cleanup_code_struct", node);
+    return code;
+  }
+
+ private:
+  template <class... Args>
+  std::string call(char const* method, Args&&... args) const {
+    if (!py::hasattr(op_, method)) return {};
+    return op_.attr(method)(std::forward<Args>(args)...).template cast<std::string>();
+  }
+  std::vector<std::string> list(char const* method) const {
+    if (!py::hasattr(op_, method)) return {};
+    return string_list(op_.attr(method)());
+  }
+  py::object op_;
+};
+
+CTypePtr to_type(py::handle value) {
+  if (py::isinstance<py::str>(value)) return parse_type(value.cast<std::string>());
+  return std::make_shared<PythonType>(py::reinterpret_borrow<py::object>(value));
+}
+
+// ---- loaded modules -----------------------------------------------------------------------
+
+using InitFn = PyObject* (*)();
+using NewFn = void* (*)(PyObject**);
+using RunFn = int (*)(void*);
+using FreeFn = void (*)(void*);
+
+/// A shared object loaded and initialised once per process; never unloaded, since instances
+/// and the Python objects they created may outlive any handle we could count.
+struct LoadedLibrary {
+  void* handle = nullptr;
+  NewFn instance_new = nullptr;
+  RunFn run = nullptr;
+  FreeFn instance_free = nullptr;
+};
+
+LoadedLibrary const& load_library(std::filesystem::path const& path) {
+  static std::map<std::string, LoadedLibrary> loaded;  // guarded by the GIL
+  if (auto it = loaded.find(path.string()); it != loaded.end()) return it->second;
+  LoadedLibrary lib;
+  lib.handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib.handle) throw LinkError("cannot load " + path.string() + ": " + ::dlerror());
+  auto symbol = [&](char const* name) {
+    void* s = ::dlsym(lib.handle, name);
+    if (!s) throw LinkError(path.string() + " is not a libsection module: no " + name);
+    return s;
+  };
+  auto abi = reinterpret_cast<int (*)()>(symbol("libsection_abi_version"));
+  if (abi() != module_abi_version)
+    throw LinkError(path.string() + " was built for module ABI " + std::to_string(abi()) +
+                    ", this libsection loads ABI " + std::to_string(module_abi_version));
+  auto init = reinterpret_cast<InitFn>(symbol("libsection_module_init"));
+  lib.instance_new = reinterpret_cast<NewFn>(symbol("libsection_instance_new"));
+  lib.run = reinterpret_cast<RunFn>(symbol("libsection_instance_run"));
+  lib.instance_free = reinterpret_cast<FreeFn>(symbol("libsection_instance_free"));
+  if (!init()) throw py::error_already_set();
+  return loaded.emplace(path.string(), lib).first->second;
+}
+
+// ---- CompiledOp: the callable -------------------------------------------------------------
+
+struct CompiledOp {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  LoadedLibrary const* library;
+  void* instance;
+  Py_ssize_t n_inputs, n_outputs, n_cells;
+  PyObject** cells;  // one-element lists: inputs, outputs, constants
+  PyObject* info;    // dict: what was built, from where
+  PyObject* name;    // str, for messages
+  bool running;
+};
+
+PyTypeObject compiled_op_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+void set_cell(PyObject* cell, PyObject* value) {
+  PyObject* old = PyList_GET_ITEM(cell, 0);
+  Py_INCREF(value);
+  PyList_SET_ITEM(cell, 0, value);
+  Py_XDECREF(old);
+}
+
+PyObject* compiled_op_call(PyObject* callable, PyObject* const* args, size_t nargsf,
+                           PyObject* kwnames) {
+  auto* self = reinterpret_cast<CompiledOp*>(callable);
+  Py_ssize_t const nargs = PyVectorcall_NARGS(nargsf);
+  if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+    PyErr_Format(PyExc_TypeError, "%U takes positional arguments only", self->name);
+    return nullptr;
+  }
+  if (nargs != self->n_inputs) {
+    PyErr_Format(PyExc_TypeError, "%U takes %zd input%s, got %zd", self->name, self->n_inputs,
+                 self->n_inputs == 1 ? "" : "s", nargs);
+    return nullptr;
+  }
+  if (self->running) {
+    PyErr_Format(PyExc_RuntimeError, "%U is already running (it cannot be called re-entrantly)",
+                 self->name);
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) set_cell(self->cells[i], args[i]);
+  // An output still held by the caller must not be overwritten: give the op an empty cell.
+  // One the caller dropped is handed back, so the op can reuse its memory.
+  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
+    PyObject* cell = self->cells[self->n_inputs + j];
+    PyObject* previous = PyList_GET_ITEM(cell, 0);
+    if (previous != Py_None && Py_REFCNT(previous) > 1) set_cell(cell, Py_None);
+  }
+  self->running = true;
+  int const failure = self->library->run(self->instance);
+  self->running = false;
+  for (Py_ssize_t i = 0; i < nargs; ++i) set_cell(self->cells[i], Py_None);
+  if (failure) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
+                   self->name, failure);
+    return nullptr;
+  }
+  if (self->n_outputs == 1) {
+    PyObject* out = PyList_GET_ITEM(self->cells[self->n_inputs], 0);
+    Py_INCREF(out);
+    return out;
+  }
+  PyObject* result = PyTuple_New(self->n_outputs);
+  if (!result) return nullptr;
+  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
+    PyObject* out = PyList_GET_ITEM(self->cells[self->n_inputs + j], 0);
+    Py_INCREF(out);
+    PyTuple_SET_ITEM(result, j, out);
+  }
+  return result;
+}
+
+void compiled_op_dealloc(PyObject* object) {
+  auto* self = reinterpret_cast<CompiledOp*>(object);
+  if (self->instance) self->library->instance_free(self->instance);
+  for (Py_ssize_t i = 0; i < self->n_cells; ++i) Py_XDECREF(self->cells[i]);
+  PyMem_Free(self->cells);
+  Py_XDECREF(self->info);
+  Py_XDECREF(self->name);
+  Py_TYPE(object)->tp_free(object);
+}
+
+PyObject* compiled_op_repr(PyObject* object) {
+  auto* self = reinterpret_cast<CompiledOp*>(object);
+  return PyUnicode_FromFormat("<libsection compiled op %U>", self->name);
+}
+
+PyObject* compiled_op_info(PyObject* object, void*) {
+  auto* self = reinterpret_cast<CompiledOp*>(object);
+  Py_INCREF(self->info);
+  return self->info;
+}
+
+PyGetSetDef compiled_op_getset[] = {
+    {"info", compiled_op_info, nullptr,
+     "What was built: cache key, library path, whether this call compiled it, ops and types.",
+     nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+void ready_compiled_op_type() {
+  auto& t = compiled_op_type;
+  t.tp_name = "libsection._core.CompiledOp";
+  t.tp_basicsize = sizeof(CompiledOp);
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  t.tp_doc = "A compiled op: call it with one value per input; returns the output (or a tuple).";
+  t.tp_vectorcall_offset = offsetof(CompiledOp, vectorcall);
+  t.tp_call = PyVectorcall_Call;
+  t.tp_dealloc = compiled_op_dealloc;
+  t.tp_repr = compiled_op_repr;
+  t.tp_getset = compiled_op_getset;
+  if (PyType_Ready(&t) < 0) throw py::error_already_set();
+}
+
+py::handle link_error_type, compile_error_type;
+
+// Raises the Python form of a linker error, its diagnostics resolved against `sm`.
+[[noreturn]] void raise_python(LinkError const& e, SourceManager const& sm) {
+  auto const* compile = dynamic_cast<CompileError const*>(&e);
+  py::handle type = compile ? compile_error_type : link_error_type;
+  py::object error = type(e.what());
+  error.attr("diagnostics") = py::cast(make_records(e.diagnostics(), sm));
+  if (compile) error.attr("kept_dir") = compile->kept_dir().string();
+  PyErr_SetObject(type.ptr(), error.ptr());
+  throw py::error_already_set();
+}
+
+// The in-process memo: a module already verified and loaded is not hashed again.
+// Never destroyed: it holds Python objects, which must not be released after finalisation.
+std::map<std::string, std::pair<std::filesystem::path, py::dict>>& loaded_modules() {
+  static auto* memo = new std::map<std::string, std::pair<std::filesystem::path, py::dict>>();
+  return *memo;
+}
+
+/// Generates, builds (or finds) and loads the module for `graph`, and instantiates it with the
+/// values of the graph's constants.
+py::object link(Graph const& graph, std::vector<py::object> const& constants, SourceManager& sm,
+                std::string const& display_name) {
+  if (constants.size() != graph.constants().size())
+    throw py::value_error("the graph has " + std::to_string(graph.constants().size()) +
+                          " constants, " + std::to_string(constants.size()) + " values given");
+  ModuleSource module;
+  try {
+    module = generate_module(graph);
+  } catch (LinkError const& e) {
+    raise_python(e, sm);
+  }
+  PythonEnvironment const& python = python_environment();
+
+  std::filesystem::path library;
+  py::dict info;
+  auto& memo = loaded_modules();
+  if (auto it = memo.find(module.text); it != memo.end()) {
+    library = it->second.first;
+    info = py::dict(it->second.second);
+    info["compiled"] = false;
+  } else {
+    BuiltModule built;
+    try {
+      py::gil_scoped_release release;
+      ModuleCache cache;
+      built = build_module(module, python, cache, sm);
+    } catch (LinkError const& e) {
+      raise_python(e, sm);
+    }
+    library = built.entry.library;
+    info["key"] = built.entry.key;
+    info["library"] = library.string();
+    info["module"] = module.name;
+    info["ops"] = module.op_names;
+    info["inputs"] = module.input_types;
+    info["outputs"] = module.output_types;
+    info["compiled"] = built.compiled;
+    memo.emplace(module.text, std::make_pair(library, py::dict(info)));
+  }
+  LoadedLibrary const& lib = load_library(library);
+
+  auto* self = PyObject_New(CompiledOp, &compiled_op_type);
+  if (!self) throw py::error_already_set();
+  self->vectorcall = compiled_op_call;
+  self->library = &lib;
+  self->instance = nullptr;
+  self->n_inputs = static_cast<Py_ssize_t>(graph.inputs().size());
+  self->n_outputs = static_cast<Py_ssize_t>(graph.outputs().size());
+  self->n_cells = self->n_inputs + self->n_outputs + static_cast<Py_ssize_t>(constants.size());
+  self->cells = static_cast<PyObject**>(PyMem_Calloc(self->n_cells, sizeof(PyObject*)));
+  self->info = info.release().ptr();
+  self->name = py::str(display_name).release().ptr();
+  self->running = false;
+  py::object owner = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
+  if (!self->cells) throw std::bad_alloc();
+  for (Py_ssize_t i = 0; i < self->n_cells; ++i) {
+    std::size_t const c = static_cast<std::size_t>(i - self->n_inputs - self->n_outputs);
+    PyObject* value = i < self->n_inputs + self->n_outputs ? Py_None : constants[c].ptr();
+    self->cells[i] = PyList_New(1);
+    if (!self->cells[i]) throw py::error_already_set();
+    Py_INCREF(value);
+    PyList_SET_ITEM(self->cells[i], 0, value);
+  }
+  self->instance = lib.instance_new(self->cells);
+  if (!self->instance) throw py::error_already_set();
+  return owner;
+}
+
+std::string signature_text(std::string const& name, std::vector<CTypePtr> const& inputs,
+                           std::vector<CTypePtr> const& outputs) {
+  std::string s = name + "(";
+  for (std::size_t i = 0; i < inputs.size(); ++i) s += (i ? ", " : "") + inputs[i]->describe();
+  s += ") -> ";
+  for (std::size_t i = 0; i < outputs.size(); ++i) s += (i ? ", " : "") + outputs[i]->describe();
+  return s;
+}
+
+/// A graph under construction from Python, with the Python objects its types and ops wrap.
+struct PyGraph {
+  Graph graph;
+};
+
+}  // namespace
+
+void bind_linker(py::module_& m) {
+  ready_compiled_op_type();
+  Py_INCREF(&compiled_op_type);
+  m.add_object("CompiledOp", reinterpret_cast<PyObject*>(&compiled_op_type));
+
+  link_error_type = PyErr_NewException("libsection._core.LinkError", PyExc_ValueError, nullptr);
+  compile_error_type =
+      PyErr_NewException("libsection._core.CompileError", PyExc_RuntimeError, nullptr);
+  if (!link_error_type || !compile_error_type) throw py::error_already_set();
+  m.add_object("LinkError", link_error_type);
+  m.add_object("CompileError", compile_error_type);
+  // Errors without a SourceManager at hand (e.g. a corrupt cache, a missing compiler).
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (LinkError const& e) {
+      PyErr_SetString(link_error_type.ptr(), e.what());
+    }
+  });
+
+  py::class_<PyGraph>(m, "Graph", R"doc(
+A graph of applies for one compiled module. Types are type strings (`"float64[:]"`) or Python
+objects with the CType methods (`c_declare(name, sub)`, `c_extract`, ...); ops are Python
+objects with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*` methods.)doc")
+      .def(py::init<>())
+      .def("add_input",
+           [](PyGraph& g, py::object type, std::string label) {
+             return g.graph.add_input(to_type(type), std::move(label));
+           },
+           py::arg("type"), py::arg("label") = "")
+      .def("add_constant",
+           [](PyGraph& g, py::object type, std::string label) {
+             return g.graph.add_constant(to_type(type), std::move(label));
+           },
+           py::arg("type"), py::arg("label") = "")
+      .def("add_apply",
+           [](PyGraph& g, py::object op, std::vector<std::size_t> inputs, py::list output_types,
+              std::optional<std::size_t> params) {
+             std::vector<CTypePtr> types;
+             for (auto t : output_types) types.push_back(to_type(t));
+             return g.graph.add_apply(std::make_shared<PythonOp>(std::move(op)), std::move(inputs),
+                                      std::move(types), params);
+           },
+           py::arg("op"), py::arg("inputs"), py::arg("output_types"),
+           py::arg("params") = py::none(), "Adds an apply; returns its output variables.")
+      .def("add_output", [](PyGraph& g, std::size_t v) { g.graph.add_output(v); })
+      .def("source",
+           [](PyGraph const& g) { return generate_module(g.graph).text; },
+           "The generated C++ source of the module.");
+
+  m.def("link",
+        [](PyGraph const& g, std::vector<py::object> const& constants, std::string const& name) {
+          SourceManager sm;
+          return link(g.graph, constants, sm, name);
+        },
+        py::arg("graph"), py::arg("constants") = std::vector<py::object>{},
+        py::arg("name") = "module",
+        "Builds (or finds in the cache) and loads the graph's module; returns a CompiledOp.");
+
+  m.def("build_sections",
+        [](LoadedSections& loaded, std::vector<std::string> const& inputs,
+           std::vector<std::string> const& outputs, std::optional<std::string> func_name,
+           std::vector<std::tuple<std::string, std::string, py::object>> const& params,
+           std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
+           bool check_input) {
+          if (!loaded.set.ok())
+            raise_python(LinkError(loaded.set.error->message, loaded.set.diagnostics), *loaded.sources);
+          std::vector<CTypePtr> in, out;
+          for (std::size_t i = 0; i < inputs.size(); ++i) {
+            try {
+              in.push_back(parse_type(inputs[i]));
+            } catch (std::invalid_argument const& e) {
+              throw py::value_error("inputs[" + std::to_string(i) + "]: " + e.what());
+            }
+          }
+          for (std::size_t i = 0; i < outputs.size(); ++i) {
+            try {
+              out.push_back(parse_type(outputs[i]));
+            } catch (std::invalid_argument const& e) {
+              throw py::value_error("outputs[" + std::to_string(i) + "]: " + e.what());
+            }
+          }
+          SectionOpSpec spec;
+          spec.name = name;
+          spec.func_name = func_name;
+          spec.num_inputs = num_inputs;
+          spec.num_outputs = num_outputs;
+          spec.check_input = check_input;
+          std::vector<py::object> constants;
+          if (!params.empty()) {
+            std::vector<ParamsFieldType> fields;
+            py::dict values;
+            for (auto const& [field, type, value] : params) {
+              try {
+                fields.push_back({field, parse_type(type)});
+              } catch (std::invalid_argument const& e) {
+                throw py::value_error("params[" + field + "]: " + e.what());
+              }
+              values[py::str(field)] = value;
+            }
+            spec.params = std::make_shared<ParamsType>(std::move(fields));
+            constants.push_back(values);
+          }
+          auto op = std::make_shared<SectionOp>(spec, loaded.sources, loaded.set);
+          Graph graph = single_op_graph(op, in, out, spec.params);
+          return link(graph, constants, *loaded.sources, signature_text(name, in, out));
+        },
+        py::arg("loaded"), py::arg("inputs"), py::arg("outputs"), py::arg("func_name") = py::none(),
+        py::arg("params") = std::vector<std::tuple<std::string, std::string, py::object>>{},
+        py::arg("name") = "SectionOp", py::arg("num_inputs") = py::none(),
+        py::arg("num_outputs") = py::none(), py::arg("check_input") = true,
+        "Builds the op of loaded section files for the given input/output type strings.");
+
+  m.def("parse_type", [](std::string const& text) { return parse_type(text)->describe(); },
+        "Checks a type string (`float64[:]`, `int64`, `object`) and returns it normalised.");
+  m.def("cache_dir", [] { return ModuleCache::default_root().string(); },
+        "The module cache directory this process uses.");
+}
+
+}  // namespace section::python
