@@ -1,0 +1,252 @@
+"""libsection.pytensor.ExternalCOp inside PyTensor: C backend runs, #line, loading, versions."""
+
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.link.c.exceptions import CompileError
+from pytensor.link.c.op import ExternalCOp as PyTensorExternalCOp
+from pytensor.link.c.params_type import ParamsType
+from pytensor.scalar import int64
+
+from libsection.pytensor import ExternalCOp
+
+DATA = Path(__file__).resolve().parent / "data" / "expand"
+sys.path[:0] = [str(DATA), str(DATA / "subclass")]
+
+from expand_ops import DoubleIt, UnaryVectorOp, VectorTimesVector  # noqa: E402
+from relocated_ops import RelocatedDoubleIt  # noqa: E402
+
+C_BACKEND = "CVM"
+
+
+class PyTensorUnaryOp(PyTensorExternalCOp):
+    """PyTensor's own ExternalCOp, as UnaryVectorOp uses ours."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return pytensor.graph.basic.Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------------- end to end
+
+
+@pytest.mark.parametrize(
+    ("x_dtype", "y_dtype"),
+    [("float64", "float64"), ("float32", "float32"), ("int32", "int32"), ("float32", "int32")],
+)
+def test_tutorial_op_in_the_c_backend_equals_numpy(x_dtype, y_dtype):
+    x = pt.vector("x", dtype=x_dtype)
+    y = pt.vector("y", dtype=y_dtype)
+    f = pytensor.function([x, y], VectorTimesVector()(x, y), mode=C_BACKEND)
+    # Integer values: exact in every dtype, whatever precision the C product is computed in.
+    rng = np.random.default_rng(0)
+    a = rng.integers(-100, 100, 7).astype(x_dtype)
+    b = rng.integers(-100, 100, 7).astype(y_dtype)
+    result = f(a, b)
+    np.testing.assert_array_equal(result, a * b)
+    assert result.dtype == (a * b).dtype
+    # strided inputs
+    a2 = rng.integers(-100, 100, 14).astype(x_dtype)[::2]
+    np.testing.assert_array_equal(f(a2, b), a2 * b)
+    with pytest.raises(ValueError, match="Shape mismatch"):
+        f(a, b[:3])
+
+
+def test_code_section_op_compiles_and_runs_as_the_last_node():
+    x = pt.dvector("x")
+    f = pytensor.function([x], DoubleIt()(x), mode=C_BACKEND)
+    a = np.arange(5.0)
+    np.testing.assert_array_equal(f(a), 2 * a)
+
+
+def test_pytensor_own_code_section_op_fails_when_the_node_is_last():
+    """The bug the newline fix removes (reference §7.1): PyTensor glues the next label onto
+    the last `#undef` line of `c_code`."""
+    x = pt.dvector("x")
+    with pytest.raises(CompileError, match="__label_"):
+        pytensor.function([x], PyTensorUnaryOp(str(DATA / "double_it.c"))(x), mode=C_BACKEND)
+
+
+def test_a_c_error_is_reported_at_the_section_file_and_line():
+    broken = DATA / "broken.c"
+    x = pt.dvector("x")
+    op = UnaryVectorOp(str(broken), "APPLY_SPECIFIC(broken)")
+    with pytest.raises(CompileError) as error:
+        pytensor.function([x], op(x), mode=C_BACKEND)
+    assert f"{broken}:5:" in str(error.value)
+    assert "undeclared_identifier_in_broken_c" in str(error.value)
+
+
+def test_without_line_directives_the_error_points_into_the_generated_module():
+    class NoLines(UnaryVectorOp):
+        line_directives = False
+
+    x = pt.dvector("x")
+    op = NoLines(str(DATA / "broken.c"), "APPLY_SPECIFIC(broken)")
+    with pytest.raises(CompileError) as error:
+        pytensor.function([x], op(x), mode=C_BACKEND)
+    assert "broken.c:" not in str(error.value)
+    assert "mod.cpp:" in str(error.value)
+
+
+# ------------------------------------------------------------------------- the class
+
+
+def test_has_pytensor_externalcop_attributes():
+    ours = VectorTimesVector()
+    theirs = PyTensorUnaryOp(str(DATA / "vectorTimesVector.c"), ours.func_name)
+    assert ours.func_files == [Path("vectorTimesVector.c")]
+    assert ours.func_codes == theirs.func_codes
+    assert ours.code_sections == theirs.code_sections
+    assert ours.func_name == "APPLY_SPECIFIC(vector_times_vector)"
+    assert ours._cop_num_inputs is None and ours._cop_num_outputs is None
+    assert ExternalCOp.line_directives is True
+    assert ours.params_type is None
+
+
+def test_constructs_without_any_warning():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        VectorTimesVector()
+    assert caught == []
+
+
+def test_relative_paths_resolve_against_the_runtime_class_file():
+    assert "2 *" in DoubleIt().code_sections["code"]
+    relocated = RelocatedDoubleIt()
+    assert relocated.func_files == [Path("double_it.c")]
+    assert "3 *" in relocated.code_sections["code"]
+    assert str(DATA / "subclass" / "double_it.c") in relocated.c_code(
+        *code_args(relocated)
+    )
+
+
+def code_args(op, n_inputs=1):
+    """The arguments of `c_code` for a node of `op` on float64 vectors."""
+    node = op.make_node(*[pt.dvector() for _ in range(n_inputs)])
+    sub = {"fail": "FAIL_CODE", "failure_var": "__failure", "id": 7}
+    names = [f"V{2 * i + 3}" for i in range(n_inputs)]
+    return node, "node_x_0", names, ["V1"], sub
+
+
+def test_each_file_is_read_and_parsed_once_per_process():
+    assert VectorTimesVector()._loaded is VectorTimesVector()._loaded
+
+
+def test_an_edited_file_is_parsed_again(tmp_path):
+    path = tmp_path / "op.c"
+    path.write_text("#section support_code\nint a;\n")
+    before = UnaryVectorOp(str(path))
+    path.write_text("#section support_code\nint changed;\n")
+    after = UnaryVectorOp(str(path))
+    assert before.c_support_code().endswith("int a;\n#line 4 \"<libsection-generated>\"\n")
+    assert "int changed;" in after.c_support_code()
+
+
+def test_pickles_with_its_code_and_expands_the_same_after_unpickling():
+    op = VectorTimesVector()
+    clone = pickle.loads(pickle.dumps(op))
+    assert clone.func_codes == op.func_codes
+    node_and_name = code_args(op, n_inputs=2)[:2]
+    assert clone.c_support_code_apply(*node_and_name) == op.c_support_code_apply(*node_and_name)
+    assert clone.c_code_cache_version() == op.c_code_cache_version()
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda p: None,  # missing file
+        lambda p: p.write_text("#section suport_code\nint a;\n"),
+        lambda p: p.write_text("int stray;\n#section support_code\n"),
+        lambda p: p.write_text("no marker at all\n"),
+    ],
+    ids=["missing", "unknown-tag", "stray-code", "no-marker"],
+)
+def test_load_errors_are_the_reference_errors(tmp_path, write):
+    path = str(tmp_path / "op.c")
+    write(tmp_path / "op.c")
+    with pytest.raises(Exception) as theirs:
+        PyTensorUnaryOp(path)
+    with pytest.raises(type(theirs.value)) as ours:
+        UnaryVectorOp(path)
+    if theirs.type is FileNotFoundError:
+        assert ours.value.filename == path
+    else:
+        # The reference's message, then libsection's located diagnostics.
+        assert str(ours.value).startswith(str(theirs.value))
+
+
+def test_no_files_is_the_reference_error():
+    with pytest.raises(ValueError, match="^No sections where defined in the C files$"):
+        ExternalCOp([])
+
+
+def test_a_code_section_with_a_func_name_fails_in_c_code_as_in_pytensor():
+    op = UnaryVectorOp(str(DATA / "double_it.c"), "APPLY_SPECIFIC(f)")
+    with pytest.raises(AssertionError, match="`code` section"):
+        op.c_code(*code_args(op))
+
+
+def test_no_code_section_and_no_func_name_is_not_implemented():
+    op = UnaryVectorOp(str(DATA / "broken.c"))
+    with pytest.raises(NotImplementedError):
+        op.c_code(*code_args(op))
+
+
+# ------------------------------------------------------------------------- cache version
+
+VERSION_SCRIPT = f"""
+import sys
+sys.path[:0] = [{str(DATA)!r}]
+from expand_ops import VectorTimesVector
+print(VectorTimesVector().c_code_cache_version())
+"""
+
+
+def version_in_new_process(seed):
+    env = dict(os.environ, PYTHONHASHSEED=str(seed))
+    run = subprocess.run(
+        [sys.executable, "-c", VERSION_SCRIPT], env=env, capture_output=True, text=True, check=True
+    )
+    return run.stdout.strip()
+
+
+def test_cache_version_is_the_same_across_processes_and_hash_seeds():
+    first = version_in_new_process(1)
+    assert first == version_in_new_process(2)
+    assert first == str(VectorTimesVector().c_code_cache_version())
+
+
+def test_cache_version_changes_with_the_function_name_and_the_file(tmp_path):
+    path = tmp_path / "op.c"
+    path.write_text("#section support_code_apply\nint f(void) { return 0; }\n")
+    base = UnaryVectorOp(str(path), "f").c_code_cache_version()
+    assert UnaryVectorOp(str(path), "f").c_code_cache_version() == base
+    assert UnaryVectorOp(str(path), "g").c_code_cache_version() != base
+    path.write_text("#section support_code_apply\nint f(void) { return 1; }\n")
+    assert UnaryVectorOp(str(path), "f").c_code_cache_version() != base
+
+
+def test_cache_version_includes_the_params_type_version():
+    class WithParams(UnaryVectorOp):
+        params_type = ParamsType(k=int64)
+        k = 3
+
+    op = WithParams(str(DATA / "vectorTimesVector.c"), "f")
+    version = op.c_code_cache_version()
+    assert len(version) == 2
+    assert version[1] == op.params_type.c_code_cache_version()
+    assert version[0] != UnaryVectorOp(str(DATA / "vectorTimesVector.c"), "f").c_code_cache_version()[0]
