@@ -1,0 +1,318 @@
+// section-lint units: tokenizer, declaration reader, rule registry and selection, suppressions,
+// signature checks, renderers, and robustness on arbitrary bytes.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "lint/c_tokens.hpp"
+#include "lint/declarations.hpp"
+#include "section/lint.hpp"
+
+using namespace section;
+using namespace section::lint_detail;
+
+namespace {
+
+std::vector<std::string> spellings(std::string_view text) {
+  std::vector<std::string> out;
+  for (auto const& t : tokenize(text, 0, text.size()).tokens)
+    out.emplace_back(text.substr(t.begin, t.end - t.begin));
+  return out;
+}
+
+std::vector<std::string> codes_of(std::vector<Diagnostic> const& ds) {
+  std::vector<std::string> out;
+  for (auto const& d : ds) out.push_back(d.code);
+  return out;
+}
+
+std::vector<std::string> lint_codes(std::string text, LintOptions const& options = {}) {
+  SourceManager sm;
+  return codes_of(lint_text(sm, std::move(text), "t.c", options));
+}
+
+std::vector<Declaration> declarations(std::string_view text) {
+  auto const body = tokenize(text, 0, text.size());
+  return file_scope_declarations(text, body.tokens);
+}
+
+}  // namespace
+
+TEST_SUITE("lint tokenizer") {
+  TEST_CASE("comments, strings and characters hide what is inside them") {
+    std::string_view const text = "a /* FAIL */ b // FAIL\n\"FAIL // x\" 'F' R\"x(FAIL)x\" u8\"s\" c";
+    CHECK(spellings(text) == std::vector<std::string>{"a", "b", "\"FAIL // x\"", "'F'",
+                                                      "R\"x(FAIL)x\"", "u8\"s\"", "c"});
+    CHECK(tokenize(text, 0, text.size()).comments.size() == 2);
+  }
+
+  TEST_CASE("a directive is a line of its own, continuations included") {
+    std::string_view const text = "#define FAIL \\\n  oops\nx\n  # undef  INPUT_0 // c\n";
+    auto const body = tokenize(text, 0, text.size());
+    CHECK(spellings(text) == std::vector<std::string>{"x"});
+    REQUIRE(body.directives.size() == 2);
+    CHECK(body.directives[0].name == "define");
+    REQUIRE(body.directives[0].macro);
+    CHECK(text.substr(body.directives[0].macro->begin, 4) == "FAIL");
+    CHECK(body.directives[1].name == "undef");
+    CHECK(body.comments.size() == 1);
+  }
+
+  TEST_CASE("`#` after code on the same line is not a directive") {
+    CHECK(spellings("a # b") == std::vector<std::string>{"a", "#", "b"});
+  }
+
+  TEST_CASE("numbers with separators, exponents and suffixes are one token") {
+    CHECK(spellings("1'000 1e+5 0x1p-3f .5") == std::vector<std::string>{"1'000", "1e+5", "0x1p-3f", ".5"});
+  }
+
+  TEST_CASE("an unterminated block comment is reported as such") {
+    std::string_view const text = "int x; /* open";
+    auto const body = tokenize(text, 0, text.size());
+    REQUIRE(body.comments.size() == 1);
+    CHECK_FALSE(body.comments[0].terminated);
+  }
+
+  TEST_CASE("only the given range is read") {
+    std::string_view const text = "aaa bbb ccc";
+    auto const body = tokenize(text, 4, 7);
+    REQUIRE(body.tokens.size() == 1);
+    CHECK(body.tokens[0].begin == 4);
+    CHECK(body.tokens[0].end == 7);
+  }
+}
+
+TEST_SUITE("lint declarations") {
+  TEST_CASE("function definitions, prototypes, globals and types") {
+    auto const ds = declarations(
+        "static int f(int a, int b) { return a; }\n"
+        "int g(void);\n"
+        "double x = 1, y[3];\n"
+        "struct s { int n; } inst;\n"
+        "int APPLY_SPECIFIC(h)(PyArrayObject* a, PyArrayObject** z) { return 0; }\n");
+    REQUIRE(ds.size() == 7);
+    CHECK(ds[0].kind == Declaration::Kind::function_definition);
+    CHECK(ds[0].name == "f");
+    CHECK(ds[0].parameter_count == 2);
+    CHECK(ds[1].kind == Declaration::Kind::function_declaration);
+    CHECK(ds[1].parameter_count == 0);
+    CHECK(ds[2].name == "x");
+    CHECK(ds[3].name == "y");
+    CHECK(ds[4].kind == Declaration::Kind::type);
+    CHECK(ds[4].name == "s");
+    CHECK(ds[5].name == "inst");
+    CHECK(ds[6].name == "APPLY_SPECIFIC(h)");
+    CHECK(ds[6].apply_specific);
+    CHECK(ds[6].parameter_count == 2);
+  }
+
+  TEST_CASE("nested parentheses and templates do not split parameters") {
+    auto const ds = declarations("int f(void (*cb)(int, int), std::map<int, int>* m, int n) { }");
+    REQUIRE(ds.size() == 1);
+    // `std::map<int, int>` has a comma outside parentheses: the reader counts it, a known limit.
+    CHECK(ds[0].parameter_count == 4);
+  }
+
+  TEST_CASE("unbalanced input does not crash or loop") {
+    for (std::string_view text : {"int f(", "int f() {", "}", "struct {", "int x = {1, 2", ") ] }"})
+      CHECK_NOTHROW(declarations(text));
+  }
+}
+
+TEST_SUITE("lint registry") {
+  TEST_CASE("codes are unique, well formed and documented with the four headings") {
+    auto const rules = lint_rules();
+    REQUIRE(rules.size() >= 25);
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      auto const& r = rules[i];
+      CAPTURE(r.code);
+      CHECK(r.code.size() == 5);
+      CHECK(r.code.starts_with("SL"));
+      if (i > 0) CHECK(rules[i - 1].code < r.code);
+      CHECK(find_lint_rule(r.code) == &r);
+      for (auto heading : {"## What it does", "## Why is this bad?", "## Example", "## Use instead"})
+        CHECK(r.documentation.find(heading) != std::string_view::npos);
+      CHECK_FALSE(r.summary.ends_with("."));
+    }
+    CHECK(find_lint_rule("SL999") == nullptr);
+  }
+
+  TEST_CASE("--explain text names the rule and carries its documentation") {
+    auto const text = explain_lint_rule(*find_lint_rule("SL401"));
+    CHECK(text.starts_with("# SL401 (missing-apply-specific)"));
+    CHECK(text.find("## Why is this bad?") != std::string::npos);
+  }
+
+  TEST_CASE("selection by prefix: longest prefix wins, ignore wins ties") {
+    RuleSelection const all;
+    CHECK(all.enabled("SL301"));
+    RuleSelection const macros({"SL3"}, {});
+    CHECK(macros.enabled("SL304"));
+    CHECK_FALSE(macros.enabled("SL401"));
+    RuleSelection const but_one({"SL3"}, {"SL304"});
+    CHECK(but_one.enabled("SL301"));
+    CHECK_FALSE(but_one.enabled("SL304"));
+    RuleSelection const specific_select({"SL301"}, {"SL3"});
+    CHECK(specific_select.enabled("SL301"));
+    CHECK_FALSE(specific_select.enabled("SL302"));
+    RuleSelection const tie({"SL3"}, {"SL3"});
+    CHECK_FALSE(tie.enabled("SL301"));
+  }
+
+  TEST_CASE("a prefix that matches no rule is a usage error") {
+    CHECK_THROWS_AS(RuleSelection({"SL8"}, {}), std::invalid_argument);
+    CHECK_THROWS_AS(RuleSelection({}, {"E501"}), std::invalid_argument);
+    CHECK_THROWS_AS(RuleSelection({""}, {}), std::invalid_argument);
+  }
+}
+
+TEST_SUITE("lint rules") {
+  TEST_CASE("macro scope follows the expander's table") {
+    CHECK(lint_codes("#section init_code_struct\nFAIL;\n").empty());
+    CHECK(lint_codes("#section cleanup_code_struct\nFAIL;\n") == std::vector<std::string>{"SL301"});
+    CHECK(lint_codes("#section code_cleanup\nPy_XDECREF(OUTPUT_0);\n").empty());
+    CHECK(lint_codes("#section init_code_apply\nx = INPUT_0;\n") == std::vector<std::string>{"SL302"});
+    CHECK(lint_codes("#section init_code_apply\nint APPLY_SPECIFIC(x);\n").empty());
+    CHECK(lint_codes("#section init_code\nint APPLY_SPECIFIC(x);\n") == std::vector<std::string>{"SL303"});
+  }
+
+  TEST_CASE("a #define body may use macros of other sections") {
+    CHECK(lint_codes("#section support_code\n#define CHECK(c) if (!(c)) FAIL\n").empty());
+  }
+
+  TEST_CASE("return inside a lambda in code is the lambda's own") {
+    CHECK(lint_codes("#section code\nauto f = [](int x) { return x; };\n").empty());
+    CHECK(lint_codes("#section code\nif (x) { return; }\n") == std::vector<std::string>{"SL501"});
+  }
+
+  TEST_CASE("labels of one code block are visible from another") {
+    CHECK(lint_codes("#section code\ngoto done;\n#section support_code\n#section code\ndone: ;\n") ==
+          std::vector<std::string>{"SL205", "SL206"});
+  }
+
+  TEST_CASE("signature checks run only with a signature") {
+    std::string const text = "#section code\nx = INPUT_5;\n";
+    CHECK(lint_codes(text).empty());
+    LintOptions options;
+    options.signature.inputs = 2;
+    CHECK(lint_codes(text, options) == std::vector<std::string>{"SL601"});
+  }
+
+  TEST_CASE("the main function may be in any file of the op") {
+    SourceManager sm;
+    auto const dir = std::filesystem::temp_directory_path() / "section_lint_unit";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "a.c") << "#section support_code\nint helper(void) { return 0; }\n";
+    std::ofstream(dir / "b.c") << "#section support_code_apply\n"
+                                  "int APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) { return 0; }\n";
+    LintOptions options;
+    options.signature = {1, 1, false, "APPLY_SPECIFIC( f )"};
+    CHECK(lint_files(sm, {(dir / "a.c").string(), (dir / "b.c").string()}, options).empty());
+    SourceManager sm2;
+    CHECK(codes_of(lint_files(sm2, {(dir / "a.c").string()}, options)) == std::vector<std::string>{"SL602"});
+    options.signature.has_params = true;
+    SourceManager sm3;
+    CHECK(codes_of(lint_files(sm3, {dir.string()}, options)) == std::vector<std::string>{"SL603"});
+    std::filesystem::remove_all(dir);
+  }
+
+  TEST_CASE("paths that cannot be read and empty folders are reported, not thrown") {
+    SourceManager sm;
+    CHECK(codes_of(lint_files(sm, {"/nonexistent/section-lint/x.c"})) == std::vector<std::string>{"SL004"});
+    auto const dir = std::filesystem::temp_directory_path() / "section_lint_empty";
+    std::filesystem::create_directories(dir);
+    SourceManager sm2;
+    CHECK(codes_of(lint_files(sm2, {dir.string()})) == std::vector<std::string>{"SL204"});
+    std::filesystem::remove_all(dir);
+  }
+
+  TEST_CASE("folders are walked for *.c and *.h in sorted order, hidden folders skipped") {
+    auto const dir = std::filesystem::temp_directory_path() / "section_lint_walk";
+    std::filesystem::create_directories(dir / "sub");
+    std::filesystem::create_directories(dir / ".git");
+    for (auto name : {"b.c", "a.h", "sub/c.c", "notes.txt", ".git/x.c"})
+      std::ofstream(dir / name) << "#section support_code\n";
+    auto const paths = collect_lint_paths({dir.string()});
+    std::vector<std::string> names;
+    for (auto const& p : paths) names.push_back(std::filesystem::path(p).lexically_relative(dir).generic_string());
+    CHECK(names == std::vector<std::string>{"a.h", "b.c", "sub/c.c"});
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_SUITE("lint suppressions") {
+  TEST_CASE("a line suppression covers findings starting on its line only") {
+    CHECK(lint_codes("#section code\nreturn 1; // section-lint: ignore[SL501]\nreturn 2;\n") ==
+          std::vector<std::string>{"SL501"});
+  }
+
+  TEST_CASE("a file suppression covers the file, wherever it is") {
+    CHECK(lint_codes("#section code\nreturn 1;\nreturn 2;\n/* section-lint: ignore-file[SL501] */\n").empty());
+  }
+
+  TEST_CASE("suppressions apply to the parser's findings too") {
+    CHECK(lint_codes("#section support_code\n#section  code // section-lint: ignore[SL101]\n").empty());
+  }
+
+  TEST_CASE("a suppression of a rule that is not selected is not reported unused") {
+    LintOptions options;
+    options.selection = RuleSelection({}, {"SL5"});
+    CHECK(lint_codes("#section code\nreturn 1; // section-lint: ignore[SL501]\n", options).empty());
+  }
+
+  TEST_CASE("findings about suppressions can be suppressed") {
+    CHECK(lint_codes("#section code\n// section-lint: ignore-file[SL901]\nx; // section-lint: ignore[SL501]\n").empty());
+  }
+}
+
+TEST_SUITE("lint renderers") {
+  TEST_CASE("SARIF carries rules, levels, code point columns and fixes") {
+    SourceManager sm;
+    auto const ds = lint_text(sm, "#section support_code_apply\n/* é */ int counter;\n", "dir/a b.c");
+    REQUIRE(ds.size() == 1);
+    auto const log = nlohmann::json::parse(render_sarif(ds, sm));
+    CHECK(log["version"] == "2.1.0");
+    auto const& run = log["runs"][0];
+    CHECK(run["tool"]["driver"]["rules"].size() == lint_rules().size());
+    auto const& result = run["results"][0];
+    CHECK(result["ruleId"] == "SL401");
+    CHECK(result["level"] == "warning");
+    CHECK(run["tool"]["driver"]["rules"][result["ruleIndex"].get<std::size_t>()]["id"] == "SL401");
+    auto const& location = result["locations"][0]["physicalLocation"];
+    CHECK(location["artifactLocation"]["uri"] == "dir/a%20b.c");
+    CHECK(location["region"]["startLine"] == 2);
+    CHECK(location["region"]["startColumn"] == 13);  // `é` is two bytes, one code point
+    CHECK(result["fixes"][0]["artifactChanges"][0]["replacements"][0]["insertedContent"]["text"] ==
+          "APPLY_SPECIFIC(counter)");
+  }
+
+  TEST_CASE("GitHub annotations escape and drop columns of multi-line ranges") {
+    SourceManager sm;
+    auto const ds = lint_text(sm, "#section code\n/* section-lint: oops,\n */\nreturn 1;\n", "a,b.c");
+    auto const out = render_github(ds, sm);
+    CHECK(out.find("::warning file=a%2Cb.c,line=2,endLine=3,title=section-lint (SL903)::malformed") !=
+          std::string::npos);
+    CHECK(out.find("::error file=a%2Cb.c,line=4,col=1,endLine=4,endColumn=7,title=section-lint (SL501)::") !=
+          std::string::npos);
+  }
+}
+
+TEST_SUITE("lint robustness") {
+  TEST_CASE("arbitrary bytes never throw or crash") {
+    std::mt19937 rng(12345);
+    std::string const alphabet = "#section code support_apply{}()[];:/*\"'\\\n\t FAIL INPUT_0 return goto R\"x(";
+    for (int round = 0; round < 2000; ++round) {
+      std::string text = round % 2 ? "#section code\n" : "#section support_code_apply\n";
+      std::size_t const n = rng() % 200;
+      for (std::size_t i = 0; i < n; ++i)
+        text += round % 3 ? alphabet[rng() % alphabet.size()] : static_cast<char>(rng() % 256);
+      SourceManager sm;
+      LintOptions options;
+      options.signature = {1, 1, true, "f"};
+      CHECK_NOTHROW(lint_text(sm, text, "fuzz.c", options));
+    }
+  }
+}
