@@ -64,7 +64,7 @@ void append_excerpt(std::string& out, SourceRange const& r, SourceManager const&
   marks += '^';
   marks += std::string(span - 1, '~');
   out += gutter + " | " + marks + '\n';
-  if (replacement) {
+  if (replacement && !replacement->empty()) {  // a deletion shows no replacement line
     std::string under;
     for (std::size_t i = 0; i < col && i < line.size(); ++i) under += line[i] == '\t' ? '\t' : ' ';
     out += gutter + " | " + under + printable(*replacement) + '\n';
