@@ -265,12 +265,14 @@ TEST_SUITE("reading files") {
   }
 
   TEST_CASE("UTF-8 checks follow Python's strict decoder") {
-    for (auto [bytes, reason] : std::vector<std::pair<std::string, std::string>>{
+    for (auto const& bytes_and_reason : std::vector<std::pair<std::string, std::string>>{
              {"\x80", "invalid start byte"},
              {"\xC0\xAF", "invalid start byte"},          // overlong
              {"\xED\xA0\x80", "invalid continuation byte"},  // surrogate
              {"\xF4\x90\x80\x80", "invalid continuation byte"},  // > U+10FFFF
              {"\xE2\x82", "unexpected end of data"}}) {
+      auto const& bytes = bytes_and_reason.first;
+      auto const& reason = bytes_and_reason.second;
       CAPTURE(reason);
       SourceManager sm;
       std::vector<Diagnostic> ds;
