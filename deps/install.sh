@@ -3,6 +3,7 @@
 # (Boost, doctest, clang for fuzzing) and the pinned Python packages, then builds and installs
 # the libsection package itself. Safe to re-run: each step is skipped when already satisfied.
 set -euo pipefail
+export PIP_ROOT_USER_ACTION=ignore
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 

@@ -473,6 +473,12 @@ SectionSet load_sections(SourceManager& sm, std::vector<SourceSpec> const& files
                              spec.path};
     }
   }
+  if (read_error && ids.empty()) {  // nothing to merge: "no sections" would only add noise
+    SectionSet set;
+    set.diagnostics = std::move(diagnostics);
+    set.error = read_error;
+    return set;
+  }
   auto set = merge_sections(sm, ids, std::move(diagnostics));
   if (read_error) set.error = read_error;
   return set;

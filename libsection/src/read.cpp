@@ -14,13 +14,9 @@ namespace section {
 
 namespace {
 
-struct Utf8Error {
-  std::size_t offset;
-  char const* reason;  // Python's wording, so users recognise it
-};
+}  // namespace
 
-// Validates UTF-8 as Python's strict decoder does (no overlongs, no surrogates, <= U+10FFFF).
-std::optional<Utf8Error> find_invalid_utf8(std::string_view s) {
+std::optional<detail::Utf8Error> detail::find_invalid_utf8(std::string_view s) {
   auto const* p = reinterpret_cast<unsigned char const*>(s.data());
   std::size_t const n = s.size();
   std::size_t i = 0;
@@ -63,6 +59,10 @@ std::optional<Utf8Error> find_invalid_utf8(std::string_view s) {
   }
   return std::nullopt;
 }
+
+namespace {
+
+using detail::find_invalid_utf8;
 
 std::string hex_byte(unsigned char b) {
   char buf[8];

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "read.hpp"
+
 namespace section {
 
 char const* to_string(Severity s) {
@@ -36,9 +38,15 @@ std::string location_prefix(SourceRange const& r, SourceManager const& sm) {
   return sm.file(r.file).path() + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column);
 }
 
-// Control bytes would garble a terminal; tabs stay so the caret line can copy them and align.
+// Control bytes would garble a terminal and invalid UTF-8 would make the text unusable from
+// Python; both become one-byte placeholders, so columns still line up. Tabs stay so the caret
+// line can copy them.
 std::string printable(std::string_view line) {
   std::string out(line);
+  for (std::size_t from = 0; auto bad = detail::find_invalid_utf8(std::string_view(out).substr(from));) {
+    out[from + bad->offset] = '?';
+    from += bad->offset + 1;
+  }
   for (auto& c : out) {
     auto const u = static_cast<unsigned char>(c);
     if ((u < 0x20 && c != '\t') || u == 0x7f) c = ' ';
@@ -64,7 +72,7 @@ void append_excerpt(std::string& out, SourceRange const& r, SourceManager const&
   marks += '^';
   marks += std::string(span - 1, '~');
   out += gutter + " | " + marks + '\n';
-  if (replacement) {
+  if (replacement && !replacement->empty()) {  // a deletion shows no replacement line
     std::string under;
     for (std::size_t i = 0; i < col && i < line.size(); ++i) under += line[i] == '\t' ? '\t' : ' ';
     out += gutter + " | " + under + printable(*replacement) + '\n';

@@ -1,0 +1,77 @@
+"""Parse throughput: libsection vs the installed PyTensor, side by side in one run.
+
+Both load the same generated section file from disk into the `{tag: text}` dict: PyTensor by
+constructing an ExternalCOp (which reads and splits its files), libsection by `load_sections`.
+Files of 1 MiB and 10 MiB, with 1 KiB and 64 KiB blocks spread round-robin over 2 and 7
+sections. Reports the best of several interleaved repetitions, in MB/s, and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import libsection
+
+TAGS = ["support_code", "support_code_apply", "support_code_struct", "init_code_struct",
+        "cleanup_code_struct", "init_code", "init_code_apply"]
+LINE = "    z_ptr[i * z_str] = x_ptr[i * x_str] * y_ptr[i * y_str]; /* some C */\n"
+
+
+def make_file(path: Path, size: int, block: int, sections: int) -> None:
+    body = (LINE * (block // len(LINE) + 1))[:block - 1] + "\n"
+    parts, written, i = [], 0, 0
+    while written < size:
+        marker = f"#section {TAGS[i % sections]}\n"
+        parts += [marker, body]
+        written += len(marker) + len(body)
+        i += 1
+    path.write_text("".join(parts))
+
+
+def best_time(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+
+    from pytensor.link.c.op import ExternalCOp
+
+    class Reference(ExternalCOp):
+        def make_node(self, *inputs):
+            raise NotImplementedError
+
+        def perform(self, node, inputs, outputs):
+            raise NotImplementedError
+
+    print(f"{'file':>6} {'block':>6} {'sections':>8} | {'PyTensor MB/s':>13} {'libsection MB/s':>15} "
+          f"{'speed-up':>8} | target >= 1000 MB/s")
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (2**20, 10 * 2**20):
+            for block in (1024, 64 * 1024):
+                for sections in (2, 7):
+                    path = Path(tmp) / f"bench_{size}_{block}_{sections}.c"
+                    make_file(path, size, block, sections)
+                    mb = path.stat().st_size / 1e6
+                    assert libsection.load_sections([path]) == Reference([str(path)]).code_sections
+                    ours = theirs = float("inf")
+                    for _ in range(args.repeat):  # interleaved, so both see the same machine load
+                        theirs = min(theirs, best_time(lambda: Reference([str(path)]), 1))
+                        ours = min(ours, best_time(lambda: libsection.load_sections([path]), 1))
+                    flag = "ok" if mb / ours >= 1000 else "BELOW TARGET"
+                    print(f"{size // 2**20:>4}Mi {block // 1024:>4}Ki {sections:>8} | "
+                          f"{mb / theirs:>13.0f} {mb / ours:>15.0f} {theirs / ours:>7.0f}x | {flag}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,4 @@
+﻿#section support_code
+int a;
+#section code
+x;

@@ -1,0 +1,4 @@
+PYTENSOR_SUPPORT_CODE_SECTION
+int s;
+#section code
+x;

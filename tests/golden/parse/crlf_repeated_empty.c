@@ -1,0 +1,7 @@
+#section support_code
+int a;
+
+#section support_code
+
+#section code
+x;

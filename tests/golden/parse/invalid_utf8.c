@@ -1,0 +1,2 @@
+#section code
+int café = 1;

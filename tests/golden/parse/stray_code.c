@@ -1,0 +1,3 @@
+int x = 1;
+#section support_code
+int y;
