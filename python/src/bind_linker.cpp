@@ -147,7 +147,7 @@ class PythonOp final : public COp {
 };
 
 CTypePtr to_type(py::handle value) {
-  if (py::isinstance<py::str>(value)) return parse_type(value.cast<std::string>());
+  if (py::isinstance<py::str>(value)) return parse_ctype(value.cast<std::string>());
   return std::make_shared<PythonType>(py::reinterpret_borrow<py::object>(value));
 }
 
@@ -481,14 +481,14 @@ objects with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*`
           std::vector<CTypePtr> in, out;
           for (std::size_t i = 0; i < inputs.size(); ++i) {
             try {
-              in.push_back(parse_type(inputs[i]));
+              in.push_back(parse_ctype(inputs[i]));
             } catch (std::invalid_argument const& e) {
               throw py::value_error("inputs[" + std::to_string(i) + "]: " + e.what());
             }
           }
           for (std::size_t i = 0; i < outputs.size(); ++i) {
             try {
-              out.push_back(parse_type(outputs[i]));
+              out.push_back(parse_ctype(outputs[i]));
             } catch (std::invalid_argument const& e) {
               throw py::value_error("outputs[" + std::to_string(i) + "]: " + e.what());
             }
@@ -501,7 +501,7 @@ objects with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*`
           spec.check_input = check_input;
           std::vector<py::object> constants;
           if (!params.empty()) {
-            std::vector<ParamsFieldType> fields;
+            std::vector<NamedType> fields;
             py::dict values;
             for (auto const& [field, type, value] : params) {
               try {
@@ -511,7 +511,11 @@ objects with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*`
               }
               values[py::str(field)] = value;
             }
-            spec.params = std::make_shared<ParamsType>(std::move(fields));
+            try {
+              spec.params = std::make_shared<ParamsType>(std::move(fields));
+            } catch (std::invalid_argument const& e) {
+              throw py::value_error(std::string("params: ") + e.what());
+            }
             constants.push_back(values);
           }
           auto op = std::make_shared<SectionOp>(spec, loaded.sources, loaded.set);
@@ -524,8 +528,6 @@ objects with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*`
         py::arg("num_outputs") = py::none(), py::arg("check_input") = true,
         "Builds the op of loaded section files for the given input/output type strings.");
 
-  m.def("parse_type", [](std::string const& text) { return parse_type(text)->describe(); },
-        "Checks a type string (`float64[:]`, `int64`, `object`) and returns it normalised.");
   m.def("cache_dir", [] { return ModuleCache::default_root().string(); },
         "The module cache directory this process uses.");
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "section/expand.hpp"
+#include "section/signature.hpp"
 
 namespace section {
 
@@ -57,22 +58,15 @@ CTypePtr scalar_type(DtypeInfo dtype);
 /// Any Python object, held as a new reference (`PyObject*`).
 CTypePtr generic_type();
 
-/// One field of a params struct: a scalar or a tensor.
-struct ParamsFieldType {
-  std::string name;
-  CTypePtr type;  ///< from `scalar_type` or `tensor_type`
-};
-
-/// An op's params: a C struct with one member per field (sorted by name, like PyTensor's
+/// An op's params: a C struct with one member per field (sorted by name, named like PyTensor's
 /// `ParamsType`), extracted once per instance from a Python dict. `PARAMS->field` in op code.
 class ParamsType : public CType {
  public:
-  explicit ParamsType(std::vector<ParamsFieldType> fields);
+  /// Throws `std::invalid_argument` for a repeated or non-identifier name, or an `object` field.
+  explicit ParamsType(std::vector<NamedType> fields);
 
-  std::string const& struct_name() const { return struct_name_; }
-  std::vector<ParamsFieldType> const& fields() const { return fields_; }
   /// What the expander needs: `PARAMS_TYPE` and the `DTYPE_PARAM_*` element types.
-  ParamsSpec spec() const;
+  ParamsSpec const& spec() const { return spec_; }
 
   std::string describe() const override;
   std::string c_declare(std::string const& name, Sub const& sub, bool check_input) const override;
@@ -84,8 +78,12 @@ class ParamsType : public CType {
   std::string c_code_cache_version() const override;
 
  private:
-  std::vector<ParamsFieldType> fields_;
-  std::string struct_name_;
+  struct Field {
+    std::string name;
+    CTypePtr type;
+  };
+  std::vector<Field> fields_;
+  ParamsSpec spec_;
 };
 
 /// A type whose C code is `%(name)s`-style templates, as the seed's `Double` writes them:
@@ -103,8 +101,9 @@ CTypePtr template_type(TemplateTypeSpec spec);
 /// naming the key when the template uses one that is not there.
 std::string fill_template(std::string const& text, Sub const& values);
 
-/// Parses a signature type string: `float64[:]` (1-d tensor), `float32[:,:]`, `int64` (scalar),
-/// `object` (any Python object). Throws `std::invalid_argument` saying what is wrong.
-CTypePtr parse_type(std::string const& text);
+/// The built-in type for a signature type (`float64[:]`, `int64`, `object`).
+CTypePtr ctype_for(TypeSpec const& spec);
+/// `ctype_for(parse_type(text))`; throws `signature_error` saying what is wrong.
+CTypePtr parse_ctype(std::string_view text);
 
 }  // namespace section

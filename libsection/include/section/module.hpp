@@ -123,6 +123,10 @@ struct ModuleSource {
   std::vector<std::string> input_types, output_types;  ///< `describe()` of each, for messages
 };
 
+/// The name `#line` directives give the module's own source (its path is only known when it is
+/// compiled, and must not change the text); compile errors there are mapped to the kept file.
+inline constexpr char const* module_file_name = "<libsection-module>";
+
 /// Stands for the module's name until it is known; `APPLY_SPECIFIC` suffixes use it.
 inline constexpr char const* hash_placeholder = "<<<<HASH_PLACEHOLDER>>>>";
 

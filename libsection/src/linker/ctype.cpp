@@ -249,13 +249,6 @@ class TemplateType final : public CType {
   TemplateTypeSpec spec_;
 };
 
-std::string trim(std::string s) {
-  auto const not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
-
 }  // namespace
 
 CTypePtr tensor_type(DtypeInfo dtype, int ndim) {
@@ -270,32 +263,13 @@ CTypePtr template_type(TemplateTypeSpec spec) {
 
 // ---- params struct -------------------------------------------------------------------------
 
-ParamsType::ParamsType(std::vector<ParamsFieldType> fields) : fields_(std::move(fields)) {
-  std::sort(fields_.begin(), fields_.end(),
-            [](auto const& a, auto const& b) { return a.name < b.name; });
-  std::string names, types;
-  for (auto const& f : fields_) {
-    if (!f.type || !f.type->dtype())
+ParamsType::ParamsType(std::vector<NamedType> fields) {
+  for (auto const& f : fields)
+    if (f.type.kind == TypeSpec::Kind::generic)
       throw std::invalid_argument("params field `" + f.name + "` must be a scalar or tensor type");
-    bool const valid = !f.name.empty() && !std::isdigit(static_cast<unsigned char>(f.name[0])) &&
-                       std::all_of(f.name.begin(), f.name.end(), [](unsigned char c) {
-                         return std::isalnum(c) || c == '_';
-                       });
-    if (!valid) throw std::invalid_argument("params field name `" + f.name + "` is not a C identifier");
-    names += (names.empty() ? "" : ",") + f.name;
-    types += (types.empty() ? "" : ",") + f.type->describe();
-  }
-  for (std::size_t i = 1; i < fields_.size(); ++i)
-    if (fields_[i].name == fields_[i - 1].name)
-      throw std::invalid_argument("params field `" + fields_[i].name + "` is given twice");
-  // Named like PyTensor's ParamsType: a hash of the field names, then of the field types.
-  struct_name_ = "_Params_" + detail::sha256_hex(names) + "_" + detail::sha256_hex(types);
-}
-
-ParamsSpec ParamsType::spec() const {
-  ParamsSpec spec{struct_name_, {}};
-  for (auto const& f : fields_) spec.fields.push_back({f.name, f.type->c_element_type()});
-  return spec;
+  spec_ = params_spec(fields);  // sorts, checks names, names the struct as PyTensor does
+  std::sort(fields.begin(), fields.end(), [](auto const& a, auto const& b) { return a.name < b.name; });
+  for (auto const& f : fields) fields_.push_back({f.name, ctype_for(f.type)});
 }
 
 std::string ParamsType::describe() const {
@@ -306,14 +280,14 @@ std::string ParamsType::describe() const {
 }
 
 std::vector<std::string> ParamsType::c_support_code() const {
-  std::string code = "#ifndef " + struct_name_ + "_DEFINED\n#define " + struct_name_ +
-                     "_DEFINED\nstruct " + struct_name_ + " {\n";
+  std::string code = "#ifndef " + spec_.type_name + "_DEFINED\n#define " + spec_.type_name +
+                     "_DEFINED\nstruct " + spec_.type_name + " {\n";
   for (auto const& f : fields_) code += "  " + f.type->c_declare(f.name, {}, true);
   return {code + "};\n#endif\n"};
 }
 
 std::string ParamsType::c_declare(std::string const& name, Sub const&, bool) const {
-  return struct_name_ + " " + name + "_value;\n" + struct_name_ + "* " + name + ";\n";
+  return spec_.type_name + " " + name + "_value;\n" + spec_.type_name + "* " + name + ";\n";
 }
 
 std::string ParamsType::c_init(std::string const& name, Sub const&) const {
@@ -390,38 +364,14 @@ std::string fill_template(std::string const& text, Sub const& values) {
   return out;
 }
 
-CTypePtr parse_type(std::string const& raw) {
-  std::string const text = trim(raw);
-  if (text.empty()) throw std::invalid_argument("empty type string");
-  if (text == "object") return generic_type();
-  auto const bracket = text.find('[');
-  std::string const dtype_name = trim(text.substr(0, bracket));
-  auto dtype = dtype_info(dtype_name);
-  if (!dtype)
-    throw std::invalid_argument("unknown dtype `" + dtype_name + "` in type `" + text +
-                                "` (expected e.g. float64, int32, bool, or `object`)");
-  if (bracket == std::string::npos) return scalar_type(*dtype);
-  if (text.back() != ']')
-    throw std::invalid_argument("type `" + text + "`: missing `]` at the end");
-  std::string dims = text.substr(bracket + 1, text.size() - bracket - 2);
-  dims.erase(std::remove_if(dims.begin(), dims.end(), [](unsigned char c) { return std::isspace(c); }),
-             dims.end());
-  int ndim = 0;
-  if (!dims.empty()) {
-    std::size_t pos = 0;
-    while (true) {
-      if (pos >= dims.size() || dims[pos] != ':')
-        throw std::invalid_argument("type `" + text + "`: dimensions are written `:` separated by "
-                                    "commas, e.g. `float64[:,:]`");
-      ++ndim;
-      ++pos;
-      if (pos == dims.size()) break;
-      if (dims[pos] != ',')
-        throw std::invalid_argument("type `" + text + "`: expected `,` or `]` after `:`");
-      ++pos;
-    }
-  }
-  return tensor_type(*dtype, ndim);
+CTypePtr ctype_for(TypeSpec const& spec) {
+  if (spec.kind == TypeSpec::Kind::generic) return generic_type();
+  auto dtype = dtype_info(spec.dtype);
+  if (!dtype) throw std::invalid_argument("unknown dtype `" + spec.dtype + "`");
+  if (spec.kind == TypeSpec::Kind::scalar) return scalar_type(*dtype);
+  return tensor_type(*dtype, spec.ndim);
 }
+
+CTypePtr parse_ctype(std::string_view text) { return ctype_for(parse_type(text)); }
 
 }  // namespace section

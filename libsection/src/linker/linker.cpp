@@ -133,6 +133,7 @@ void replace_all(std::string& text, std::string const& from, std::string const& 
   fs::permissions(kept, fs::perms::owner_all, ec);
   std::string log = read_file(work / "build.log").value_or("");
   replace_all(log, work.string(), kept.string());
+  replace_all(log, module_file_name, (kept / "source.cpp").string());
   write_file_atomic(kept / "source.cpp", module.text);
   write_file_atomic(kept / "build.log", log);
   write_file_atomic(kept / "command.txt", shell_quote(command) + "\n");

@@ -135,10 +135,11 @@ ModuleSource generate_module(Graph const& graph) {
   std::set<std::size_t> const is_output(graph.outputs().begin(), graph.outputs().end());
 
   ModuleSource module;
-  std::vector<std::string> headers, type_support, op_support, init_code;
+  // Support code: the types' first, then the ops'; exact duplicates dropped, as PyTensor does.
+  std::vector<std::string> headers, support, init_code;
   auto add_type_parts = [&](CType const& t) {
     for (auto const& h : t.c_headers()) add_unique(headers, h);
-    for (auto const& s : t.c_support_code()) add_unique(type_support, s);
+    for (auto const& s : t.c_support_code()) add_unique(support, s);
     for (auto const& l : t.c_libraries()) add_unique(module.libraries, l);
     for (auto const& a : t.c_compile_args()) add_unique(module.compile_args, a);
     for (auto const& c : t.c_init_code()) add_unique(init_code, c);
@@ -224,7 +225,7 @@ ModuleSource generate_module(Graph const& graph) {
     for (auto const& h : code.headers) add_unique(headers, h);
     for (auto const& l : code.libraries) add_unique(module.libraries, l);
     for (auto const& c : code.compile_args) add_unique(module.compile_args, c);
-    for (auto const& s : code.support_code) add_unique(op_support, s);
+    for (auto const& s : code.support_code) add_unique(support, s);
     for (auto const& c : code.init_code) add_unique(init_code, c);
     support_apply += code.support_code_apply + "\n";
     init_apply += code.init_code_apply + "\n";
@@ -258,8 +259,7 @@ ModuleSource generate_module(Graph const& graph) {
   for (auto const& h : headers) t += include_line(h);
   t += "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n\n"
        "//////// support code\n";
-  for (auto const& s : type_support) t += s + "\n";
-  for (auto const& s : op_support) t += s + "\n";
+  for (auto const& s : support) t += s + "\n";
   t += support_apply;
 
   t += "\n//////// instance\nnamespace {\nstruct " + std::string("op_instance_") +
@@ -298,6 +298,8 @@ ModuleSource generate_module(Graph const& graph) {
        "LIBSECTION_EXPORT void libsection_instance_free(void* self) {\n  static_cast<" + instance +
        "*>(self)->cleanup();\n  delete static_cast<" + instance + "*>(self);\n}\n";
 
+  // Generated code after each user fragment is numbered as lines of the module itself.
+  t = relocate_line_directives(t, module_file_name);
   // Named after its own content, so that APPLY_SPECIFIC symbols are unique per module.
   module.name = "m" + detail::sha256_hex(t);
   replace_all(t, hash_placeholder, module.name);

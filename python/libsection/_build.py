@@ -1,0 +1,166 @@
+"""Building compiled ops: ``build()`` for section files, ``Module`` for ops and types in Python.
+
+Both return a ``CompiledOp``: a C-implemented callable taking one value per input and
+returning the output (a tuple when there are several). Modules are cached on disk (see
+``section-cache``); a new process finds them there without compiling.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from . import _core
+
+CompileError = _core.CompileError
+LinkError = _core.LinkError
+CompiledOp = _core.CompiledOp
+
+__all__ = ["build", "Module", "CompileError", "LinkError", "CompiledOp"]
+
+
+def _paths(files) -> list[str]:
+    if isinstance(files, (str, os.PathLike)):
+        files = [files]
+    paths = [os.fspath(f) for f in files]
+    if not paths:
+        raise ValueError("build() needs at least one section file")
+    return paths
+
+
+def _type_strings(kind: str, types) -> list[str]:
+    if isinstance(types, str):
+        types = [types]
+    out = []
+    for i, t in enumerate(types):
+        if not isinstance(t, str):
+            raise TypeError(f"{kind}[{i}] must be a type string such as 'float64[:]', got {t!r}")
+        out.append(t)
+    return out
+
+
+def _param_type(name: str, value) -> str:
+    """The type string of a params value given without one."""
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, np.integer)):
+        return "int64" if isinstance(value, int) else np.dtype(type(value)).name
+    if isinstance(value, (float, np.floating)):
+        return "float64" if isinstance(value, float) else np.dtype(type(value)).name
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype.name}[{','.join(':' * value.ndim)}]"
+    raise TypeError(
+        f"params[{name!r}]: cannot infer a C type for {type(value).__name__}; "
+        "give (type string, value), e.g. ('int32', 3)"
+    )
+
+
+def _params(params) -> list[tuple[str, str, object]]:
+    if params is None:
+        return []
+    if not isinstance(params, Mapping):
+        raise TypeError("params must be a dict: field name -> value or (type string, value)")
+    fields = []
+    for name, spec in params.items():
+        if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
+            fields.append((name, spec[0], spec[1]))
+        else:
+            fields.append((name, _param_type(name, spec), spec))
+    return fields
+
+
+def _raise_load_error(loaded) -> None:
+    os_errno, message, path = loaded.error
+    if os_errno:
+        raise OSError(os_errno, os.strerror(os_errno), path)
+    from . import SectionError  # a ValueError subclass that carries the diagnostics
+
+    raise SectionError(message, loaded.diagnostics)
+
+
+def build(
+    files,
+    func_name: str | None = None,
+    inputs: Sequence[str] = (),
+    outputs: Sequence[str] = (),
+    params: Mapping | None = None,
+    *,
+    name: str | None = None,
+    num_inputs: int | None = None,
+    num_outputs: int | None = None,
+    check_input: bool = True,
+) -> CompiledOp:
+    """Compiles the op implemented by section ``files`` and returns it as a callable.
+
+    ``inputs``/``outputs`` are type strings: ``"float64[:]"`` (1-d tensor),
+    ``"float32[:,:]"``, ``"int64"`` (scalar), ``"object"`` (any Python object).
+    ``params`` maps field names to values, or to ``(type string, value)``; the op sees them
+    as ``PARAMS->field``. Wrong dtypes or dimensions raise ``TypeError`` before the op runs.
+    """
+    paths = _paths(files)
+    input_types = _type_strings("inputs", inputs)
+    output_types = _type_strings("outputs", outputs)
+    if not output_types:
+        raise ValueError("build() needs at least one output type, e.g. outputs=['float64[:]']")
+    loaded = _core.load_sections(paths)
+    if loaded.error is not None:
+        _raise_load_error(loaded)
+    if name is None:
+        name = func_name or os.path.splitext(os.path.basename(paths[0]))[0]
+    return _core.build_sections(
+        loaded,
+        input_types,
+        output_types,
+        func_name=func_name,
+        params=_params(params),
+        name=name,
+        num_inputs=num_inputs,
+        num_outputs=num_outputs,
+        check_input=check_input,
+    )
+
+
+class Module:
+    """A module of one or more applies of ops written in Python, compiled as one unit.
+
+    Types are type strings or objects with the CType methods (``c_declare(name, sub)``,
+    ``c_init``, ``c_extract``, ``c_sync``, ``c_cleanup``, ...), like the seed's ``Double``.
+    Ops have ``c_code(name, inputs, outputs, sub)`` and optionally the other ``c_*`` methods
+    (``c_code_cleanup``, ``c_support_code``, ``c_init_code_struct(name, sub)``, ...).
+
+    >>> m = Module("add_mul")
+    >>> x, y, z = m.input(double), m.input(double), m.input(double)
+    >>> (a,) = m.apply(add, [x, y], [double])
+    >>> (b,) = m.apply(mul, [a, z], [double])
+    >>> f = m.compile(outputs=[b])
+    """
+
+    def __init__(self, name: str = "module"):
+        self.name = name
+        self._graph = _core.Graph()
+
+    def input(self, type, label: str = "") -> int:
+        return self._graph.add_input(type, label)
+
+    def apply(self, op, inputs: Sequence[int], output_types: Sequence) -> list[int]:
+        return self._graph.add_apply(op, list(inputs), list(output_types))
+
+    def source(self, outputs: Sequence[int]) -> str:
+        """The generated C++ source, for reading."""
+        self._mark_outputs(outputs)
+        return self._graph.source()
+
+    def compile(self, outputs: Sequence[int]) -> CompiledOp:
+        self._mark_outputs(outputs)
+        return _core.link(self._graph, [], self.name)
+
+    def _mark_outputs(self, outputs: Sequence[int]) -> None:
+        marked = getattr(self, "_outputs", None)
+        if marked is None:
+            for v in outputs:
+                self._graph.add_output(v)
+            self._outputs = list(outputs)
+        elif marked != list(outputs):
+            raise ValueError(f"this module's outputs are already {marked}")

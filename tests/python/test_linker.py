@@ -1,0 +1,224 @@
+"""The linker core on the seeds' examples: Python-defined types and ops, the tutorial op,
+failures and their cleanups, output reuse, compile errors."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from libsection._build import CompileError, Module, build
+from linker_ops import (
+    VTV,
+    VTV_FUNC,
+    Add,
+    CheckPositive,
+    Double,
+    FailSilently,
+    Mul,
+    TracedAdd,
+    TracedDouble,
+    TracedMul,
+)
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    path = tmp_path / "cache"
+    monkeypatch.setenv("LIBSECTION_CACHE_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def vtv():
+    return build(VTV, VTV_FUNC, inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"],
+                 name="VectorTimesVector")
+
+
+def add_mul_module(type_=None, add=None, mul=None):
+    double = type_ or Double()
+    m = Module("add_mul")
+    x, y, z = m.input(double, "x"), m.input(double, "y"), m.input(double, "z")
+    (a,) = m.apply(add or Add(), [x, y], [double])
+    (b,) = m.apply(mul or Mul(), [a, z], [double])
+    return m, b
+
+
+def test_python_defined_double_computes_x_plus_y_times_z():
+    m, b = add_mul_module()
+    f = m.compile([b])
+    assert f(1.0, 2.0, 3.0) == 9.0
+    assert f(-1.5, 0.5, 4.0) == -4.0
+
+
+def test_double_rejects_a_non_float_with_its_own_message():
+    m, b = add_mul_module()
+    f = m.compile([b])
+    with pytest.raises(TypeError, match="expected a float"):
+        f(1.0, "2", 3.0)
+
+
+def test_generated_module_nests_blocks_with_cleanup_labels():
+    m, b = add_mul_module()
+    source = m.source([b])
+    # 5 variables and 2 applies: one nested block and label each, innermost (mul) first.
+    labels = [line for line in source.splitlines() if line.startswith("__label_")]
+    assert labels == [f"__label_{i}: ;" for i in (7, 6, 5, 4, 3, 2, 1)]
+    assert "int __failure = 0;" in source
+    assert source.index("// Op class Add") < source.index("// Op class Mul")
+
+
+def test_failure_in_the_middle_node_runs_exactly_the_entered_cleanups():
+    double = TracedDouble()
+    m = Module("traced")
+    x, y, z = m.input(double, "x"), m.input(double, "y"), m.input(double, "z")
+    (a,) = m.apply(TracedAdd(), [x, y], [double])
+    (b,) = m.apply(CheckPositive(), [a], [double])
+    (c,) = m.apply(TracedMul(), [b, z], [double])
+    f = m.compile([c])
+    names = {v: f"V{v + 1}" for v in (x, y, z, a, b, c)}
+    variables = [f"cleanup {names[v]}" for v in (c, b, a, z, y, x)]
+
+    sys.linker_trace = []
+    try:
+        assert f(1.0, 2.0, 10.0) == 30.0
+        assert sys.linker_trace == ["cleanup TracedMul", "cleanup CheckPositive",
+                                    "cleanup TracedAdd"] + variables
+
+        sys.linker_trace = []
+        with pytest.raises(ValueError, match="CheckPositive: negative input"):
+            f(1.0, -5.0, 10.0)
+        # TracedMul never ran, so its cleanup must not either; everything entered is cleaned.
+        assert sys.linker_trace == ["cleanup CheckPositive", "cleanup TracedAdd"] + variables
+
+        sys.linker_trace = []
+        assert f(2.0, 2.0, 0.5) == 2.0  # the instance is still usable after a failure
+    finally:
+        del sys.linker_trace
+
+
+def test_failure_without_exception_becomes_runtime_error():
+    double = Double()
+    m = Module("silent")
+    x = m.input(double, "x")
+    (y,) = m.apply(FailSilently(), [x], [double])
+    f = m.compile([y])
+    with pytest.raises(RuntimeError, match="FailSilently .node 0.: C code failed without setting"):
+        f(1.0)
+
+
+def test_vector_times_vector_contiguous(vtv):
+    x = np.arange(10, dtype=np.float64)
+    y = np.linspace(-1, 1, 10)
+    np.testing.assert_array_equal(vtv(x, y), x * y)
+
+
+def test_vector_times_vector_strided(vtv):
+    base_x = np.arange(30, dtype=np.float64)
+    base_y = np.arange(60, dtype=np.float64)[::-1]
+    x, y = base_x[::3], base_y[::6]
+    assert not x.flags.c_contiguous and not y.flags.c_contiguous
+    np.testing.assert_array_equal(vtv(x, y), x * y)
+
+
+def test_shape_mismatch_raises_the_ops_value_error(vtv):
+    with pytest.raises(ValueError, match=r"Shape mismatch : .*x.shape\[0\] == 3 and y.shape\[0\] == 4"):
+        vtv(np.ones(3), np.ones(4))
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (np.ones(3, dtype=np.float32), r"input 0: expected a float64\[:\] array .*got a 1-d float32"),
+        (np.ones((3, 1)), r"input 0: expected a float64\[:\] array .*got a 2-d float64"),
+        ([1.0, 2.0, 3.0], r"input 0: expected a float64\[:\] array .*got list"),
+    ],
+)
+def test_wrong_dtype_or_ndim_raises_type_error_before_the_op_runs(vtv, bad, message):
+    # The op would raise ValueError on the length mismatch; the type check comes first.
+    with pytest.raises(TypeError, match=message):
+        vtv(bad, np.ones(5))
+
+
+def test_wrong_number_of_inputs(vtv):
+    with pytest.raises(TypeError, match="takes 2 inputs, got 1"):
+        vtv(np.ones(3))
+
+
+def test_outputs_are_reused_only_once_the_caller_lets_go(vtv):
+    x, y = np.arange(4.0), np.full(4, 2.0)
+    first = vtv(x, y)
+    second = vtv(x, y)
+    assert second is not first  # `first` was still held: the op had to allocate anew
+    np.testing.assert_array_equal(first, x * y)
+    identity = id(second)
+    del first, second
+    third = vtv(x + 1, y)
+    assert id(third) == identity  # the dropped output came back to the op, which reused it
+    np.testing.assert_array_equal(third, (x + 1) * y)
+
+
+def test_build_info_and_second_build_in_process_uses_the_loaded_module(vtv):
+    assert vtv.info["ops"] == ["VectorTimesVector"]
+    assert vtv.info["inputs"] == ["float64[:]", "float64[:]"]
+    again = build(VTV, VTV_FUNC, inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"],
+                  name="VectorTimesVector")
+    assert again.info["compiled"] is False
+    assert again.info["key"] == vtv.info["key"]
+
+
+def test_scalar_and_params(tmp_path):
+    src = tmp_path / "scale.c"
+    src.write_text(
+        "#section support_code_apply\n"
+        "int APPLY_SPECIFIC(scale)(PyArrayObject* x, npy_float64 shift, PyArrayObject** z,\n"
+        "                          PARAMS_TYPE* params) {\n"
+        "    Py_XDECREF(*z);\n"
+        "    *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_FLOAT64, 0);\n"
+        "    if (!*z) return 1;\n"
+        "    for (npy_intp i = 0; i < PyArray_DIMS(x)[0]; ++i)\n"
+        "        ((npy_float64*)PyArray_DATA(*z))[i] =\n"
+        "            *(npy_float64*)PyArray_GETPTR1(x, i) * params->factor + shift;\n"
+        "    return 0;\n"
+        "}\n"
+    )
+    f = build(src, "APPLY_SPECIFIC(scale)", inputs=["float64[:]", "float64"],
+              outputs=["float64[:]"], params={"factor": ("int32", 3)})
+    np.testing.assert_array_equal(f(np.arange(4.0), 0.5), np.arange(4.0) * 3 + 0.5)
+    with pytest.raises(TypeError, match="input 1: expected a real number for float64"):
+        f(np.arange(4.0), "x")
+
+
+def test_compile_error_points_at_the_users_file_and_line(tmp_path):
+    src = tmp_path / "broken.c"
+    src.write_text(
+        "#section support_code_apply\n"
+        "int APPLY_SPECIFIC(broken)(PyArrayObject* x, PyArrayObject** z) {\n"
+        "    return undeclared_thing + 1;\n"
+        "}\n"
+    )
+    with pytest.raises(CompileError) as info:
+        build(src, "APPLY_SPECIFIC(broken)", inputs=["float64[:]"], outputs=["float64[:]"])
+    error = info.value
+    first = error.diagnostics[0]
+    assert first.filename == str(src)
+    assert first.line == 3
+    assert "undeclared_thing" in first.message
+    assert f"{src}:3:" in str(error)
+    kept = error.kept_dir
+    assert kept in str(error)
+    assert Path(kept).parent == tmp_path / "cache" / "failed"
+    for name in ("source.cpp", "build.log", "command.txt"):
+        assert (Path(kept) / name).read_text()
+
+
+def test_bad_type_strings_name_the_problem():
+    with pytest.raises(ValueError, match=r"inputs\[1\]: .*flaot64"):
+        build(VTV, VTV_FUNC, inputs=["float64[:]", "flaot64[:]"], outputs=["float64[:]"])
+    with pytest.raises(ValueError, match=r"outputs\[0\]: .*`\]`"):
+        build(VTV, VTV_FUNC, inputs=["float64[:]", "float64[:]"], outputs=["float64[:"])
+
+
+def test_missing_file_raises_os_error(tmp_path):
+    with pytest.raises(OSError):
+        build(tmp_path / "nope.c", "f", inputs=["float64[:]"], outputs=["float64[:]"])
