@@ -113,9 +113,11 @@ int main(int argc, char** argv) {
   app.add_option("paths", o.paths, "Files and folders to lint (folders: every *.c and *.h below them)");
   app.add_option("--output-format", o.format, "full (default), concise, json, sarif or github")
       ->check(CLI::IsMember({"full", "concise", "json", "sarif", "github"}));
+  // One value per occurrence (so paths after it stay paths), comma-separated, repeatable.
   app.add_option("--select", o.select, "Report only these codes or code prefixes (SL3, SL401)")
-      ->delimiter(',');
-  app.add_option("--ignore", o.ignore, "Do not report these codes or code prefixes")->delimiter(',');
+      ->allow_extra_args(false)->delimiter(',');
+  app.add_option("--ignore", o.ignore, "Do not report these codes or code prefixes")
+      ->allow_extra_args(false)->delimiter(',');
   app.add_flag("--exit-zero", o.exit_zero, "Exit with 0 even when there are findings");
   app.add_option("--explain", o.explain, "Print the documentation of a rule and exit");
   app.add_flag("--list-rules", o.list_rules, "List every rule and exit");

@@ -1,0 +1,2 @@
+#section support_code_apply
+int APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) { return 0; }

@@ -1,0 +1,174 @@
+"""section-lint as users run it: exit codes, the five output formats (snapshots), the SARIF
+schema, suppressions, rule selection, signature options, and speed on 1,000 files.
+
+The binary is taken from $SECTION_LINT, else from PATH, else from the newest build/*/ tree.
+LIBSECTION_UPDATE_GOLDEN=1 rewrites the format snapshots.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT_DIR = ROOT / "tests" / "lint"
+FORMATS = ["full", "concise", "json", "sarif", "github"]
+
+
+def find_section_lint():
+    if os.environ.get("SECTION_LINT"):
+        return os.environ["SECTION_LINT"]
+    on_path = shutil.which("section-lint")
+    if on_path:
+        return on_path
+    built = sorted(ROOT.glob("build/*/tools/section-lint/section-lint"), key=lambda p: p.stat().st_mtime)
+    return str(built[-1]) if built else None
+
+
+SECTION_LINT = find_section_lint()
+pytestmark = pytest.mark.skipif(SECTION_LINT is None, reason="section-lint is not built")
+
+
+def lint(*args, cwd=LINT_DIR):
+    return subprocess.run([SECTION_LINT, *map(str, args)], cwd=cwd, capture_output=True, text=True)
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_output_format_matches_snapshot(fmt):
+    result = lint("--output-format", fmt, "formats")
+    assert result.returncode == 1, result.stderr
+    snapshot = LINT_DIR / "snapshots" / f"formats.{fmt}.txt"
+    if os.environ.get("LIBSECTION_UPDATE_GOLDEN") == "1":
+        snapshot.write_text(result.stdout)
+    assert result.stdout == snapshot.read_text()
+
+
+def test_sarif_output_is_valid_sarif_2_1_0():
+    schema = json.loads((LINT_DIR / "sarif-schema-2.1.0.json").read_text())
+    validator = jsonschema.Draft4Validator(schema)
+    for target in ["formats", "fixtures"]:
+        log = json.loads(lint("--output-format", "sarif", target).stdout)
+        errors = sorted(validator.iter_errors(log), key=str)
+        assert not errors, errors[0]
+        assert log["runs"][0]["results"]
+
+
+def test_sarif_schema_check_can_fail():
+    schema = json.loads((LINT_DIR / "sarif-schema-2.1.0.json").read_text())
+    log = json.loads(lint("--output-format", "sarif", "formats").stdout)
+    log["runs"][0]["results"][0]["level"] = "fatal"
+    assert list(jsonschema.Draft4Validator(schema).iter_errors(log))
+
+
+def test_json_records_have_the_documented_keys():
+    records = json.loads(lint("--output-format", "json", "formats").stdout)
+    assert records
+    for r in records:
+        assert {"code", "severity", "message", "filename", "location", "end_location", "fix", "url"} <= r.keys()
+        assert set(r["location"]) == {"row", "column"}
+    assert any(r["fix"] is None for r in records) and any(r["fix"] for r in records)
+
+
+def test_github_annotations_drop_columns_for_multi_line_ranges():
+    lines = lint("--output-format", "github", "formats").stdout.splitlines()
+    assert all(re.match(r"^::(error|warning|notice) file=[^,]+,line=\d+,", line) for line in lines)
+    multi = [line for line in lines if "(SL903)" in line]
+    assert multi and ",col=" not in multi[0]
+
+
+def test_exit_codes(tmp_path):
+    clean = write(tmp_path / "clean.c", "#section support_code\nint helper(void) { return 0; }\n")
+    info_only = write(tmp_path / "info.c", "#section support_code\n#section support_code_apply\nint APPLY_SPECIFIC(x);\n")
+    bad = write(tmp_path / "bad.c", "#section code\nreturn 1;\n")
+    assert lint(clean).returncode == 0
+    assert lint(info_only).returncode == 0, "info findings alone do not fail a run"
+    assert lint(bad).returncode == 1
+    assert lint("--exit-zero", bad).returncode == 0
+    assert lint(tmp_path / "missing.c").returncode == 1  # SL004 is a finding
+    for usage_error in (
+        [],
+        ["--no-such-option", clean],
+        ["--output-format", "xml", clean],
+        ["--select", "SL8", clean],
+        ["--inputs", "float64[", clean],
+        ["--explain", "SL999"],
+    ):
+        result = lint(*usage_error)
+        assert result.returncode == 2, (usage_error, result.stdout, result.stderr)
+        assert result.stderr
+    assert lint("--help").returncode == 0
+    version = lint("--version")
+    assert version.returncode == 0 and version.stdout.startswith("section-lint ")
+
+
+def test_explain_and_list_rules():
+    explained = lint("--explain", "sl401")
+    assert explained.returncode == 0
+    assert explained.stdout.startswith("# SL401 (missing-apply-specific)")
+    assert "## Use instead" in explained.stdout
+    listed = lint("--list-rules").stdout.splitlines()
+    codes = [line.split()[0] for line in listed]
+    assert codes == sorted(codes) and {"SL001", "SL301", "SL401", "SL501", "SL601", "SL901"} <= set(codes)
+
+
+def codes_in(result):
+    return [r["code"] for r in json.loads(result.stdout)]
+
+
+def test_suppressions(tmp_path):
+    path = write(
+        tmp_path / "s.c",
+        "#section code\n"
+        "if (a) return 1; // section-lint: ignore[SL501]\n"
+        "if (b) return 2;\n"
+        "x = 1; // section-lint: ignore[SL302, SL77]\n",
+    )
+    assert codes_in(lint("--output-format", "json", path)) == ["SL501", "SL901", "SL902"]
+    assert codes_in(lint("--output-format", "json", "--ignore", "SL9", path)) == ["SL501"]
+    write(tmp_path / "s.c", "#section code\n// section-lint: ignore-file[SL501]\nreturn 1;\nreturn 2;\n")
+    assert lint(path).returncode == 0
+
+
+def test_select_and_ignore_by_prefix():
+    assert set(codes_in(lint("--output-format", "json", "--select", "SL2,SL5", "formats"))) == {"SL201", "SL205", "SL206", "SL501"}
+    assert "SL303" not in codes_in(lint("--output-format", "json", "--ignore", "SL3", "formats"))
+    assert codes_in(lint("--output-format", "json", "--select", "SL3", "--ignore", "SL303", "formats")) == []
+
+
+def test_signature_options(tmp_path):
+    path = write(
+        tmp_path / "vtv.c",
+        "#section support_code_apply\n"
+        "int APPLY_SPECIFIC(vtv)(PyArrayObject* x, PyArrayObject* y, PyArrayObject** z) {\n"
+        "    DTYPE_INPUT_2* w = 0; return 0;\n}\n",
+    )
+    signature = ["--inputs", "float64[:],float64[:]", "--outputs", "float64[:]", "--func-name", "APPLY_SPECIFIC(vtv)"]
+    assert codes_in(lint("--output-format", "json", *signature, path)) == ["SL601"]
+    assert codes_in(lint("--output-format", "json", *signature, "--params", "k:int64", path)) == ["SL603", "SL601"]
+    assert codes_in(lint("--output-format", "json", *signature[:4], "--func-name", "other", path)) == ["SL602", "SL601"]
+
+
+def test_a_thousand_files_lint_in_well_under_a_second(tmp_path):
+    fixtures = sorted((LINT_DIR / "fixtures").glob("*.c"))
+    for i in range(1000):
+        source = fixtures[i % len(fixtures)]
+        shutil.copy(source, tmp_path / f"{i:04d}_{source.name}")
+    timings = []
+    for _ in range(3):
+        start = time.perf_counter()
+        result = lint("--output-format", "concise", tmp_path)
+        timings.append(time.perf_counter() - start)
+        assert result.returncode == 1
+    assert min(timings) < 1.0, timings
