@@ -263,7 +263,11 @@ class FileScanner {
     }
     if (out.style != MarkerStyle::legacy) check_prelude(out.prelude);
 
-    std::unordered_map<std::string, SourceRange> first_seen;
+    struct Occurrences {
+      std::size_t count = 0;
+      SourceRange first, second;
+    };
+    std::unordered_map<std::string, Occurrences> seen;
     for (std::size_t i = 0; i < out.blocks.size(); ++i) {
       auto const& b = out.blocks[i];
       if (markers_[i].kind == MarkerKind::legacy) {
@@ -301,16 +305,22 @@ class FileScanner {
         d.range = b.marker;
         diagnostics_.push_back(std::move(d));
       }
-      auto const [it, inserted] = first_seen.emplace(b.tag, b.marker);
-      if (!inserted) {
-        Diagnostic d;
-        d.code = "SL206";
-        d.severity = Severity::info;
-        d.message = "section `" + b.tag + "` appears again; its blocks are concatenated in order";
-        d.range = b.marker;
-        d.notes.push_back({"first `" + b.tag + "` block is here", it->second});
-        diagnostics_.push_back(std::move(d));
-      }
+      ++seen[b.tag].count;
+      if (seen[b.tag].count == 1) seen[b.tag].first = b.marker;
+      if (seen[b.tag].count == 2) seen[b.tag].second = b.marker;
+    }
+    // One finding per repeated tag, not per block: files with thousands of blocks stay readable.
+    for (auto const& b : out.blocks) {
+      auto const it = seen.find(b.tag);
+      if (it == seen.end() || it->second.count < 2 || !(it->second.first == b.marker)) continue;
+      Diagnostic d;
+      d.code = "SL206";
+      d.severity = Severity::info;
+      d.message = "section `" + b.tag + "` appears " + std::to_string(it->second.count) +
+                  " times; its blocks are concatenated in order";
+      d.range = it->second.second;
+      d.notes.push_back({"first `" + b.tag + "` block is here", it->second.first});
+      diagnostics_.push_back(std::move(d));
     }
   }
 

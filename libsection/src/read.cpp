@@ -1,11 +1,14 @@
 // Reading section files: existence, binary data, UTF-8 validity, BOM, newline normalisation.
 #include <boost/filesystem.hpp>
 #include <cctype>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 
 #include "read.hpp"
 #include "section/parse.hpp"
@@ -88,6 +91,38 @@ Diagnostic os_error(std::string const& display_path, int error, int* error_out) 
   return d;
 }
 
+// The whole file. Regular files are mapped and copied once (no zero-filled buffer, no second
+// copy through stdio); others (pipes, /proc) are read in chunks. errno is set on failure.
+std::optional<std::string> read_bytes(std::string const& path) {
+  int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    auto const size = static_cast<std::size_t>(st.st_size);
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (map != MAP_FAILED) {
+      std::string text(static_cast<char const*>(map), size);
+      ::munmap(map, size);
+      return text;
+    }
+  }
+  std::string text;
+  char chunk[65536];
+  while (true) {
+    auto const n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::nullopt;
+    }
+    if (n == 0) return text;
+    text.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
 }  // namespace
 
 std::optional<FileId> add_source(SourceManager& sm, std::string text,
@@ -157,24 +192,12 @@ std::optional<FileId> detail::read_source(SourceManager& sm, std::string const& 
     diagnostics.push_back(os_error(display_path, EISDIR, error));
     return std::nullopt;
   }
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) {
+  auto text = read_bytes(path);
+  if (!text) {
     diagnostics.push_back(os_error(display_path, errno, error));
     return std::nullopt;
   }
-  std::string text;
-  auto const size = fs::file_size(path, ec);
-  if (!ec) text.resize(size);
-  std::size_t got = ec ? 0 : std::fread(text.data(), 1, text.size(), f.get());
-  text.resize(got);
-  // Files whose size is not known up front (pipes, /proc) are read to the end in chunks.
-  char chunk[65536];
-  while (std::size_t const n = std::fread(chunk, 1, sizeof chunk, f.get())) text.append(chunk, n);
-  if (std::ferror(f.get())) {
-    diagnostics.push_back(os_error(display_path, errno, error));
-    return std::nullopt;
-  }
-  return add_source(sm, std::move(text), display_path, diagnostics);
+  return add_source(sm, std::move(*text), display_path, diagnostics);
 }
 
 }  // namespace section
