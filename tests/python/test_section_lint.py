@@ -23,7 +23,7 @@ FORMATS = ["full", "concise", "json", "sarif", "github"]
 
 def find_section_lint():
     if os.environ.get("SECTION_LINT"):
-        return os.environ["SECTION_LINT"]
+        return os.path.abspath(os.environ["SECTION_LINT"])
     on_path = shutil.which("section-lint")
     if on_path:
         return on_path
