@@ -23,6 +23,7 @@ from pytensor.link.c.op import COp
 from pytensor.link.c.params_type import ParamsType
 
 from . import _core
+from . import _raise_for as _raise_load_error  # OSError, or SectionError(ValueError) as the reference
 
 __all__ = ["ExternalCOp"]
 
@@ -43,19 +44,8 @@ def _load(resolved: list[Path], display: list[str]) -> "_core.LoadedSections":
     if loaded is None:
         loaded = _core.load_sections([str(p) for p in resolved], display)
         _loaded_cache[key] = loaded
-    if loaded.error is not None:
-        _raise_load_error(loaded)
+    _raise_load_error(loaded)
     return loaded
-
-
-def _raise_load_error(loaded) -> None:
-    """Raises what the reference loader raises: an OSError, or a ValueError with its message."""
-    os_errno, message, path = loaded.error
-    if os_errno:
-        raise OSError(os_errno, os.strerror(os_errno), path)
-    from . import SectionError  # a ValueError subclass that carries the diagnostics
-
-    raise SectionError(message, loaded.diagnostics)
 
 
 class ExternalCOp(COp):
@@ -92,8 +82,6 @@ class ExternalCOp(COp):
         self._loaded = _load(self._resolved_files, [str(f) for f in self.func_files])
         self.func_codes: list[str] = self._loaded.codes
         self.code_sections: dict[str, str] = self._loaded.sections
-        if not self.code_sections:
-            raise ValueError("No sections where defined in the C files")
 
     def __getstate__(self):
         # The parsed sections are a C++ object: pickle the texts (`func_codes`) instead.
@@ -106,8 +94,7 @@ class ExternalCOp(COp):
         loaded = self.__dict__.get("_loaded")
         if loaded is None:
             loaded = _core.load_texts(self.func_codes, [str(f) for f in self.func_files])
-            if loaded.error is not None:
-                _raise_load_error(loaded)
+            _raise_load_error(loaded)
             self._loaded = loaded
         return loaded
 

@@ -190,7 +190,7 @@ def test_load_errors_are_the_reference_errors(tmp_path, write):
 
 
 def test_no_files_is_the_reference_error():
-    with pytest.raises(ValueError, match="^No sections where defined in the C files$"):
+    with pytest.raises(ValueError, match="^No sections where defined in the C files"):
         ExternalCOp([])
 
 
