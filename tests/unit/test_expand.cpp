@@ -347,6 +347,16 @@ TEST_SUITE("cache version") {
     CHECK(op_cache_version(a.sm, a.set, s, reference_mode()) != base);
   }
 
+  TEST_CASE("does not depend on where the files are") {
+    Loaded here(Files{{"a.c", "#section support_code\nint a;\n"}});
+    Loaded there(Files{{"/elsewhere/a.c", "#section support_code\nint a;\n"}});
+    ExpandOptions moved;
+    moved.line_paths = {"/moved/a.c"};
+    std::string base = op_cache_version(here.sm, here.set, vtv_signature());
+    CHECK(op_cache_version(there.sm, there.set, vtv_signature()) == base);
+    CHECK(op_cache_version(here.sm, here.set, vtv_signature(), moved) == base);
+  }
+
   TEST_CASE("hashes with SHA-256") {
     CHECK(detail::sha256_hex("") ==
           "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");

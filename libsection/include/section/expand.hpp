@@ -104,7 +104,8 @@ Expansion expand(SourceManager const& sm, SectionSet const& sections,
 /// The op's cache version: `"ls"` + a SHA-256 over the file texts, the function name, the
 /// padding counts, `check_input`, the params, the options that change the generated code and
 /// the generator version. Only op-level fields of `signature` count (not node names, dtypes or
-/// C symbols, which the linker's key covers). Stable across processes and machines.
+/// C symbols, which the linker's key covers), and not the file paths (`#line` debug
+/// information). Stable across processes, machines and checkout locations.
 std::string op_cache_version(SourceManager const& sm, SectionSet const& sections,
                              ApplySignature const& signature, ExpandOptions const& options = {});
 

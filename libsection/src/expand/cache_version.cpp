@@ -36,15 +36,10 @@ std::string op_cache_version(SourceManager const& sm, SectionSet const& sections
   Fingerprint f;
   f.add("generator", std::to_string(expander_generator_version));
   f.add("libsection", std::string_view(version));
-  for (std::size_t i = 0; i < sections.files.size(); ++i) {
-    SourceFile const& file = sm.file(sections.files[i]);
-    f.add("file", file.text());
-    // `#line` directives put the file names into the generated code.
-    if (options.line_directives) {
-      bool renamed = i < options.line_paths.size() && !options.line_paths[i].empty();
-      f.add("line_path", renamed ? options.line_paths[i] : file.path());
-    }
-  }
+  // The file names that `#line` puts into the code are left out on purpose: they are debug
+  // information, and leaving them out lets checkouts at different paths (and machines) share
+  // compiled modules.
+  for (FileId file : sections.files) f.add("file", sm.file(file).text());
   f.add("func_name", signature.func_name.has_value());
   if (signature.func_name) f.add("func_name_text", *signature.func_name);
   f.add("num_inputs", signature.num_inputs);
