@@ -123,6 +123,11 @@ struct ModuleSource {
   std::vector<std::string> input_types, output_types;  ///< `describe()` of each, for messages
 };
 
+/// What every module starts with: Python, then NumPy's C API (also the precompiled header).
+inline constexpr char const* module_prelude =
+    "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n"
+    "#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION\n#include <numpy/arrayobject.h>\n";
+
 /// The name `#line` directives give the module's own source (its path is only known when it is
 /// compiled, and must not change the text); compile errors there are mapped to the kept file.
 inline constexpr char const* module_file_name = "<libsection-module>";

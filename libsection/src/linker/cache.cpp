@@ -72,6 +72,33 @@ void write_file_atomic(fs::path const& path, std::string const& data) {
   }
 }
 
+FileLock::FileLock(fs::path const& path, bool wait) {
+  while (true) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0) throw LinkError("cannot open the lock " + path.string() + ": " + std::strerror(errno));
+    int rc;
+    while ((rc = ::flock(fd_, wait ? LOCK_EX : LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+    }
+    if (rc != 0) {
+      int const err = errno;
+      ::close(fd_);
+      fd_ = -1;
+      if (err == EWOULDBLOCK) return;  // busy: held() is false
+      throw LinkError("cannot lock " + path.string() + ": " + std::strerror(err));
+    }
+    // `gc` may unlink a lock file while we wait for it: make sure we hold the current one.
+    struct stat held{}, current{};
+    if (::fstat(fd_, &held) == 0 && ::stat(path.c_str(), &current) == 0 &&
+        held.st_ino == current.st_ino && held.st_dev == current.st_dev)
+      return;
+    ::close(fd_);
+  }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 std::string file_sha256(fs::path const& path) {
   auto data = read_file(path);
   if (!data) throw LinkError("cannot read " + path.string());
@@ -96,41 +123,6 @@ void check_owned(fs::path const& path, struct stat const& st) {
     throw LinkError("refusing to use " + path.string() +
                     ": it is writable by other users (expected mode 0700)");
 }
-
-// An exclusive flock on `<root>/locks/<key>.lock`. The lock file may be unlinked by `gc` while
-// we wait, so after locking we check the file we hold is still the one at that path.
-class KeyLock {
- public:
-  KeyLock(fs::path const& path, bool wait) {
-    while (true) {
-      fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-      if (fd_ < 0) throw LinkError("cannot open the lock " + path.string() + ": " + std::strerror(errno));
-      int rc;
-      while ((rc = ::flock(fd_, wait ? LOCK_EX : LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
-      }
-      if (rc != 0) {
-        ::close(fd_);
-        fd_ = -1;
-        if (errno == EWOULDBLOCK) return;  // busy: held() is false
-        throw LinkError("cannot lock " + path.string() + ": " + std::strerror(errno));
-      }
-      struct stat held{}, current{};
-      if (::fstat(fd_, &held) == 0 && ::stat(path.c_str(), &current) == 0 &&
-          held.st_ino == current.st_ino && held.st_dev == current.st_dev)
-        return;
-      ::close(fd_);
-    }
-  }
-  ~KeyLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  KeyLock(KeyLock const&) = delete;
-  KeyLock& operator=(KeyLock const&) = delete;
-  bool held() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
 
 std::uintmax_t tree_size(fs::path const& dir) {
   std::uintmax_t total = 0;
@@ -238,7 +230,7 @@ std::optional<CacheEntry> ModuleCache::find(std::string const& key) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return std::nullopt;
   // Present but not valid: re-check under the lock (a publisher may be mid-rename), then drop it.
-  KeyLock lock(root_ / "locks" / (key + ".lock"), true);
+  FileLock lock(root_ / "locks" / (key + ".lock"), true);
   if (auto entry = verified(key)) return entry;
   if (fs::exists(dir, ec)) {
     std::fprintf(stderr, "libsection: cache entry %s is corrupt; removing it\n", dir.c_str());
@@ -251,7 +243,7 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
   if (built) *built = false;
   if (auto entry = find(key)) return *entry;
 
-  KeyLock lock(root_ / "locks" / (key + ".lock"), true);
+  FileLock lock(root_ / "locks" / (key + ".lock"), true);
   // Another process may have built it while we waited for the lock.
   if (auto entry = verified(key)) return *entry;
   fs::path const dir = root_ / "entries" / key;
@@ -324,7 +316,7 @@ std::vector<std::string> ModuleCache::gc(std::uintmax_t max_bytes) {
   for (auto it = report.entries.rbegin(); it != report.entries.rend(); ++it) {
     if (report.total_size <= max_bytes) break;
     fs::path const lock_path = root_ / "locks" / (it->key + ".lock");
-    KeyLock lock(lock_path, false);
+    FileLock lock(lock_path, false);
     if (!lock.held()) continue;  // being built or checked right now
     remove_dir(it->dir, root_ / "tmp");
     ::unlink(lock_path.c_str());
@@ -338,7 +330,7 @@ void ModuleCache::clear() {
   std::error_code ec;
   for (auto const& item : fs::directory_iterator(root_ / "entries", ec)) {
     fs::path const lock_path = root_ / "locks" / (item.path().filename().string() + ".lock");
-    KeyLock lock(lock_path, true);
+    FileLock lock(lock_path, true);
     remove_dir(item.path(), root_ / "tmp");
     ::unlink(lock_path.c_str());
   }

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -107,15 +109,99 @@ Toolchain find_toolchain(fs::path const& state_dir) {
   return tc;
 }
 
+namespace {
+
+std::vector<std::string> base_compile(Toolchain const& tc, PythonEnvironment const& python,
+                                      std::vector<std::string> const& extra_args) {
+  std::vector<std::string> cmd = tc.compiler;
+  cmd.insert(cmd.end(), tc.flags.begin(), tc.flags.end());
+  cmd.insert(cmd.end(), extra_args.begin(), extra_args.end());
+  for (auto const& dir : python.include_dirs) cmd.push_back("-I" + dir);
+  return cmd;
+}
+
+double timed_run(std::vector<std::string> const& argv, fs::path const& log, int& status) {
+  auto const start = std::chrono::steady_clock::now();
+  status = run_program(argv, log);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+std::optional<fs::path> precompiled_header(Toolchain const& tc, PythonEnvironment const& python,
+                                           fs::path const& state_dir) {
+  if (!tc.launcher.empty()) return std::nullopt;
+  if (char const* pch = std::getenv("LIBSECTION_PCH"); pch && std::string(pch) == "0")
+    return std::nullopt;
+  if (tc.identity.find("clang") != std::string::npos) return std::nullopt;
+
+  std::string material = tc.identity + "\n" + module_prelude;
+  for (auto const& f : tc.flags) material += "\n" + f;
+  for (auto const& d : python.include_dirs) material += "\n" + d;
+  material += "\n" + python.abi + "\n" + python.numpy_api;
+  fs::path const dir = state_dir / ("pch-" + detail::sha256_hex(material).substr(0, 24));
+  fs::path const header = dir / "libsection_prelude.h";
+  auto decided = [&]() -> std::optional<std::optional<fs::path>> {
+    auto verdict = read_file(dir / "verdict");
+    if (!verdict) return std::nullopt;
+    if (*verdict == "use" && fs::exists(fs::path(header.string() + ".gch")))
+      return std::optional<fs::path>(header);
+    return std::optional<fs::path>();
+  };
+  if (auto known = decided()) return *known;
+
+  FileLock lock(state_dir / (dir.filename().string() + ".lock"), true);
+  if (auto known = decided()) return *known;
+  std::fprintf(stderr, "libsection: one-time setup: precompiling the Python and NumPy headers\n");
+  fs::path const work = unique_temp_path(state_dir, "pch");
+  fs::create_directories(work);
+  std::error_code ec;
+  fs::permissions(work, fs::perms::owner_all, ec);
+  try {
+    fs::path const work_header = work / header.filename();
+    write_file_atomic(work_header, module_prelude);
+    fs::path const log = work / "build.log";
+    auto build = base_compile(tc, python, {});
+    build.insert(build.end(), {"-x", "c++-header", work_header.string(), "-o",
+                               work_header.string() + ".gch"});
+    int status = 0;
+    timed_run(build, log, status);
+    bool use = status == 0;
+    if (use) {
+      // Keep it only if a module-like file compiles faster with it than without.
+      fs::path const probe = work / "probe.cpp";
+      write_file_atomic(probe, std::string(module_prelude) +
+                                   "extern \"C\" int probe(void) { return _import_array(); }\n");
+      auto compile = base_compile(tc, python, {});
+      compile.insert(compile.end(), {"-c", "-x", "c++", probe.string(), "-o",
+                                     (work / "probe.o").string()});
+      auto with_pch = compile;
+      with_pch.insert(with_pch.begin() + static_cast<long>(tc.compiler.size()),
+                      {"-Winvalid-pch", "-include", work_header.string()});
+      int s1 = 0, s2 = 0;
+      double const without = timed_run(compile, log, s1);
+      double const with = timed_run(with_pch, log, s2);
+      use = s1 == 0 && s2 == 0 && with < without;
+    }
+    write_file_atomic(work / "verdict", use ? "use" : "skip");
+    fs::remove_all(dir, ec);
+    fs::rename(work, dir);
+  } catch (...) {
+    fs::remove_all(work, ec);
+    throw;
+  }
+  return decided().value_or(std::nullopt);
+}
+
 CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& python,
                                  ModuleSource const& module, fs::path const& source,
-                                 fs::path const& object, fs::path const& library) {
+                                 fs::path const& object, fs::path const& library,
+                                 std::optional<fs::path> const& pch) {
   CompileCommands cmd;
   cmd.compile = tc.launcher;
-  cmd.compile.insert(cmd.compile.end(), tc.compiler.begin(), tc.compiler.end());
-  cmd.compile.insert(cmd.compile.end(), tc.flags.begin(), tc.flags.end());
-  cmd.compile.insert(cmd.compile.end(), module.compile_args.begin(), module.compile_args.end());
-  for (auto const& dir : python.include_dirs) cmd.compile.push_back("-I" + dir);
+  auto const base = base_compile(tc, python, module.compile_args);
+  cmd.compile.insert(cmd.compile.end(), base.begin(), base.end());
+  if (pch) cmd.compile.insert(cmd.compile.end(), {"-include", pch->string()});
   cmd.compile.insert(cmd.compile.end(), {"-c", "-x", "c++", source.string(), "-o", object.string()});
 
   // Linking is a separate step so ccache/sccache/distcc can cache and distribute the compile.

@@ -14,4 +14,18 @@ void write_file_atomic(std::filesystem::path const& path, std::string const& dat
 /// A name in `dir` no other process or thread uses: `<stem>.<pid>.<counter>.<random>`.
 std::filesystem::path unique_temp_path(std::filesystem::path const& dir, std::string const& stem);
 
+/// An exclusive `flock` on a lock file, released on destruction (or when the process dies).
+class FileLock {
+ public:
+  /// Waits for the lock, or with `wait == false` gives up at once if it is busy (`held()`).
+  FileLock(std::filesystem::path const& path, bool wait);
+  ~FileLock();
+  FileLock(FileLock const&) = delete;
+  FileLock& operator=(FileLock const&) = delete;
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace section

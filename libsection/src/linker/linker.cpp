@@ -170,7 +170,8 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
         fs::path const library = work / "module.so";
         fs::path const log = work / "build.log";
         write_file_atomic(source, module.text);
-        auto const commands = compile_commands(tc, python, module, source, object, library);
+        auto const pch = precompiled_header(tc, python, cache.state_dir());
+        auto const commands = compile_commands(tc, python, module, source, object, library, pch);
         std::fprintf(stderr, "libsection: compiling %s (%s)\n", join_names(module.op_names).c_str(),
                      key.substr(0, 12).c_str());
         auto const start = std::chrono::steady_clock::now();
