@@ -3,6 +3,7 @@ compiles, corrupt entries, permissions, ownership and the size cap."""
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -172,3 +173,40 @@ def test_size_cap_evicts_the_least_recently_used(cache_dir):
     second = run_worker("float32", env)["key"]
     assert first != second
     assert entries(cache_dir) == [second]
+
+
+def section_cache_tool():
+    built = PACKAGE_PARENT.parent / "tools" / "section-cache" / "section-cache"
+    found = str(built) if built.exists() else shutil.which("section-cache")
+    if not found:
+        pytest.skip("section-cache is not built")
+    return found
+
+
+def test_section_cache_tool_lists_explains_collects_and_clears(cache_dir):
+    tool = section_cache_tool()
+    key = run_worker("float64", worker_env(cache_dir))["key"]
+
+    def run(*args):
+        return subprocess.run([tool, "--cache-dir", str(cache_dir), *args], text=True,
+                              capture_output=True, timeout=60)
+
+    listing = run("list")
+    assert listing.returncode == 0
+    assert key[:12] in listing.stdout
+    assert "VectorTimesVector(float64[:], float64[:]) -> float64[:]" in listing.stdout
+    assert json.loads(run("list", "--json").stdout)[0]["key"] == key
+
+    explained = run("explain", key[:8])
+    assert explained.returncode == 0 and "verified" in explained.stdout
+    assert run("explain", "ffffffff").returncode == 1
+
+    assert run("gc", "--max-size", "1G").returncode == 0
+    assert entries(cache_dir) == [key]
+    assert run("gc", "--max-size", "0").returncode == 0
+    assert entries(cache_dir) == []
+
+    run_worker("float64", worker_env(cache_dir))
+    assert run("clear").returncode == 0
+    assert entries(cache_dir) == []
+    assert run("gc", "--max-size", "lots").returncode == 2

@@ -1,0 +1,158 @@
+// section-cache: list, explain, gc and clear libsection's compiled-module cache.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "section/cache.hpp"
+#include "section/module.hpp"
+
+namespace {
+
+using section::CacheEntry;
+using section::ModuleCache;
+
+std::string human_size(std::uintmax_t bytes) {
+  char buffer[32];
+  if (bytes >= (1u << 20))
+    std::snprintf(buffer, sizeof buffer, "%.1f MiB", bytes / 1048576.0);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.1f KiB", bytes / 1024.0);
+  return buffer;
+}
+
+std::string age(std::int64_t when) {
+  auto const now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  auto const s = now - when;
+  if (s < 120) return std::to_string(s) + " s ago";
+  if (s < 7200) return std::to_string(s / 60) + " min ago";
+  if (s < 172800) return std::to_string(s / 3600) + " h ago";
+  return std::to_string(s / 86400) + " days ago";
+}
+
+// "VectorTimesVector(float64[:], float64[:]) -> float64[:]" from a manifest.
+std::string describe(std::string const& manifest_text) {
+  auto const m = nlohmann::json::parse(manifest_text, nullptr, false);
+  if (m.is_discarded() || !m.is_object()) return "(no readable manifest)";
+  auto join = [](nlohmann::json const& list) {
+    std::string out;
+    if (list.is_array())
+      for (auto const& item : list) out += (out.empty() ? "" : ", ") + item.get<std::string>();
+    return out;
+  };
+  return join(m.value("ops", nlohmann::json::array())) + "(" +
+         join(m.value("inputs", nlohmann::json::array())) + ") -> " +
+         join(m.value("outputs", nlohmann::json::array()));
+}
+
+int list(ModuleCache const& cache, bool json) {
+  auto const report = cache.list();
+  if (json) {
+    auto out = nlohmann::json::array();
+    for (auto const& e : report.entries)
+      out.push_back({{"key", e.key},
+                     {"dir", e.dir.string()},
+                     {"size", e.size},
+                     {"last_used", e.last_used},
+                     {"manifest", nlohmann::json::parse(e.manifest, nullptr, false)}});
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << report.entries.size() << " modules, " << human_size(report.total_size) << " in "
+            << cache.root().string() << "\n";
+  for (auto const& e : report.entries)
+    std::cout << "  " << e.key.substr(0, 12) << "  " << human_size(e.size) << "  "
+              << age(e.last_used) << "  " << describe(e.manifest) << "\n";
+  return 0;
+}
+
+int explain(ModuleCache& cache, std::string const& prefix) {
+  std::vector<CacheEntry> matches;
+  for (auto const& e : cache.list().entries)
+    if (e.key.rfind(prefix, 0) == 0) matches.push_back(e);
+  if (matches.empty()) {
+    std::cerr << "section-cache: no cached module has a key starting with `" << prefix << "`\n";
+    return 1;
+  }
+  if (matches.size() > 1) {
+    std::cerr << "section-cache: `" << prefix << "` matches " << matches.size()
+              << " modules; give more of the key\n";
+    return 1;
+  }
+  auto const& e = matches.front();
+  bool const valid = cache.find(e.key).has_value();
+  std::cout << "key:       " << e.key << "\n"
+            << "directory: " << e.dir.string() << "\n"
+            << "status:    " << (valid ? "verified (size and SHA-256 match the manifest)"
+                                       : "corrupt: it was removed and will be rebuilt on next use")
+            << "\n"
+            << "op:        " << describe(e.manifest) << "\n";
+  auto const m = nlohmann::json::parse(e.manifest, nullptr, false);
+  if (!m.is_discarded() && m.is_object())
+    for (auto const& [field, value] : m.items())
+      if (field != "ops" && field != "inputs" && field != "outputs")
+        std::cout << "  " << field << ": " << (value.is_string() ? value.get<std::string>() : value.dump())
+                  << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Lists, explains, garbage-collects and clears libsection's compiled-module cache.\n"
+               "The cache is LIBSECTION_CACHE_DIR, else $XDG_CACHE_HOME/libsection, else "
+               "~/.cache/libsection."};
+  app.require_subcommand(1);
+  std::string cache_dir;
+  app.add_option("--cache-dir", cache_dir, "the cache directory (default: as described above)");
+
+  bool json = false;
+  auto* list_cmd = app.add_subcommand("list", "list cached modules, most recently used first");
+  list_cmd->add_flag("--json", json, "print JSON records");
+
+  std::string key;
+  auto* explain_cmd = app.add_subcommand("explain", "show how a module was built and verify it");
+  explain_cmd->add_option("key", key, "the module's key, or a unique prefix of it")->required();
+
+  std::string max_size;
+  auto* gc_cmd = app.add_subcommand(
+      "gc", "remove least recently used modules above the size cap, and stale temporary builds");
+  gc_cmd->add_option("--max-size", max_size,
+                     "size cap, e.g. 500M (default: LIBSECTION_CACHE_MAX_BYTES, else 1G)");
+
+  auto* clear_cmd = app.add_subcommand(
+      "clear", "remove every module, failed build and temporary directory (do not run it while "
+               "other processes are building)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (CLI::ParseError const& e) {
+    int const code = app.exit(e);
+    return e.get_exit_code() == 0 ? code : 2;
+  }
+
+  try {
+    ModuleCache cache(cache_dir.empty() ? ModuleCache::default_root() : std::filesystem::path(cache_dir));
+    if (*list_cmd) return list(cache, json);
+    if (*explain_cmd) return explain(cache, key);
+    if (*gc_cmd) {
+      if (!max_size.empty()) ::setenv("LIBSECTION_CACHE_MAX_BYTES", max_size.c_str(), 1);
+      auto const removed = cache.gc(ModuleCache::default_max_bytes());
+      std::cout << "removed " << removed.size() << " module" << (removed.size() == 1 ? "" : "s")
+                << "; " << human_size(cache.list().total_size) << " left\n";
+      return 0;
+    }
+    if (*clear_cmd) {
+      cache.clear();
+      std::cout << "cleared " << cache.root().string() << "\n";
+      return 0;
+    }
+  } catch (std::exception const& e) {
+    std::cerr << "section-cache: " << e.what() << "\n";
+    return 2;
+  }
+  return 2;
+}
