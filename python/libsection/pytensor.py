@@ -84,8 +84,9 @@ class ExternalCOp(COp):
         self.code_sections: dict[str, str] = self._loaded.sections
 
     def __getstate__(self):
-        # The parsed sections are a C++ object: pickle the texts (`func_codes`) instead.
-        return {k: v for k, v in self.__dict__.items() if k != "_loaded"}
+        # The parsed sections are a C++ object: pickle the texts (`func_codes`) instead, and
+        # leave the memoised expansions behind.
+        return {k: v for k, v in self.__dict__.items() if k not in ("_loaded", "_expansions")}
 
     @property
     def _sections(self):
@@ -123,32 +124,57 @@ class ExternalCOp(COp):
         ]
         return _core.ParamsSpec(wrapper.name, fields)
 
-    def _signature(self, node=None, name="", inputs=(), outputs=(), sub=None):
+    def _op_signature(self):
+        """The signature fields that come from the op rather than from a node."""
         signature = _core.ApplySignature()
-        signature.node_name = name
-        if node is not None:
-            signature.input_dtypes = [_dtype(v) for v in node.inputs]
-            signature.output_dtypes = [_dtype(v) for v in node.outputs]
-        signature.input_names = list(inputs)
-        signature.output_names = list(outputs)
         signature.params = self._params_spec()
         signature.check_input = bool(getattr(self, "check_input", True))
         signature.func_name = self.func_name
         signature.num_inputs = self._cop_num_inputs
         signature.num_outputs = self._cop_num_outputs
-        if sub is not None:
-            signature.params_name = sub.get("params", "")
         return signature
 
-    def _expand(self, signature):
-        expansion = _core.expand(self._sections, signature, self._options())
-        errors = [d for d in expansion["diagnostics"] if d.severity == "error"]
-        if errors and not any(d.code == "SE103" for d in errors):
-            raise ValueError("\n".join(d.message for d in errors))
+    def _expansion(self, node=None, name="", inputs=(), outputs=(), sub=None, fail="",
+                   init_fail=""):
+        """Every c_* string for one apply. CLinker asks for them one method at a time, so the
+        result is kept for the calls that follow with the same arguments."""
+        key = (
+            name,
+            tuple(_dtype(v) for v in node.inputs) if node is not None else (),
+            tuple(_dtype(v) for v in node.outputs) if node is not None else (),
+            tuple(inputs),
+            tuple(outputs),
+            sub.get("params", "") if sub is not None else "",
+            fail,
+            init_fail,
+            self.params_type,
+            bool(getattr(self, "check_input", True)),
+            self.func_name,
+            self._cop_num_inputs,
+            self._cop_num_outputs,
+            bool(self.line_directives),
+            bool(self.newline_fix),
+        )
+        memo = self.__dict__.setdefault("_expansions", {})
+        expansion = memo.get(key)
+        if expansion is None:
+            signature = self._op_signature()
+            (signature.node_name, signature.input_dtypes, signature.output_dtypes,
+             signature.input_names, signature.output_names, signature.params_name,
+             signature.fail, signature.init_fail) = (
+                key[0], list(key[1]), list(key[2]), list(key[3]), list(key[4]), key[5],
+                key[6], key[7])
+            expansion = _core.expand(self._sections, signature, self._options())
+            errors = [d for d in expansion["diagnostics"] if d.severity == "error"]
+            if errors and not any(d.code == "SE103" for d in errors):
+                raise ValueError("\n".join(d.message for d in errors))
+            if len(memo) >= 64:  # one op serves many applies over a long session
+                memo.clear()
+            memo[key] = expansion
         return expansion
 
     def c_code_cache_version(self):
-        signature = self._signature()
+        signature = self._op_signature()
         if self.params_type is not None:
             signature.params_name = "params"  # the call passes a params argument
         version = (_core.op_cache_version(self._sections, signature, self._options()),)
@@ -157,32 +183,28 @@ class ExternalCOp(COp):
         return version
 
     def c_init_code(self, **kwargs):
-        return list(self._expand(self._signature())["c_init_code"])
+        return list(self._expansion()["c_init_code"])
 
     def c_support_code(self, **kwargs):
-        return self._expand(self._signature())["c_support_code"]
+        return self._expansion()["c_support_code"]
 
     def c_init_code_apply(self, node, name):
-        return self._expand(self._signature(node, name))["c_init_code_apply"]
+        return self._expansion(node, name)["c_init_code_apply"]
 
     def c_support_code_apply(self, node, name):
-        return self._expand(self._signature(node, name))["c_support_code_apply"]
+        return self._expansion(node, name)["c_support_code_apply"]
 
     def c_support_code_struct(self, node, name):
-        return self._expand(self._signature(node, name))["c_support_code_struct"]
+        return self._expansion(node, name)["c_support_code_struct"]
 
     def c_cleanup_code_struct(self, node, name):
-        return self._expand(self._signature(node, name))["c_cleanup_code_struct"]
+        return self._expansion(node, name)["c_cleanup_code_struct"]
 
     def c_init_code_struct(self, node, name, sub):
-        signature = self._signature(node, name, sub=sub)
-        signature.init_fail = sub["fail"]
-        return self._expand(signature)["c_init_code_struct"]
+        return self._expansion(node, name, sub=sub, init_fail=sub["fail"])["c_init_code_struct"]
 
     def c_code(self, node, name, inp, out, sub):
-        signature = self._signature(node, name, inp, out, sub)
-        signature.fail = sub["fail"]
-        expansion = self._expand(signature)
+        expansion = self._expansion(node, name, inp, out, sub, fail=sub["fail"])
         if expansion["c_code"] is None:
             for d in expansion["diagnostics"]:
                 if d.code == "SE103":
@@ -193,9 +215,9 @@ class ExternalCOp(COp):
         return expansion["c_code"]
 
     def c_code_cleanup(self, node, name, inputs, outputs, sub):
-        signature = self._signature(node, name, inputs, outputs, sub)
-        signature.fail = sub["fail"]
-        return self._expand(signature)["c_code_cleanup"]
+        return self._expansion(node, name, inputs, outputs, sub, fail=sub["fail"])[
+            "c_code_cleanup"
+        ]
 
 
 def _dtype(variable) -> str | None:
