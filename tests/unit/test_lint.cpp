@@ -116,6 +116,14 @@ TEST_SUITE("lint declarations") {
     CHECK(ds[0].parameter_count == 4);
   }
 
+  TEST_CASE("deeply nested namespaces do not exhaust the stack") {
+    std::string text;
+    for (int i = 0; i < 100000; ++i) text += "namespace n {";
+    text += "int x = 0;";
+    CHECK(declarations(text).empty());  // beyond the nesting bound nothing is read
+    CHECK(declarations("namespace a { namespace b { int x = 0; } }").size() == 1);
+  }
+
   TEST_CASE("unbalanced input does not crash or loop") {
     for (std::string_view text : {"int f(", "int f() {", "}", "struct {", "int x = {1, 2", ") ] }"})
       CHECK_NOTHROW(declarations(text));

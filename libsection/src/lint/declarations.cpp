@@ -8,13 +8,13 @@ namespace section::lint_detail {
 namespace {
 
 // Words that can precede a declarator but never name one.
-constexpr std::array<std::string_view, 40> specifier_words = {
+constexpr std::array<std::string_view, 39> specifier_words = {
     "auto",     "bool",      "char",     "const",        "constexpr", "double",   "enum",
     "extern",   "float",     "inline",   "int",          "long",      "register", "restrict",
     "short",    "signed",    "static",   "struct",       "typedef",   "union",    "unsigned",
     "void",     "volatile",  "class",    "virtual",      "explicit",  "mutable",  "thread_local",
     "_Bool",    "_Complex",  "__inline", "__restrict",   "typename",  "template", "operator",
-    "noexcept", "constinit", "consteval", "__extension__", "return"};
+    "noexcept", "constinit", "consteval", "__extension__"};
 
 bool is_specifier(std::string_view word) {
   return std::find(specifier_words.begin(), specifier_words.end(), word) != specifier_words.end();
@@ -36,7 +36,7 @@ class Reader {
       : text_(text), tokens_(tokens), match_(match_brackets(text, tokens)) {}
 
   std::vector<Declaration> run() {
-    scope(0, tokens_.size());
+    scope(0, tokens_.size(), 0);
     return std::move(out_);
   }
 
@@ -61,8 +61,8 @@ class Reader {
     return tokens_[i].kind == TokenKind::punct && (s == "(" || s == "[" || s == "{");
   }
 
-  /// Declarations in `[first, last)`, a file scope or a namespace body.
-  void scope(std::size_t first, std::size_t last) {
+  /// Declarations in `[first, last)`, a file scope or a namespace body `depth` levels down.
+  void scope(std::size_t first, std::size_t last, std::size_t depth) {
     std::size_t start = first;
     std::size_t i = first;
     std::optional<std::size_t> body_close;  // `}` of a struct body inside the current declaration
@@ -75,7 +75,7 @@ class Reader {
         std::size_t const open = i;
         std::size_t const close = std::min(match_[open], last);
         i = close + 1;
-        switch (brace(start, open, close)) {
+        switch (brace(start, open, close, depth)) {
           case AfterBrace::declaration_done: start = i; body_close.reset(); break;
           case AfterBrace::declaration_continues: break;
           case AfterBrace::type_body: body_close = close; break;
@@ -91,16 +91,18 @@ class Reader {
   enum class AfterBrace { declaration_done, declaration_continues, type_body };
 
   /// What the declaration `[start, open)` followed by the block `{ ... }` ending at `close` is.
-  AfterBrace brace(std::size_t start, std::size_t open, std::size_t close) {
+  AfterBrace brace(std::size_t start, std::size_t open, std::size_t close, std::size_t depth) {
+    // Real code nests namespaces a few levels; a bound keeps hostile input off the stack.
+    constexpr std::size_t max_depth = 32;
     if (start >= open) return AfterBrace::declaration_done;  // a stray block
     if (is(start, "namespace")) {
       bool apply_specific = false;
       for (std::size_t k = start; k < open; ++k) apply_specific |= is(k, "APPLY_SPECIFIC");
-      if (!apply_specific) scope(open + 1, std::min(close, tokens_.size()));
+      if (!apply_specific && depth < max_depth) scope(open + 1, std::min(close, tokens_.size()), depth + 1);
       return AfterBrace::declaration_done;
     }
     if (is(start, "extern") && start + 1 < open && tokens_[start + 1].kind == TokenKind::literal) {
-      scope(open + 1, std::min(close, tokens_.size()));  // extern "C" { ... }
+      if (depth < max_depth) scope(open + 1, std::min(close, tokens_.size()), depth + 1);  // extern "C"
       return AfterBrace::declaration_done;
     }
     for (std::size_t k = start; k < open; k = opens_group(k) ? past_group(k, open) : k + 1) {
