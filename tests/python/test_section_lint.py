@@ -172,3 +172,8 @@ def test_a_thousand_files_lint_in_well_under_a_second(tmp_path):
         timings.append(time.perf_counter() - start)
         assert result.returncode == 1
     assert min(timings) < 1.0, timings
+
+
+def test_the_example_ops_lint_clean():
+    result = lint(ROOT / "ops")
+    assert result.returncode == 0, result.stdout
