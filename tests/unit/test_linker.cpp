@@ -1,0 +1,336 @@
+// Unit tests of the linker core that need no Python: types, module generation, the cache,
+// compiler output parsing and process running.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "section/cache.hpp"
+#include "section/compile.hpp"
+#include "section/ctype.hpp"
+#include "section/linker.hpp"
+#include "section/module.hpp"
+
+namespace fs = std::filesystem;
+using namespace section;
+
+namespace {
+
+// The seed's `Double` written as templates.
+CTypePtr double_type() {
+  TemplateTypeSpec spec;
+  spec.description = "double";
+  spec.declare = "double %(name)s;\n";
+  spec.init = "%(name)s = 0.0;\n";
+  spec.extract =
+      "if (!PyFloat_Check(py_%(name)s)) { PyErr_SetString(PyExc_TypeError, \"expected a float\"); "
+      "%(fail)s }\n%(name)s = PyFloat_AsDouble(py_%(name)s);\n";
+  spec.sync = "Py_XDECREF(py_%(name)s);\npy_%(name)s = PyFloat_FromDouble(%(name)s);\n";
+  spec.cleanup = "";
+  return template_type(spec);
+}
+
+// seed 004's `Add`: `z = x + y`, failing on negative inputs.
+class TemplateOp final : public COp {
+ public:
+  TemplateOp(std::string name, std::string symbol) : name_(std::move(name)), symbol_(std::move(symbol)) {}
+  std::string name() const override { return name_; }
+  OpCode generate(ApplyContext const& ctx) const override {
+    OpCode code;
+    code.code = "if (" + ctx.inputs[0] + " < 0) " + ctx.sub.at("fail") + "\n" + ctx.outputs[0] +
+                " = " + ctx.inputs[0] + " " + symbol_ + " " + ctx.inputs[1] + ";";
+    code.code_cleanup = "/* cleanup " + name_ + " */";
+    code.support_code = {"/* shared support */"};
+    code.support_code_apply = "/* apply " + ctx.node_name + " */";
+    return code;
+  }
+
+ private:
+  std::string name_, symbol_;
+};
+
+Graph add_mul_graph() {
+  auto d = double_type();
+  Graph g;
+  auto x = g.add_input(d, "x"), y = g.add_input(d, "y"), z = g.add_input(d, "z");
+  auto a = g.add_apply(std::make_shared<TemplateOp>("Add", "+"), {x, y}, {d});
+  auto b = g.add_apply(std::make_shared<TemplateOp>("Mul", "*"), {a[0], z}, {d});
+  g.add_output(b[0]);
+  return g;
+}
+
+std::size_t count(std::string const& text, std::string const& what) {
+  std::size_t n = 0;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("libsection_linker_test_" + std::to_string(::getpid()) +
+                                        "_" + std::to_string(counter()++));
+    fs::remove_all(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  static std::atomic<int>& counter() {
+    static std::atomic<int> c{0};
+    return c;
+  }
+};
+
+std::string write_library(fs::path const& work, std::string const& bytes) {
+  std::ofstream(work / "module.so", std::ios::binary) << bytes;
+  return R"({"ops": ["Test"]})";
+}
+
+unsigned mode_of(fs::path const& p) {
+  struct stat st{};
+  ::stat(p.c_str(), &st);
+  return st.st_mode & 0777;
+}
+
+}  // namespace
+
+TEST_SUITE("linker") {
+  TEST_CASE("templates fill %(key)s and %% and reject unknown keys") {
+    CHECK(fill_template("double %(name)s; // 100%%", {{"name", "V1"}}) == "double V1; // 100%");
+    CHECK(fill_template("%(fail)s", {{"fail", "goto x;"}}) == "goto x;");
+    CHECK(fill_template("50% off", {}) == "50% off");
+    CHECK_THROWS_WITH_AS(fill_template("%(nope)s", {}), doctest::Contains("%(nope)s"),
+                         std::invalid_argument);
+  }
+
+  TEST_CASE("type strings become the built-in types") {
+    CHECK(parse_ctype("float64[:]")->describe() == "float64[:]");
+    CHECK(parse_ctype("float32[:,:]")->c_element_type() == "npy_float32");
+    CHECK(parse_ctype("int64")->describe() == "int64");
+    CHECK(parse_ctype("object")->describe() == "object");
+    CHECK_FALSE(parse_ctype("object")->dtype());
+    CHECK(parse_ctype("int32")->dtype()->typenum == 5);
+    CHECK_THROWS(parse_ctype("flaot64[:]"));
+  }
+
+  TEST_CASE("tensor extraction checks dtype, dimensions and alignment with the variable's label") {
+    auto const t = parse_ctype("float64[:,:]");
+    std::string const code = t->c_extract("V3", {{"fail", "FAIL_HERE"}, {"label", "input 1 (y)"}}, true);
+    CHECK(count(code, "FAIL_HERE") == 3);
+    CHECK(code.find("PyArray_NDIM((PyArrayObject*)py_V3) != 2") != std::string::npos);
+    CHECK(code.find("PyArray_EquivTypenums") != std::string::npos);
+    CHECK(code.find("input 1 (y): expected a float64[:,:] array") != std::string::npos);
+    CHECK(t->c_extract("V3", {{"fail", "FAIL_HERE"}}, false).find("FAIL_HERE") == std::string::npos);
+  }
+
+  TEST_CASE("params structs are named like PyTensor's ParamsType and extracted per field") {
+    ParamsType params({{"k", parse_type("int64")}, {"a", parse_type("float64[:]")}});
+    CHECK(params.spec().type_name.rfind("_Params_", 0) == 0);
+    REQUIRE(params.spec().fields.size() == 2);
+    CHECK(params.spec().fields[0].name == "a");  // sorted by name
+    CHECK(params.spec().fields[1].c_element_type == "npy_int64");
+    std::string const extract = params.c_extract("V7", {{"fail", "F;"}}, true);
+    CHECK(extract.find("PyDict_GetItemString(py_V7, \"k\")") != std::string::npos);
+    CHECK(params.c_support_code().front().find("npy_int64 k;") != std::string::npos);
+    CHECK_THROWS_AS(ParamsType({{"o", parse_type("object")}}), std::invalid_argument);
+  }
+
+  TEST_CASE("a module nests one block per variable and apply, innermost cleaned first") {
+    ModuleSource const m = generate_module(add_mul_graph());
+    // 3 inputs, a, b, then Add and Mul: 7 blocks, labels closing innermost first.
+    auto const l7 = m.text.find("__label_7: ;"), l6 = m.text.find("__label_6: ;"),
+               l1 = m.text.find("__label_1: ;");
+    REQUIRE(l7 != std::string::npos);
+    CHECK(l7 < l6);
+    CHECK(l6 < l1);
+    CHECK(m.text.find("/* cleanup Mul */") < m.text.find("/* cleanup Add */"));
+    // Add's failure code jumps to its own label, with its own id.
+    CHECK(m.text.find("{__failure = 6; if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "
+                      "\"Add (node 0): C code failed without setting a Python exception\"); "
+                      "goto __label_6;}") != std::string::npos);
+    // Outputs sync only on success; support code appears once; placeholders are gone.
+    CHECK(count(m.text, "if (!__failure) {") == 1);
+    CHECK(count(m.text, "/* shared support */") == 1);
+    CHECK(m.text.find(hash_placeholder) == std::string::npos);
+    CHECK(m.text.find("/* apply node_" + m.name + "_1 */") != std::string::npos);
+    CHECK(m.op_names == std::vector<std::string>{"Add", "Mul"});
+    CHECK(m.text.find("#include <iostream>") == std::string::npos);
+  }
+
+  TEST_CASE("module generation is deterministic") {
+    CHECK(generate_module(add_mul_graph()).text == generate_module(add_mul_graph()).text);
+  }
+
+  TEST_CASE("bad graphs are rejected with the reason") {
+    Graph g;
+    auto x = g.add_input(double_type());
+    CHECK_THROWS_WITH(g.add_output(x), doctest::Contains("only outputs of applies"));
+    CHECK_THROWS_WITH(g.add_apply(std::make_shared<TemplateOp>("Add", "+"), {x, 9}, {double_type()}),
+                      doctest::Contains("input variable 9 does not exist"));
+    CHECK_THROWS_WITH(generate_module(g), doctest::Contains("at least one apply"));
+  }
+
+  TEST_CASE("the cache key covers source, compiler, flags and Python") {
+    ModuleSource m = generate_module(add_mul_graph());
+    Toolchain tc{{}, {"/usr/bin/c++"}, "/usr/bin/c++: g++ 12", {"-O3"}};
+    PythonEnvironment py{{"/inc"}, "cpython-311", "numpy 2 C-API 1"};
+    std::string const key = module_cache_key(m, tc, py);
+    CHECK(key.size() == 64);
+    CHECK(module_cache_key(m, tc, py) == key);
+    auto flags = tc;
+    flags.flags.push_back("-march=native");
+    CHECK(module_cache_key(m, flags, py) != key);
+    auto compiler = tc;
+    compiler.identity = "/usr/bin/c++: g++ 13";
+    CHECK(module_cache_key(m, compiler, py) != key);
+    auto abi = py;
+    abi.abi = "cpython-312";
+    CHECK(module_cache_key(m, tc, abi) != key);
+    auto launcher = tc;
+    launcher.launcher = {"/usr/bin/ccache"};  // does not change what is built
+    CHECK(module_cache_key(m, launcher, py) == key);
+    m.text += "\n";
+    CHECK(module_cache_key(m, tc, py) != key);
+  }
+
+  TEST_CASE("the cache builds once, verifies, and rebuilds a corrupt entry") {
+    TempDir dir;
+    ModuleCache cache(dir.path);
+    CHECK(mode_of(dir.path) == 0700);
+    CHECK(mode_of(dir.path / "entries") == 0700);
+    std::string const key(64, 'a');
+    int builds = 0;
+    auto builder = [&](fs::path const& work) {
+      ++builds;
+      return write_library(work, "library bytes");
+    };
+    bool built = false;
+    auto entry = cache.get_or_build(key, builder, &built);
+    CHECK(built);
+    CHECK(mode_of(entry.dir) == 0700);
+    cache.get_or_build(key, builder, &built);
+    CHECK_FALSE(built);
+    CHECK(builds == 1);
+    REQUIRE(cache.find(key));
+
+    std::ofstream(entry.library, std::ios::binary) << "library bytez";  // same size, other hash
+    CHECK_FALSE(cache.find(key));
+    CHECK_FALSE(fs::exists(entry.dir));
+    cache.get_or_build(key, builder, &built);
+    CHECK(built);
+    CHECK(builds == 2);
+  }
+
+  TEST_CASE("a failed build publishes nothing and leaves no temporary directory") {
+    TempDir dir;
+    ModuleCache cache(dir.path);
+    std::string const key(64, 'b');
+    CHECK_THROWS_AS(cache.get_or_build(key, [](fs::path const&) -> std::string {
+                      throw LinkError("compiler exploded");
+                    }),
+                    LinkError);
+    CHECK_FALSE(cache.find(key));
+    CHECK(fs::is_empty(dir.path / "tmp"));
+  }
+
+  TEST_CASE("concurrent builders of one key build it once") {
+    TempDir dir;
+    std::string const key(64, 'c');
+    std::atomic<int> builds{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 6; ++i)
+      threads.emplace_back([&] {
+        ModuleCache cache(dir.path);
+        cache.get_or_build(key, [&](fs::path const& work) {
+          ++builds;
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          return write_library(work, "shared");
+        });
+      });
+    for (auto& t : threads) t.join();
+    CHECK(builds == 1);
+  }
+
+  TEST_CASE("gc evicts least recently used entries down to the cap") {
+    TempDir dir;
+    ModuleCache cache(dir.path);
+    std::string const old_key(64, 'd'), new_key(64, 'e');
+    cache.get_or_build(old_key, [](fs::path const& w) { return write_library(w, std::string(4000, 'x')); });
+    cache.get_or_build(new_key, [](fs::path const& w) { return write_library(w, std::string(4000, 'y')); });
+    struct timespec times[2] = {{1000, 0}, {1000, 0}};  // make `old_key` clearly older
+    ::utimensat(AT_FDCWD, (dir.path / "entries" / old_key).c_str(), times, 0);
+    auto const total = cache.list().total_size;
+    auto const removed = cache.gc(total - 1);
+    CHECK(removed == std::vector<std::string>{old_key});
+    CHECK(cache.find(new_key));
+    CHECK(cache.gc(0).size() == 1);
+    CHECK(cache.list().entries.empty());
+  }
+
+  TEST_CASE("the cache refuses a root writable by others that it does not own") {
+    if (::geteuid() != 0) return;  // needs root to hand the directory to another user
+    TempDir dir;
+    fs::create_directories(dir.path);
+    REQUIRE(::chown(dir.path.c_str(), 4242, 4242) == 0);
+    ::chmod(dir.path.c_str(), 0777);
+    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("owned by uid 4242"), LinkError);
+  }
+
+  TEST_CASE("compiler messages become diagnostics in the user's file") {
+    SourceManager sm;
+    FileId const file = sm.add("ops/vtv.c", "line one\nint x = oops;\nline three\n");
+    std::string const log =
+        "ops/vtv.c:2:9: error: 'oops' was not declared in this scope\n"
+        "ops/vtv.c:1:1: note: declared here\n"
+        "/nonexistent/other.cpp:5:1: warning: something\n"
+        "compilation terminated.\n";
+    auto const ds = parse_compiler_output(log, sm);
+    REQUIRE(ds.size() == 2);
+    CHECK(ds[0].is_error());
+    CHECK(ds[0].message == "'oops' was not declared in this scope");
+    CHECK(ds[0].range.file == file);
+    CHECK(sm.line_column(file, ds[0].range.begin).line == 2);
+    CHECK(sm.line_column(file, ds[0].range.begin).column == 9);
+    CHECK(ds[0].notes.size() == 1);
+    CHECK(ds[1].severity == Severity::warning);
+    CHECK_FALSE(ds[1].range.valid());
+  }
+
+  TEST_CASE("programs run without a shell, their output captured") {
+    TempDir dir;
+    fs::create_directories(dir.path);
+    fs::path const log = dir.path / "log";
+    CHECK(run_program({"/bin/sh", "-c", "echo to-out; echo to-err >&2; exit 3"}, log) == 3);
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    CHECK(text == "to-out\nto-err\n");
+    CHECK(run_program({"/bin/echo", "a b; rm -rf /"}, log) == 0);  // one argument, no shell
+    CHECK_THROWS_AS(run_program({"/nonexistent/compiler"}, log), LinkError);
+    CHECK(shell_quote({"g++", "-DX=1", "a b", "it's"}) == "g++ -DX=1 'a b' 'it'\\''s'");
+  }
+
+  TEST_CASE("the compiler comes from CXX, else the PATH, and its identity is remembered") {
+    TempDir dir;
+    fs::create_directories(dir.path / "bin");
+    fs::path const fake = dir.path / "bin" / "fakecc";
+    std::ofstream(fake) << "#!/bin/sh\necho \"fakecc 1.0\" >> " << (dir.path / "calls").string()
+                        << "\necho \"fakecc 1.0\"\n";
+    fs::permissions(fake, fs::perms::owner_all);
+    ::setenv("CXX", (fake.string() + " -m64").c_str(), 1);
+    Toolchain const tc = find_toolchain(dir.path / "state");
+    CHECK(tc.compiler == std::vector<std::string>{fake.string(), "-m64"});
+    CHECK(tc.identity == fake.string() + ": fakecc 1.0 -m64");
+    CHECK(find_toolchain(dir.path / "state").identity == tc.identity);
+    std::ifstream calls(dir.path / "calls");
+    std::string text((std::istreambuf_iterator<char>(calls)), {});
+    CHECK(text == "fakecc 1.0\n");  // asked once, then remembered
+    ::setenv("CXX", "no-such-compiler-anywhere", 1);
+    CHECK_THROWS_WITH_AS(find_toolchain(dir.path), doctest::Contains("CXX names `no-such-compiler"),
+                         LinkError);
+    ::unsetenv("CXX");
+  }
+}
