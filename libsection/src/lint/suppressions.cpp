@@ -1,6 +1,7 @@
 // section-lint SL9xx: suppression comments (`// section-lint: ignore[SL301]`, `ignore-file[...]`),
 // and the findings about the comments themselves.
 #include <algorithm>
+#include <unordered_map>
 
 #include "lint/checks.hpp"
 
@@ -178,18 +179,29 @@ class SuppressionReader {
 void suppress(SourceManager const& sm, FileId file, std::vector<Suppression>& suppressions,
               std::vector<Diagnostic>& diagnostics) {
   if (suppressions.empty()) return;
-  auto const covers = [&](Diagnostic const& d) {
-    if (d.range.file != file) return false;
-    std::size_t const line = sm.line_column(file, d.range.begin).line;
-    for (auto& s : suppressions) {
-      if (!s.file_wide && s.line != line) continue;
-      for (auto& c : s.codes) {
-        if (c.code == d.code) {
-          c.used = true;
-          return true;
-        }
+  // Indexed by line so that many suppressions and many findings stay linear.
+  std::vector<Suppression*> file_wide;
+  std::unordered_multimap<std::size_t, Suppression*> by_line;
+  for (auto& s : suppressions) {
+    if (s.file_wide) file_wide.push_back(&s);
+    else by_line.emplace(s.line, &s);
+  }
+  auto const mark_used = [](Suppression& s, std::string const& code) {
+    for (auto& c : s.codes) {
+      if (c.code == code) {
+        c.used = true;
+        return true;
       }
     }
+    return false;
+  };
+  auto const covers = [&](Diagnostic const& d) {
+    if (d.range.file != file) return false;
+    for (auto* s : file_wide)
+      if (mark_used(*s, d.code)) return true;
+    auto const [first, last] = by_line.equal_range(sm.line_column(file, d.range.begin).line);
+    for (auto it = first; it != last; ++it)
+      if (mark_used(*it->second, d.code)) return true;
     return false;
   };
   std::erase_if(diagnostics, covers);
