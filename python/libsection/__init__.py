@@ -14,13 +14,22 @@ from . import _core
 from ._core import Diagnostic, LoadedSections, __version__
 
 __all__ = [
+    "CompileError",
+    "CompiledOp",
     "Diagnostic",
+    "ExternalCOp",
+    "LinkError",
     "LoadedSections",
+    "Module",
     "SectionError",
     "__version__",
+    "build",
     "load",
     "load_sections",
     "parse_text",
+    "tensor",
+    "type_of",
+    "upcast",
 ]
 
 
@@ -71,3 +80,8 @@ def load_sections(files: PathLike | list[PathLike]) -> dict[str, str]:
 def parse_text(text: str, filename: str = "<string>") -> LoadedSections:
     """Parses text held in memory. Never raises for content: see ``.error`` and ``.diagnostics``."""
     return _core.parse_text(text, filename)
+
+
+# After SectionError: these modules raise it.
+from ._build import CompiledOp, CompileError, LinkError, Module, build  # noqa: E402
+from .op import ExternalCOp, tensor, type_of, upcast  # noqa: E402

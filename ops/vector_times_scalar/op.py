@@ -1,0 +1,12 @@
+"""VectorTimesScalar: z = x * a for a vector x and a scalar a."""
+
+import libsection
+from libsection import tensor, upcast
+
+
+class VectorTimesScalar(libsection.ExternalCOp):
+    func_files = ["vectorTimesScalar.c"]
+    func_name = "APPLY_SPECIFIC(vector_times_scalar)"
+
+    def output_types(self, x, a):
+        return [tensor(upcast(x, a), 1)]

@@ -1,0 +1,12 @@
+"""VectorTimesVector: the seed tutorial's op, z = x * y elementwise for two vectors."""
+
+import libsection
+from libsection import tensor, upcast
+
+
+class VectorTimesVector(libsection.ExternalCOp):
+    func_files = ["vectorTimesVector.c"]
+    func_name = "APPLY_SPECIFIC(vector_times_vector)"
+
+    def output_types(self, x, y):
+        return [tensor(upcast(x, y), 1)]
