@@ -65,7 +65,6 @@ json rule_metadata(LintRule const& rule) {
   return {{"id", rule.code},
           {"name", rule.name},
           {"shortDescription", {{"text", rule.summary}}},
-          {"fullDescription", {{"text", rule.summary}}},
           {"help", {{"text", rule.documentation}, {"markdown", rule.documentation}}},
           {"helpUri", documentation_url(std::string(rule.code))},
           {"defaultConfiguration", {{"level", sarif_level(rule.severity)}}}};
