@@ -71,15 +71,6 @@ def _params(params) -> list[tuple[str, str, object]]:
     return fields
 
 
-def _raise_load_error(loaded) -> None:
-    os_errno, message, path = loaded.error
-    if os_errno:
-        raise OSError(os_errno, os.strerror(os_errno), path)
-    from . import SectionError  # a ValueError subclass that carries the diagnostics
-
-    raise SectionError(message, loaded.diagnostics)
-
-
 def build(
     files,
     func_name: str | None = None,
@@ -104,9 +95,9 @@ def build(
     output_types = _type_strings("outputs", outputs)
     if not output_types:
         raise ValueError("build() needs at least one output type, e.g. outputs=['float64[:]']")
-    loaded = _core.load_sections(paths)
-    if loaded.error is not None:
-        _raise_load_error(loaded)
+    from . import load  # raises SectionError (or OSError) for files it cannot use
+
+    loaded = load(paths)
     if name is None:
         name = func_name or os.path.splitext(os.path.basename(paths[0]))[0]
     return _core.build_sections(

@@ -222,3 +222,20 @@ def test_bad_type_strings_name_the_problem():
 def test_missing_file_raises_os_error(tmp_path):
     with pytest.raises(OSError):
         build(tmp_path / "nope.c", "f", inputs=["float64[:]"], outputs=["float64[:]"])
+
+
+def test_a_file_without_sections_raises_section_error(tmp_path):
+    import libsection
+
+    src = tmp_path / "plain.c"
+    src.write_text("int main(void) { return 0; }\n")
+    with pytest.raises(libsection.SectionError, match="No valid section marker was found"):
+        libsection.build(src, "f", inputs=["float64[:]"], outputs=["float64[:]"])
+
+
+def test_package_exports_the_linker_api():
+    import libsection
+
+    assert libsection.build is build
+    assert libsection.CompileError is CompileError
+    assert {"build", "Module", "CompileError", "LinkError", "CompiledOp"} <= set(libsection.__all__)
