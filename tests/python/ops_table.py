@@ -1,0 +1,52 @@
+"""The example ops of ops/, with inputs to run them on and what NumPy says they compute."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+OPS_DIR = Path(__file__).resolve().parents[2] / "ops"
+
+
+def load_op_module(folder: str):
+    """Imports ops/<folder>/op.py as module `ops_<folder>` (registered, so paths resolve)."""
+    name = f"ops_{folder}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, OPS_DIR / folder / "op.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@dataclass
+class Example:
+    folder: str
+    make: Callable[[Any], Any]         # module -> op instance
+    inputs: Callable[[], tuple]         # fresh inputs
+    expected: Callable[..., Any]        # NumPy reference on the same inputs
+
+    def op(self):
+        return self.make(load_op_module(self.folder))
+
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=7)
+Y = rng.normal(size=7)
+
+EXAMPLES = [
+    Example("vector_times_vector", lambda m: m.VectorTimesVector(), lambda: (X, Y), lambda x, y: x * y),
+    Example("vector_times_scalar", lambda m: m.VectorTimesScalar(), lambda: (X, 2.5), lambda x, a: x * a),
+    Example("sum_and_difference", lambda m: m.SumAndDifference(), lambda: (X, Y),
+            lambda x, y: (x + y, x - y)),
+    Example("scale_shift", lambda m: m.ScaleShift(3.0, -1.0), lambda: (X,), lambda x: x * 3.0 - 1.0),
+    Example("running_max", lambda m: m.RunningMax(), lambda: (X,), np.maximum.accumulate),
+    Example("sum_up_to_three", lambda m: m.SumUpToThree(), lambda: (X, Y), lambda x, y: x + y),
+    Example("square", lambda m: m.Square(), lambda: (X,), lambda x: x * x),
+    Example("checked_log", lambda m: m.CheckedLog(), lambda: (np.abs(X) + 0.5,), np.log),
+]
