@@ -239,3 +239,38 @@ def test_package_exports_the_linker_api():
     assert libsection.build is build
     assert libsection.CompileError is CompileError
     assert {"build", "Module", "CompileError", "LinkError", "CompiledOp"} <= set(libsection.__all__)
+
+
+DATA = VTV.parent
+
+
+def test_code_section_op_with_two_outputs_returns_a_tuple():
+    f = build(DATA / "sum_diff_code.c", inputs=["float64[:]", "float64[:]"],
+              outputs=["float64[:]", "float64[:]"], name="SumDiff")
+    x, y = np.arange(5.0), np.arange(5.0)[::-1].copy()
+    total, difference = f(x, y)
+    np.testing.assert_array_equal(total, x + y)
+    np.testing.assert_array_equal(difference, x - y)
+    with pytest.raises(ValueError, match="sum_diff: inputs differ in length"):
+        f(x, y[:2])
+
+
+def test_scalar_output_comes_back_as_a_numpy_scalar():
+    f = build(DATA / "dot.c", "APPLY_SPECIFIC(dot)", inputs=["float32[:]", "float32[:]"],
+              outputs=["float32"])
+    x = np.arange(4, dtype=np.float32)
+    result = f(x, x)
+    assert isinstance(result, np.float32) and result == np.float32(14.0)
+
+
+def test_compiler_launcher_wraps_the_compile_step_only(tmp_path, monkeypatch):
+    calls = tmp_path / "calls"
+    launcher = tmp_path / "launcher"
+    launcher.write_text(f'#!/bin/sh\necho "$@" >> "{calls}"\nexec "$@"\n')
+    launcher.chmod(0o755)
+    monkeypatch.setenv("LIBSECTION_COMPILER_LAUNCHER", str(launcher))
+    f = build(DATA / "dot.c", "APPLY_SPECIFIC(dot)", inputs=["float64[:]", "float64[:]"],
+              outputs=["float64"], name="DotThroughLauncher")
+    assert f(np.ones(3), np.ones(3)) == 3.0
+    (line,) = calls.read_text().splitlines()  # one compile; the link runs without it
+    assert " -c " in line and "-include" not in line  # no precompiled header with a launcher
