@@ -364,9 +364,9 @@ py::object link(Graph const& graph, std::vector<py::object> const& constants, So
     info["inputs"] = module.input_types;
     info["outputs"] = module.output_types;
     info["compiled"] = built.compiled;
-    memo.emplace(module.text, std::make_pair(library, py::dict(info)));
   }
   LoadedLibrary const& lib = load_library(library);
+  memo.emplace(module.text, std::make_pair(library, py::dict(info)));
 
   auto* self = PyObject_New(CompiledOp, &compiled_op_type);
   if (!self) throw py::error_already_set();
@@ -375,8 +375,10 @@ py::object link(Graph const& graph, std::vector<py::object> const& constants, So
   self->instance = nullptr;
   self->n_inputs = static_cast<Py_ssize_t>(graph.inputs().size());
   self->n_outputs = static_cast<Py_ssize_t>(graph.outputs().size());
-  self->n_cells = self->n_inputs + self->n_outputs + static_cast<Py_ssize_t>(constants.size());
-  self->cells = static_cast<PyObject**>(PyMem_Calloc(self->n_cells, sizeof(PyObject*)));
+  Py_ssize_t const n_cells =
+      self->n_inputs + self->n_outputs + static_cast<Py_ssize_t>(constants.size());
+  self->cells = static_cast<PyObject**>(PyMem_Calloc(n_cells, sizeof(PyObject*)));
+  self->n_cells = self->cells ? n_cells : 0;  // what dealloc may release
   self->info = info.release().ptr();
   self->name = py::str(display_name).release().ptr();
   self->running = false;
