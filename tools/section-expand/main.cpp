@@ -66,10 +66,11 @@ void print_text(section::Expansion const& e, std::string const& cache_version) {
 int run(Options const& o) {
   section::ApplySignature signature;
   try {
+    auto inputs = section::parse_type_list(o.inputs, "input");
+    auto outputs = section::parse_type_list(o.outputs, "output");
     auto params = section::parse_params(o.params);
     signature = section::single_node_signature(
-        section::parse_type_list(o.inputs, "input"), section::parse_type_list(o.outputs, "output"),
-        params.empty() ? std::nullopt : std::optional(section::params_spec(params)));
+        inputs, outputs, params.empty() ? std::nullopt : std::optional(section::params_spec(params)));
   } catch (section::signature_error const& e) {
     std::cerr << "section-expand: error: " << e.what() << "\n";
     return exit_usage;

@@ -201,6 +201,10 @@ std::vector<NamedType> parse_params(std::string_view text) {
       throw signature_error(label + " `" + std::string(item) +
                             "`: expected `name:type`" + where(end));
     }
+    if (name.empty()) {
+      throw signature_error(label + " `" + std::string(item) + "`: expected a field name before `:`" +
+                            where(begin));
+    }
     if (!is_identifier(name)) {
       throw signature_error(label + " `" + std::string(item) + "`: `" + std::string(name) +
                             "` is not a C identifier" + where(begin));
