@@ -13,12 +13,16 @@ import pytensor.tensor as pt
 import pytest
 from pytensor.link.c.exceptions import CompileError
 from pytensor.link.c.op import ExternalCOp as PyTensorExternalCOp
+from pytensor.graph.basic import Apply
 from pytensor.link.c.params_type import ParamsType
-from pytensor.scalar import int64
+from pytensor.link.c.type import generic
+from pytensor.scalar import float64, int64
+from pytensor.tensor.type import TensorType
 
 from libsection.pytensor import ExternalCOp
 
 DATA = Path(__file__).resolve().parent / "data" / "expand"
+GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "expand"
 sys.path[:0] = [str(DATA), str(DATA / "subclass")]
 
 from expand_ops import DoubleIt, UnaryVectorOp, VectorTimesVector  # noqa: E402
@@ -34,7 +38,7 @@ class PyTensorUnaryOp(PyTensorExternalCOp):
 
     def make_node(self, x):
         x = pt.as_tensor_variable(x)
-        return pytensor.graph.basic.Apply(self, [x], [x.type()])
+        return Apply(self, [x], [x.type()])
 
     def perform(self, node, inputs, outputs):
         raise NotImplementedError
@@ -78,6 +82,58 @@ def test_pytensor_own_code_section_op_fails_when_the_node_is_last():
     x = pt.dvector("x")
     with pytest.raises(CompileError, match="__label_"):
         pytensor.function([x], PyTensorUnaryOp(str(DATA / "double_it.c"))(x), mode=C_BACKEND)
+
+
+class AllSections(ExternalCOp):
+    """The golden all-sections op: nine sections over two files, params, a `code` section."""
+
+    __props__ = ("k",)
+    params_type = ParamsType(k=int64)
+
+    def __init__(self, k):
+        self.k = k
+        super().__init__([str(GOLDEN / "allsec_a.c"), str(GOLDEN / "allsec_b.c")])
+
+    def make_node(self, x, y):
+        x = pt.as_tensor_variable(x)
+        y = pt.as_tensor_variable(y)
+        return Apply(self, [x, y], [x.type()])
+
+
+def test_an_op_using_all_nine_sections_compiles_and_runs():
+    x, y = pt.dvectors("x", "y")
+    f = pytensor.function([x, y], AllSections(3)(x, y), mode=C_BACKEND)
+    a, b = np.arange(4.0), np.arange(4.0) + 1
+    np.testing.assert_array_equal(f(a, b), a * b + 3)
+    with pytest.raises(ValueError, match="inputs differ in length"):
+        f(a, b[:2])
+
+
+class ScaleShift(ExternalCOp):
+    """The golden several-field ParamsType op."""
+
+    __props__ = ("alpha", "k")
+    params_type = ParamsType(
+        offset=TensorType("float64", shape=(None,)), k=int64, alpha=float64, extra=generic
+    )
+
+    def __init__(self, alpha, k, offset):
+        self.alpha, self.k, self.offset, self.extra = alpha, k, offset, "unused"
+        super().__init__(str(GOLDEN / "params.c"), "APPLY_SPECIFIC(scale_shift)")
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+
+def test_an_op_with_several_params_fields_compiles_and_runs():
+    x = pt.dvector("x")
+    offset = np.array([0.5, 1.5, 2.5])
+    f = pytensor.function([x], ScaleShift(2.0, 3, offset)(x), mode=C_BACKEND)
+    np.testing.assert_array_equal(f(np.arange(3.0)), 2.0 * np.arange(3.0) + 3 + offset)
+    # FAIL inside init_code_struct: the struct is initialised when the thunk is made.
+    with pytest.raises(ValueError, match="k must not be negative"):
+        pytensor.function([x], ScaleShift(2.0, -1, offset)(x), mode=C_BACKEND)
 
 
 def test_a_c_error_is_reported_at_the_section_file_and_line():
