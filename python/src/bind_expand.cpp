@@ -150,7 +150,7 @@ C++ ``section::ApplySignature``). List fields are copied on assignment: assign w
         },
         py::arg("fields"), "The ParamsType PyTensor builds from (name, TypeSpec) fields.");
   m.def("relocate_line_directives", &relocate_line_directives, py::arg("module_text"),
-        py::arg("module_path"), py::arg("resume_file") = "<libsection-generated>");
+        py::arg("module_path"), py::arg("resume_file") = std::string(default_resume_file));
 }
 
 }  // namespace section::python

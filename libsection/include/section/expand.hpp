@@ -16,6 +16,9 @@ namespace section {
 /// that `op_cache_version` invalidates modules built by an older expander.
 inline constexpr int expander_generator_version = 1;
 
+/// The file the `#line` after each user fragment names, unless `ExpandOptions` says otherwise.
+inline constexpr std::string_view default_resume_file = "<libsection-generated>";
+
 /// A NumPy dtype as the generated C code sees it.
 struct DtypeInfo {
   std::string name;      ///< `float64`
@@ -70,7 +73,7 @@ struct ExpandOptions {
   /// The file named by the `#line` after a fragment. Its `N` is the line of the returned string
   /// that follows the directive, so generated code reads as `<resume_file>:N`; a linker that knows
   /// where the string lands rewrites these with `relocate_line_directives`.
-  std::string resume_file = "<libsection-generated>";
+  std::string resume_file{default_resume_file};
   /// The name `#line` gives each file of `sections.files` (same order), e.g. an absolute path
   /// for debuggers; empty, or an empty entry: the file's `SourceManager` path.
   std::vector<std::string> line_paths;
@@ -113,6 +116,6 @@ std::string op_cache_version(SourceManager const& sm, SectionSet const& sections
 /// "<module_path>"`, M being the physical line that follows it, so compiler messages about
 /// generated code point into the module file itself.
 std::string relocate_line_directives(std::string_view module_text, std::string_view module_path,
-                                     std::string_view resume_file = "<libsection-generated>");
+                                     std::string_view resume_file = default_resume_file);
 
 }  // namespace section

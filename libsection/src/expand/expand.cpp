@@ -92,14 +92,16 @@ class Expander {
     MacroBlock macros = detail::apply_macros(sig_, false);
     std::string const i16(16, ' '), i18(18, ' '), i20(20, ' ');
     std::string params = sig_.params_name.empty() ? "" : ", " + sig_.params_name;
-    return "\n" + i16 + macros.defines + "\n" +                                  //
-           i16 + "{\n" +                                                           //
-           i18 + "if (" + *sig_.func_name + "(" + detail::function_arguments(sig_) +  //
-           params + ") != 0) {\n" +                                                //
-           i20 + sig_.fail + "\n" +                                                //
-           i18 + "}\n" +                                                           //
-           i16 + "}\n" +                                                           //
-           i16 + macros.undefs + "\n" + i16;
+    // One line of the template per statement; multi-line macros and FAIL keep their own
+    // indentation after the first line, as in the reference.
+    std::string out = "\n" + i16 + macros.defines + "\n";
+    out += i16 + "{\n";
+    out += i18 + "if (" + *sig_.func_name + "(" + detail::function_arguments(sig_) + params +
+           ") != 0) {\n";
+    out += i20 + sig_.fail + "\n";
+    out += i18 + "}\n";
+    out += i16 + "}\n";
+    return out + i16 + macros.undefs + "\n" + i16;
   }
 
  private:
