@@ -179,7 +179,7 @@ class Scanner {
   }
 
   void directive() {
-    Directive d{pos_, pos_, {}, std::nullopt};
+    Directive d{{}, std::nullopt};
     ++pos_;
     skip_blanks_on_line();
     if (auto name = identifier_here()) {
@@ -203,7 +203,6 @@ class Scanner {
         ++pos_;
       }
     }
-    d.end = pos_;
     out_.directives.push_back(d);
   }
 

@@ -26,8 +26,6 @@ struct Comment {
 
 /// A `#name ...` line (continuations included). `macro` is the identifier after `#define`/`#undef`.
 struct Directive {
-  std::size_t begin;
-  std::size_t end;
   std::string_view name;
   std::optional<Token> macro;
 };
