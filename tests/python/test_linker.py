@@ -167,26 +167,48 @@ def test_build_info_and_second_build_in_process_uses_the_loaded_module(vtv):
     assert again.info["key"] == vtv.info["key"]
 
 
-def test_scalar_and_params(tmp_path):
+SCALE_SOURCE = (
+    "#section support_code_apply\n"
+    "int APPLY_SPECIFIC(scale)(PyArrayObject* x, npy_float64 shift, PyArrayObject** z,\n"
+    "                          PARAMS_TYPE* params) {\n"
+    "    Py_XDECREF(*z);\n"
+    "    *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_FLOAT64, 0);\n"
+    "    if (!*z) return 1;\n"
+    "    for (npy_intp i = 0; i < PyArray_DIMS(x)[0]; ++i)\n"
+    "        ((npy_float64*)PyArray_DATA(*z))[i] =\n"
+    "            *(npy_float64*)PyArray_GETPTR1(x, i) * params->factor + shift\n"
+    "            + *(DTYPE_PARAM_offsets*)PyArray_GETPTR1(params->offsets, i);\n"
+    "    return 0;\n"
+    "}\n"
+)
+
+
+def test_scalar_input_and_params_struct(tmp_path):
     src = tmp_path / "scale.c"
-    src.write_text(
-        "#section support_code_apply\n"
-        "int APPLY_SPECIFIC(scale)(PyArrayObject* x, npy_float64 shift, PyArrayObject** z,\n"
-        "                          PARAMS_TYPE* params) {\n"
-        "    Py_XDECREF(*z);\n"
-        "    *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_FLOAT64, 0);\n"
-        "    if (!*z) return 1;\n"
-        "    for (npy_intp i = 0; i < PyArray_DIMS(x)[0]; ++i)\n"
-        "        ((npy_float64*)PyArray_DATA(*z))[i] =\n"
-        "            *(npy_float64*)PyArray_GETPTR1(x, i) * params->factor + shift;\n"
-        "    return 0;\n"
-        "}\n"
-    )
+    src.write_text(SCALE_SOURCE)
+    offsets = np.array([0.0, 10.0, 20.0, 30.0])
     f = build(src, "APPLY_SPECIFIC(scale)", inputs=["float64[:]", "float64"],
-              outputs=["float64[:]"], params={"factor": ("int32", 3)})
-    np.testing.assert_array_equal(f(np.arange(4.0), 0.5), np.arange(4.0) * 3 + 0.5)
+              outputs=["float64[:]"], params={"factor": ("int32", 3), "offsets": offsets})
+    np.testing.assert_array_equal(f(np.arange(4.0), 0.5), np.arange(4.0) * 3 + 0.5 + offsets)
     with pytest.raises(TypeError, match="input 1: expected a real number for float64"):
         f(np.arange(4.0), "x")
+
+
+def test_bad_params_values_are_reported_when_the_op_is_instantiated(tmp_path):
+    src = tmp_path / "scale.c"
+    src.write_text(SCALE_SOURCE)
+    signature = dict(inputs=["float64[:]", "float64"], outputs=["float64[:]"])
+    with pytest.raises(TypeError, match="params field `factor`: expected an integer for int32"):
+        build(src, "APPLY_SPECIFIC(scale)", **signature,
+              params={"factor": ("int32", "three"), "offsets": np.zeros(4)})
+    with pytest.raises(OverflowError, match="params field `factor`: value out of range for int32"):
+        build(src, "APPLY_SPECIFIC(scale)", **signature,
+              params={"factor": ("int32", 2**40), "offsets": np.zeros(4)})
+    with pytest.raises(TypeError, match="params field `offsets`: expected a float64"):
+        build(src, "APPLY_SPECIFIC(scale)", **signature,
+              params={"factor": ("int32", 1), "offsets": ("float64[:]", np.zeros(4, dtype=np.int8))})
+    with pytest.raises(TypeError, match="cannot infer a C type for str"):
+        build(src, "APPLY_SPECIFIC(scale)", **signature, params={"factor": "three"})
 
 
 def test_compile_error_points_at_the_users_file_and_line(tmp_path):

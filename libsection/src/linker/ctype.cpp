@@ -3,7 +3,6 @@
 #include "section/ctype.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <stdexcept>
 
 #include "expand/sha256.hpp"
