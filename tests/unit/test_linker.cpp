@@ -334,3 +334,28 @@ TEST_SUITE("linker") {
     ::unsetenv("CXX");
   }
 }
+
+TEST_SUITE("linker") {
+  TEST_CASE("a launcher written in CXX is split off, and native flags name the CPU") {
+    TempDir dir;
+    fs::create_directories(dir.path / "bin");
+    for (char const* name : {"ccache", "fakecc"}) {
+      fs::path const script = dir.path / "bin" / name;
+      std::ofstream(script) << "#!/bin/sh\necho \"" << name << " 2.0\"\n";
+      fs::permissions(script, fs::perms::owner_all);
+    }
+    std::string const cxx = (dir.path / "bin" / "ccache").string() + " " +
+                            (dir.path / "bin" / "fakecc").string();
+    ::setenv("CXX", cxx.c_str(), 1);
+    Toolchain const plain = find_toolchain(dir.path / "state");
+    CHECK(plain.launcher == std::vector<std::string>{(dir.path / "bin" / "ccache").string()});
+    CHECK(plain.identity == (dir.path / "bin" / "fakecc").string() + ": fakecc 2.0");
+
+    ::setenv("LIBSECTION_CXXFLAGS", "-march=native", 1);
+    Toolchain const native = find_toolchain(dir.path / "state");
+    CHECK(native.flags.back() == "-march=native");
+    CHECK(native.identity.rfind(plain.identity + " cpu:", 0) == 0);
+    ::unsetenv("LIBSECTION_CXXFLAGS");
+    ::unsetenv("CXX");
+  }
+}

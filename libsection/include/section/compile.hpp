@@ -28,9 +28,11 @@ struct Toolchain {
   std::vector<std::string> flags;     ///< compile flags common to every module
 };
 
-/// Finds the compiler: `CXX` (split on blanks, no shell), else `c++`, `g++`, `clang++` on
-/// `PATH`. Its `--version` is asked once per compiler binary and remembered in `state_dir`
-/// (keyed by path, size and mtime), so later processes spawn nothing. Throws `LinkError`.
+/// Finds the compiler: `CXX` (split on blanks, no shell; a leading `ccache`/`sccache`/`distcc`
+/// becomes the launcher), else `c++`, `g++`, `clang++` on `PATH`. Its `--version` is asked
+/// once per compiler binary and remembered in `state_dir` (keyed by path, size and mtime), so
+/// later processes spawn nothing. `LIBSECTION_CXXFLAGS` adds flags; with `-march=native` the
+/// identity also names this CPU. Throws `LinkError`.
 Toolchain find_toolchain(std::filesystem::path const& state_dir);
 
 /// One-time setup: a precompiled header for the module prelude (Python + NumPy, about 85 % of a

@@ -68,6 +68,22 @@ std::string compiler_identity(fs::path const& compiler, fs::path const& state_di
   return identity;
 }
 
+bool is_launcher(std::string const& program) {
+  std::string const name = fs::path(program).filename().string();
+  return name == "ccache" || name == "sccache" || name == "distcc" || name == "icecc";
+}
+
+// The CPU's model and feature flags (what `-march=native` resolves from).
+std::string cpu_description() {
+  std::string description;
+  std::istringstream info(read_file("/proc/cpuinfo").value_or(""));
+  for (std::string line; std::getline(info, line);) {
+    if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) description += line + "\n";
+    if (line.empty() && !description.empty()) break;  // the first CPU is enough
+  }
+  return description;
+}
+
 }  // namespace
 
 Toolchain find_toolchain(fs::path const& state_dir) {
@@ -81,6 +97,13 @@ Toolchain find_toolchain(fs::path const& state_dir) {
     tc.launcher[0] = resolved->string();
   }
   std::vector<std::string> cxx = split_blanks(std::getenv("CXX"));
+  // `CXX="ccache g++"`: the launcher does not decide what is built, the compiler after it does.
+  if (cxx.size() > 1 && tc.launcher.empty() && is_launcher(cxx[0])) {
+    auto resolved = find_on_path(cxx[0]);
+    if (!resolved) throw LinkError("CXX names `" + cxx[0] + "`, which is not an executable on PATH");
+    tc.launcher = {resolved->string()};
+    cxx.erase(cxx.begin());
+  }
   if (!cxx.empty()) {
     auto resolved = find_on_path(cxx[0]);
     if (!resolved)
@@ -104,7 +127,14 @@ Toolchain find_toolchain(fs::path const& state_dir) {
   tc.flags = {"-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fno-math-errno",
               "-Wno-unused-label", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
               "-Wno-write-strings"};
-  for (auto& f : split_blanks(std::getenv("LIBSECTION_CXXFLAGS"))) tc.flags.push_back(f);
+  bool native = false;
+  for (auto& f : split_blanks(std::getenv("LIBSECTION_CXXFLAGS"))) {
+    native = native || f.find("=native") != std::string::npos;
+    tc.flags.push_back(f);
+  }
+  // `-march=native` code only runs on CPUs like this one: key it by the CPU too, so machines
+  // sharing a cache never load each other's.
+  if (native) tc.identity += " cpu:" + detail::sha256_hex(cpu_description()).substr(0, 16);
   return tc;
 }
 
