@@ -25,5 +25,8 @@ python3 -m pip install -q --disable-pip-version-check -r "$here/requirements.txt
 echo "[deps] pip install libsection (C++ core + Python package)"
 # No build isolation: the pinned build requirements above are used, and the build directory is
 # kept so a re-run only recompiles what changed.
+# LIBSECTION_WITH_TESTS=1 (./dev test) also builds the doctest binary in the same build tree.
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation \
-  -Cbuild-dir="$root/build/wheel" "$root"
+  -Cbuild-dir="$root/build/wheel" \
+  -Ccmake.define.LIBSECTION_BUILD_TESTS="$([ "${LIBSECTION_WITH_TESTS:-0}" = 1 ] && echo ON || echo OFF)" \
+  "$root"

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def doctest_binary() -> Path:
     """The unit-test binary: $LIBSECTION_TEST_BINARY, else the build the dev script makes."""
     explicit = os.environ.get("LIBSECTION_TEST_BINARY")
-    candidates = [Path(explicit)] if explicit else [ROOT / "build/cpp/tests/libsection_tests"]
+    candidates = [Path(explicit)] if explicit else [ROOT / "build/wheel/tests/libsection_tests"]
     for candidate in candidates:
         if candidate.is_file():
             return candidate
@@ -91,3 +91,9 @@ def cache_dir(tmp_path, monkeypatch):
 
 def compiler_available() -> bool:
     return any(shutil.which(c) for c in ("c++", "g++", "clang++"))
+
+
+# The example ops (ops/examples.py) are shared by the tests and the main job.
+import sys as _sys  # noqa: E402
+
+_sys.path.insert(0, str(ROOT / "ops"))

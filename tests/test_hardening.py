@@ -19,22 +19,27 @@ SANITIZER_ENV = {**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1"
 pytestmark = pytest.mark.slow
 
 
-def cmake_build(build_dir: Path, *options: str) -> None:
+BUILD_DIR = ROOT / "build/sanitize"
+
+
+@pytest.fixture(scope="module")
+def sanitized_build() -> Path:
+    """One clang build, ASan+UBSan with fuzzing coverage, of the unit tests and fuzz targets."""
     assert CLANG, "clang++ is needed for sanitizers and libFuzzer (deps/apt-packages.txt)"
-    subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build_dir), "-G", "Ninja",
+    subprocess.run(["cmake", "-S", str(ROOT), "-B", str(BUILD_DIR), "-G", "Ninja",
                     f"-DCMAKE_CXX_COMPILER={CLANG}", "-DCMAKE_BUILD_TYPE=Debug",
                     "-DLIBSECTION_SANITIZE=address,undefined", "-DLIBSECTION_BUILD_PYTHON=OFF",
-                    "-DLIBSECTION_BUILD_TOOLS=OFF", *options],
+                    "-DLIBSECTION_BUILD_TOOLS=OFF", "-DLIBSECTION_BUILD_TESTS=ON",
+                    "-DLIBSECTION_BUILD_FUZZERS=ON"],
                    check=True, capture_output=True)
-    build = subprocess.run(["cmake", "--build", str(build_dir), "-j", str(os.cpu_count() or 2)],
+    build = subprocess.run(["cmake", "--build", str(BUILD_DIR), "-j", str(os.cpu_count() or 2)],
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    return BUILD_DIR
 
 
-def test_unit_tests_pass_under_address_and_undefined_behaviour_sanitizers():
-    build_dir = ROOT / "build/asan"
-    cmake_build(build_dir, "-DLIBSECTION_BUILD_TESTS=ON")
-    run = subprocess.run([str(build_dir / "tests/libsection_tests"), "--no-version"],
+def test_unit_tests_pass_under_address_and_undefined_behaviour_sanitizers(sanitized_build):
+    run = subprocess.run([str(sanitized_build / "tests/libsection_tests"), "--no-version"],
                          capture_output=True, text=True, env=SANITIZER_ENV, cwd=ROOT)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-6000:]
 
@@ -44,9 +49,8 @@ def fuzz_targets() -> list[str]:
 
 
 @pytest.mark.parametrize("target", fuzz_targets())
-def test_fuzz_target_finds_nothing_in_a_short_run(target, tmp_path):
-    build_dir = ROOT / "build/fuzz"
-    cmake_build(build_dir, "-DLIBSECTION_BUILD_FUZZERS=ON")
+def test_fuzz_target_finds_nothing_in_a_short_run(target, tmp_path, sanitized_build):
+    build_dir = sanitized_build
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     run = subprocess.run(

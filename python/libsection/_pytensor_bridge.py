@@ -94,3 +94,81 @@ def register_numba(op_class) -> None:
             return ret
 
         return perform_in_object_mode
+
+
+def pytensor_type(type_string_: str):
+    """The PyTensor type of a libsection type string (``float64[:]``, ``int64``, ``object``)."""
+    from pytensor.graph.type import Type  # noqa: F401  (PyTensor is imported by now)
+    from pytensor.link.c.type import generic
+
+    text = type_string_.replace(" ", "")
+    if text == "object":
+        return generic
+    if "[" in text:
+        dtype, dims = text[:-1].split("[", 1)
+        ndim = len([d for d in dims.split(",") if d])
+        return TensorType(dtype, shape=(None,) * ndim)
+    return ScalarType(text)
+
+
+_bridged_classes: dict[type, type] = {}
+
+
+def pytensor_op(standalone):
+    """A PyTensor op running the same section files as a standalone ``libsection.ExternalCOp``.
+
+    Its ``make_node`` takes the output types from the standalone op's ``output_types``; 0-d
+    tensor inputs become PyTensor scalars (the C code receives a number, as standalone); the
+    standalone op's params become a ``ParamsType`` of the same fields.
+    """
+    cls = _bridged_classes.get(type(standalone))
+    if cls is None:
+        cls = _bridged_classes[type(standalone)] = _bridge_class(type(standalone))
+    return cls(standalone)
+
+
+def _bridge_class(standalone_cls):
+    from pytensor.graph.basic import Apply, Variable
+    from pytensor.tensor import as_tensor_variable
+    from pytensor.tensor.basic import scalar_from_tensor
+
+    from .pytensor import ExternalCOp
+
+    param_names = tuple(standalone_cls.params)
+
+    class Bridged(ExternalCOp):
+        __props__ = param_names
+        _cop_num_inputs = standalone_cls._cop_num_inputs
+        _cop_num_outputs = standalone_cls._cop_num_outputs
+        check_input = standalone_cls.check_input
+
+        def __init__(self, standalone):
+            self.standalone = standalone
+            for name in param_names:
+                setattr(self, name, getattr(standalone, name))
+            files = [standalone.get_path(f) for f in standalone.func_files]
+            super().__init__(files, standalone.func_name)
+
+        @property
+        def params_type(self):
+            if not param_names:
+                return None
+            return ParamsType(**{n: pytensor_type(t) for n, t in standalone_cls.params.items()})
+
+        def make_node(self, *inputs):
+            variables = []
+            for x in inputs:
+                v = x if isinstance(x, Variable) else as_tensor_variable(x)
+                if isinstance(v.type, TensorType) and v.type.ndim == 0:
+                    v = scalar_from_tensor(v)
+                variables.append(v)
+            types = [type_string(v.type) for v in variables]
+            outputs = self.standalone.output_types(*types)
+            return Apply(self, variables, [pytensor_type(t)() for t in outputs])
+
+        def __reduce__(self):
+            return pytensor_op, (self.standalone,)
+
+    Bridged.__name__ = Bridged.__qualname__ = standalone_cls.__name__
+    Bridged.__module__ = standalone_cls.__module__
+    return Bridged

@@ -73,7 +73,7 @@ def test_main_job_prints_sections_with_locations(tmp_path):
     op = tmp_path / "myop"
     op.mkdir()
     (op / "a.c").write_text("#section support_code\nint a;\n#section suport_code_apply\n")
-    out = subprocess.run([sys.executable, "-m", "libsection", str(tmp_path)],
+    out = subprocess.run([sys.executable, "-m", "libsection", "show", str(tmp_path)],
                          capture_output=True, text=True)
     assert out.returncode == 1
     assert f"{op / 'a.c'}:1:1: #section support_code" in out.stdout

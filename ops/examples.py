@@ -1,4 +1,6 @@
-"""The example ops of ops/, with inputs to run them on and what NumPy says they compute."""
+"""The example ops of ops/, with inputs to run them on and what NumPy says they compute.
+
+Used by the tests and by the main job (`python -m libsection run`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-OPS_DIR = Path(__file__).resolve().parents[2] / "ops"
+OPS_DIR = Path(__file__).resolve().parent
 
 
 def load_op_module(folder: str):
