@@ -15,7 +15,6 @@ covers the function name, the padding counts, ``check_input`` and the params. Th
 """
 
 import inspect
-import os
 from pathlib import Path
 
 from pytensor.graph.type import HasDataType
@@ -23,7 +22,8 @@ from pytensor.link.c.op import COp
 from pytensor.link.c.params_type import ParamsType
 
 from . import _core
-from . import _raise_for as _raise_load_error  # OSError, or SectionError(ValueError) as the reference
+# Raises an OSError, or a SectionError (a ValueError) with the reference's message.
+from . import _raise_for as _raise_load_error
 
 __all__ = ["ExternalCOp"]
 

@@ -107,7 +107,8 @@ TEST_SUITE("expander") {
     s.params = ParamsSpec{"_Params_x", {{"k", "npy_int64"}, {"g", ""}}};
     Expansion e = expand(files.sm, files.set, s, reference_mode());
     CHECK(e.support_code_apply ==
-          "\n#define DTYPE_INPUT_0 npy_int32\n#define TYPENUM_INPUT_0 5\n#define ITEMSIZE_INPUT_0 4\n"
+          "\n#define DTYPE_INPUT_0 npy_int32\n#define TYPENUM_INPUT_0 5\n"
+          "#define ITEMSIZE_INPUT_0 4\n"
           "#define DTYPE_OUTPUT_0 npy_float32\n#define TYPENUM_OUTPUT_0 11\n"
           "#define ITEMSIZE_OUTPUT_0 4\n"
           "#define APPLY_SPECIFIC(str) str##_node_<<<<HASH_PLACEHOLDER>>>>_0\n"
@@ -227,7 +228,8 @@ TEST_SUITE("line directives") {
   }
 
   TEST_CASE("starts a directive on its own line when a file does not end with a newline") {
-    Loaded files(Files{{"a.c", "#section support_code\nint a;"}, {"b.c", "#section support_code\nint b;"}});
+    Loaded files(Files{{"a.c", "#section support_code\nint a;"},
+                       {"b.c", "#section support_code\nint b;"}});
     Expansion e = expand(files.sm, files.set, vtv_signature());
     CHECK(e.support_code ==
           "#line 2 \"a.c\"\nint a;\n#line 2 \"b.c\"\nint b;\n#line 6 \"<libsection-generated>\"\n");
@@ -405,8 +407,8 @@ TEST_SUITE("golden") {
       if (spec.contains("num_outputs")) s.num_outputs = spec["num_outputs"].get<int>();
       s.check_input = spec.value("check_input", true);
 
-      for (auto const& [suffix, options] :
-           {std::pair{".expected.json", reference_mode()}, std::pair{".line.expected.json", ExpandOptions{}}}) {
+      for (auto const& [suffix, options] : {std::pair{".expected.json", reference_mode()},
+                                            std::pair{".line.expected.json", ExpandOptions{}}}) {
         Expansion e = expand(sm, set, s, options);
         CHECK(e.diagnostics.empty());
         std::string const actual =

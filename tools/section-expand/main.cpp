@@ -69,8 +69,9 @@ int run(Options const& o) {
     auto inputs = section::parse_type_list(o.inputs, "input");
     auto outputs = section::parse_type_list(o.outputs, "output");
     auto params = section::parse_params(o.params);
-    signature = section::single_node_signature(
-        inputs, outputs, params.empty() ? std::nullopt : std::optional(section::params_spec(params)));
+    std::optional<section::ParamsSpec> spec;
+    if (!params.empty()) spec = section::params_spec(params);
+    signature = section::single_node_signature(inputs, outputs, spec);
   } catch (section::signature_error const& e) {
     std::cerr << "section-expand: error: " << e.what() << "\n";
     return exit_usage;
@@ -125,7 +126,8 @@ int main(int argc, char** argv) {
   app.add_option("--outputs", o.outputs, "output types, same syntax as --inputs");
   app.add_option("--params", o.params, "ParamsType fields, e.g. k:int64,alpha:float64");
   app.add_option("--func-name", o.func_name, "the op's func_name, e.g. APPLY_SPECIFIC(f)");
-  app.add_option("--node-name", o.node_name, "the node name (default node_<<<<HASH_PLACEHOLDER>>>>_0)");
+  app.add_option("--node-name", o.node_name,
+                 "the node name (default node_<<<<HASH_PLACEHOLDER>>>>_0)");
   app.add_option("--num-inputs", o.num_inputs, "_cop_num_inputs (pads the call with NULL)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--num-outputs", o.num_outputs, "_cop_num_outputs (pads the call with NULL)")

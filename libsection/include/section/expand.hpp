@@ -55,7 +55,7 @@ struct ApplySignature {
   std::vector<std::string> input_names;
   std::vector<std::string> output_names;
   std::optional<ParamsSpec> params;         ///< the op has a `ParamsType`
-  std::string params_name;                  ///< C symbol of the params (`sub['params']`); empty: none
+  std::string params_name;                  ///< `sub['params']` (C symbol); empty: no params
   bool check_input = true;
   std::optional<std::string> func_name;
   std::optional<int> num_inputs;            ///< `_cop_num_inputs`

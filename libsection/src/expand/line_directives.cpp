@@ -61,7 +61,7 @@ bool append_fragment(std::string& out, SourceManager const& sm, SectionSet const
   }
   if (!any_text) return false;
   if (out.back() != '\n') out += '\n';
-  std::size_t directive_line = static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')) + 1;
+  auto directive_line = static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')) + 1;
   out += line_directive(directive_line + 1, options.resume_file);
   return true;
 }

@@ -81,7 +81,9 @@ class TypeReader {
 
   [[noreturn]] void fail(std::string const& message, std::size_t at) const {
     std::string_view item = whole_.substr(item_begin_, end_ - item_begin_);
-    std::string where = at >= whole_.size() ? "at the end of" : "at character " + std::to_string(at + 1) + " of";
+    std::string where = at >= whole_.size()
+                            ? "at the end of"
+                            : "at character " + std::to_string(at + 1) + " of";
     throw signature_error(label_ + " `" + std::string(item) + "`: " + message + " " + where +
                           " `" + std::string(whole_) + "`");
   }
@@ -115,7 +117,9 @@ std::vector<std::pair<std::size_t, std::size_t>> split_items(std::string_view te
   return items;
 }
 
-bool is_blank_text(std::string_view text) { return std::all_of(text.begin(), text.end(), is_blank); }
+bool is_blank_text(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), is_blank);
+}
 
 bool is_identifier(std::string_view name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front())) != 0) return false;
@@ -202,8 +206,8 @@ std::vector<NamedType> parse_params(std::string_view text) {
                             "`: expected `name:type`" + where(end));
     }
     if (name.empty()) {
-      throw signature_error(label + " `" + std::string(item) + "`: expected a field name before `:`" +
-                            where(begin));
+      throw signature_error(label + " `" + std::string(item) +
+                            "`: expected a field name before `:`" + where(begin));
     }
     if (!is_identifier(name)) {
       throw signature_error(label + " `" + std::string(item) + "`: `" + std::string(name) +
@@ -263,7 +267,9 @@ ApplySignature single_node_signature(std::vector<TypeSpec> const& inputs,
   // CLinker numbers variables in its DFS order from the outputs (last output first, then the
   // inputs from last to first), two ids per variable: V1, V3, ...
   int const variables = static_cast<int>(inputs.size() + outputs.size());
-  auto symbol = [&](int position_from_end) { return "V" + std::to_string(2 * position_from_end + 1); };
+  auto symbol = [](int position_from_end) {
+    return "V" + std::to_string(2 * position_from_end + 1);
+  };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     s.input_dtypes.push_back(inputs[i].dtype_name());
     s.input_names.push_back(symbol(variables - 1 - static_cast<int>(i)));
