@@ -158,16 +158,27 @@ class FileScanner {
   }
 
  private:
+  // Markers and near misses start, after blanks, with `#` or with a legacy prefix, and legacy
+  // markers contain `_CODE_SECTION`. Rather than visit every line, jump between occurrences of
+  // `#` and of `_CODE_SECTION` (memchr/memmem run at memory speed) and inspect only their lines.
   void scan_lines() {
-    char const* const base = text_.data();
-    std::size_t begin = 0;
-    std::size_t line_no = 1;
-    while (begin < text_.size()) {
-      auto const* nl = static_cast<char const*>(std::memchr(base + begin, '\n', text_.size() - begin));
-      std::size_t const end = nl ? static_cast<std::size_t>(nl - base) : text_.size();
+    std::string_view const text(text_);
+    std::size_t hash = text.find('#');
+    std::size_t legacy = text.find("_CODE_SECTION");
+    std::size_t counted_to = 0, line_no = 1;  // newlines counted up to `counted_to`
+    std::size_t next_free = 0;                // lines before this were inspected already
+    while (hash != std::string_view::npos || legacy != std::string_view::npos) {
+      std::size_t const at = std::min(hash, legacy);
+      if (at == hash) hash = text.find('#', hash + 1);
+      if (at == legacy) legacy = text.find("_CODE_SECTION", legacy + 1);
+      auto const begin = text.rfind('\n', at) + 1;  // npos + 1 == 0 on the first line
+      if (begin < next_free) continue;
+      auto end = text.find('\n', at);
+      if (end == std::string_view::npos) end = text.size();
+      line_no += static_cast<std::size_t>(std::count(text.begin() + counted_to, text.begin() + begin, '\n'));
+      counted_to = begin;
       inspect_line(begin, end, line_no);
-      begin = end + 1;
-      ++line_no;
+      next_free = end + 1;
     }
   }
 
@@ -429,6 +440,13 @@ SectionSet merge_sections(SourceManager const& sm, std::vector<FileId> const& fi
     }
   }
 
+  // Each section's text is allocated once at its final size: growing it block by block would
+  // touch (and page-fault) about twice the memory on large files.
+  std::unordered_map<std::string, std::size_t> section_sizes;
+  for (auto const& p : parsed)
+    if (p.style == MarkerStyle::section || p.style == MarkerStyle::mixed)
+      for (auto const& b : p.blocks) section_sizes[b.tag] += b.body.end - b.body.begin;
+
   for (auto const& p : parsed) {
     auto const& path = sm.file(p.file).path();
     if (p.style == MarkerStyle::legacy) {
@@ -449,6 +467,7 @@ SectionSet merge_sections(SourceManager const& sm, std::vector<FileId> const& fi
           continue;
         }
         auto& s = section_for(set, b.tag);
+        if (s.text.empty()) s.text.reserve(section_sizes[b.tag]);
         s.text.append(body_text(sm, b));
         s.blocks.push_back(b);
       }
