@@ -290,6 +290,28 @@ TEST_SUITE("signature strings") {
     CHECK_THROWS_AS(parse_params("k"), signature_error);
   }
 
+  TEST_CASE("reads any string without crashing: a list of types or a signature_error") {
+    // Deterministic pseudo-random strings over the characters the grammar cares about.
+    std::string const alphabet = "float64int32object[]:, \t;x";
+    std::uint32_t state = 12345;
+    auto next = [&] { return state = state * 1664525u + 1013904223u; };
+    for (int i = 0; i < 20000; ++i) {
+      std::string text(next() % 24, ' ');
+      for (char& c : text) c = alphabet[next() % alphabet.size()];
+      try {
+        for (TypeSpec const& t : parse_type_list(text, "input")) {
+          CHECK(parse_type(t.to_string()).to_string() == t.to_string());
+        }
+      } catch (signature_error const& e) {
+        CHECK(std::string(e.what()).find(text) != std::string::npos);
+      }
+      try {
+        parse_params(text);
+      } catch (signature_error const&) {
+      }
+    }
+  }
+
   TEST_CASE("prints types as PyTensor 3 does") {
     CHECK(parse_type("float64[:]").pytensor_str() == "Vector(float64, shape=(?,))");
     CHECK(parse_type("float32[:,:]").pytensor_str() == "Matrix(float32, shape=(?, ?))");
