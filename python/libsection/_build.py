@@ -89,6 +89,8 @@ def build(
     ``"float32[:,:]"``, ``"int64"`` (scalar), ``"object"`` (any Python object).
     ``params`` maps field names to values, or to ``(type string, value)``; the op sees them
     as ``PARAMS->field``. Wrong dtypes or dimensions raise ``TypeError`` before the op runs.
+    ``name`` (default: the first file's name without extension) names the op in messages.
+    A compile error raises ``CompileError`` pointing at the section file's lines.
     """
     paths = _paths(files)
     input_types = _type_strings("inputs", inputs)
@@ -98,8 +100,8 @@ def build(
     from . import load  # raises SectionError (or OSError) for files it cannot use
 
     loaded = load(paths)
-    if name is None:
-        name = func_name or os.path.splitext(os.path.basename(paths[0]))[0]
+    if name is None:  # shown in messages and the generated source
+        name = os.path.splitext(os.path.basename(paths[0]))[0]
     return _core.build_sections(
         loaded,
         input_types,
