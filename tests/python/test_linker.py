@@ -140,9 +140,12 @@ def test_wrong_dtype_or_ndim_raises_type_error_before_the_op_runs(vtv, bad, mess
         vtv(bad, np.ones(5))
 
 
-def test_wrong_number_of_inputs(vtv):
+def test_wrong_number_of_inputs_or_keywords(vtv):
     with pytest.raises(TypeError, match="takes 2 inputs, got 1"):
         vtv(np.ones(3))
+    with pytest.raises(TypeError, match="takes positional arguments only"):
+        vtv(np.ones(3), y=np.ones(3))
+    assert "VectorTimesVector(float64[:], float64[:]) -> float64[:]" in repr(vtv)
 
 
 def test_outputs_are_reused_only_once_the_caller_lets_go(vtv):
