@@ -82,10 +82,10 @@ def register_numba(op_class) -> None:
         single = len(node.outputs) == 1
         out_types = [get_numba_type(o.type) for o in node.outputs]
         ret_sig = out_types[0] if single else numba.types.Tuple(out_types)
-        run = compiled_for(op, node)
+        compiled_for(op, node)  # build now, not on the first call
 
-        def call(inputs):
-            return run(*inputs)
+        def call(inputs):  # closes over op and node only: Numba pickles object-mode closures
+            return compiled_for(op, node)(*inputs)
 
         @numba_njit
         def perform_in_object_mode(*inputs):

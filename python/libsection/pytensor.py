@@ -21,11 +21,12 @@ from pytensor.graph.type import HasDataType
 from pytensor.link.c.op import COp
 from pytensor.link.c.params_type import ParamsType
 
-from . import _core
+from . import _core, _pytensor_bridge
+from ._pytensor_bridge import pytensor_op
 # Raises an OSError, or a SectionError (a ValueError) with the reference's message.
 from . import _raise_for as _raise_load_error
 
-__all__ = ["ExternalCOp"]
+__all__ = ["ExternalCOp", "pytensor_op"]
 
 # Parsed files, shared by every op instance of the process. The key holds each file's
 # modification time and size, so an edited file is parsed again (and a new process always
@@ -100,10 +101,10 @@ class ExternalCOp(COp):
         return loaded
 
     def perform(self, node, inputs, output_storage):
-        raise NotImplementedError(
-            f"{type(self).__name__} has only a C implementation for now: "
-            "use a mode with the C backend (mode='CVM')"
-        )
+        """Runs the op's own C code through libsection's linker core (built once per input and
+        output types, cached on disk), so the Python linker and Numba compute what the C
+        backend does."""
+        _pytensor_bridge.perform(self, node, inputs, output_storage)
 
     # ---------------------------------------------------------------- expansion
 
@@ -223,3 +224,6 @@ class ExternalCOp(COp):
 def _dtype(variable) -> str | None:
     """The dtype the dtype macros describe; None for types without one (generic, params)."""
     return variable.type.dtype if isinstance(variable.type, HasDataType) else None
+
+
+_pytensor_bridge.register_numba(ExternalCOp)
