@@ -244,6 +244,8 @@ PyObject* compiled_op_call(PyObject* callable, PyObject* const* args, size_t nar
   self->running = false;
   for (Py_ssize_t i = 0; i < nargs; ++i) set_cell(self->cells[i], Py_None);
   if (failure) {
+    // Forget kept outputs: one the op cannot take back (wrong type) must not fail every call.
+    for (Py_ssize_t j = 0; j < self->n_outputs; ++j) set_cell(self->cells[self->n_inputs + j], Py_None);
     if (!PyErr_Occurred())
       PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
                    self->name, failure);
