@@ -43,7 +43,7 @@ def test_python_expansion_and_version_equal_the_tool_output():
 
 
 def test_relocates_resume_directives_into_a_module():
-    module = 'x\n#line 40 "<libsection-generated>"\ny\n'
+    module = 'x\n#line 40 "<libsection-generated> c_code"\ny\n'
     assert _core.relocate_line_directives(module, "mod.cpp") == 'x\n#line 3 "mod.cpp"\ny\n'
 
 

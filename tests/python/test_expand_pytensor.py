@@ -146,6 +146,16 @@ def test_a_c_error_is_reported_at_the_section_file_and_line():
     assert "undeclared_identifier_in_broken_c" in str(error.value)
 
 
+def test_a_call_that_does_not_match_the_function_is_reported_in_c_code():
+    """Generated lines are numbered as the lines of their method's string: line 5 of the
+    func_name c_code is the call."""
+    x = pt.dvector("x")
+    op = UnaryVectorOp("vectorTimesVector.c", "APPLY_SPECIFIC(vector_times_vector)")
+    with pytest.raises(CompileError) as error:
+        pytensor.function([x], op(x), mode=C_BACKEND)
+    assert "<libsection-generated> c_code:5:" in str(error.value)
+
+
 def test_without_line_directives_the_error_points_into_the_generated_module():
     class NoLines(UnaryVectorOp):
         line_directives = False
@@ -208,7 +218,9 @@ def test_an_edited_file_is_parsed_again(tmp_path):
     before = UnaryVectorOp(str(path))
     path.write_text("#section support_code\nint changed;\n")
     after = UnaryVectorOp(str(path))
-    assert before.c_support_code().endswith("int a;\n#line 4 \"<libsection-generated>\"\n")
+    assert before.c_support_code().endswith(
+        'int a;\n#line 4 "<libsection-generated> c_support_code"\n'
+    )
     assert "int changed;" in after.c_support_code()
 
 

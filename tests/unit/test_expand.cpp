@@ -218,13 +218,16 @@ TEST_SUITE("line directives") {
                   {"dir/b.c", "\n#section support_code_apply\nint b;\n"}});
     Expansion e = expand(files.sm, files.set, vtv_signature());
     std::string const& s = e.support_code_apply;
+    CHECK(s.starts_with("\n#line 3 \"<libsection-generated> c_support_code_apply\"\n"
+                        "#define DTYPE_INPUT_0 npy_float64\n"));
     CHECK(s.find("#define APPLY_SPECIFIC(str) str##_node_<<<<HASH_PLACEHOLDER>>>>_0\n"
                   "#line 2 \"a.c\"\nint a;\n#line 3 \"dir/b.c\"\nint b;\n"
-                  "#line 17 \"<libsection-generated>\"\n#undef DTYPE_INPUT_0") !=
-          std::string::npos);
-    // The resume directive's number is the line of the string that follows it.
-    std::size_t resume = s.find("#line 17 ");
-    CHECK(std::count(s.begin(), s.begin() + static_cast<long>(resume), '\n') + 2 == 17);
+                  "#line 18 \"<libsection-generated> c_support_code_apply\"\n"
+                  "#undef DTYPE_INPUT_0") != std::string::npos);
+    // Generated lines are numbered as the lines of the method's string.
+    std::size_t resume = s.find("#line 18 ");
+    REQUIRE(resume != std::string::npos);
+    CHECK(std::count(s.begin(), s.begin() + static_cast<long>(resume), '\n') + 2 == 18);
   }
 
   TEST_CASE("starts a directive on its own line when a file does not end with a newline") {
@@ -232,7 +235,8 @@ TEST_SUITE("line directives") {
                        {"b.c", "#section support_code\nint b;"}});
     Expansion e = expand(files.sm, files.set, vtv_signature());
     CHECK(e.support_code ==
-          "#line 2 \"a.c\"\nint a;\n#line 2 \"b.c\"\nint b;\n#line 6 \"<libsection-generated>\"\n");
+          "#line 2 \"a.c\"\nint a;\n#line 2 \"b.c\"\nint b;\n"
+          "#line 6 \"<libsection-generated> c_support_code\"\n");
   }
 
   TEST_CASE("names files by line_paths and escapes them as C strings") {
@@ -244,17 +248,30 @@ TEST_SUITE("line directives") {
     CHECK(e.init_code[0].starts_with("#line 2 \"/abs/we\\\"ird\\\\a.c\"\nx();\n"));
   }
 
-  TEST_CASE("emits no directive for an empty section") {
+  TEST_CASE("names no file for an empty section, only the generated lines") {
     Loaded files(Files{{"a.c", "#section support_code\nint a;\n#section code_cleanup"}});
     ApplySignature s = vtv_signature();
     Expansion e = expand(files.sm, files.set, s);
-    CHECK(e.code_cleanup.find("#line") == std::string::npos);
+    CHECK(e.code_cleanup.starts_with("\n#line 3 \"<libsection-generated> c_code_cleanup\"\n"));
+    CHECK(e.code_cleanup.find("a.c") == std::string::npos);
+    CHECK(e.code_cleanup.find("#line", 2) == std::string::npos);
+  }
+
+  TEST_CASE("numbers the generated call of func_name as the lines of c_code") {
+    Loaded files(Files{{"a.c", "#section support_code\n"}});
+    Expansion e = expand(files.sm, files.set, vtv_signature());
+    REQUIRE(e.code);
+    std::string reference = vtv_reference_c_code;
+    CHECK(*e.code == "\n#line 3 \"<libsection-generated> c_code\"" + reference);
   }
 
   TEST_CASE("relocates resume directives to the module's own lines") {
-    std::string module = "a\n#line 7 \"<libsection-generated>\"\nb\n  #line 3 \"x.c\"\n";
+    std::string module =
+        "a\n#line 7 \"<libsection-generated> c_code\"\nb\n  #line 3 \"x.c\"\n"
+        "#line 9 \"<libsection-generated>x\n#line \"<libsection-generated> c_code\"\n";
     CHECK(relocate_line_directives(module, "/tmp/mod.cpp") ==
-          "a\n#line 3 \"/tmp/mod.cpp\"\nb\n  #line 3 \"x.c\"\n");
+          "a\n#line 3 \"/tmp/mod.cpp\"\nb\n  #line 3 \"x.c\"\n"
+          "#line 9 \"<libsection-generated>x\n#line \"<libsection-generated> c_code\"\n");
   }
 }
 

@@ -65,14 +65,18 @@ struct ApplySignature {
 };
 
 struct ExpandOptions {
-  /// `#line N "file.c"` before each user fragment, and `#line N "<resume_file>"` after it.
+  /// `#line N "file.c"` before each user fragment; generated lines are numbered as the lines
+  /// of their method's string, in a file named `<resume_file> <method>` (see `resume_file`).
   bool line_directives = true;
   /// End `code`/`code_cleanup` with a newline (the reference glues the next label onto its last
   /// `#undef` line, reference §7.1).
   bool newline_fix = true;
-  /// The file named by the `#line` after a fragment. Its `N` is the line of the returned string
-  /// that follows the directive, so generated code reads as `<resume_file>:N`; a linker that knows
-  /// where the string lands rewrites these with `relocate_line_directives`.
+  /// Names the generated lines: each method string with macros starts with
+  /// `#line 3 "<resume_file> <method>"` and each fragment ends with `#line N "<resume_file>
+  /// <method>"`, N being the line of the method's string that follows, so a compiler message
+  /// at `<libsection-generated> c_code:5` is about line 5 of `c_code` as section-expand prints
+  /// it. A linker that knows where the strings land rewrites these directives with
+  /// `relocate_line_directives`.
   std::string resume_file{default_resume_file};
   /// The name `#line` gives each file of `sections.files` (same order), e.g. an absolute path
   /// for debuggers; empty, or an empty entry: the file's `SourceManager` path.
@@ -112,7 +116,7 @@ Expansion expand(SourceManager const& sm, SectionSet const& sections,
 std::string op_cache_version(SourceManager const& sm, SectionSet const& sections,
                              ApplySignature const& signature, ExpandOptions const& options = {});
 
-/// Rewrites every `#line N "<resume_file>"` line of an assembled module into `#line M
+/// Rewrites every `#line N "<resume_file> <method>"` line of an assembled module into `#line M
 /// "<module_path>"`, M being the physical line that follows it, so compiler messages about
 /// generated code point into the module file itself.
 std::string relocate_line_directives(std::string_view module_text, std::string_view module_path,

@@ -54,34 +54,36 @@ class Expander {
         macros_(detail::apply_macros(signature, signature.check_input)) {}
 
   /// `c_init_code` / `c_support_code`: the text alone, no macros.
-  std::string plain(Section const& section) const {
+  std::string plain(Section const& section, std::string_view method) const {
     std::string out;
     // Nothing follows this text in the method's string to end the closing directive's line.
-    if (append_text(out, section)) out += '\n';
+    if (append_text(out, section, method)) out += '\n';
     return out;
   }
 
   /// `c_{init_code,support_code}_apply`, `c_{support,cleanup}_code_struct`.
-  std::string with_apply_macros(Section const& section) const {
-    std::string out = "\n" + macros_.defines + "\n";
-    append_text(out, section);
+  std::string with_apply_macros(Section const& section, std::string_view method) const {
+    std::string out = opening(method, true) + macros_.defines + "\n";
+    append_text(out, section, method);
     return out + "\n" + macros_.undefs;
   }
 
   std::string init_code_struct(Section const& section) const {
     MacroBlock sub = detail::sub_macros(sig_.init_fail, sig_.params_name);
-    std::string out = "\n" + macros_.defines + "\n" + sub.defines + "\n";
-    append_text(out, section);
+    std::string out =
+        opening("c_init_code_struct", true) + macros_.defines + "\n" + sub.defines + "\n";
+    append_text(out, section, "c_init_code_struct");
     return out + "\n" + sub.undefs + "\n" + macros_.undefs;
   }
 
   /// `c_code` from a `code` section, and `c_code_cleanup`: no leading newline, and in the
   /// reference no trailing one either.
-  std::string with_io_macros(Section const& section) const {
+  std::string with_io_macros(Section const& section, std::string_view method) const {
     MacroBlock sub = detail::sub_macros(sig_.fail, sig_.params_name);
     MacroBlock io = detail::io_macros(sig_.input_names, sig_.output_names);
-    std::string out = macros_.defines + "\n" + sub.defines + "\n" + io.defines + "\n";
-    append_text(out, section);
+    std::string out = opening(method, false) + macros_.defines + "\n" + sub.defines + "\n" +
+                      io.defines + "\n";
+    append_text(out, section, method);
     out += "\n" + io.undefs + "\n" + sub.undefs + "\n" + macros_.undefs;
     if (options_.newline_fix) out += '\n';
     return out;
@@ -94,7 +96,7 @@ class Expander {
     std::string params = sig_.params_name.empty() ? "" : ", " + sig_.params_name;
     // One line of the template per statement; multi-line macros and FAIL keep their own
     // indentation after the first line, as in the reference.
-    std::string out = "\n" + i16 + macros.defines + "\n";
+    std::string out = opening("c_code", true) + i16 + macros.defines + "\n";
     out += i16 + "{\n";
     out += i18 + "if (" + *sig_.func_name + "(" + detail::function_arguments(sig_) + params +
            ") != 0) {\n";
@@ -105,8 +107,17 @@ class Expander {
   }
 
  private:
-  bool append_text(std::string& out, Section const& section) const {
-    return detail::append_fragment(out, sm_, sections_, section, options_);
+  bool append_text(std::string& out, Section const& section, std::string_view method) const {
+    return detail::append_fragment(out, sm_, sections_, section, options_, method);
+  }
+
+  /// What a method's string starts with: the reference's leading newline (if any), and with
+  /// `#line` on, a directive numbering the generated lines as the lines of this very string
+  /// (`<libsection-generated> c_code:5` is line 5 of `c_code`, as section-expand prints it).
+  std::string opening(std::string_view method, bool reference_leading_newline) const {
+    if (!options_.line_directives) return reference_leading_newline ? "\n" : "";
+    // Line 1 is empty (the previous code may not end with a newline), line 2 the directive.
+    return "\n" + detail::line_directive(3, detail::generated_file(options_, method)) + "\n";
   }
 
   SourceManager const& sm_;
@@ -126,20 +137,22 @@ Expansion expand(SourceManager const& sm, SectionSet const& sections,
 
   Expander expander(sm, sections, signature, options);
   if (Section const* s = sections.find("init_code")) {
-    result.init_code.push_back(expander.plain(*s));
+    result.init_code.push_back(expander.plain(*s, "c_init_code"));
   }
-  if (Section const* s = sections.find("support_code")) result.support_code = expander.plain(*s);
+  if (Section const* s = sections.find("support_code")) {
+    result.support_code = expander.plain(*s, "c_support_code");
+  }
   if (Section const* s = sections.find("init_code_apply")) {
-    result.init_code_apply = expander.with_apply_macros(*s);
+    result.init_code_apply = expander.with_apply_macros(*s, "c_init_code_apply");
   }
   if (Section const* s = sections.find("support_code_apply")) {
-    result.support_code_apply = expander.with_apply_macros(*s);
+    result.support_code_apply = expander.with_apply_macros(*s, "c_support_code_apply");
   }
   if (Section const* s = sections.find("support_code_struct")) {
-    result.support_code_struct = expander.with_apply_macros(*s);
+    result.support_code_struct = expander.with_apply_macros(*s, "c_support_code_struct");
   }
   if (Section const* s = sections.find("cleanup_code_struct")) {
-    result.cleanup_code_struct = expander.with_apply_macros(*s);
+    result.cleanup_code_struct = expander.with_apply_macros(*s, "c_cleanup_code_struct");
   }
   if (Section const* s = sections.find("init_code_struct")) {
     result.init_code_struct = expander.init_code_struct(*s);
@@ -155,10 +168,10 @@ Expansion expand(SourceManager const& sm, SectionSet const& sections,
   } else if (signature.func_name) {
     result.code = expander.function_call();
   } else if (code) {
-    result.code = expander.with_io_macros(*code);
+    result.code = expander.with_io_macros(*code, "c_code");
   }
   if (Section const* s = sections.find("code_cleanup")) {
-    result.code_cleanup = expander.with_io_macros(*s);
+    result.code_cleanup = expander.with_io_macros(*s, "c_code_cleanup");
   }
   return result;
 }

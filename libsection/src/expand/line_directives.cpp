@@ -17,11 +17,15 @@ std::string const& line_path(SourceManager const& sm, SectionSet const& sections
   return sm.file(file).path();
 }
 
+}  // namespace
+
+std::string generated_file(ExpandOptions const& options, std::string_view method) {
+  return options.resume_file + " " + std::string(method);
+}
+
 std::string line_directive(std::size_t line, std::string_view path) {
   return "#line " + std::to_string(line) + " " + c_string_literal(path);
 }
-
-}  // namespace
 
 std::string c_string_literal(std::string_view path) {
   std::string out = "\"";
@@ -37,7 +41,8 @@ std::string c_string_literal(std::string_view path) {
 }
 
 bool append_fragment(std::string& out, SourceManager const& sm, SectionSet const& sections,
-                     Section const& section, ExpandOptions const& options) {
+                     Section const& section, ExpandOptions const& options,
+                     std::string_view method) {
   if (!options.line_directives || section.blocks.empty()) {
     out += section.text;
     return false;
@@ -62,7 +67,7 @@ bool append_fragment(std::string& out, SourceManager const& sm, SectionSet const
   if (!any_text) return false;
   if (out.back() != '\n') out += '\n';
   auto directive_line = static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')) + 1;
-  out += line_directive(directive_line + 1, options.resume_file);
+  out += line_directive(directive_line + 1, generated_file(options, method));
   return true;
 }
 
@@ -72,7 +77,9 @@ namespace section {
 
 std::string relocate_line_directives(std::string_view module_text, std::string_view module_path,
                                      std::string_view resume_file) {
-  std::string const resume_suffix = " " + detail::c_string_literal(resume_file);
+  // `#line <digits> "<resume_file> <method>"`: the literal without its closing quote.
+  std::string resume_prefix = detail::c_string_literal(resume_file);
+  resume_prefix.pop_back();
   std::string out;
   out.reserve(module_text.size());
   std::size_t physical_line = 1;
@@ -82,10 +89,16 @@ std::string relocate_line_directives(std::string_view module_text, std::string_v
     if (end == std::string_view::npos) end = module_text.size();
     std::string_view line = module_text.substr(pos, end - pos);
     std::string_view rest = line.substr(std::min(line.find_first_not_of(" \t"), line.size()));
-    bool is_resume = rest.starts_with("#line ") && rest.ends_with(resume_suffix) &&
-                     rest.size() > 6 + resume_suffix.size() &&
-                     std::all_of(rest.begin() + 6, rest.end() - resume_suffix.size(),
-                                 [](unsigned char c) { return std::isdigit(c) != 0; });
+    bool is_resume = false;
+    if (rest.starts_with("#line ")) {
+      std::string_view number_and_file = rest.substr(6);
+      std::size_t digits = number_and_file.find_first_not_of("0123456789");
+      std::string_view file = digits == std::string_view::npos || digits == 0
+                                  ? std::string_view()
+                                  : number_and_file.substr(digits);
+      is_resume = file.starts_with(" " + resume_prefix) && file.size() > resume_prefix.size() + 1 &&
+                  file.ends_with('"');
+    }
     if (is_resume) {
       out += "#line " + std::to_string(physical_line + 1) + " " +
              detail::c_string_literal(module_path);

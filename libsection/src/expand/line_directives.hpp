@@ -7,13 +7,21 @@
 
 namespace section::detail {
 
-/// Appends `section`'s text to `out`. With `options.line_directives`, each block's body is
-/// preceded by `#line N "file.c"` (N: the line its text starts on) and the whole fragment is
-/// followed by `#line M "<resume_file>"` (M: the line of `out` after the directive), which stays
-/// unterminated: the caller's next character must be a newline. Returns whether it added that
-/// closing directive.
+/// The file name `#line` gives the generated lines of `method`'s string:
+/// `<libsection-generated> c_code`.
+std::string generated_file(ExpandOptions const& options, std::string_view method);
+
+/// `#line N "path"`, without a newline.
+std::string line_directive(std::size_t line, std::string_view path);
+
+/// Appends `section`'s text to `out`, the string of `method`. With `options.line_directives`,
+/// each block's body is preceded by `#line N "file.c"` (N: the line its text starts on) and
+/// the whole fragment is followed by `#line M "<generated_file>"` (M: the line of `out` after
+/// the directive), which stays unterminated: the caller's next character must be a newline.
+/// Returns whether it added that closing directive.
 bool append_fragment(std::string& out, SourceManager const& sm, SectionSet const& sections,
-                     Section const& section, ExpandOptions const& options);
+                     Section const& section, ExpandOptions const& options,
+                     std::string_view method);
 
 /// `path` as a C string literal.
 std::string c_string_literal(std::string_view path);
