@@ -88,7 +88,10 @@ int run(Options const& o) {
   section::SectionSet sections = section::load_sections(sm, specs);
   if (!sections.diagnostics.empty()) std::cerr << section::render_text(sections.diagnostics, sm);
   if (!sections.ok()) {
-    std::cerr << "section-expand: error: " << sections.error->message << "\n";
+    // The diagnostics above already say it, with a location, when the parser reported it.
+    if (!section::has_errors(sections.diagnostics)) {
+      std::cerr << "section-expand: error: " << sections.error->message << "\n";
+    }
     return exit_usage;
   }
 
