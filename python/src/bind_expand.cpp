@@ -127,7 +127,7 @@ C++ ``section::ApplySignature``). List fields are copied on assignment: assign w
           Expansion e = expand(*loaded.sources, loaded.set, signature, options);
           return expansion_dict(e, *loaded.sources);
         },
-        py::arg("sections"), py::arg("signature"), py::arg("options") = ExpandOptions{},
+        py::arg("sections"), py::arg("signature"), py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
         R"doc(Every c_* method's string for one apply, as a dict keyed by method name
 (``c_code`` is None where the reference raises), plus ``diagnostics``.)doc");
 
@@ -136,7 +136,7 @@ C++ ``section::ApplySignature``). List fields are copied on assignment: assign w
            ExpandOptions const& options) {
           return op_cache_version(*loaded.sources, loaded.set, signature, options);
         },
-        py::arg("sections"), py::arg("signature"), py::arg("options") = ExpandOptions{},
+        py::arg("sections"), py::arg("signature"), py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
         "The op's cache version: a hash of files, func_name, padding, check_input, params.");
 
   m.def("single_node_signature", &single_node_signature, py::arg("inputs"), py::arg("outputs"),

@@ -1,0 +1,333 @@
+"""
+libsection's C++ core: parser, expander, linker core
+"""
+from __future__ import annotations
+import collections.abc
+import typing
+__all__: list[str] = ['ApplySignature', 'CompileError', 'CompiledOp', 'Diagnostic', 'ExpandOptions', 'Graph', 'LinkError', 'LoadedSections', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'expand', 'link', 'load_sections', 'load_texts', 'marker_style', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'relocate_line_directives', 'single_node_signature']
+class Diagnostic:
+    """
+    A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
+    location (1-based line and column; columns count bytes of the UTF-8 text).
+    """
+    def __repr__(self) -> str:
+        ...
+    def __str__(self) -> str:
+        ...
+    def render(self) -> str:
+        """
+        The diagnostic in clang style: location, message, source line, caret, notes.
+        """
+    @property
+    def code(self) -> str:
+        ...
+    @property
+    def column(self) -> int:
+        ...
+    @property
+    def end_column(self) -> int:
+        ...
+    @property
+    def end_line(self) -> int:
+        ...
+    @property
+    def filename(self) -> str | None:
+        ...
+    @property
+    def fix(self) -> str | None:
+        ...
+    @property
+    def line(self) -> int:
+        ...
+    @property
+    def message(self) -> str:
+        ...
+    @property
+    def notes(self) -> list[str]:
+        ...
+    @property
+    def replacement(self) -> str | None:
+        ...
+    @property
+    def severity(self) -> str:
+        ...
+class LoadedSections:
+    """
+    Sections merged from one or more files with the reference ``load_c_code`` semantics.
+    """
+    @property
+    def blocks(self) -> list:
+        """
+        every block that makes up the sections, with its file and lines
+        """
+    @property
+    def codes(self) -> list[str]:
+        """
+        the files' texts, newlines normalised (the reference's func_codes)
+        """
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        ...
+    @property
+    def error(self) -> typing.Any:
+        """
+        None, or (errno, message, path) of the error the reference raises
+        """
+    @property
+    def files(self) -> list[str]:
+        ...
+    @property
+    def sections(self) -> dict:
+        """
+        dict tag -> text, in order of first appearance
+        """
+class TypeSpec:
+    """
+    A variable type in signature syntax: tensor ``float64[:]``, scalar ``int64`` or ``object``.
+    """
+    class Kind:
+        """
+        Members:
+        
+          tensor
+        
+          scalar
+        
+          generic
+        """
+        __members__: typing.ClassVar[dict[str, TypeSpec.Kind]]
+        generic: typing.ClassVar[TypeSpec.Kind]
+        scalar: typing.ClassVar[TypeSpec.Kind]
+        tensor: typing.ClassVar[TypeSpec.Kind]
+        @typing.overload
+        def __eq__(self, other: TypeSpec.Kind) -> bool:
+            ...
+        @typing.overload
+        def __eq__(self, other: typing.Any) -> bool:
+            ...
+        def __getstate__(self) -> int:
+            ...
+        def __hash__(self) -> int:
+            ...
+        def __index__(self) -> int:
+            ...
+        def __init__(self, value: typing.SupportsInt | typing.SupportsIndex) -> None:
+            ...
+        def __int__(self) -> int:
+            ...
+        @typing.overload
+        def __ne__(self, other: TypeSpec.Kind) -> bool:
+            ...
+        @typing.overload
+        def __ne__(self, other: typing.Any) -> bool:
+            ...
+        def __repr__(self) -> str:
+            ...
+        def __setstate__(self, state: typing.SupportsInt | typing.SupportsIndex) -> None:
+            ...
+        def __str__(self) -> str:
+            ...
+        @property
+        def name(self) -> str:
+            ...
+        @property
+        def value(self) -> int:
+            ...
+    def __repr__(self) -> str:
+        ...
+    def __str__(self) -> str:
+        ...
+    def c_element_type(self) -> str:
+        ...
+    def pytensor_str(self) -> str:
+        ...
+    @property
+    def dtype(self) -> str:
+        ...
+    @property
+    def dtype_name(self) -> str | None:
+        ...
+    @property
+    def kind(self) -> TypeSpec.Kind:
+        ...
+    @property
+    def ndim(self) -> int:
+        ...
+class ParamField:
+    c_element_type: str
+    name: str
+    def __init__(self, name: str, c_element_type: str) -> None:
+        ...
+class ParamsSpec:
+    """
+    An op's ParamsType: struct name and fields.
+    """
+    type_name: str
+    def __init__(self, type_name: str, fields: collections.abc.Sequence[ParamField]) -> None:
+        ...
+    @property
+    def fields(self) -> list[ParamField]:
+        ...
+    @fields.setter
+    def fields(self, arg0: collections.abc.Sequence[ParamField]) -> None:
+        ...
+class ApplySignature:
+    """
+    Everything the expansion of one apply depends on besides the sections (names as in the
+    C++ ``section::ApplySignature``). List fields are copied on assignment: assign whole lists.
+    """
+    check_input: bool
+    fail: str
+    func_name: str | None
+    init_fail: str
+    node_name: str
+    params: ParamsSpec | None
+    params_name: str
+    def __init__(self) -> None:
+        ...
+    @property
+    def input_dtypes(self) -> list[str | None]:
+        ...
+    @input_dtypes.setter
+    def input_dtypes(self, arg0: collections.abc.Sequence[str | None]) -> None:
+        ...
+    @property
+    def input_names(self) -> list[str]:
+        ...
+    @input_names.setter
+    def input_names(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def num_inputs(self) -> int | None:
+        ...
+    @num_inputs.setter
+    def num_inputs(self, arg0: typing.SupportsInt | typing.SupportsIndex | None) -> None:
+        ...
+    @property
+    def num_outputs(self) -> int | None:
+        ...
+    @num_outputs.setter
+    def num_outputs(self, arg0: typing.SupportsInt | typing.SupportsIndex | None) -> None:
+        ...
+    @property
+    def output_dtypes(self) -> list[str | None]:
+        ...
+    @output_dtypes.setter
+    def output_dtypes(self, arg0: collections.abc.Sequence[str | None]) -> None:
+        ...
+    @property
+    def output_names(self) -> list[str]:
+        ...
+    @output_names.setter
+    def output_names(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+class ExpandOptions:
+    line_directives: bool
+    newline_fix: bool
+    resume_file: str
+    def __init__(self) -> None:
+        ...
+    @property
+    def line_paths(self) -> list[str]:
+        ...
+    @line_paths.setter
+    def line_paths(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+class CompiledOp:
+    """
+    A compiled op: call it with one value per input; returns the output (or a tuple).
+    """
+    def __call__(self, *args, **kwargs):
+        """
+        Call self as a function.
+        """
+    def __repr__(self):
+        """
+        Return repr(self).
+        """
+class LinkError(ValueError):
+    pass
+class CompileError(RuntimeError):
+    pass
+class Graph:
+    """
+    A graph of applies for one compiled module. Types are type strings (`"float64[:]"`) or Python
+    objects with the CType methods (`c_declare(name, sub)`, `c_extract`, ...); ops are Python
+    objects with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*` methods.
+    """
+    def __init__(self) -> None:
+        ...
+    def add_apply(self, op: typing.Any, inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], output_types: list, params: typing.SupportsInt | typing.SupportsIndex | None = None) -> list[int]:
+        """
+        Adds an apply; returns its output variables.
+        """
+    def add_constant(self, type: typing.Any, label: str = '') -> int:
+        ...
+    def add_input(self, type: typing.Any, label: str = '') -> int:
+        ...
+    def add_output(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def source(self) -> str:
+        """
+        The generated C++ source of the module.
+        """
+def build_sections(loaded: LoadedSections, inputs: collections.abc.Sequence[str], outputs: collections.abc.Sequence[str], func_name: str | None = None, params: collections.abc.Sequence[tuple[str, str, typing.Any]] = [], name: str = 'SectionOp', num_inputs: typing.SupportsInt | typing.SupportsIndex | None = None, num_outputs: typing.SupportsInt | typing.SupportsIndex | None = None, check_input: bool = True) -> typing.Any:
+    """
+    Builds the op of loaded section files for the given input/output type strings.
+    """
+def cache_dir() -> str:
+    """
+    The module cache directory this process uses.
+    """
+def expand(sections: LoadedSections, signature: ApplySignature, options: ExpandOptions = ...) -> dict:
+    """
+    Every c_* method's string for one apply, as a dict keyed by method name
+    (``c_code`` is None where the reference raises), plus ``diagnostics``.
+    """
+def link(graph: Graph, constants: collections.abc.Sequence[typing.Any] = [], name: str = 'module') -> typing.Any:
+    """
+    Builds (or finds in the cache) and loads the graph's module; returns a CompiledOp.
+    """
+def load_sections(paths: collections.abc.Sequence[str], display_paths: collections.abc.Sequence[str] | None = None) -> LoadedSections:
+    """
+    Reads and merges section files. Never raises for file content: see `.error`.
+    """
+def load_texts(texts: collections.abc.Sequence[str], names: collections.abc.Sequence[str]) -> LoadedSections:
+    """
+    Merges section-file texts held in memory (e.g. an unpickled op's func_codes) as load_sections merges files.
+    """
+def marker_style(text: str) -> str:
+    """
+    Which marker syntax a text uses: none, section, legacy or mixed.
+    """
+def op_cache_version(sections: LoadedSections, signature: ApplySignature, options: ExpandOptions = ...) -> str:
+    """
+    The op's cache version: a hash of files, func_name, padding, check_input, params.
+    """
+def params_spec(fields: collections.abc.Sequence[tuple[str, TypeSpec]]) -> ParamsSpec:
+    """
+    The ParamsType PyTensor builds from (name, TypeSpec) fields.
+    """
+def parse_params(text: str) -> list[tuple[str, TypeSpec]]:
+    """
+    Parses params fields ``k:int64,a:float64[:]`` into (name, TypeSpec).
+    """
+def parse_text(text: str, filename: str = '<string>') -> LoadedSections:
+    """
+    Parses section-file text held in memory, as if read from `filename`.
+    """
+def parse_type(text: str) -> TypeSpec:
+    """
+    Parses one type (``float64[:]``); raises ValueError naming the bad character.
+    """
+def parse_types(text: str, role: str = 'input') -> list[TypeSpec]:
+    """
+    Parses ``float64[:],int64``; raises ValueError naming the item and character.
+    """
+def relocate_line_directives(module_text: str, module_path: str, resume_file: str = '<libsection-generated>') -> str:
+    ...
+def single_node_signature(inputs: collections.abc.Sequence[TypeSpec], outputs: collections.abc.Sequence[TypeSpec], params: ParamsSpec | None = None) -> ApplySignature:
+    """
+    The signature PyTensor's CLinker gives the only node of a single-node graph.
+    """
+__version__: str = '0.1.0'
