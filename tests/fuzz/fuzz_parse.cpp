@@ -1,11 +1,15 @@
-// libFuzzer target: any bytes as one or two section files through reading checks, the split,
-// the merge and every renderer. Must never crash, hang or read out of bounds.
+// libFuzzer target: any bytes as one or two section files through every stage that reads them:
+// reading checks, the split and merge, the linter (with and without a signature), the expander,
+// and every renderer. Must never crash, hang or read out of bounds.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "section/expand.hpp"
+#include "section/lint.hpp"
 #include "section/parse.hpp"
 #include "section/render.hpp"
+#include "section/signature.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
   std::string const input(reinterpret_cast<char const*>(data), size);
@@ -22,12 +26,30 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
       files.push_back(*id);
   auto const set = section::merge_sections(sm, files, std::move(diagnostics));
 
-  // Blocks must tile their file: each body within the text, bodies in order.
+  // Blocks must lie within their file.
   for (auto const& s : set.sections)
     for (auto const& b : s.blocks)
       if (b.body.begin > b.body.end || b.body.end > sm.file(b.body.file).text().size())
         __builtin_trap();
   (void)section::render_text(set.diagnostics, sm);
   (void)section::render_json(set.diagnostics, sm);
+
+  if (set.ok()) {
+    auto const f64 = section::parse_type("float64[:]");
+    auto signature = section::single_node_signature({f64, f64}, {f64});
+    (void)section::expand(sm, set, signature);
+    signature.func_name = "APPLY_SPECIFIC(f)";
+    signature.num_inputs = 3;
+    (void)section::expand(sm, set, signature, {.line_directives = false, .newline_fix = false});
+  }
+
+  section::LintOptions options;
+  auto lint = section::lint_text(sm, texts[0], "lint.c", options);
+  options.signature = {2, 1, true, std::string("APPLY_SPECIFIC(f)")};
+  auto more = section::lint_text(sm, texts[0], "lint_signature.c", options);
+  lint.insert(lint.end(), more.begin(), more.end());
+  (void)section::render_sarif(lint, sm);
+  (void)section::render_github(lint, sm);
+  (void)section::render_text(lint, sm);
   return 0;
 }
