@@ -3,7 +3,7 @@
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data" / "linker"
-VTV = DATA / "vector_times_vector.c"
+VTV = Path(__file__).resolve().parents[2] / "ops/vector_times_vector/vectorTimesVector.c"
 VTV_FUNC = "APPLY_SPECIFIC(vector_times_vector)"
 
 
