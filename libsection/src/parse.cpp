@@ -2,6 +2,7 @@
 #include "section/parse.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <unordered_map>
 
@@ -148,10 +149,11 @@ class FileScanner {
                                           : MarkerStyle::none;
     auto const prelude_end = markers_.empty() ? text_.size() : markers_.front().line.begin;
     out.prelude = {file_, 0, prelude_end};
+    out.blocks.reserve(markers_.size());
     for (std::size_t i = 0; i < markers_.size(); ++i) {
-      auto const& m = markers_[i];
+      auto& m = markers_[i];  // its tag moves to the block; report() needs only kind and line
       auto const body_end = i + 1 < markers_.size() ? markers_[i + 1].line.begin : text_.size();
-      out.blocks.push_back({m.tag, m.line, m.tag_range, {file_, m.line.end, body_end}, m.line_no});
+      out.blocks.push_back({std::move(m.tag), m.line, m.tag_range, {file_, m.line.end, body_end}, m.line_no});
     }
     report(out);
     return out;
@@ -163,23 +165,54 @@ class FileScanner {
   // `#` and of `_CODE_SECTION` (memchr/memmem run at memory speed) and inspect only their lines.
   void scan_lines() {
     std::string_view const text(text_);
-    std::size_t hash = text.find('#');
-    std::size_t legacy = text.find("_CODE_SECTION");
+    std::size_t hash = find_char(text, '#', 0);
+    std::size_t legacy = find_legacy(text, 0);
     std::size_t counted_to = 0, line_no = 1;  // newlines counted up to `counted_to`
     std::size_t next_free = 0;                // lines before this were inspected already
     while (hash != std::string_view::npos || legacy != std::string_view::npos) {
       std::size_t const at = std::min(hash, legacy);
-      if (at == hash) hash = text.find('#', hash + 1);
-      if (at == legacy) legacy = text.find("_CODE_SECTION", legacy + 1);
+      if (at == hash) hash = find_char(text, '#', hash + 1);
+      if (at == legacy) legacy = find_legacy(text, legacy + 1);
       auto const begin = text.rfind('\n', at) + 1;  // npos + 1 == 0 on the first line
       if (begin < next_free) continue;
-      auto end = text.find('\n', at);
+      auto end = find_char(text, '\n', at);
       if (end == std::string_view::npos) end = text.size();
-      line_no += static_cast<std::size_t>(std::count(text.begin() + counted_to, text.begin() + begin, '\n'));
+      line_no += count_newlines(text.substr(counted_to, begin - counted_to));
       counted_to = begin;
       inspect_line(begin, end, line_no);
       next_free = end + 1;
     }
+  }
+
+  // Eight bytes at a time: std::count is a byte loop at -O2, and the gaps between markers are
+  // most of the file.
+  static std::size_t count_newlines(std::string_view s) {
+    constexpr std::uint64_t ones = 0x0101010101010101ULL, low7 = 0x7F7F7F7F7F7F7F7FULL;
+    std::size_t n = 0, i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      std::uint64_t word;
+      std::memcpy(&word, s.data() + i, 8);
+      std::uint64_t const x = word ^ (ones * '\n');  // zero bytes where word had '\n'
+      std::uint64_t const zero_bytes = ~(((x & low7) + low7) | x | low7);
+      n += static_cast<std::size_t>(((zero_bytes >> 7) * ones) >> 56);  // sums the 0/1 bytes
+    }
+    for (; i < s.size(); ++i) n += s[i] == '\n';
+    return n;
+  }
+
+  static std::size_t find_char(std::string_view text, char c, std::size_t from) {
+    if (from >= text.size()) return std::string_view::npos;
+    auto const* p = static_cast<char const*>(std::memchr(text.data() + from, c, text.size() - from));
+    return p ? static_cast<std::size_t>(p - text.data()) : std::string_view::npos;
+  }
+
+  // memmem, not string_view::find: the latter stops at every `_`, which C code is full of.
+  static std::size_t find_legacy(std::string_view text, std::size_t from) {
+    static constexpr std::string_view needle = "_CODE_SECTION";
+    if (from >= text.size()) return std::string_view::npos;
+    auto const* p = static_cast<char const*>(
+        ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size()));
+    return p ? static_cast<std::size_t>(p - text.data()) : std::string_view::npos;
   }
 
   // Cheap first-character test on every line; only marker-looking lines reach the grammar.
