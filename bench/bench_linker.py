@@ -27,7 +27,7 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VTV_SOURCE = ROOT / "tests" / "python" / "data" / "linker" / "vector_times_vector.c"
+VTV_SOURCE = ROOT / "ops" / "vector_times_vector" / "vectorTimesVector.c"
 FUNC = "APPLY_SPECIFIC(vector_times_vector)"
 
 # ---- code run in fresh processes --------------------------------------------------------------
