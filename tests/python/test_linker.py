@@ -9,6 +9,7 @@ import pytest
 
 from libsection._build import CompileError, Module, build
 from linker_ops import (
+    DATA,
     VTV,
     VTV_FUNC,
     Add,
@@ -264,9 +265,6 @@ def test_package_exports_the_linker_api():
     assert libsection.build is build
     assert libsection.CompileError is CompileError
     assert {"build", "Module", "CompileError", "LinkError", "CompiledOp"} <= set(libsection.__all__)
-
-
-DATA = VTV.parent
 
 
 def test_code_section_op_with_two_outputs_returns_a_tuple():
