@@ -52,7 +52,9 @@ def show(paths: list[Path]) -> int:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.1f} us"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} us" if seconds >= 1e-6 else f"{seconds * 1e9:.0f} ns"
 
 
 def _same(actual, expected) -> bool:
