@@ -53,7 +53,8 @@ def test_fuzz_target_finds_nothing_in_a_short_run(target, tmp_path, sanitized_bu
     build_dir = sanitized_build
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    for example in (ROOT / "ops").glob("*/*.c"):  # the example ops seed the corpus too
+    # The example ops and the parser's golden inputs seed the corpus too.
+    for example in [*(ROOT / "ops").glob("*/*.c"), *(ROOT / "tests/golden/parse").glob("*.c")]:
         shutil.copy(example, corpus / example.name)
     run = subprocess.run(
         [str(build_dir / "tests" / target), str(corpus), str(ROOT / "tests/fuzz/seeds"),

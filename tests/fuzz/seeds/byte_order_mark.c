@@ -1,4 +1,0 @@
-﻿#section support_code
-int a;
-#section code
-x;

@@ -1,2 +1,0 @@
-#section code
-int café = 1;

@@ -1,4 +1,0 @@
-PYTENSOR_SUPPORT_CODE_SECTION
-int s;
-#section code
-x;

@@ -1,3 +1,0 @@
-int x = 1;
-#section support_code
-int y;
