@@ -15,6 +15,7 @@ from pytensor.link.c.params_type import ParamsType
 from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
+from . import _core
 from ._build import build
 from .op import tensor
 
@@ -98,17 +99,14 @@ def register_numba(op_class) -> None:
 
 def pytensor_type(type_string_: str):
     """The PyTensor type of a libsection type string (``float64[:]``, ``int64``, ``object``)."""
-    from pytensor.graph.type import Type  # noqa: F401  (PyTensor is imported by now)
     from pytensor.link.c.type import generic
 
-    text = type_string_.replace(" ", "")
-    if text == "object":
-        return generic
-    if "[" in text:
-        dtype, dims = text[:-1].split("[", 1)
-        ndim = len([d for d in dims.split(",") if d])
-        return TensorType(dtype, shape=(None,) * ndim)
-    return ScalarType(text)
+    spec = _core.parse_type(type_string_)  # the library's own reader: bad strings raise there
+    if spec.kind == _core.TypeSpec.Kind.tensor:
+        return TensorType(spec.dtype, shape=(None,) * spec.ndim)
+    if spec.kind == _core.TypeSpec.Kind.scalar:
+        return ScalarType(spec.dtype)
+    return generic
 
 
 _bridged_classes: dict[type, type] = {}

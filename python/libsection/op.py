@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _core
 from ._build import build
 
 __all__ = ["ExternalCOp", "tensor", "type_of", "upcast"]
@@ -37,14 +38,9 @@ def tensor(dtype: str | np.dtype, ndim: int) -> str:
     return f"{np.dtype(dtype).name}[{','.join(':' * ndim)}]"
 
 
-def dtype_of(type_string: str) -> str:
-    """The dtype of a type string: ``dtype_of("float32[:]") == "float32"``."""
-    return type_string.split("[", 1)[0].strip()
-
-
 def upcast(*type_strings: str) -> str:
     """NumPy's result dtype of the given types' dtypes (PyTensor's ``upcast`` for arrays)."""
-    return np.result_type(*(np.dtype(dtype_of(t)) for t in type_strings)).name
+    return np.result_type(*(np.dtype(_core.parse_type(t).dtype) for t in type_strings)).name
 
 
 def type_of(value: Any) -> str:
