@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -195,6 +196,29 @@ TEST_SUITE("linker") {
     CHECK(module_cache_key(m, launcher, py) == key);
     m.text += "\n";
     CHECK(module_cache_key(m, tc, py) != key);
+  }
+
+  TEST_CASE("header and library directories reach the commands and the key") {
+    ModuleSource m = generate_module(add_mul_graph());
+    Toolchain tc{{}, {"/usr/bin/c++"}, "/usr/bin/c++: g++ 12", {"-O3"}};
+    PythonEnvironment py{{"/inc"}, "cpython-311", "numpy 2 C-API 1"};
+    std::string const key = module_cache_key(m, tc, py);
+    m.header_dirs = {"/opt/op/include"};
+    m.lib_dirs = {"/opt/op/lib"};
+    m.libraries = {"opmath"};
+    auto const cmd = compile_commands(tc, py, m, "m.cpp", "m.o", "m.so");
+    auto has = [](std::vector<std::string> const& argv, std::string const& arg) {
+      return std::find(argv.begin(), argv.end(), arg) != argv.end();
+    };
+    CHECK(has(cmd.compile, "-I/opt/op/include"));
+    CHECK(has(cmd.link, "-L/opt/op/lib"));
+    CHECK(has(cmd.link, "-Wl,-rpath,/opt/op/lib"));
+    CHECK(has(cmd.link, "-lopmath"));
+    CHECK(module_cache_key(m, tc, py) != key);
+    // A directory moved from one list to the other is another build.
+    auto swapped = m;
+    std::swap(swapped.header_dirs, swapped.lib_dirs);
+    CHECK(module_cache_key(swapped, tc, py) != module_cache_key(m, tc, py));
   }
 
   TEST_CASE("the cache builds once, verifies, and rebuilds a corrupt entry") {

@@ -29,7 +29,9 @@ struct ApplyContext {
 /// The C code one op contributes for one apply (the reference's `c_*` methods).
 struct OpCode {
   std::vector<std::string> headers;       ///< `<x.h>` or `"x.h"`, or a bare name (gets `<>`)
+  std::vector<std::string> header_dirs;   ///< searched for headers (`-I`)
   std::vector<std::string> libraries;     ///< `m` for `-lm`
+  std::vector<std::string> lib_dirs;      ///< searched for libraries (`-L`, and the run path)
   std::vector<std::string> compile_args;
   std::vector<std::string> support_code;  ///< module-wide, deduplicated
   std::vector<std::string> init_code;     ///< module init, deduplicated
@@ -117,7 +119,9 @@ inline constexpr int module_abi_version = 1;
 struct ModuleSource {
   std::string text;
   std::string name;  ///< `m<sha256>` of the text before naming, substituted for the placeholders
+  std::vector<std::string> header_dirs;
   std::vector<std::string> libraries;
+  std::vector<std::string> lib_dirs;
   std::vector<std::string> compile_args;
   std::vector<std::string> op_names;
   std::vector<std::string> input_types, output_types;  ///< `describe()` of each, for messages

@@ -230,12 +230,17 @@ CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& p
   cmd.compile = tc.launcher;
   auto const base = base_compile(tc, python, module.compile_args);
   cmd.compile.insert(cmd.compile.end(), base.begin(), base.end());
+  for (auto const& dir : module.header_dirs) cmd.compile.push_back("-I" + dir);
   if (pch) cmd.compile.insert(cmd.compile.end(), {"-include", pch->string()});
   cmd.compile.insert(cmd.compile.end(), {"-c", "-x", "c++", source.string(), "-o", object.string()});
 
   // Linking is a separate step so ccache/sccache/distcc can cache and distribute the compile.
   cmd.link = tc.compiler;
   cmd.link.insert(cmd.link.end(), {"-shared", "-o", library.string(), object.string()});
+  for (auto const& dir : module.lib_dirs) {  // found when linking, and again when loading
+    cmd.link.push_back("-L" + dir);
+    cmd.link.push_back("-Wl,-rpath," + dir);
+  }
   for (auto const& lib : module.libraries) cmd.link.push_back("-l" + lib);
   return cmd;
 }

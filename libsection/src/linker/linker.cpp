@@ -97,6 +97,10 @@ std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
   for (auto const& d : python.include_dirs) add(d);
   for (auto const& a : module.compile_args) add(a);
   for (auto const& l : module.libraries) add(l);
+  add("dirs");  // so a header directory can never pass for a library and back
+  for (auto const& d : module.header_dirs) add(d);
+  add("lib-dirs");
+  for (auto const& d : module.lib_dirs) add(d);
   add(module.text);
   return detail::sha256_hex(material);
 }

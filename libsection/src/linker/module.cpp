@@ -139,8 +139,10 @@ ModuleSource generate_module(Graph const& graph) {
   std::vector<std::string> headers, support, init_code;
   auto add_type_parts = [&](CType const& t) {
     for (auto const& h : t.c_headers()) add_unique(headers, h);
+    for (auto const& d : t.c_header_dirs()) add_unique(module.header_dirs, d);
     for (auto const& s : t.c_support_code()) add_unique(support, s);
     for (auto const& l : t.c_libraries()) add_unique(module.libraries, l);
+    for (auto const& d : t.c_lib_dirs()) add_unique(module.lib_dirs, d);
     for (auto const& a : t.c_compile_args()) add_unique(module.compile_args, a);
     for (auto const& c : t.c_init_code()) add_unique(init_code, c);
   };
@@ -223,7 +225,9 @@ ModuleSource generate_module(Graph const& graph) {
 
     OpCode code = apply.op->generate(ctx);
     for (auto const& h : code.headers) add_unique(headers, h);
+    for (auto const& d : code.header_dirs) add_unique(module.header_dirs, d);
     for (auto const& l : code.libraries) add_unique(module.libraries, l);
+    for (auto const& d : code.lib_dirs) add_unique(module.lib_dirs, d);
     for (auto const& c : code.compile_args) add_unique(module.compile_args, c);
     for (auto const& s : code.support_code) add_unique(support, s);
     for (auto const& c : code.init_code) add_unique(init_code, c);
