@@ -74,7 +74,9 @@ class PythonType final : public CType {
   }
   std::vector<std::string> c_support_code() const override { return list("c_support_code"); }
   std::vector<std::string> c_headers() const override { return list("c_headers"); }
+  std::vector<std::string> c_header_dirs() const override { return list("c_header_dirs"); }
   std::vector<std::string> c_libraries() const override { return list("c_libraries"); }
+  std::vector<std::string> c_lib_dirs() const override { return list("c_lib_dirs"); }
   std::vector<std::string> c_compile_args() const override { return list("c_compile_args"); }
   std::vector<std::string> c_init_code() const override { return list("c_init_code"); }
   std::string c_code_cache_version() const override {
@@ -102,7 +104,9 @@ class PythonType final : public CType {
 /// `c_code(name, inputs, outputs, sub)` (required), `c_code_cleanup(...)`, `c_support_code()`,
 /// `c_support_code_apply(name)`, `c_init_code()`, `c_init_code_apply(name)`,
 /// `c_support_code_struct(name)`, `c_init_code_struct(name, sub)`,
-/// `c_cleanup_code_struct(name)`, `c_headers()`, `c_libraries()`, `c_compile_args()`.
+/// `c_cleanup_code_struct(name)`, `c_headers()`, `c_header_dirs()`, `c_libraries()`,
+/// `c_lib_dirs()`, `c_compile_args()`. A string attribute `name` names it in messages (default:
+/// its class's name).
 class PythonOp final : public COp {
  public:
   explicit PythonOp(py::object op) : op_(std::move(op)) {
@@ -111,6 +115,8 @@ class PythonOp final : public COp {
                            " has no c_code(name, inputs, outputs, sub) method");
   }
   std::string name() const override {
+    if (py::hasattr(op_, "name") && py::isinstance<py::str>(op_.attr("name")))
+      return op_.attr("name").cast<std::string>();
     return py::str(py::type::handle_of(op_).attr("__name__"));
   }
   OpCode generate(ApplyContext const& ctx) const override {
@@ -123,7 +129,9 @@ class PythonOp final : public COp {
     code.support_code = list("c_support_code");
     code.init_code = list("c_init_code");
     code.headers = list("c_headers");
+    code.header_dirs = list("c_header_dirs");
     code.libraries = list("c_libraries");
+    code.lib_dirs = list("c_lib_dirs");
     code.compile_args = list("c_compile_args");
     code.support_code_apply = call("c_support_code_apply", node);
     code.init_code_apply = call("c_init_code_apply", node);
