@@ -131,9 +131,10 @@ std::string canonical_marker(std::string_view tag) {
 
 class FileScanner {
  public:
-  FileScanner(SourceManager const& sm, FileId file, std::vector<Diagnostic>& diagnostics)
+  FileScanner(SourceManager const& sm, FileId file, std::vector<Diagnostic>& diagnostics,
+              std::vector<std::string> const& extra_tags)
       : file_(file), path_(sm.file(file).path()), text_(sm.file(file).text()),
-        diagnostics_(diagnostics) {}
+        diagnostics_(diagnostics), extra_tags_(extra_tags) {}
 
   ParsedFile run() {
     scan_lines();
@@ -324,7 +325,7 @@ class FileScanner {
                            "repeated `#section` blocks are concatenated", {}});
         d.fix = FixIt{"replace with `#section " + b.tag + "`", b.marker, "#section " + b.tag};
         diagnostics_.push_back(std::move(d));
-      } else if (!is_section_tag(b.tag)) {
+      } else if (!is_section_tag(b.tag, extra_tags_)) {
         Diagnostic d;
         d.code = "SL201";
         d.message = "Unknown section type (in file " + path_ + "): " + b.tag;
@@ -391,14 +392,16 @@ class FileScanner {
   std::string const& path_;
   std::string const& text_;
   std::vector<Diagnostic>& diagnostics_;
+  std::vector<std::string> const& extra_tags_;
   std::vector<Marker> markers_;
   std::vector<SourceRange> near_misses_;
 };
 
 }  // namespace
 
-bool is_section_tag(std::string_view tag) {
-  return std::find(section_tags.begin(), section_tags.end(), tag) != section_tags.end();
+bool is_section_tag(std::string_view tag, std::vector<std::string> const& extra_tags) {
+  return std::find(section_tags.begin(), section_tags.end(), tag) != section_tags.end() ||
+         std::find(extra_tags.begin(), extra_tags.end(), tag) != extra_tags.end();
 }
 
 std::optional<std::string_view> suggest_tag(std::string_view tag) {
@@ -417,8 +420,9 @@ std::optional<std::string_view> suggest_tag(std::string_view tag) {
   return std::nullopt;
 }
 
-ParsedFile parse_file(SourceManager const& sm, FileId file, std::vector<Diagnostic>& diagnostics) {
-  return FileScanner(sm, file, diagnostics).run();
+ParsedFile parse_file(SourceManager const& sm, FileId file, std::vector<Diagnostic>& diagnostics,
+                      std::vector<std::string> const& extra_tags) {
+  return FileScanner(sm, file, diagnostics, extra_tags).run();
 }
 
 Section const* SectionSet::find(std::string_view tag) const {
@@ -443,12 +447,13 @@ Section& section_for(SectionSet& set, std::string const& tag) {
 }  // namespace
 
 SectionSet merge_sections(SourceManager const& sm, std::vector<FileId> const& files,
-                          std::vector<Diagnostic> diagnostics) {
+                          std::vector<Diagnostic> diagnostics,
+                          std::vector<std::string> const& extra_tags) {
   SectionSet set;
   set.files = files;
   set.diagnostics = std::move(diagnostics);
   std::vector<ParsedFile> parsed;
-  for (auto id : files) parsed.push_back(parse_file(sm, id, set.diagnostics));
+  for (auto id : files) parsed.push_back(parse_file(sm, id, set.diagnostics, extra_tags));
 
   auto fail = [&](std::string message) {
     if (!set.error) set.error = LoadError{0, std::move(message), {}};
@@ -495,7 +500,7 @@ SectionSet merge_sections(SourceManager const& sm, std::vector<FileId> const& fi
         fail("Stray code before first #section statement (in file " + path + "): " +
              std::string(prelude));
       for (auto const& b : p.blocks) {
-        if (!is_section_tag(b.tag)) {
+        if (!is_section_tag(b.tag, extra_tags)) {
           fail("Unknown section type (in file " + path + "): " + b.tag);
           continue;
         }
@@ -520,7 +525,8 @@ SectionSet merge_sections(SourceManager const& sm, std::vector<FileId> const& fi
   return set;
 }
 
-SectionSet load_sections(SourceManager& sm, std::vector<SourceSpec> const& files) {
+SectionSet load_sections(SourceManager& sm, std::vector<SourceSpec> const& files,
+                         std::vector<std::string> const& extra_tags) {
   std::vector<Diagnostic> diagnostics;
   std::vector<FileId> ids;
   std::optional<LoadError> read_error;
@@ -541,7 +547,7 @@ SectionSet load_sections(SourceManager& sm, std::vector<SourceSpec> const& files
     set.error = read_error;
     return set;
   }
-  auto set = merge_sections(sm, ids, std::move(diagnostics));
+  auto set = merge_sections(sm, ids, std::move(diagnostics), extra_tags);
   if (read_error) set.error = read_error;
   return set;
 }

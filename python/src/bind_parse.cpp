@@ -75,7 +75,8 @@ Sections merged from one or more files with the reference ``load_c_code`` semant
                              "None, or (errno, message, path) of the error the reference raises");
 
   m.def("load_sections",
-        [](std::vector<std::string> const& paths, std::optional<std::vector<std::string>> names) {
+        [](std::vector<std::string> const& paths, std::optional<std::vector<std::string>> names,
+           std::vector<std::string> const& extra_tags) {
           if (names && names->size() != paths.size())
             throw py::value_error("display_paths must have one name per path");
           std::vector<SourceSpec> specs;
@@ -84,24 +85,27 @@ Sections merged from one or more files with the reference ``load_c_code`` semant
           LoadedSections out{std::make_shared<SourceManager>(), {}};
           {
             py::gil_scoped_release release;
-            out.set = load_sections(*out.sources, specs);
+            out.set = load_sections(*out.sources, specs, extra_tags);
           }
           return out;
         },
         py::arg("paths"), py::arg("display_paths") = py::none(),
-        "Reads and merges section files. Never raises for file content: see `.error`.");
+        py::arg("extra_tags") = std::vector<std::string>{},
+        "Reads and merges section files (`extra_tags`: tags accepted besides the nine). Never "
+        "raises for file content: see `.error`.");
 
   m.def("parse_text",
-        [](std::string text, std::string const& filename) {
+        [](std::string text, std::string const& filename, std::vector<std::string> const& extra_tags) {
           LoadedSections out{std::make_shared<SourceManager>(), {}};
           std::vector<Diagnostic> diagnostics;
           std::vector<FileId> ids;
           if (auto id = add_source(*out.sources, std::move(text), filename, diagnostics))
             ids.push_back(*id);
-          out.set = merge_sections(*out.sources, ids, std::move(diagnostics));
+          out.set = merge_sections(*out.sources, ids, std::move(diagnostics), extra_tags);
           return out;
         },
         py::arg("text"), py::arg("filename") = "<string>",
+        py::arg("extra_tags") = std::vector<std::string>{},
         "Parses section-file text held in memory, as if read from `filename`.");
 
   m.def("marker_style", [](std::string text) {

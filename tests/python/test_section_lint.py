@@ -184,3 +184,13 @@ def test_pre_commit_hook_runs_section_lint_on_c_files():
 def test_the_example_ops_lint_clean():
     result = lint(ROOT / "ops")
     assert result.returncode == 0, result.stdout
+
+
+def test_extra_sections_accepts_a_base_class_tag(tmp_path):
+    op = write(tmp_path / "kernels.c", "#section kernels\n#kernel k : * :\n\n#section support_code\nint x;\n")
+    refused = lint(op)
+    assert refused.returncode == 1 and "[SL201]" in refused.stdout
+    accepted = lint("--extra-sections", "kernels", op)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    bad = lint("--extra-sections", "ker nels", op)
+    assert bad.returncode == 2 and "`ker nels` is not a section tag" in bad.stderr

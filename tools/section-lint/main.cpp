@@ -29,6 +29,7 @@ struct Options {
   std::string outputs;
   std::string params;
   std::string func_name;
+  std::vector<std::string> extra_sections;
 };
 
 void list_rules() {
@@ -90,6 +91,12 @@ int run(Options const& o, CLI::App const& app) {
   try {
     options.selection = section::RuleSelection(o.select, o.ignore);
     options.signature = read_signature(o, app);
+    for (auto const& tag : o.extra_sections)
+      if (tag.empty() || tag.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                               "0123456789_") != std::string::npos)
+        throw std::invalid_argument("--extra-sections: `" + tag +
+                                    "` is not a section tag (letters, digits and underscores)");
+    options.extra_sections = o.extra_sections;
   } catch (std::invalid_argument const& e) {  // a bad prefix or a signature_error
     std::cerr << "section-lint: " << e.what() << '\n';
     return exit_usage;
@@ -125,6 +132,10 @@ int main(int argc, char** argv) {
   app.add_option("--outputs", o.outputs, "The op's output types, e.g. float64[:]");
   app.add_option("--params", o.params, "The op's params fields, e.g. k:int64");
   app.add_option("--func-name", o.func_name, "The op's main function, e.g. APPLY_SPECIFIC(f)");
+  app.add_option("--extra-sections", o.extra_sections,
+                 "Section tags an op's base class adds to the nine, e.g. kernels (comma-separated, "
+                 "or the option repeated)")
+      ->allow_extra_args(false)->delimiter(',');
   app.set_version_flag("--version", std::string("section-lint ") + section::version);
   try {
     app.parse(argc, argv);

@@ -59,6 +59,9 @@ struct LintSignature {
 struct LintOptions {
   RuleSelection selection;
   LintSignature signature;
+  /// Section tags accepted besides the nine, as an op's base class declares them (Theano's
+  /// `CGpuKernelBase` adds `kernels`). Their text is not checked as C.
+  std::vector<std::string> extra_sections;
 };
 
 /// Lints in-memory text as one file named `display_path`. Never throws on any input.

@@ -18,7 +18,9 @@ inline constexpr std::array<std::string_view, 9> section_tags = {
     "support_code",        "support_code_apply", "support_code_struct",
     "cleanup_code_struct", "code",             "code_cleanup"};
 
-bool is_section_tag(std::string_view tag);
+/// One of `section_tags`, or of the extra tags an op's base class declares (Theano's
+/// `CGpuKernelBase` adds `kernels`).
+bool is_section_tag(std::string_view tag, std::vector<std::string> const& extra_tags = {});
 
 /// The closest known tag to a misspelled one, if any is close enough to suggest.
 std::optional<std::string_view> suggest_tag(std::string_view tag);
@@ -50,7 +52,8 @@ struct ParsedFile {
 
 /// Splits one file. Problems go to `diagnostics`; the split is always returned, so a linter can
 /// go on with what was understood.
-ParsedFile parse_file(SourceManager const& sm, FileId file, std::vector<Diagnostic>& diagnostics);
+ParsedFile parse_file(SourceManager const& sm, FileId file, std::vector<Diagnostic>& diagnostics,
+                      std::vector<std::string> const& extra_tags = {});
 
 /// Reads a file from disk into `sm` (as UTF-8, newlines normalised). Reports a missing file, a
 /// directory, binary data and invalid UTF-8 (naming the byte offset), and returns no file then.
@@ -98,10 +101,13 @@ struct SourceSpec {
 
 /// Loads and merges files with the reference `load_c_code` semantics: repeated tags concatenate
 /// in order within and across files, legacy markers assign, both styles together are an error.
-SectionSet load_sections(SourceManager& sm, std::vector<SourceSpec> const& files);
+/// `extra_tags` are accepted besides the nine.
+SectionSet load_sections(SourceManager& sm, std::vector<SourceSpec> const& files,
+                         std::vector<std::string> const& extra_tags = {});
 
 /// Merges files already in `sm` (see `add_source`), with the same semantics.
 SectionSet merge_sections(SourceManager const& sm, std::vector<FileId> const& files,
-                          std::vector<Diagnostic> diagnostics = {});
+                          std::vector<Diagnostic> diagnostics = {},
+                          std::vector<std::string> const& extra_tags = {});
 
 }  // namespace section

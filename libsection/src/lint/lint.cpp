@@ -42,7 +42,7 @@ std::vector<Diagnostic> lint_inputs(SourceManager const& sm, std::vector<Input> 
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     auto& input = inputs[i];
     if (!input.file) continue;
-    parsed.push_back(parse_file(sm, *input.file, input.diagnostics));
+    parsed.push_back(parse_file(sm, *input.file, input.diagnostics, options.extra_sections));
     views.push_back(make_file_view(sm, parsed.back()));
     auto const& view = views.back();
     check_structure(view, input.diagnostics);
