@@ -179,6 +179,7 @@ class ApplySignature:
     check_input: bool
     fail: str
     func_name: str | None
+    function_args: str | None
     init_fail: str
     node_name: str
     params: ParamsSpec | None
@@ -288,11 +289,11 @@ def link(graph: Graph, constants: collections.abc.Sequence[typing.Any] = [], nam
     """
     Builds (or finds in the cache) and loads the graph's module; returns a CompiledOp.
     """
-def load_sections(paths: collections.abc.Sequence[str], display_paths: collections.abc.Sequence[str] | None = None) -> LoadedSections:
+def load_sections(paths: collections.abc.Sequence[str], display_paths: collections.abc.Sequence[str] | None = None, extra_tags: collections.abc.Sequence[str] = []) -> LoadedSections:
     """
-    Reads and merges section files. Never raises for file content: see `.error`.
+    Reads and merges section files (`extra_tags`: tags accepted besides the nine). Never raises for file content: see `.error`.
     """
-def load_texts(texts: collections.abc.Sequence[str], names: collections.abc.Sequence[str]) -> LoadedSections:
+def load_texts(texts: collections.abc.Sequence[str], names: collections.abc.Sequence[str], extra_tags: collections.abc.Sequence[str] = []) -> LoadedSections:
     """
     Merges section-file texts held in memory (e.g. an unpickled op's func_codes) as load_sections merges files.
     """
@@ -312,7 +313,7 @@ def parse_params(text: str) -> list[tuple[str, TypeSpec]]:
     """
     Parses params fields ``k:int64,a:float64[:]`` into (name, TypeSpec).
     """
-def parse_text(text: str, filename: str = '<string>') -> LoadedSections:
+def parse_text(text: str, filename: str = '<string>', extra_tags: collections.abc.Sequence[str] = []) -> LoadedSections:
     """
     Parses section-file text held in memory, as if read from `filename`.
     """

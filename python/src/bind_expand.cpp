@@ -24,6 +24,7 @@ py::dict expansion_dict(Expansion const& e, SourceManager const& sm) {
   out["c_init_code_struct"] = e.init_code_struct;
   out["c_code"] = e.code ? py::object(py::str(*e.code)) : py::object(py::none());
   out["c_code_cleanup"] = e.code_cleanup;
+  out["macros"] = py::make_tuple(e.macro_defines, e.macro_undefs);
   out["diagnostics"] = make_records(e.diagnostics, sm);
   return out;
 }
@@ -93,6 +94,7 @@ C++ ``section::ApplySignature``). List fields are copied on assignment: assign w
       .def_readwrite("func_name", &ApplySignature::func_name)
       .def_readwrite("num_inputs", &ApplySignature::num_inputs)
       .def_readwrite("num_outputs", &ApplySignature::num_outputs)
+      .def_readwrite("function_args", &ApplySignature::function_args)
       .def_readwrite("fail", &ApplySignature::fail)
       .def_readwrite("init_fail", &ApplySignature::init_fail);
 
@@ -104,7 +106,8 @@ C++ ``section::ApplySignature``). List fields are copied on assignment: assign w
       .def_readwrite("line_paths", &ExpandOptions::line_paths);
 
   m.def("load_texts",
-        [](std::vector<std::string> texts, std::vector<std::string> const& names) {
+        [](std::vector<std::string> texts, std::vector<std::string> const& names,
+           std::vector<std::string> const& extra_tags) {
           if (names.size() != texts.size())
             throw py::value_error("load_texts: one name per text is needed");
           LoadedSections out{std::make_shared<SourceManager>(), {}};
@@ -114,10 +117,10 @@ C++ ``section::ApplySignature``). List fields are copied on assignment: assign w
             if (auto id = add_source(*out.sources, std::move(texts[i]), names[i], diagnostics))
               ids.push_back(*id);
           }
-          out.set = merge_sections(*out.sources, ids, std::move(diagnostics));
+          out.set = merge_sections(*out.sources, ids, std::move(diagnostics), extra_tags);
           return out;
         },
-        py::arg("texts"), py::arg("names"),
+        py::arg("texts"), py::arg("names"), py::arg("extra_tags") = std::vector<std::string>{},
         "Merges section-file texts held in memory (e.g. an unpickled op's func_codes) as "
         "load_sections merges files.");
 

@@ -60,6 +60,9 @@ struct ApplySignature {
   std::optional<std::string> func_name;
   std::optional<int> num_inputs;            ///< `_cop_num_inputs`
   std::optional<int> num_outputs;           ///< `_cop_num_outputs`
+  /// The call's argument list when the op overrides `format_c_function_args` (Theano's cuDNN
+  /// RNN ops pass NULL for an optional input); nullopt: inputs, `&`outputs and the padding.
+  std::optional<std::string> function_args;
   std::string fail;                         ///< `sub['fail']` for `c_code`/`c_code_cleanup`
   std::string init_fail;                    ///< `sub['fail']` for `c_init_code_struct`
 };
@@ -94,6 +97,9 @@ struct Expansion {
   std::string init_code_struct;
   std::optional<std::string> code;      ///< nullopt where the reference raises (no code, no func)
   std::string code_cleanup;
+  /// `get_c_macros(node, name)` with the signature's `check_input`: the dtype macros,
+  /// `APPLY_SPECIFIC` and the params macros, and their `#undef`s (each joined with `\n`).
+  std::string macro_defines, macro_undefs;
   /// Errors. A bad signature (SE101 unknown dtype, SE102 names and types disagree) leaves every
   /// string empty; a `code` section together with a func_name (SE103, where the reference
   /// raises `AssertionError` in `c_code`) leaves only `code` unset.

@@ -98,7 +98,8 @@ class Expander {
     // indentation after the first line, as in the reference.
     std::string out = opening("c_code", true) + i16 + macros.defines + "\n";
     out += i16 + "{\n";
-    out += i18 + "if (" + *sig_.func_name + "(" + detail::function_arguments(sig_) + params +
+    std::string const args = sig_.function_args ? *sig_.function_args : detail::function_arguments(sig_);
+    out += i18 + "if (" + *sig_.func_name + "(" + args + params +
            ") != 0) {\n";
     out += i20 + sig_.fail + "\n";
     out += i18 + "}\n";
@@ -136,6 +137,9 @@ Expansion expand(SourceManager const& sm, SectionSet const& sections,
   if (has_errors(result.diagnostics)) return result;
 
   Expander expander(sm, sections, signature, options);
+  auto macros = detail::apply_macros(signature, signature.check_input);
+  result.macro_defines = std::move(macros.defines);
+  result.macro_undefs = std::move(macros.undefs);
   if (Section const* s = sections.find("init_code")) {
     result.init_code.push_back(expander.plain(*s, "c_init_code"));
   }
