@@ -64,7 +64,7 @@ def _same(actual, expected) -> bool:
 
 
 def _run_standalone(example) -> tuple[str, bool]:
-    from .op import type_of
+    from ._types import type_of
 
     op = example.op()
     values = example.inputs()

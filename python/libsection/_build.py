@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from . import _core
+from ._core import LoadedSections
+from ._load import load
+from ._types import type_of
 
 CompileError = _core.CompileError
 LinkError = _core.LinkError
@@ -21,13 +22,18 @@ CompiledOp = _core.CompiledOp
 __all__ = ["build", "Module", "CompileError", "LinkError", "CompiledOp"]
 
 
-def _paths(files) -> list[str]:
+def _sections(files) -> tuple[LoadedSections, str]:
+    """The loaded sections and the default op name (the first file's stem)."""
+    if isinstance(files, LoadedSections):
+        names = files.files
+        return files, os.path.splitext(os.path.basename(names[0]))[0] if names else "SectionOp"
     if isinstance(files, (str, os.PathLike)):
         files = [files]
     paths = [os.fspath(f) for f in files]
     if not paths:
         raise ValueError("build() needs at least one section file")
-    return paths
+    # Raises SectionError (or OSError) for files it cannot use.
+    return load(paths), os.path.splitext(os.path.basename(paths[0]))[0]
 
 
 def _type_strings(kind: str, types) -> list[str]:
@@ -42,19 +48,13 @@ def _type_strings(kind: str, types) -> list[str]:
 
 
 def _param_type(name: str, value) -> str:
-    """The type string of a params value given without one."""
-    if isinstance(value, (bool, np.bool_)):
-        return "bool"
-    if isinstance(value, (int, np.integer)):
-        return "int64" if isinstance(value, int) else np.dtype(type(value)).name
-    if isinstance(value, (float, np.floating)):
-        return "float64" if isinstance(value, float) else np.dtype(type(value)).name
-    if isinstance(value, np.ndarray):
-        return f"{value.dtype.name}[{','.join(':' * value.ndim)}]"
-    raise TypeError(
-        f"params[{name!r}]: cannot infer a C type for {type(value).__name__}; "
-        "give (type string, value), e.g. ('int32', 3)"
-    )
+    """The type string of a params value given without one: the rule inputs follow."""
+    try:
+        return type_of(value)
+    except TypeError:
+        raise TypeError(
+            f"params[{name!r}]: cannot infer a C type for {type(value).__name__}; "
+            "give (type string, value), e.g. ('int32', 3)") from None
 
 
 def _params(params) -> list[tuple[str, str, object]]:
@@ -85,6 +85,9 @@ def build(
 ) -> CompiledOp:
     """Compiles the op implemented by section ``files`` and returns it as a callable.
 
+    ``files`` is a path, a list of paths, or sections already loaded (``libsection.load``), so an
+    op that holds its texts never has the files read again.
+
     ``inputs``/``outputs`` are type strings: ``"float64[:]"`` (1-d tensor),
     ``"float32[:,:]"``, ``"int64"`` (scalar), ``"object"`` (any Python object).
     ``params`` maps field names to values, or to ``(type string, value)``; the op sees them
@@ -92,16 +95,13 @@ def build(
     ``name`` (default: the first file's name without extension) names the op in messages.
     A compile error raises ``CompileError`` pointing at the section file's lines.
     """
-    paths = _paths(files)
+    loaded, default_name = _sections(files)
     input_types = _type_strings("inputs", inputs)
     output_types = _type_strings("outputs", outputs)
     if not output_types:
         raise ValueError("build() needs at least one output type, e.g. outputs=['float64[:]']")
-    from . import load  # raises SectionError (or OSError) for files it cannot use
-
-    loaded = load(paths)
     if name is None:  # shown in messages and the generated source
-        name = os.path.splitext(os.path.basename(paths[0]))[0]
+        name = default_name
     return _core.build_sections(
         loaded,
         input_types,

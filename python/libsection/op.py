@@ -25,39 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
 from ._build import build
+from ._load import load
+from ._types import type_of
 
-__all__ = ["ExternalCOp", "tensor", "type_of", "upcast"]
+__all__ = ["ExternalCOp"]
 
 log = logging.getLogger("libsection")
-
-
-def tensor(dtype: str | np.dtype, ndim: int) -> str:
-    """The type string of a tensor: ``tensor("float64", 2) == "float64[:,:]"``."""
-    return f"{np.dtype(dtype).name}[{','.join(':' * ndim)}]"
-
-
-def upcast(*type_strings: str) -> str:
-    """NumPy's result dtype of the given types' dtypes (PyTensor's ``upcast`` for arrays)."""
-    return np.result_type(*(np.dtype(_core.parse_type(t).dtype) for t in type_strings)).name
-
-
-def type_of(value: Any) -> str:
-    """The type string a value is passed as: arrays are tensors, Python and NumPy numbers scalars."""
-    if isinstance(value, np.ndarray):
-        if value.ndim == 0:
-            raise TypeError("0-d arrays are not supported; pass a number (a scalar) instead")
-        return tensor(value.dtype, value.ndim)
-    if isinstance(value, (bool, np.bool_)):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, np.generic):
-        return value.dtype.name
-    raise TypeError(f"cannot pass a {type(value).__name__} to an op: give a NumPy array or a number")
 
 
 class ExternalCOp:
@@ -88,6 +62,7 @@ class ExternalCOp:
         if func_name is not None:
             self.func_name = func_name
         self._compiled: dict[tuple, Any] = {}
+        self._loaded = None
 
     def output_types(self, *input_types: str) -> list[str]:
         """The output type strings for these input type strings (``"float64[:]"``, ``"int64"``)."""
@@ -114,7 +89,9 @@ class ExternalCOp:
         if op is None:
             outputs = list(self.output_types(*input_types))
             start = time.perf_counter()
-            op = build([self.get_path(f) for f in self.func_files], self.func_name,
+            if self._loaded is None:  # read once; every signature builds from the same texts
+                self._loaded = load([self.get_path(f) for f in self.func_files])
+            op = build(self._loaded, self.func_name,
                        list(input_types), outputs, params or None, name=type(self).__name__,
                        num_inputs=self._cop_num_inputs, num_outputs=self._cop_num_outputs,
                        check_input=bool(self.check_input))
@@ -131,11 +108,13 @@ class ExternalCOp:
         return self.compiled(*(type_of(v) for v in inputs))(*inputs)
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "_compiled"}  # no C handles
+        # No C handles: a new process reads the files and builds (or finds) the modules again.
+        return {k: v for k, v in self.__dict__.items() if k not in ("_compiled", "_loaded")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._compiled = {}
+        self._loaded = None
 
 
 def _hashable(value: Any) -> Any:

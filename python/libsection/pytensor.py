@@ -1,4 +1,4 @@
-"""A drop-in for PyTensor's ``ExternalCOp``, built on PyTensor's ``COp``.
+"""A drop-in for PyTensor's ``ExternalCOp``, built on PyTensor's ``COp``, and ``pytensor_op``.
 
 Change one import::
 
@@ -6,32 +6,55 @@ Change one import::
 
 The constructor, the attributes (``func_files``, ``func_codes``, ``func_name``,
 ``code_sections``, ``_cop_num_inputs``, ``_cop_num_outputs``, ``check_input``,
-``params_type``) and every ``c_*`` method behave as PyTensor's, with three differences:
-``#line`` directives point compiler errors at the ``.c`` files (class attribute
-``line_directives``), ``code``/``code_cleanup`` end with a newline so they compile when the
-node is last in a module (class attribute ``newline_fix``), and the cache version also
-covers the function name, the padding counts, ``check_input`` and the params. There is no
-``FutureWarning``, and each file is read and parsed once per process.
+``params_type``, ``SECTIONS``, ``section_re``, ``backward_re``) and every method
+(``c_*``, ``get_c_macros``, ``format_c_function_args``, ``load_c_code``, ``get_path``) behave
+as PyTensor's, and overriding them works as it does there. Three differences: ``#line``
+directives point compiler errors at the ``.c`` files (class attribute ``line_directives``),
+``code``/``code_cleanup`` end with a newline so they compile when the node is last in a module
+(class attribute ``newline_fix``), and the cache version also covers the function name, the
+padding counts, ``check_input`` and the params. There is no ``FutureWarning``, and each file
+is read and parsed once per process.
+
+**Every backend runs the same C code.** In ``mode="CVM"`` PyTensor's C linker builds the node
+from the op's ``c_*`` methods. Every other mode (``FAST_COMPILE``, ``NUMBA``, PyTensor 3's
+default ``FAST_RUN``) builds the very same description (the op's ``c_*`` methods, its
+``params_type`` and the node's types' own C code) through libsection's linker core: one module
+per node signature, cached on disk, and one instance of the op's struct per thunk, as the C
+backend has. An op that defines its own Python ``perform`` runs that outside the C backend,
+as PyTensor does.
 """
 
-import inspect
-from pathlib import Path
+from __future__ import annotations
 
+import inspect
+import re
+import weakref
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pytensor.graph.basic import Apply, Variable
 from pytensor.graph.type import HasDataType
+from pytensor.graph.utils import MethodNotDefined
 from pytensor.link.c.op import COp
 from pytensor.link.c.params_type import ParamsType
+from pytensor.scalar import ScalarType
+from pytensor.tensor.type import TensorType
 
-from . import _core, _pytensor_bridge
-from ._pytensor_bridge import pytensor_op
-# Raises an OSError, or a SectionError (a ValueError) with the reference's message.
-from . import _raise_for as _raise_load_error
+from . import _core
+from ._load import load_texts, raise_for
+from ._types import tensor
 
-__all__ = ["ExternalCOp", "pytensor_op"]
+__all__ = ["ExternalCOp", "compile_node", "pytensor_op"]
 
 # Parsed files, shared by every op instance of the process. The key holds each file's
 # modification time and size, so an edited file is parsed again (and a new process always
 # reads the files afresh).
-_loaded_cache: dict[tuple, "_core.LoadedSections"] = {}
+_loaded_cache: dict[tuple, _core.LoadedSections] = {}
+
+_NINE_SECTIONS = frozenset({
+    "init_code", "init_code_apply", "init_code_struct", "support_code", "support_code_apply",
+    "support_code_struct", "cleanup_code_struct", "code", "code_cleanup"})
 
 
 def _file_key(path: Path) -> tuple:
@@ -39,14 +62,19 @@ def _file_key(path: Path) -> tuple:
     return (str(path), stat.st_mtime_ns, stat.st_size)
 
 
-def _load(resolved: list[Path], display: list[str]) -> "_core.LoadedSections":
-    key = (tuple(_file_key(p) for p in resolved), tuple(display))
+def _load(resolved: list[Path], display: list[str], extra_tags: list[str]) -> _core.LoadedSections:
+    key = (tuple(_file_key(p) for p in resolved), tuple(display), tuple(extra_tags))
     loaded = _loaded_cache.get(key)
     if loaded is None:
-        loaded = _core.load_sections([str(p) for p in resolved], display)
+        loaded = _core.load_sections([str(p) for p in resolved], display, extra_tags)
         _loaded_cache[key] = loaded
-    _raise_load_error(loaded)
+    raise_for(loaded, [str(p) for p in resolved])
     return loaded
+
+
+def _own(cls: type, name: str) -> bool:
+    """Whether ``cls`` overrides libsection's own ``ExternalCOp.<name>``."""
+    return getattr(cls, name) is not getattr(ExternalCOp, name)
 
 
 class ExternalCOp(COp):
@@ -58,6 +86,14 @@ class ExternalCOp(COp):
     body of ``c_code``.
     """
 
+    SECTIONS: set[str] = set(_NINE_SECTIONS)
+    """The section tags files may use; a base class may add its own (Theano's
+    ``CGpuKernelBase`` adds ``kernels``), which then load into ``code_sections``."""
+    section_re = re.compile(r"^#section ([a-zA-Z0-9_]+)$", re.MULTILINE)
+    """The marker PyTensor matches (libsection's parser matches it too, and reports near
+    misses)."""
+    backward_re = re.compile(r"^PYTENSOR_(APPLY|SUPPORT)_CODE_SECTION$", re.MULTILINE)
+    """PyTensor's legacy marker (libsection also reads the ``THEANO_`` and ``AESARA_`` ones)."""
     _cop_num_inputs: int | None = None
     _cop_num_outputs: int | None = None
     line_directives = True
@@ -79,10 +115,29 @@ class ExternalCOp(COp):
         else:
             self.func_files = [Path(f) for f in func_files]
         self.func_name = func_name
-        self._resolved_files = [self.get_path(f) for f in self.func_files]
-        self._loaded = _load(self._resolved_files, [str(f) for f in self.func_files])
-        self.func_codes: list[str] = self._loaded.codes
-        self.code_sections: dict[str, str] = self._loaded.sections
+        self.func_codes: list[str] = []
+        self.code_sections: dict[str, str] = {}
+        self._code_names: list[str] = []
+        self._resolved_files: list[Path] = []
+        self.load_c_code(self.func_files)
+
+    def _extra_tags(self) -> list[str]:
+        return sorted(set(self.SECTIONS) - _NINE_SECTIONS)
+
+    def load_c_code(self, func_files) -> None:
+        """Loads section files and merges them into ``func_codes`` and ``code_sections``, as
+        PyTensor's method does (a second call appends)."""
+        files = [Path(f) for f in func_files]
+        resolved = [self.get_path(f) for f in files]
+        loaded = _load(resolved, [str(f) for f in files], self._extra_tags())
+        if self.func_codes:  # appended to what an earlier call loaded: merge all texts again
+            loaded = load_texts(self.func_codes + loaded.codes,
+                                self._code_names + [str(f) for f in files], self._extra_tags())
+        self._loaded = loaded
+        self._resolved_files += resolved
+        self._code_names += [str(f) for f in files]
+        self.func_codes = loaded.codes
+        self.code_sections = loaded.sections
 
     def __getstate__(self):
         # The parsed sections are a C++ object: pickle the texts (`func_codes`) instead, and
@@ -90,21 +145,30 @@ class ExternalCOp(COp):
         return {k: v for k, v in self.__dict__.items() if k not in ("_loaded", "_expansions")}
 
     @property
-    def _sections(self):
+    def _sections(self) -> _core.LoadedSections:
         """The parsed sections; after unpickling, parsed again from the pickled texts (like
         the reference, which never reads the files again)."""
         loaded = self.__dict__.get("_loaded")
         if loaded is None:
-            loaded = _core.load_texts(self.func_codes, [str(f) for f in self.func_files])
-            _raise_load_error(loaded)
-            self._loaded = loaded
+            names = self.__dict__.get("_code_names") or [str(f) for f in self.func_files]
+            loaded = self._loaded = load_texts(self.func_codes, names, self._extra_tags())
         return loaded
 
+    # ---------------------------------------------------------------- running outside CVM
+
     def perform(self, node, inputs, output_storage):
-        """Runs the op's own C code through libsection's linker core (built once per input and
-        output types, cached on disk), so the Python linker and Numba compute what the C
-        backend does."""
-        _pytensor_bridge.perform(self, node, inputs, output_storage)
+        """Runs the op's own C code through libsection's linker core, so the Python linker and
+        Numba compute what the C backend does. Called directly, it keeps one compiled
+        instance per node (thunks made by the linkers get one each)."""
+        compiled = _node_instances.get(node)
+        if compiled is None:
+            compiled = _node_instances[node] = compile_node(node)
+        _store(compiled(*inputs), output_storage)
+
+    def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
+        """The Python linker's thunk: the node's own runner (its struct lives as long as the
+        thunk)."""
+        return _thunk(_NodeRunner(node), node, storage_map, compute_map)
 
     # ---------------------------------------------------------------- expansion
 
@@ -112,7 +176,8 @@ class ExternalCOp(COp):
         options = _core.ExpandOptions()
         options.line_directives = bool(self.line_directives)
         options.newline_fix = bool(self.newline_fix)
-        options.line_paths = [str(p) for p in self._resolved_files]
+        if "_resolved_files" in self.__dict__:
+            options.line_paths = [str(p) for p in self._resolved_files]
         return options
 
     def _params_spec(self):
@@ -125,20 +190,27 @@ class ExternalCOp(COp):
         ]
         return _core.ParamsSpec(wrapper.name, fields)
 
-    def _op_signature(self):
+    def _op_signature(self, check_input: bool | None = None):
         """The signature fields that come from the op rather than from a node."""
         signature = _core.ApplySignature()
         signature.params = self._params_spec()
-        signature.check_input = bool(getattr(self, "check_input", True))
+        if check_input is None:
+            check_input = getattr(self, "check_input", True)
+        signature.check_input = bool(check_input)
         signature.func_name = self.func_name
         signature.num_inputs = self._cop_num_inputs
         signature.num_outputs = self._cop_num_outputs
         return signature
 
     def _expansion(self, node=None, name="", inputs=(), outputs=(), sub=None, fail="",
-                   init_fail=""):
+                   init_fail="", check_input=None):
         """Every c_* string for one apply. CLinker asks for them one method at a time, so the
         result is kept for the calls that follow with the same arguments."""
+        function_args = None
+        if self.func_name is not None and outputs and _own(type(self), "format_c_function_args"):
+            function_args = self.format_c_function_args(list(inputs), list(outputs))
+        if check_input is None:
+            check_input = bool(getattr(self, "check_input", True))
         key = (
             name,
             tuple(_dtype(v) for v in node.inputs) if node is not None else (),
@@ -149,22 +221,24 @@ class ExternalCOp(COp):
             fail,
             init_fail,
             self.params_type,
-            bool(getattr(self, "check_input", True)),
+            check_input,
             self.func_name,
             self._cop_num_inputs,
             self._cop_num_outputs,
             bool(self.line_directives),
             bool(self.newline_fix),
+            function_args,
         )
         memo = self.__dict__.setdefault("_expansions", {})
         expansion = memo.get(key)
         if expansion is None:
-            signature = self._op_signature()
+            signature = self._op_signature(check_input)
             (signature.node_name, signature.input_dtypes, signature.output_dtypes,
              signature.input_names, signature.output_names, signature.params_name,
              signature.fail, signature.init_fail) = (
                 key[0], list(key[1]), list(key[2]), list(key[3]), list(key[4]), key[5],
                 key[6], key[7])
+            signature.function_args = function_args
             expansion = _core.expand(self._sections, signature, self._options())
             errors = [d for d in expansion["diagnostics"] if d.severity == "error"]
             if errors and not any(d.code == "SE103" for d in errors):
@@ -174,6 +248,24 @@ class ExternalCOp(COp):
             memo[key] = expansion
         return expansion
 
+    def get_c_macros(self, node, name, check_input=None):
+        """``(defines, undefs)``: the ``DTYPE_``/``TYPENUM_``/``ITEMSIZE_`` macros of each input
+        and output (when ``check_input``, by default the op's), ``APPLY_SPECIFIC`` and the
+        params macros, each joined with newlines, as PyTensor's method returns them."""
+        return self._expansion(node, name, check_input=check_input)["macros"]
+
+    def format_c_function_args(self, inp, out):
+        """The argument list of the ``func_name`` call: the inputs, then the addresses of the
+        outputs, each list padded with ``NULL`` to ``_cop_num_inputs``/``_cop_num_outputs``.
+        A subclass may override it (its result is used verbatim)."""
+        inp = list(inp)
+        if self._cop_num_inputs is not None:
+            inp += ["NULL"] * (self._cop_num_inputs - len(inp))
+        out = [f"&{o}" for o in out]
+        if self._cop_num_outputs is not None:
+            out += ["NULL"] * (self._cop_num_outputs - len(out))
+        return ", ".join(inp + out)
+
     def c_code_cache_version(self):
         signature = self._op_signature()
         if self.params_type is not None:
@@ -181,6 +273,8 @@ class ExternalCOp(COp):
         version = (_core.op_cache_version(self._sections, signature, self._options()),)
         if self.params_type is not None:
             version += (self.params_type.c_code_cache_version(),)
+        if _own(type(self), "format_c_function_args"):  # its code shapes every call
+            version += (_code_fingerprint(type(self).format_c_function_args),)
         return version
 
     def c_init_code(self, **kwargs):
@@ -226,4 +320,336 @@ def _dtype(variable) -> str | None:
     return variable.type.dtype if isinstance(variable.type, HasDataType) else None
 
 
-_pytensor_bridge.register_numba(ExternalCOp)
+def _code_fingerprint(function) -> str:
+    import hashlib
+
+    try:
+        text = inspect.getsource(function)
+    except (OSError, TypeError):
+        code = function.__code__
+        text = repr((code.co_code, code.co_consts, code.co_names))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- one node, one module
+
+class _NodeCode:
+    """One PyTensor node's C code in the linker core's op interface (the ``c_*`` methods
+    without their ``node`` argument). Whatever the op's methods return is used as it is, so
+    PyTensor's C backend and the linker core build the node from one description."""
+
+    def __init__(self, op, node):
+        self.op, self.node = op, node
+        self.name = type(op).__name__
+
+    def _call(self, method: str, *args, default: Any = ""):
+        try:
+            return getattr(self.op, method)(*args)
+        except MethodNotDefined:
+            return default
+
+    def c_code(self, name, inputs, outputs, sub):
+        return self.op.c_code(self.node, name, inputs, outputs, sub)
+
+    def c_code_cleanup(self, name, inputs, outputs, sub):
+        return self._call("c_code_cleanup", self.node, name, inputs, outputs, sub)
+
+    def c_support_code_apply(self, name):
+        return self._call("c_support_code_apply", self.node, name)
+
+    def c_init_code_apply(self, name):
+        return self._call("c_init_code_apply", self.node, name)
+
+    def c_support_code_struct(self, name):
+        return self._call("c_support_code_struct", self.node, name)
+
+    def c_init_code_struct(self, name, sub):
+        return self._call("c_init_code_struct", self.node, name, sub)
+
+    def c_cleanup_code_struct(self, name):
+        return self._call("c_cleanup_code_struct", self.node, name)
+
+    def c_support_code(self):
+        return self._call("c_support_code")
+
+    def c_init_code(self):
+        return self._call("c_init_code", default=[])
+
+    def c_headers(self):
+        return self._call("c_headers", default=[])
+
+    def c_header_dirs(self):
+        return [d for d in self._call("c_header_dirs", default=[]) if d]
+
+    def c_libraries(self):
+        return self._call("c_libraries", default=[])
+
+    def c_lib_dirs(self):
+        return [d for d in self._call("c_lib_dirs", default=[]) if d]
+
+    def c_compile_args(self):
+        return self._call("c_compile_args", default=[])
+
+
+def _params(op, node):
+    """The node's params value and type, as PyTensor's C linker finds them; None without."""
+    try:
+        value = op.get_params(node)
+    except MethodNotDefined:
+        return None
+    return value, node.params_type if hasattr(node, "params_type") else op.params_type
+
+
+def compile_node(node):
+    """A fresh compiled instance of ``node`` (module built once per signature, cached on disk;
+    each instance has its own struct). Called on the node's input values, it returns the
+    output (a tuple when there are several)."""
+    op = node.op
+    graph = _core.Graph()
+    inputs = [graph.add_input(v.type, str(v.name or f"input {i}"))
+              for i, v in enumerate(node.inputs)]
+    constants, params_var = [], None
+    params = _params(op, node)
+    if params is not None:
+        params_var = graph.add_constant(params[1], "params")
+        constants.append(params[0])
+    outputs = graph.add_apply(_NodeCode(op, node), inputs, [v.type for v in node.outputs],
+                              params_var)
+    for o in outputs:
+        graph.add_output(o)
+    return _core.link(graph, constants, type(op).__name__)
+
+
+# Compiled instances of nodes whose op's perform was called directly (not through a thunk).
+_node_instances: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _store(results, output_storage) -> None:
+    if len(output_storage) == 1:
+        output_storage[0][0] = results
+        return
+    for storage, value in zip(output_storage, results, strict=True):
+        storage[0] = value
+
+
+class _NodeRunner:
+    """Runs one node outside PyTensor's C backend, as PyTensor would: through the op's own
+    ``perform`` when its class defines one, else through a compiled instance of the node (one
+    struct for the runner's lifetime). A ``perform`` that raises ``NotImplementedError`` (PyTensor
+    declares ``perform`` abstract, so C-only ops often define one that refuses) hands over to
+    the C code."""
+
+    def __init__(self, node):
+        self.node = node
+        self.compiled = None if _own(type(node.op), "perform") else compile_node(node)
+        # Numba boxes scalars as Python numbers; PyTensor's scalar C code takes NumPy scalars.
+        self.scalars = [(i, np.dtype(v.type.dtype).type) for i, v in enumerate(node.inputs)
+                        if isinstance(v.type, ScalarType)]
+
+    def __call__(self, *inputs):
+        """The output, or a tuple of outputs when the node has several."""
+        if self.scalars:
+            inputs = list(inputs)
+            for i, scalar in self.scalars:
+                inputs[i] = scalar(inputs[i])
+        if self.compiled is None:
+            storage = [[None] for _ in self.node.outputs]
+            try:
+                self.node.op.perform(self.node, list(inputs), storage)
+            except NotImplementedError:
+                self.compiled = compile_node(self.node)
+            else:
+                return storage[0][0] if len(storage) == 1 else tuple(s[0] for s in storage)
+        return self.compiled(*inputs)
+
+
+def _thunk(run, node, storage_map, compute_map):
+    input_storage = [storage_map[v] for v in node.inputs]
+    output_storage = [storage_map[v] for v in node.outputs]
+    computed = [compute_map[v] for v in node.outputs] if compute_map is not None else []
+
+    def thunk():
+        _store(run(*[s[0] for s in input_storage]), output_storage)
+        for c in computed:
+            c[0] = True
+
+    thunk.inputs = input_storage
+    thunk.outputs = output_storage
+    thunk.perform = node.op.perform
+    thunk.lazy = False
+    return thunk
+
+
+# ---------------------------------------------------------------- Numba
+
+# Node runners Numba's object-mode blocks call, by number: Numba pickles what such a block
+# closes over, and a compiled instance cannot be pickled.
+_numba_runners: dict[int, _NodeRunner] = {}
+
+
+def _run_numba_node(number: int, inputs):
+    """Module level, so Numba pickles a reference to it rather than the runners."""
+    return _numba_runners[number](*inputs)
+
+
+def _register_numba() -> None:
+    """Numba runs drop-in nodes through a runner in object mode, one per compiled function."""
+    try:
+        import numba
+        from pytensor.link.numba.dispatch.basic import get_numba_type, numba_funcify, numba_njit
+    except ImportError:  # PyTensor without Numba: nothing to register
+        return
+
+    @numba_funcify.register(ExternalCOp)
+    def _funcify(op, node, **kwargs):
+        out_types = [get_numba_type(o.type) for o in node.outputs]
+        ret_sig = out_types[0] if len(out_types) == 1 else numba.types.Tuple(out_types)
+        number = len(_numba_runners)
+        while number in _numba_runners:
+            number += 1
+        _numba_runners[number] = _NodeRunner(node)
+
+        @numba_njit
+        def perform_in_object_mode(*inputs):
+            with numba.objmode(ret=ret_sig):
+                ret = _run_numba_node(number, inputs)
+            return ret
+
+        weakref.finalize(perform_in_object_mode, _numba_runners.pop, number, None)
+        return perform_in_object_mode
+
+
+_register_numba()
+
+
+# ---------------------------------------------------------------- standalone ops in PyTensor
+
+def type_string(type_) -> str:
+    """libsection's type string for a PyTensor type (``TensorType`` or ``ScalarType``)."""
+    if isinstance(type_, TensorType):
+        return tensor(type_.dtype, type_.ndim)
+    if isinstance(type_, ScalarType):
+        return type_.dtype
+    raise NotImplementedError(f"libsection has no type string for {type_}")
+
+
+def pytensor_type(type_string_: str, shape: tuple | None = None):
+    """The PyTensor type of a libsection type string (``float64[:]``, ``int64``, ``object``);
+    ``shape`` gives a tensor's static shape (None entries unknown)."""
+    from pytensor.link.c.type import generic
+
+    spec = _core.parse_type(type_string_)  # the library's own reader: bad strings raise there
+    if spec.kind == _core.TypeSpec.Kind.tensor:
+        return TensorType(spec.dtype, shape=shape if shape is not None else (None,) * spec.ndim)
+    if spec.kind == _core.TypeSpec.Kind.scalar:
+        return ScalarType(spec.dtype)
+    return generic
+
+
+_bridged_classes: dict[type, type] = {}
+
+# What a standalone class may define in PyTensor's terms and the bridge forwards.
+_FORWARDED = ("grad", "L_op", "pullback", "R_op", "pushforward", "infer_shape",
+              "connection_pattern")
+
+
+def pytensor_op(standalone):
+    """A PyTensor op running the same section files as a standalone ``libsection.ExternalCOp``.
+
+    Its ``make_node`` takes the output types from the standalone op's ``output_types``; 0-d
+    tensor inputs become PyTensor scalars (the C code receives a number, as standalone); the
+    standalone op's params become a ``ParamsType`` of the same fields. Gradients and shapes
+    come from the standalone class when it defines them in PyTensor's terms (``grad``,
+    ``L_op``, ``pullback``, ``R_op``, ``infer_shape``, ``connection_pattern``), and
+    ``infer_shape`` also gives the outputs their static shapes.
+    """
+    cls = _bridged_classes.get(type(standalone))
+    if cls is None:
+        cls = _bridged_classes[type(standalone)] = _bridge_class(type(standalone))
+    return cls(standalone)
+
+
+def _forward(name: str):
+    def method(self, *args, **kwargs):
+        return getattr(self.standalone, name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+def _static_shapes(op, node) -> list[tuple | None]:
+    """Static output shapes from the standalone ``infer_shape`` where it gives constants."""
+    from pytensor.tensor.basic import get_underlying_scalar_constant_value
+    from pytensor.tensor.exceptions import NotScalarConstantError
+
+    in_shapes = []
+    for v in node.inputs:
+        if isinstance(v.type, TensorType):
+            in_shapes.append(tuple(s if s is not None else v.shape[i]
+                                   for i, s in enumerate(v.type.shape)))
+        else:
+            in_shapes.append(())
+    out = []
+    for shape in op.standalone.infer_shape(None, node, in_shapes):
+        dims = []
+        for d in shape:
+            try:
+                dims.append(int(get_underlying_scalar_constant_value(d)))
+            except (NotScalarConstantError, TypeError, ValueError):
+                dims.append(None)
+        out.append(tuple(dims))
+    return out
+
+
+def _bridge_class(standalone_cls):
+    from pytensor.tensor import as_tensor_variable
+    from pytensor.tensor.basic import scalar_from_tensor
+
+    param_names = tuple(standalone_cls.params)
+
+    class Bridged(ExternalCOp):
+        __props__ = param_names
+        _cop_num_inputs = standalone_cls._cop_num_inputs
+        _cop_num_outputs = standalone_cls._cop_num_outputs
+        check_input = standalone_cls.check_input
+
+        def __init__(self, standalone):
+            self.standalone = standalone
+            for name in param_names:
+                setattr(self, name, getattr(standalone, name))
+            files = [standalone.get_path(f) for f in standalone.func_files]
+            super().__init__(files, standalone.func_name)
+
+        @property
+        def params_type(self):
+            if not param_names:
+                return None
+            return ParamsType(**{n: pytensor_type(t) for n, t in standalone_cls.params.items()})
+
+        def make_node(self, *inputs):
+            variables = []
+            for x in inputs:
+                v = x if isinstance(x, Variable) else as_tensor_variable(x)
+                if isinstance(v.type, TensorType) and v.type.ndim == 0:
+                    v = scalar_from_tensor(v)
+                variables.append(v)
+            types = [type_string(v.type) for v in variables]
+            outputs = [pytensor_type(t) for t in self.standalone.output_types(*types)]
+            node = Apply(self, variables, [t() for t in outputs])
+            if not hasattr(self.standalone, "infer_shape"):
+                return node
+            shapes = _static_shapes(self, node)
+            typed = [pytensor_type(t, s) if isinstance(ty, TensorType) and len(s) == ty.ndim
+                     else ty for t, ty, s in zip(self.standalone.output_types(*types), outputs,
+                                                 shapes, strict=True)]
+            return Apply(self, variables, [t() for t in typed])
+
+        def __reduce__(self):
+            return pytensor_op, (self.standalone,)
+
+    for name in _FORWARDED:
+        if hasattr(standalone_cls, name):
+            setattr(Bridged, name, _forward(name))
+    Bridged.__name__ = Bridged.__qualname__ = standalone_cls.__name__
+    Bridged.__module__ = standalone_cls.__module__
+    return Bridged

@@ -1,0 +1,110 @@
+"""Loading section files: ``load``, ``load_sections``, ``parse_text`` and ``SectionError``.
+
+The bottom layer of the package: it depends on the compiled core only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from . import _core
+from ._core import Diagnostic, LoadedSections
+
+__all__ = ["SectionDecodeError", "SectionError", "load", "load_sections", "load_texts",
+           "parse_text"]
+
+PathLike = str | os.PathLike[str]
+
+
+class SectionError(ValueError):
+    """A section file the reference loaders would refuse.
+
+    ``str(error)`` starts with the reference's own message (``Unknown section type (in file
+    x.c): tag``, ...), so code matching those messages keeps working; the rendered diagnostics
+    with file, line, column and a caret follow. ``.diagnostics`` holds them as objects.
+    """
+
+    def __init__(self, message: str, diagnostics: Iterable[Diagnostic] = ()) -> None:
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
+
+
+class SectionDecodeError(SectionError, UnicodeDecodeError):
+    """A section file that is not UTF-8. Also a ``UnicodeDecodeError`` with the fields Python's
+    own decoder gives (PyTensor reads files with ``read_text(encoding="utf-8")``, so code that
+    catches ``UnicodeDecodeError`` keeps working)."""
+
+    def __init__(self, message: str, diagnostics: Iterable[Diagnostic],
+                 cause: UnicodeDecodeError) -> None:
+        UnicodeDecodeError.__init__(self, cause.encoding, cause.object, cause.start, cause.end,
+                                    cause.reason)
+        self.message = message
+        self.diagnostics = list(diagnostics)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _decode_error(path: str) -> UnicodeDecodeError | None:
+    try:
+        Path(path).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        return e if isinstance(e, UnicodeDecodeError) else None
+    return None
+
+
+def raise_for(loaded: LoadedSections, paths: list[str] | None = None) -> None:
+    """Raises what the reference loader raises for these files, with libsection's details."""
+    if loaded.error is None:
+        return
+    os_errno, message, path = loaded.error
+    if os_errno:
+        raise OSError(os_errno, os.strerror(os_errno), path)
+    shown = [d for d in loaded.diagnostics if d.severity != "info"]
+    details = "".join(d.render() for d in shown)
+    text = f"{message}\n{details}" if details else message
+    if paths and any(d.code == "SL001" for d in shown):  # not UTF-8
+        for p in paths:
+            cause = _decode_error(p)
+            if cause is not None:
+                raise SectionDecodeError(text, shown, cause)
+    raise SectionError(text, shown)
+
+
+def _paths(files: PathLike | Iterable[PathLike]) -> list[Path]:
+    if isinstance(files, (str, os.PathLike)):
+        return [Path(files)]
+    return [Path(f) for f in files]
+
+
+def load(files: PathLike | Iterable[PathLike], extra_tags: Iterable[str] = ()) -> LoadedSections:
+    """Reads and merges section files like the reference ``load_c_code``; raises on bad files.
+
+    A single path or an iterable of paths; relative paths are relative to the working directory.
+    Messages name each file as ``str(Path(f))``, the path as written, as PyTensor does.
+    ``extra_tags`` are section tags accepted besides the nine (a base class's own sections).
+    """
+    paths = _paths(files)
+    real = [os.fspath(p) for p in paths]
+    loaded = _core.load_sections(real, [str(p) for p in paths], list(extra_tags))
+    raise_for(loaded, real)
+    return loaded
+
+
+def load_texts(texts: list[str], names: list[str], extra_tags: Iterable[str] = ()) -> LoadedSections:
+    """Merges section-file texts already in memory (an unpickled op's ``func_codes``)."""
+    loaded = _core.load_texts(list(texts), list(names), list(extra_tags))
+    raise_for(loaded)
+    return loaded
+
+
+def load_sections(files: PathLike | Iterable[PathLike]) -> dict[str, str]:
+    """The merged ``{tag: text}`` dict, exactly as the reference's ``code_sections``."""
+    return load(files).sections
+
+
+def parse_text(text: str, filename: str = "<string>") -> LoadedSections:
+    """Parses text held in memory. Never raises for content: see ``.error`` and ``.diagnostics``."""
+    return _core.parse_text(text, filename)

@@ -1,0 +1,1 @@
+#define HELPER_SCALE 2.0
