@@ -548,9 +548,8 @@ def pytensor_type(type_string_: str, shape: tuple | None = None):
 
 _bridged_classes: dict[type, type] = {}
 
-# What a standalone class may define in PyTensor's terms and the bridge forwards.
-_FORWARDED = ("grad", "L_op", "pullback", "R_op", "pushforward", "infer_shape",
-              "connection_pattern")
+# What a standalone class may define in PyTensor's terms and the bridge forwards as it is.
+_FORWARDED = ("infer_shape", "connection_pattern", "pushforward", "R_op")
 
 
 def pytensor_op(standalone):
@@ -559,9 +558,9 @@ def pytensor_op(standalone):
     Its ``make_node`` takes the output types from the standalone op's ``output_types``; 0-d
     tensor inputs become PyTensor scalars (the C code receives a number, as standalone); the
     standalone op's params become a ``ParamsType`` of the same fields. Gradients and shapes
-    come from the standalone class when it defines them in PyTensor's terms (``grad``,
-    ``L_op``, ``pullback``, ``R_op``, ``infer_shape``, ``connection_pattern``), and
-    ``infer_shape`` also gives the outputs their static shapes.
+    come from the standalone class when it defines them in PyTensor's terms (``pullback``,
+    ``L_op`` or ``grad``; ``pushforward`` or ``R_op``; ``infer_shape``;
+    ``connection_pattern``), and ``infer_shape`` also gives the outputs their static shapes.
     """
     cls = _bridged_classes.get(type(standalone))
     if cls is None:
@@ -575,6 +574,29 @@ def _forward(name: str):
 
     method.__name__ = name
     return method
+
+
+def _add_gradient(bridged, standalone_cls) -> None:
+    """The standalone class's gradient, whichever of PyTensor's names it uses: ``pullback``
+    (PyTensor 3), ``L_op`` or ``grad``. Where PyTensor has ``pullback`` the bridge defines
+    that, so PyTensor does not warn about the older names."""
+    from pytensor.graph.op import Op
+
+    if not hasattr(Op, "pullback"):  # an older PyTensor: its own names, as they are
+        for name in ("grad", "L_op"):
+            if hasattr(standalone_cls, name):
+                setattr(bridged, name, _forward(name))
+        return
+    if hasattr(standalone_cls, "pullback"):
+        bridged.pullback = _forward("pullback")
+    elif hasattr(standalone_cls, "L_op"):
+        def pullback(self, inputs, outputs, cotangents):
+            return self.standalone.L_op(inputs, outputs, cotangents)
+        bridged.pullback = pullback
+    elif hasattr(standalone_cls, "grad"):
+        def pullback(self, inputs, outputs, cotangents):
+            return self.standalone.grad(inputs, cotangents)
+        bridged.pullback = pullback
 
 
 def _static_shapes(op, node) -> list[tuple | None]:
@@ -650,6 +672,7 @@ def _bridge_class(standalone_cls):
     for name in _FORWARDED:
         if hasattr(standalone_cls, name):
             setattr(Bridged, name, _forward(name))
+    _add_gradient(Bridged, standalone_cls)
     Bridged.__name__ = Bridged.__qualname__ = standalone_cls.__name__
     Bridged.__module__ = standalone_cls.__module__
     return Bridged
