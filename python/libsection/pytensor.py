@@ -248,6 +248,24 @@ class ExternalCOp(COp):
             memo[key] = expansion
         return expansion
 
+    def _methods(self, node, name, inputs=(), outputs=(), sub=None, fail="", init_fail=""):
+        """The c_* strings of one apply, with the macros of an overridden ``get_c_macros`` in
+        place of the generated ones (the strings contain them verbatim)."""
+        expansion = self._expansion(node, name, inputs, outputs, sub, fail, init_fail)
+        if not _own(type(self), "get_c_macros"):
+            return expansion
+        expansion = dict(expansion)
+        generated, wanted = expansion["macros"], self.get_c_macros(node, name)
+        for method in ("c_init_code_apply", "c_support_code_apply", "c_support_code_struct",
+                       "c_cleanup_code_struct", "c_init_code_struct", "c_code_cleanup"):
+            expansion[method] = _swap_macros(expansion[method], generated, wanted)
+        if expansion["c_code"] is not None:
+            if self.func_name is not None:  # the call is wrapped in the check_input=False macros
+                generated = self._expansion(node, name, check_input=False)["macros"]
+                wanted = self.get_c_macros(node, name, check_input=False)
+            expansion["c_code"] = _swap_macros(expansion["c_code"], generated, wanted)
+        return expansion
+
     def get_c_macros(self, node, name, check_input=None):
         """``(defines, undefs)``: the ``DTYPE_``/``TYPENUM_``/``ITEMSIZE_`` macros of each input
         and output (when ``check_input``, by default the op's), ``APPLY_SPECIFIC`` and the
@@ -273,8 +291,9 @@ class ExternalCOp(COp):
         version = (_core.op_cache_version(self._sections, signature, self._options()),)
         if self.params_type is not None:
             version += (self.params_type.c_code_cache_version(),)
-        if _own(type(self), "format_c_function_args"):  # its code shapes every call
-            version += (_code_fingerprint(type(self).format_c_function_args),)
+        for method in ("format_c_function_args", "get_c_macros"):  # their code shapes ours
+            if _own(type(self), method):
+                version += (_code_fingerprint(getattr(type(self), method)),)
         return version
 
     def c_init_code(self, **kwargs):
@@ -284,22 +303,22 @@ class ExternalCOp(COp):
         return self._expansion()["c_support_code"]
 
     def c_init_code_apply(self, node, name):
-        return self._expansion(node, name)["c_init_code_apply"]
+        return self._methods(node, name)["c_init_code_apply"]
 
     def c_support_code_apply(self, node, name):
-        return self._expansion(node, name)["c_support_code_apply"]
+        return self._methods(node, name)["c_support_code_apply"]
 
     def c_support_code_struct(self, node, name):
-        return self._expansion(node, name)["c_support_code_struct"]
+        return self._methods(node, name)["c_support_code_struct"]
 
     def c_cleanup_code_struct(self, node, name):
-        return self._expansion(node, name)["c_cleanup_code_struct"]
+        return self._methods(node, name)["c_cleanup_code_struct"]
 
     def c_init_code_struct(self, node, name, sub):
-        return self._expansion(node, name, sub=sub, init_fail=sub["fail"])["c_init_code_struct"]
+        return self._methods(node, name, sub=sub, init_fail=sub["fail"])["c_init_code_struct"]
 
     def c_code(self, node, name, inp, out, sub):
-        expansion = self._expansion(node, name, inp, out, sub, fail=sub["fail"])
+        expansion = self._methods(node, name, inp, out, sub, fail=sub["fail"])
         if expansion["c_code"] is None:
             for d in expansion["diagnostics"]:
                 if d.code == "SE103":
@@ -310,9 +329,13 @@ class ExternalCOp(COp):
         return expansion["c_code"]
 
     def c_code_cleanup(self, node, name, inputs, outputs, sub):
-        return self._expansion(node, name, inputs, outputs, sub, fail=sub["fail"])[
+        return self._methods(node, name, inputs, outputs, sub, fail=sub["fail"])[
             "c_code_cleanup"
         ]
+
+
+def _swap_macros(text: str, generated: tuple[str, str], wanted: tuple[str, str]) -> str:
+    return text.replace(generated[0], wanted[0], 1).replace(generated[1], wanted[1], 1)
 
 
 def _dtype(variable) -> str | None:

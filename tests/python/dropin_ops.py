@@ -167,7 +167,23 @@ class Scale0dWithPerformRecipe(Scale0dRecipe):
         output_storage[0][0] = x * k
 
 
-RECIPES = [CounterRecipe, HelperRecipe, MaybeAddRecipe, CombineRecipe, QuadraticRecipe,
+class ShiftRecipe(_Op):
+    """Its own get_c_macros adds a macro to every section it wraps."""
+
+    __props__ = ()
+
+    def __init__(self):
+        self._load("data/dropin/shift.c", "APPLY_SPECIFIC(shift)")
+
+    def make_node(self, x):
+        return Apply(self, [as_tensor_variable(x)], [pt.dvector()])
+
+    def get_c_macros(self, node, name, check_input=None):
+        define, undef = super().get_c_macros(node, name, check_input)
+        return define + "\n#define SHIFT 5", undef + "\n#undef SHIFT"
+
+
+RECIPES = [ShiftRecipe, CounterRecipe, HelperRecipe, MaybeAddRecipe, CombineRecipe, QuadraticRecipe,
            Scale0dRecipe, Scale0dWithPerformRecipe]
 
 

@@ -72,6 +72,18 @@ def test_an_overridden_format_c_function_args_shapes_the_call(mode, skip_y, cach
     np.testing.assert_array_equal(function(*graph(OURS), mode)(x, y), expected)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_an_overridden_get_c_macros_wraps_the_sections(mode, cache_dir):
+    def graph(ops):
+        x = pt.dvector()
+        return [x], ops["Shift"]()(x)
+
+    x = np.array([1.0, 2.0])
+    expected = reference("Shift", graph, x)
+    np.testing.assert_array_equal(expected, x + 5)
+    np.testing.assert_array_equal(function(*graph(OURS), mode)(x), expected)
+
+
 @pytest.mark.parametrize("how", ["add", "mul"])
 @pytest.mark.parametrize("mode", MODES)
 def test_enum_params_run_in_every_mode(mode, how, cache_dir):
