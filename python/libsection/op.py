@@ -73,7 +73,14 @@ class ExternalCOp:
         """Resolves a relative path against the directory of the file that defines ``cls``."""
         if f.is_absolute():
             return f
-        return (Path(inspect.getfile(cls)).parent / f).resolve()
+        try:
+            defined_in = inspect.getfile(cls)
+        except TypeError:  # a class typed at a prompt, or given to `python -c`
+            raise TypeError(
+                f"{cls.__name__} was defined where Python records no file, so its relative "
+                f"func_files ({f}) cannot be found: give absolute paths, or define the class "
+                "in a module") from None
+        return (Path(defined_in).parent / f).resolve()
 
     def _params(self) -> dict[str, tuple[str, Any]]:
         missing = [name for name in self.params if not hasattr(self, name)]

@@ -30,3 +30,4 @@ def test_walkthrough_runs_as_written(tmp_path, cache_dir):
     assert "[1. 2. 3.]" in outputs[1]
     assert [line.split()[0] for line in outputs[2].splitlines()] == ["CVM", "FAST_COMPILE", "NUMBA"]
     assert all(line.endswith("[1. 2. 3.]") for line in outputs[2].splitlines())
+    assert outputs[3].splitlines() == ["(3,)", "[2. 4. 6.]"]  # 2 (x + y)
