@@ -30,19 +30,18 @@ import inspect
 import re
 import weakref
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 from pytensor.graph.basic import Apply, Variable
 from pytensor.graph.type import HasDataType
-from pytensor.graph.utils import MethodNotDefined
 from pytensor.link.c.op import COp
 from pytensor.link.c.params_type import ParamsType
 from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
 from . import _core
+from . import _numba
 from ._load import load_texts, raise_for
+from ._node import NodeRunner, compile_node, make_thunk, store
 from ._types import tensor
 
 __all__ = ["ExternalCOp", "compile_node", "pytensor_op"]
@@ -163,12 +162,13 @@ class ExternalCOp(COp):
         compiled = _node_instances.get(node)
         if compiled is None:
             compiled = _node_instances[node] = compile_node(node)
-        _store(compiled(*inputs), output_storage)
+        store(compiled(*inputs), output_storage)
 
     def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
         """The Python linker's thunk: the node's own runner (its struct lives as long as the
         thunk)."""
-        return _thunk(_NodeRunner(node), node, storage_map, compute_map)
+        return make_thunk(NodeRunner(node, _own(type(self), "perform")), node, storage_map,
+                          compute_map)
 
     # ---------------------------------------------------------------- expansion
 
@@ -334,6 +334,12 @@ class ExternalCOp(COp):
         ]
 
 
+# Compiled instances of nodes whose op's perform was called directly (not through a thunk).
+_node_instances: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+_numba.register(ExternalCOp, lambda op: _own(type(op), "perform"))
+
+
 def _swap_macros(text: str, generated: tuple[str, str], wanted: tuple[str, str]) -> str:
     return text.replace(generated[0], wanted[0], 1).replace(generated[1], wanted[1], 1)
 
@@ -352,197 +358,6 @@ def _code_fingerprint(function) -> str:
         code = function.__code__
         text = repr((code.co_code, code.co_consts, code.co_names))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-# ---------------------------------------------------------------- one node, one module
-
-class _NodeCode:
-    """One PyTensor node's C code in the linker core's op interface (the ``c_*`` methods
-    without their ``node`` argument). Whatever the op's methods return is used as it is, so
-    PyTensor's C backend and the linker core build the node from one description."""
-
-    def __init__(self, op, node):
-        self.op, self.node = op, node
-        self.name = type(op).__name__
-
-    def _call(self, method: str, *args, default: Any = ""):
-        try:
-            return getattr(self.op, method)(*args)
-        except MethodNotDefined:
-            return default
-
-    def c_code(self, name, inputs, outputs, sub):
-        return self.op.c_code(self.node, name, inputs, outputs, sub)
-
-    def c_code_cleanup(self, name, inputs, outputs, sub):
-        return self._call("c_code_cleanup", self.node, name, inputs, outputs, sub)
-
-    def c_support_code_apply(self, name):
-        return self._call("c_support_code_apply", self.node, name)
-
-    def c_init_code_apply(self, name):
-        return self._call("c_init_code_apply", self.node, name)
-
-    def c_support_code_struct(self, name):
-        return self._call("c_support_code_struct", self.node, name)
-
-    def c_init_code_struct(self, name, sub):
-        return self._call("c_init_code_struct", self.node, name, sub)
-
-    def c_cleanup_code_struct(self, name):
-        return self._call("c_cleanup_code_struct", self.node, name)
-
-    def c_support_code(self):
-        return self._call("c_support_code")
-
-    def c_init_code(self):
-        return self._call("c_init_code", default=[])
-
-    def c_headers(self):
-        return self._call("c_headers", default=[])
-
-    def c_header_dirs(self):
-        return [d for d in self._call("c_header_dirs", default=[]) if d]
-
-    def c_libraries(self):
-        return self._call("c_libraries", default=[])
-
-    def c_lib_dirs(self):
-        return [d for d in self._call("c_lib_dirs", default=[]) if d]
-
-    def c_compile_args(self):
-        return self._call("c_compile_args", default=[])
-
-
-def _params(op, node):
-    """The node's params value and type, as PyTensor's C linker finds them; None without."""
-    try:
-        value = op.get_params(node)
-    except MethodNotDefined:
-        return None
-    return value, node.params_type if hasattr(node, "params_type") else op.params_type
-
-
-def compile_node(node):
-    """A fresh compiled instance of ``node`` (module built once per signature, cached on disk;
-    each instance has its own struct). Called on the node's input values, it returns the
-    output (a tuple when there are several)."""
-    op = node.op
-    graph = _core.Graph()
-    inputs = [graph.add_input(v.type, str(v.name or f"input {i}"))
-              for i, v in enumerate(node.inputs)]
-    constants, params_var = [], None
-    params = _params(op, node)
-    if params is not None:
-        params_var = graph.add_constant(params[1], "params")
-        constants.append(params[0])
-    outputs = graph.add_apply(_NodeCode(op, node), inputs, [v.type for v in node.outputs],
-                              params_var)
-    for o in outputs:
-        graph.add_output(o)
-    return _core.link(graph, constants, type(op).__name__)
-
-
-# Compiled instances of nodes whose op's perform was called directly (not through a thunk).
-_node_instances: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _store(results, output_storage) -> None:
-    if len(output_storage) == 1:
-        output_storage[0][0] = results
-        return
-    for storage, value in zip(output_storage, results, strict=True):
-        storage[0] = value
-
-
-class _NodeRunner:
-    """Runs one node outside PyTensor's C backend, as PyTensor would: through the op's own
-    ``perform`` when its class defines one, else through a compiled instance of the node (one
-    struct for the runner's lifetime). A ``perform`` that raises ``NotImplementedError`` (PyTensor
-    declares ``perform`` abstract, so C-only ops often define one that refuses) hands over to
-    the C code."""
-
-    def __init__(self, node):
-        self.node = node
-        self.compiled = None if _own(type(node.op), "perform") else compile_node(node)
-        # Numba boxes scalars as Python numbers; PyTensor's scalar C code takes NumPy scalars.
-        self.scalars = [(i, np.dtype(v.type.dtype).type) for i, v in enumerate(node.inputs)
-                        if isinstance(v.type, ScalarType)]
-
-    def __call__(self, *inputs):
-        """The output, or a tuple of outputs when the node has several."""
-        if self.scalars:
-            inputs = list(inputs)
-            for i, scalar in self.scalars:
-                inputs[i] = scalar(inputs[i])
-        if self.compiled is None:
-            storage = [[None] for _ in self.node.outputs]
-            try:
-                self.node.op.perform(self.node, list(inputs), storage)
-            except NotImplementedError:
-                self.compiled = compile_node(self.node)
-            else:
-                return storage[0][0] if len(storage) == 1 else tuple(s[0] for s in storage)
-        return self.compiled(*inputs)
-
-
-def _thunk(run, node, storage_map, compute_map):
-    input_storage = [storage_map[v] for v in node.inputs]
-    output_storage = [storage_map[v] for v in node.outputs]
-    computed = [compute_map[v] for v in node.outputs] if compute_map is not None else []
-
-    def thunk():
-        _store(run(*[s[0] for s in input_storage]), output_storage)
-        for c in computed:
-            c[0] = True
-
-    thunk.inputs = input_storage
-    thunk.outputs = output_storage
-    thunk.perform = node.op.perform
-    thunk.lazy = False
-    return thunk
-
-
-# ---------------------------------------------------------------- Numba
-
-# Node runners Numba's object-mode blocks call, by number: Numba pickles what such a block
-# closes over, and a compiled instance cannot be pickled.
-_numba_runners: dict[int, _NodeRunner] = {}
-
-
-def _run_numba_node(number: int, inputs):
-    """Module level, so Numba pickles a reference to it rather than the runners."""
-    return _numba_runners[number](*inputs)
-
-
-def _register_numba() -> None:
-    """Numba runs drop-in nodes through a runner in object mode, one per compiled function."""
-    try:
-        import numba
-        from pytensor.link.numba.dispatch.basic import get_numba_type, numba_funcify, numba_njit
-    except ImportError:  # PyTensor without Numba: nothing to register
-        return
-
-    @numba_funcify.register(ExternalCOp)
-    def _funcify(op, node, **kwargs):
-        out_types = [get_numba_type(o.type) for o in node.outputs]
-        ret_sig = out_types[0] if len(out_types) == 1 else numba.types.Tuple(out_types)
-        number = len(_numba_runners)
-        while number in _numba_runners:
-            number += 1
-        _numba_runners[number] = _NodeRunner(node)
-
-        @numba_njit
-        def perform_in_object_mode(*inputs):
-            with numba.objmode(ret=ret_sig):
-                ret = _run_numba_node(number, inputs)
-            return ret
-
-        weakref.finalize(perform_in_object_mode, _numba_runners.pop, number, None)
-        return perform_in_object_mode
-
-
-_register_numba()
 
 
 # ---------------------------------------------------------------- standalone ops in PyTensor

@@ -1,0 +1,162 @@
+"""One PyTensor node built through libsection's linker core, for every mode but CVM.
+
+The node's description is the one PyTensor's C backend builds from: the op's own ``c_*``
+methods, its ``params_type`` and the node's types' C code. Each thunk gets its own compiled
+instance, so the op's struct lives as long as the thunk, as in the C backend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pytensor.graph.utils import MethodNotDefined
+from pytensor.scalar import ScalarType
+
+from . import _core
+
+__all__ = ["NodeRunner", "compile_node", "make_thunk", "store"]
+
+
+class _NodeCode:
+    """One PyTensor node's C code in the linker core's op interface (the ``c_*`` methods
+    without their ``node`` argument). Whatever the op's methods return is used as it is, so
+    PyTensor's C backend and the linker core build the node from one description."""
+
+    def __init__(self, op, node):
+        self.op, self.node = op, node
+        self.name = type(op).__name__
+
+    def _call(self, method: str, *args, default: Any = ""):
+        try:
+            return getattr(self.op, method)(*args)
+        except MethodNotDefined:
+            return default
+
+    def c_code(self, name, inputs, outputs, sub):
+        return self.op.c_code(self.node, name, inputs, outputs, sub)
+
+    def c_code_cleanup(self, name, inputs, outputs, sub):
+        return self._call("c_code_cleanup", self.node, name, inputs, outputs, sub)
+
+    def c_support_code_apply(self, name):
+        return self._call("c_support_code_apply", self.node, name)
+
+    def c_init_code_apply(self, name):
+        return self._call("c_init_code_apply", self.node, name)
+
+    def c_support_code_struct(self, name):
+        return self._call("c_support_code_struct", self.node, name)
+
+    def c_init_code_struct(self, name, sub):
+        return self._call("c_init_code_struct", self.node, name, sub)
+
+    def c_cleanup_code_struct(self, name):
+        return self._call("c_cleanup_code_struct", self.node, name)
+
+    def c_support_code(self):
+        return self._call("c_support_code")
+
+    def c_init_code(self):
+        return self._call("c_init_code", default=[])
+
+    def c_headers(self):
+        return self._call("c_headers", default=[])
+
+    def c_header_dirs(self):
+        return [d for d in self._call("c_header_dirs", default=[]) if d]
+
+    def c_libraries(self):
+        return self._call("c_libraries", default=[])
+
+    def c_lib_dirs(self):
+        return [d for d in self._call("c_lib_dirs", default=[]) if d]
+
+    def c_compile_args(self):
+        return self._call("c_compile_args", default=[])
+
+
+def _params(op, node):
+    """The node's params value and type, as PyTensor's C linker finds them; None without."""
+    try:
+        value = op.get_params(node)
+    except MethodNotDefined:
+        return None
+    return value, node.params_type if hasattr(node, "params_type") else op.params_type
+
+
+def compile_node(node):
+    """A fresh compiled instance of ``node`` (module built once per signature, cached on disk;
+    each instance has its own struct). Called on the node's input values, it returns the
+    output (a tuple when there are several)."""
+    op = node.op
+    graph = _core.Graph()
+    inputs = [graph.add_input(v.type, str(v.name or f"input {i}"))
+              for i, v in enumerate(node.inputs)]
+    constants, params_var = [], None
+    params = _params(op, node)
+    if params is not None:
+        params_var = graph.add_constant(params[1], "params")
+        constants.append(params[0])
+    outputs = graph.add_apply(_NodeCode(op, node), inputs, [v.type for v in node.outputs],
+                              params_var)
+    for o in outputs:
+        graph.add_output(o)
+    return _core.link(graph, constants, type(op).__name__)
+
+
+def store(results, output_storage) -> None:
+    if len(output_storage) == 1:
+        output_storage[0][0] = results
+        return
+    for storage, value in zip(output_storage, results, strict=True):
+        storage[0] = value
+
+
+class NodeRunner:
+    """Runs one node outside PyTensor's C backend, as PyTensor would: through the op's own
+    ``perform`` when its class defines one, else through a compiled instance of the node (one
+    struct for the runner's lifetime). A ``perform`` that raises ``NotImplementedError`` (PyTensor
+    declares ``perform`` abstract, so C-only ops often define one that refuses) hands over to
+    the C code."""
+
+    def __init__(self, node, own_perform: bool):
+        self.node = node
+        self.compiled = None if own_perform else compile_node(node)
+        # Numba boxes scalars as Python numbers; PyTensor's scalar C code takes NumPy scalars.
+        self.scalars = [(i, np.dtype(v.type.dtype).type) for i, v in enumerate(node.inputs)
+                        if isinstance(v.type, ScalarType)]
+
+    def __call__(self, *inputs):
+        """The output, or a tuple of outputs when the node has several."""
+        if self.scalars:
+            inputs = list(inputs)
+            for i, scalar in self.scalars:
+                inputs[i] = scalar(inputs[i])
+        if self.compiled is None:
+            storage = [[None] for _ in self.node.outputs]
+            try:
+                self.node.op.perform(self.node, list(inputs), storage)
+            except NotImplementedError:
+                self.compiled = compile_node(self.node)
+            else:
+                return storage[0][0] if len(storage) == 1 else tuple(s[0] for s in storage)
+        return self.compiled(*inputs)
+
+
+def make_thunk(run, node, storage_map, compute_map):
+    """A thunk of PyTensor's Python linker calling ``run`` on the node's storage."""
+    input_storage = [storage_map[v] for v in node.inputs]
+    output_storage = [storage_map[v] for v in node.outputs]
+    computed = [compute_map[v] for v in node.outputs] if compute_map is not None else []
+
+    def thunk():
+        store(run(*[s[0] for s in input_storage]), output_storage)
+        for c in computed:
+            c[0] = True
+
+    thunk.inputs = input_storage
+    thunk.outputs = output_storage
+    thunk.perform = node.op.perform
+    thunk.lazy = False
+    return thunk
