@@ -6,7 +6,7 @@ and loads the compiled module. This package exposes it to Python.
 
 from __future__ import annotations
 
-from ._build import CompiledOp, CompileError, LinkError, Module, build
+from ._build import CompiledOp, CompileError, LinkError, Module, build, build_many
 from ._core import Diagnostic, LoadedSections, __version__
 from ._load import SectionDecodeError, SectionError, load, load_sections, parse_text
 from ._types import tensor, type_of, upcast
@@ -24,6 +24,7 @@ __all__ = [
     "SectionError",
     "__version__",
     "build",
+    "build_many",
     "load",
     "load_sections",
     "parse_text",

@@ -19,7 +19,7 @@ CompileError = _core.CompileError
 LinkError = _core.LinkError
 CompiledOp = _core.CompiledOp
 
-__all__ = ["build", "Module", "CompileError", "LinkError", "CompiledOp"]
+__all__ = ["build", "build_many", "Module", "CompileError", "LinkError", "CompiledOp"]
 
 
 def _sections(files) -> tuple[LoadedSections, str]:
@@ -113,6 +113,20 @@ def build(
         num_outputs=num_outputs,
         check_input=check_input,
     )
+
+
+def build_many(specs: Sequence[Mapping], *, jobs: int | None = None) -> list[CompiledOp]:
+    """Builds several ops at once: ``specs`` holds the keyword arguments of one ``build()``
+    call each. Compiles run concurrently (one compiler process each, up to ``jobs``, by
+    default the number of CPUs; different modules share no lock) and the compiled ops come
+    back in the order given. The first failure is raised once every build has finished."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    specs = [dict(spec) for spec in specs]
+    workers = max(1, min(len(specs), jobs or os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers, thread_name_prefix="libsection-build") as pool:
+        futures = [pool.submit(build, **spec) for spec in specs]
+    return [f.result() for f in futures]
 
 
 class Module:

@@ -15,7 +15,25 @@ from pytensor.scalar import ScalarType
 
 from . import _core
 
-__all__ = ["NodeRunner", "compile_node", "make_thunk", "store"]
+__all__ = ["NodeRunner", "compile_node", "make_c_thunk", "make_thunk", "prepare_nodes", "store"]
+
+
+def _node_compile_error(error: _core.CompileError) -> Exception:
+    """A node that did not compile: libsection's ``CompileError`` (``.diagnostics``,
+    ``.kept_dir``) that is also PyTensor's, so code that catches either keeps working.
+    PyTensor's class is imported only here: its module imports setuptools (0.2 s)."""
+    global NodeCompileError
+    if NodeCompileError is None:
+        from pytensor.link.c.exceptions import CompileError as PyTensorCompileError
+
+        NodeCompileError = type("NodeCompileError", (_core.CompileError, PyTensorCompileError),
+                                {"__module__": __name__, "__doc__": _node_compile_error.__doc__})
+    out = NodeCompileError(str(error))
+    out.diagnostics, out.kept_dir = error.diagnostics, error.kept_dir
+    return out
+
+
+NodeCompileError: type | None = None
 
 
 class _NodeCode:
@@ -85,10 +103,8 @@ def _params(op, node):
     return value, node.params_type if hasattr(node, "params_type") else op.params_type
 
 
-def compile_node(node):
-    """A fresh compiled instance of ``node`` (module built once per signature, cached on disk;
-    each instance has its own struct). Called on the node's input values, it returns the
-    output (a tuple when there are several)."""
+def _node_graph(node):
+    """The linker core's graph of one node, and its constant values (the params)."""
     op = node.op
     graph = _core.Graph()
     inputs = [graph.add_input(v.type, str(v.name or f"input {i}"))
@@ -102,7 +118,60 @@ def compile_node(node):
                               params_var)
     for o in outputs:
         graph.add_output(o)
-    return _core.link(graph, constants, type(op).__name__)
+    return graph, constants
+
+
+def prepare_nodes(nodes, jobs: int | None = None) -> None:
+    """Builds (or finds) the modules of several nodes at once, one compiler process each up
+    to ``jobs`` (default: the CPUs), so that building their thunks afterwards only loads.
+    A node that fails here fails again, with its message, when its thunk is built."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    def prepare(node):
+        try:
+            _core.prepare(_node_graph(node)[0], type(node.op).__name__)
+        except Exception:  # reported where the thunk is built, in PyTensor's order
+            pass
+
+    nodes = list(nodes)
+    if len(nodes) < 2:
+        return
+    with ThreadPoolExecutor(min(len(nodes), jobs or os.cpu_count() or 1)) as pool:
+        list(pool.map(prepare, nodes))
+
+
+def compile_node(node, storage=None):
+    """A fresh compiled instance of ``node`` (module built once per signature, cached on disk;
+    each instance has its own struct). Called on the node's input values, it returns the
+    output (a tuple when there are several). With ``storage`` (the one-element lists of the
+    node's inputs, then outputs, as a PyTensor VM holds them) it runs in place on them."""
+    graph, constants = _node_graph(node)
+    try:
+        return _core.link(graph, constants, type(node.op).__name__, storage)
+    except _core.CompileError as e:
+        raise _node_compile_error(e) from None
+
+
+def make_c_thunk(node, storage_map, compute_map):
+    """The thunk of PyTensor's C backend: the node's own instance, run in place on the VM's
+    storage, with the ``cthunk`` capsule the VM calls natively (CLinker's convention)."""
+    input_storage = [storage_map[v] for v in node.inputs]
+    output_storage = [storage_map[v] for v in node.outputs]
+    compiled = compile_node(node, input_storage + output_storage)
+    computed = [compute_map[v] for v in node.outputs] if compute_map is not None else []
+
+    def thunk():
+        compiled.run_in_place()
+        for c in computed:
+            c[0] = True
+
+    thunk.compiled = compiled
+    thunk.cthunk = compiled.cthunk()  # the VM keeps no reference of its own: keep it here
+    thunk.inputs = input_storage
+    thunk.outputs = output_storage
+    thunk.lazy = False
+    return thunk
 
 
 def store(results, output_storage) -> None:

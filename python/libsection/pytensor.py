@@ -26,8 +26,11 @@ as PyTensor does.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import inspect
 import re
+import sys
 import weakref
 from pathlib import Path
 
@@ -41,7 +44,7 @@ from pytensor.tensor.type import TensorType
 from . import _core
 from . import _numba
 from ._load import load_texts, raise_for
-from ._node import NodeRunner, compile_node, make_thunk, store
+from ._node import NodeRunner, compile_node, make_c_thunk, make_thunk, prepare_nodes, store
 from ._types import tensor
 
 __all__ = ["ExternalCOp", "compile_node", "pytensor_op"]
@@ -163,6 +166,14 @@ class ExternalCOp(COp):
         if compiled is None:
             compiled = _node_instances[node] = compile_node(node)
         store(compiled(*inputs), output_storage)
+
+    def make_c_thunk(self, node, storage_map, compute_map, no_recycling):
+        """The C backend's thunk, built by libsection's linker core (its compile cache,
+        precompiled header and no per-process probe) from the same description PyTensor's
+        CLinker would use; the VM calls it natively, as it calls CLinker's. The first drop-in
+        node of a function builds the modules of all of them at once."""
+        _prepare_function(storage_map)
+        return make_c_thunk(node, storage_map, compute_map)
 
     def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
         """The Python linker's thunk: the node's own runner (its struct lives as long as the
@@ -337,7 +348,63 @@ class ExternalCOp(COp):
 # Compiled instances of nodes whose op's perform was called directly (not through a thunk).
 _node_instances: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-_numba.register(ExternalCOp, lambda op: _own(type(op), "perform"))
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``callback`` right after module ``name`` is first imported."""
+
+    def __init__(self, name: str, callback) -> None:
+        self.name, self.callback = name, callback
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # once, and so the search below finds the real module
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        exec_module, callback = spec.loader.exec_module, self.callback
+
+        def exec_then_call(module):
+            exec_module(module)
+            callback()
+
+        spec.loader.exec_module = exec_then_call
+        return spec
+
+
+def _when_imported(name: str, callback) -> None:
+    """``callback()`` now if module ``name`` is loaded, else right after it is imported."""
+    if name in sys.modules:
+        callback()
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, callback))
+
+
+# Numba costs half a second to import: register with PyTensor's Numba backend only when that
+# backend is loaded (the CVM backend never loads it).
+_when_imported("pytensor.link.numba.dispatch.basic",
+               lambda: _numba.register(ExternalCOp, lambda op: _own(type(op), "perform")))
+
+
+# Storage maps (of functions being built) whose drop-in nodes were already built together.
+# By id: a reused id only costs a missed head start, never a wrong result.
+_prepared: set[tuple[int, int]] = set()
+
+
+def _prepare_function(storage_map) -> None:
+    """PyTensor builds thunks one node after another; the storage map holds every variable
+    of the function, so the first drop-in node's thunk builds the modules of all drop-in
+    nodes of the function concurrently."""
+    key = (id(storage_map), len(storage_map))
+    if key in _prepared:
+        return
+    if len(_prepared) > 256:
+        _prepared.clear()
+    _prepared.add(key)
+    nodes = {v.owner for v in storage_map if getattr(v, "owner", None) is not None
+             and isinstance(v.owner.op, ExternalCOp)}
+    prepare_nodes(nodes)
 
 
 def _swap_macros(text: str, generated: tuple[str, str], wanted: tuple[str, str]) -> str:

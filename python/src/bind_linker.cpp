@@ -1,6 +1,7 @@
 // Python bindings of the linker core: Python-defined types and ops, graphs, `build_sections`,
 // and `CompiledOp`, the C-implemented callable whose vectorcall runs the module's `run` directly.
 #include <dlfcn.h>
+#include <pybind11/gil_safe_call_once.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
@@ -20,8 +21,12 @@ namespace {
 
 // ---- the Python this process runs -------------------------------------------------------
 
+/// Computed once. Not a function-local static: its initialisation imports modules, which can
+/// release the GIL, and a second thread waiting on the static's guard while holding the GIL
+/// would deadlock the two.
 PythonEnvironment const& python_environment() {
-  static PythonEnvironment const env = [] {
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<PythonEnvironment> storage;
+  return storage.call_once_and_store_result([] {
     py::module_ sysconfig = py::module_::import("sysconfig");
     py::module_ numpy = py::module_::import("numpy");
     py::module_ multiarray = py::module_::import("numpy._core._multiarray_umath");
@@ -32,8 +37,7 @@ PythonEnvironment const& python_environment() {
     e.numpy_api = std::string(py::str(numpy.attr("__version__"))) + " C-API " +
                   std::string(py::str(multiarray.attr("_get_ndarray_c_version")()));
     return e;
-  }();
-  return env;
+  }).get_stored();
 }
 
 // ---- types and ops written in Python ----------------------------------------------------
@@ -295,6 +299,84 @@ PyObject* compiled_op_info(PyObject* object, void*) {
   return self->info;
 }
 
+// ---- running in place: PyTensor's VM calls C thunks natively -------------------------------
+
+/// What a PyTensor VM hands a C thunk: its first member is the `__ERROR` list `[type, value,
+/// traceback]` that the VM reads after a failure (CLinker's layout, lazylinker_c.c).
+struct CThunkData {
+  PyObject* error;   // a three-element list
+  PyObject* op;      // the CompiledOp, kept alive by the capsule
+};
+
+int run_cthunk(void* data) {
+  auto* d = static_cast<CThunkData*>(data);
+  auto* self = reinterpret_cast<CompiledOp*>(d->op);
+  int const failure = self->library->run(self->instance);
+  if (failure) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
+                   self->name, failure);
+    PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject* parts[3] = {type, value, traceback};
+    for (Py_ssize_t i = 0; i < 3; ++i) {  // steals the fetched references
+      if (!parts[i]) parts[i] = Py_NewRef(Py_None);
+      PyList_SetItem(d->error, i, parts[i]);
+    }
+  }
+  return failure;
+}
+
+void free_cthunk(PyObject* capsule) {
+  auto* d = static_cast<CThunkData*>(PyCapsule_GetContext(capsule));
+  if (!d) return;
+  Py_XDECREF(d->error);
+  Py_XDECREF(d->op);
+  delete d;
+}
+
+PyObject* compiled_op_cthunk(PyObject* object, PyObject*) {
+  auto* d = new (std::nothrow) CThunkData{PyList_New(3), Py_NewRef(object)};
+  if (!d) return PyErr_NoMemory();
+  if (!d->error) {
+    Py_DECREF(d->op);
+    delete d;
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < 3; ++i) PyList_SET_ITEM(d->error, i, Py_NewRef(Py_None));
+  PyObject* capsule = PyCapsule_New(reinterpret_cast<void*>(&run_cthunk), nullptr, free_cthunk);
+  if (!capsule || PyCapsule_SetContext(capsule, d) != 0) {
+    Py_XDECREF(capsule);
+    Py_DECREF(d->error);
+    Py_DECREF(d->op);
+    delete d;
+    return nullptr;
+  }
+  return capsule;
+}
+
+PyObject* compiled_op_run_in_place(PyObject* object, PyObject*) {
+  auto* self = reinterpret_cast<CompiledOp*>(object);
+  int const failure = self->library->run(self->instance);
+  if (failure) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
+                   self->name, failure);
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef compiled_op_methods[] = {
+    {"run_in_place", compiled_op_run_in_place, METH_NOARGS,
+     "Runs the op on the values its cells hold (an instance linked with `storage`), writing its "
+     "outputs to them."},
+    {"cthunk", compiled_op_cthunk, METH_NOARGS,
+     "A capsule PyTensor's VM calls natively, as it calls CLinker's thunks (CLinker's calling "
+     "convention: the function pointer, and data starting with the error list). Keep it as "
+     "the thunk's `cthunk` attribute."},
+    {nullptr, nullptr, 0, nullptr}};
+
 PyGetSetDef compiled_op_getset[] = {
     {"info", compiled_op_info, nullptr,
      "What was built: cache key, library path, whether this call compiled it, ops and types.",
@@ -312,6 +394,7 @@ void ready_compiled_op_type() {
   t.tp_dealloc = compiled_op_dealloc;
   t.tp_repr = compiled_op_repr;
   t.tp_getset = compiled_op_getset;
+  t.tp_methods = compiled_op_methods;
   if (PyType_Ready(&t) < 0) throw py::error_already_set();
 }
 
@@ -338,10 +421,21 @@ std::map<std::string, std::pair<std::filesystem::path, py::dict>>& loaded_module
 /// Generates, builds (or finds) and loads the module for `graph`, and instantiates it with the
 /// values of the graph's constants.
 py::object link(Graph const& graph, std::vector<py::object> const& constants, SourceManager& sm,
-                std::string const& display_name) {
+                std::string const& display_name,
+                std::optional<std::vector<py::object>> const& storage = std::nullopt,
+                bool instantiate = true) {
   if (constants.size() != graph.constants().size())
     throw py::value_error("the graph has " + std::to_string(graph.constants().size()) +
                           " constants, " + std::to_string(constants.size()) + " values given");
+  std::size_t const n_io = graph.inputs().size() + graph.outputs().size();
+  if (storage) {
+    if (storage->size() != n_io)
+      throw py::value_error("the graph has " + std::to_string(n_io) + " inputs and outputs, " +
+                            std::to_string(storage->size()) + " storage cells given");
+    for (auto const& cell : *storage)
+      if (!PyList_CheckExact(cell.ptr()) || PyList_GET_SIZE(cell.ptr()) != 1)
+        throw py::type_error("storage cells must be one-element lists");
+  }
   ModuleSource module;
   try {
     module = generate_module(graph);
@@ -377,6 +471,7 @@ py::object link(Graph const& graph, std::vector<py::object> const& constants, So
   }
   LoadedLibrary const& lib = load_library(library);
   memo.emplace(module.text, std::make_pair(library, py::dict(info)));
+  if (!instantiate) return py::none();
 
   auto* self = PyObject_New(CompiledOp, &compiled_op_type);
   if (!self) throw py::error_already_set();
@@ -395,6 +490,10 @@ py::object link(Graph const& graph, std::vector<py::object> const& constants, So
   py::object owner = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
   if (!self->cells) throw std::bad_alloc();
   for (Py_ssize_t i = 0; i < self->n_cells; ++i) {
+    if (storage && static_cast<std::size_t>(i) < n_io) {  // the caller's cells, shared
+      self->cells[i] = (*storage)[static_cast<std::size_t>(i)].inc_ref().ptr();
+      continue;
+    }
     std::size_t const c = static_cast<std::size_t>(i - self->n_inputs - self->n_outputs);
     PyObject* value = i < self->n_inputs + self->n_outputs ? Py_None : constants[c].ptr();
     self->cells[i] = PyList_New(1);
@@ -474,13 +573,27 @@ objects with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*`
            "The generated C++ source of the module.");
 
   m.def("link",
-        [](PyGraph const& g, std::vector<py::object> const& constants, std::string const& name) {
+        [](PyGraph const& g, std::vector<py::object> const& constants, std::string const& name,
+           std::optional<std::vector<py::object>> const& storage) {
           SourceManager sm;
-          return link(g.graph, constants, sm, name);
+          return link(g.graph, constants, sm, name, storage);
         },
         py::arg("graph"), py::arg("constants") = std::vector<py::object>{},
-        py::arg("name") = "module",
-        "Builds (or finds in the cache) and loads the graph's module; returns a CompiledOp.");
+        py::arg("name") = "module", py::arg("storage") = py::none(),
+        R"doc(Builds (or finds in the cache) and loads the graph's module; returns a CompiledOp.
+``storage``: one-element lists to use as the input and output cells (a PyTensor VM's
+storage), for an instance run in place with ``run_in_place`` or through ``cthunk()``.)doc");
+
+  m.def("prepare",
+        [](PyGraph const& g, std::string const& name) {
+          SourceManager sm;
+          link(g.graph, std::vector<py::object>(g.graph.constants().size(), py::none()), sm, name,
+               std::nullopt, false);
+        },
+        py::arg("graph"), py::arg("name") = "module",
+        "Builds (or finds in the cache) and loads the graph's module without instantiating it, so "
+        "a later `link` of the same graph only instantiates. Releases the GIL while compiling: "
+        "threads prepare several graphs at once.");
 
   m.def("build_sections",
         [](LoadedSections& loaded, std::vector<std::string> const& inputs,

@@ -210,3 +210,60 @@ def test_a_file_that_is_not_utf8_raises_unicode_decode_error_like_pytensor(tmp_p
         ExternalCOp(str(bad))
     assert (ours.value.start, ours.value.reason) == (theirs.value.start, theirs.value.reason)
     assert isinstance(ours.value, ValueError) and "bad.c:2" in str(ours.value)
+
+
+def test_cvm_builds_the_node_through_libsections_linker_and_calls_it_natively(monkeypatch, cache_dir):
+    from pytensor.link.c.basic import CLinker
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("PyTensor's CLinker was asked to build a drop-in node")
+
+    monkeypatch.setattr(CLinker, "make_thunk", refuse)
+    x = pt.dvector()
+    f = function([x], OURS["Counter"]()(x), "CVM")
+    assert [int(f(np.ones(1))) for _ in range(3)] == [0, 1, 2]
+    (thunk,) = f.vm.thunks
+    assert type(thunk.cthunk).__name__ == "PyCapsule"  # the VM calls it without Python
+
+
+def test_a_c_error_in_cvm_is_the_same_exception_through_the_native_call(cache_dir):
+    x, k = pt.dvector(), pt.dscalar()
+    f = function([x, k], OURS["Scale0d"]()(x, k), "CVM")
+    for _ in range(3):  # the error list is reset after each failure
+        with pytest.raises(ValueError, match="scale_0d: negative factor -1"):
+            f(np.ones(2), -1.0)
+    np.testing.assert_array_equal(f(np.ones(2), 2.0), [2.0, 2.0])
+
+
+def test_cvm_builds_every_drop_in_node_of_a_function_at_once(monkeypatch, cache_dir):
+    import libsection._node as node_module
+
+    prepared = []
+    real_core = node_module._core
+
+    class RecordingCore:  # the compiled core, with prepare() recorded
+        def __getattr__(self, name):
+            return getattr(real_core, name)
+
+        def prepare(self, graph, name):
+            prepared.append(name)
+            return real_core.prepare(graph, name)
+
+    monkeypatch.setattr(node_module, "_core", RecordingCore())
+    x, y = pt.dvector(), pt.dvector()
+    outputs = [OURS["Helper"]()(x), OURS["MaybeAdd"](False)(x, y), OURS["Combine"]("mul")(x, y)]
+    f = function([x, y], outputs, "CVM")
+    assert sorted(prepared) == ["Combine", "Helper", "MaybeAdd"]
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    for got, expected in zip(f(a, b), [a * 3 * 2 + 1, a + b, a * b], strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_importing_the_drop_in_loads_nothing_cvm_does_not_need():
+    import subprocess
+    import sys
+
+    code = ("import sys, libsection.pytensor; "
+            "print(sorted(m for m in ('numba', 'setuptools', 'jax') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"
