@@ -4,7 +4,7 @@ libsection's C++ core: parser, expander, linker core
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['ApplySignature', 'CompileError', 'CompiledOp', 'Diagnostic', 'ExpandOptions', 'Graph', 'LinkError', 'LoadedSections', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'expand', 'link', 'load_sections', 'load_texts', 'marker_style', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'relocate_line_directives', 'single_node_signature']
+__all__: list[str] = ['ApplySignature', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'Graph', 'LinkError', 'LoadedSections', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'expand', 'link', 'load_sections', 'load_texts', 'marker_style', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'relocate_line_directives', 'single_node_signature']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -281,6 +281,24 @@ class Graph:
     def source(self) -> str:
         """
         The generated C++ source of the module.
+        """
+class Dispatcher:
+    """
+    Dispatcher(miss): calls the compiled op for its arguments' types, found in a table keyed by each array's dtype, dimensions and byte order and each number's type; `miss(*args)` gives the compiled op for types not seen yet.
+    """
+    @staticmethod
+    def __new__(type, *args, **kwargs):
+        """
+        Create and return a new object.  See help(type) for accurate signature.
+        """
+    @staticmethod
+    def forget(*args, **kwargs):
+        """
+        Drops every compiled op found so far (e.g. after the op's params changed).
+        """
+    def __call__(self, *args, **kwargs):
+        """
+        Call self as a function.
         """
 def build_sections(loaded: LoadedSections, inputs: collections.abc.Sequence[str], outputs: collections.abc.Sequence[str], func_name: str | None = None, params: collections.abc.Sequence[tuple[str, str, typing.Any]] = [], name: str = 'SectionOp', num_inputs: typing.SupportsInt | typing.SupportsIndex | None = None, num_outputs: typing.SupportsInt | typing.SupportsIndex | None = None, check_input: bool = True) -> typing.Any:
     """

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _core
 from ._build import build
 from ._load import load
 from ._types import type_of
@@ -63,6 +64,7 @@ class ExternalCOp:
             self.func_name = func_name
         self._compiled: dict[tuple, Any] = {}
         self._loaded = None
+        self._dispatch = _core.Dispatcher(self._compiled_for_values)
 
     def output_types(self, *input_types: str) -> list[str]:
         """The output type strings for these input type strings (``"float64[:]"``, ``"int64"``)."""
@@ -111,17 +113,29 @@ class ExternalCOp:
             self._compiled[key] = op
         return op
 
+    def _compiled_for_values(self, *inputs: Any):
+        return self.compiled(*(type_of(v) for v in inputs))
+
     def __call__(self, *inputs: Any):
-        return self.compiled(*(type_of(v) for v in inputs))(*inputs)
+        # The dispatcher finds the compiled op for these argument types in C; only types it
+        # has not seen reach Python (_compiled_for_values).
+        return self._dispatch(*inputs)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in type(self).params and "_dispatch" in self.__dict__:
+            self._dispatch.forget()  # the params are compiled into the ops it knows
 
     def __getstate__(self) -> dict:
         # No C handles: a new process reads the files and builds (or finds) the modules again.
-        return {k: v for k, v in self.__dict__.items() if k not in ("_compiled", "_loaded")}
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("_compiled", "_loaded", "_dispatch")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._compiled = {}
         self._loaded = None
+        self._dispatch = _core.Dispatcher(self._compiled_for_values)
 
 
 def _hashable(value: Any) -> Any:

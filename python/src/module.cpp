@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
   section::python::bind_parse(m);
   section::python::bind_expand(m);
   section::python::bind_linker(m);
+  section::python::bind_dispatch(m);
 }

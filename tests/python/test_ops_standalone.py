@@ -70,6 +70,24 @@ def test_params_are_plain_attributes_and_distinct_values_build_distinct_modules(
     np.testing.assert_allclose(module.ScaleShift(0.0, 1.0)(X), np.ones_like(X))
 
 
+def test_a_changed_param_is_seen_by_the_next_call(cache_dir):
+    op = load_op_module("scale_shift").ScaleShift(2.0, 0.0)
+    np.testing.assert_allclose(op(X), 2 * X)
+    op.shift = 1.0
+    np.testing.assert_allclose(op(X), 2 * X + 1)
+
+
+def test_calls_dispatch_on_dtype_dimensions_and_number_types(cache_dir):
+    op = load_op_module("vector_times_scalar").VectorTimesScalar()
+    np.testing.assert_allclose(op(X, 2.0), 2 * X)
+    np.testing.assert_allclose(op(X.astype(np.float32), np.float32(2.0)), 2 * X)
+    np.testing.assert_allclose(op(X, 2.0), 2 * X)  # the first signature again, from the table
+    assert op._dispatch.size == 2
+    with pytest.raises(TypeError, match="cannot pass a str to an op"):
+        op("not an array", 2.0)
+    assert op._dispatch.size == 2
+
+
 def test_wrong_dtype_is_a_type_error_before_the_op_runs(cache_dir):
     op = load_op_module("sum_up_to_three").SumUpToThree()
     with pytest.raises(TypeError):
