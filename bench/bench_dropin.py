@@ -1,0 +1,227 @@
+"""The drop-in against PyTensor's own ExternalCOp, side by side in one run, as users run them.
+
+    python bench/bench_dropin.py [--reps 5] [--markdown]
+
+Every row is a ratio measured in this run (the machines are noisy: compare within a run):
+  * whole processes (`python -c`, imports included) compiling a graph of the tutorial's
+    VectorTimesVector op in mode="CVM": cold (the op not yet compiled, each tool's one-time
+    setup done) and cached (a new process finding it on disk);
+  * graphs of 1, 5 and 20 distinct ops, cold, in one process;
+  * the call `f(x, y)` at n = 1 and n = 10^6 in each mode, against PyTensor's own op in CVM,
+    and the class API `op(x, y)` and the raw compiled op against NumPy's `x * y`.
+Cold builds compile variants of the op file (a different trailing comment each), so both tools
+really compile. `--markdown` prints the README's table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VTV = ROOT / "ops" / "vector_times_vector" / "vectorTimesVector.c"
+
+# The same op on either base class; `paths` are the op's section files (one variant each).
+GRAPH = """
+import json, sys, time, warnings
+start = time.perf_counter()
+import numpy as np
+import pytensor, pytensor.tensor as pt
+from pytensor.graph.basic import Apply
+if sys.argv[1] == "pytensor":
+    from pytensor.link.c.op import ExternalCOp
+else:
+    from libsection.pytensor import ExternalCOp
+
+class VectorTimesVector(ExternalCOp):
+    __props__ = ("path",)
+    def __init__(self, path):
+        self.path = path
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            super().__init__([path], "APPLY_SPECIFIC(vector_times_vector)")
+    def make_node(self, x, y):
+        return Apply(self, [x, y], [pt.dvector()])
+    def perform(self, node, inputs, outputs):  # PyTensor's Op requires one; CVM never calls it
+        raise NotImplementedError
+
+x, y = pt.dvector("x"), pt.dvector("y")
+outputs = [VectorTimesVector(p)(x, y) for p in sys.argv[2:]]
+f = pytensor.function([x, y], outputs, mode="CVM")
+a = np.arange(10.0)
+assert all(np.array_equal(r, a * a) for r in f(a, a))
+print(json.dumps({"seconds": time.perf_counter() - start}))
+"""
+
+CALLS = """
+import json, sys, timeit, warnings
+sys.path.insert(0, {ops!r})
+import numpy as np
+import pytensor, pytensor.tensor as pt
+from pytensor.graph.basic import Apply
+from pytensor.link.c.op import ExternalCOp as PyTensorExternalCOp
+from libsection.pytensor import ExternalCOp
+from vector_times_vector.op import VectorTimesVector as Standalone
+
+class Recipe:
+    __props__ = ()
+    def __init__(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            super().__init__([{vtv!r}], "APPLY_SPECIFIC(vector_times_vector)")
+    def make_node(self, x, y):
+        return Apply(self, [x, y], [pt.dvector()])
+
+class Theirs(Recipe, PyTensorExternalCOp):
+    __props__ = ()
+    def perform(self, node, inputs, outputs):  # PyTensor's Op requires one; CVM never calls it
+        raise NotImplementedError
+
+class Ours(Recipe, ExternalCOp):
+    __props__ = ()
+
+def best(fn, n):
+    number = max(1, 200_000 // n)
+    return min(timeit.repeat(fn, number=number, repeat=7)) / number
+
+out = {{}}
+x, y = pt.dvector("x"), pt.dvector("y")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    functions = {{"pytensor CVM": pytensor.function([x, y], Theirs()(x, y), mode="CVM")}}
+    for mode in ["CVM", "FAST_COMPILE", "NUMBA"]:
+        functions["drop-in " + mode] = pytensor.function([x, y], Ours()(x, y), mode=mode)
+    standalone = Standalone()
+for n in (1, 10**6):
+    a, b = np.random.rand(n), np.random.rand(n)
+    raw = standalone.compiled("float64[:]", "float64[:]")
+    standalone(a, b)
+    row = {{"numpy x*y": best(lambda: a * b, n), "class API op(x, y)": best(lambda: standalone(a, b), n),
+            "raw compiled op": best(lambda: raw(a, b), n)}}
+    for name, f in functions.items():
+        f(a, b)
+        row[name] = best(lambda: f(a, b), n)
+    out[n] = row
+print(json.dumps(out))
+"""
+
+
+def fresh_env(tmp: Path, name: str) -> dict:
+    env = dict(os.environ)
+    env["LIBSECTION_CACHE_DIR"] = str(tmp / f"ls-{name}")
+    env["PYTENSOR_FLAGS"] = f"compiledir={tmp / f'pt-{name}'}"
+    return env
+
+
+def run(code: str, args: list[str], env: dict) -> float:
+    """Wall time of a whole process, imports included."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                          text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"benchmark process failed:\n{done.stderr[-3000:]}")
+    return wall
+
+
+class Variants:
+    """Copies of the op file that differ in a trailing comment: each compiles afresh."""
+
+    def __init__(self, directory: Path):
+        self.directory, self.count = directory, 0
+        self.text = VTV.read_text()
+
+    def new(self) -> str:
+        self.count += 1
+        path = self.directory / f"vtv_{self.count}.c"
+        path.write_text(self.text + f"\n// variant {self.count} {time.time_ns()}\n")
+        return str(path)
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=5, help="fresh-process repetitions")
+    parser.add_argument("--markdown", action="store_true", help="print the README table")
+    args = parser.parse_args()
+    rows: list[tuple[str, str, str, str]] = []
+
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        variants = Variants(tmp)
+        envs = {tool: fresh_env(tmp, tool) for tool in ("pytensor", "libsection")}
+        for tool, env in envs.items():  # one-time setup of each tool, outside the timings
+            run(GRAPH, [tool, variants.new()], env)
+
+        print("[bench] whole processes, one op, CVM", file=sys.stderr)
+        cold = {t: [] for t in envs}
+        cached = {t: [] for t in envs}
+        for _ in range(args.reps):
+            for tool, env in envs.items():  # interleaved, so drift hits both
+                path = variants.new()
+                cold[tool].append(run(GRAPH, [tool, path], env))
+                cached[tool].append(run(GRAPH, [tool, path], env))
+        for label, data in (("cold", cold), ("cached", cached)):
+            ls, pt_ = median(data["libsection"]), median(data["pytensor"])
+            rows.append((f"new process, `pytensor.function` of the op in CVM, {label} "
+                         "(imports included)", f"{ls:.2f} s", f"{pt_:.2f} s", f"{ls / pt_:.2f}×"))
+
+        for k in (1, 5, 20):
+            print(f"[bench] a graph of {k} distinct ops, cold", file=sys.stderr)
+            times = {t: [] for t in envs}
+            for _ in range(max(1, args.reps // 2)):
+                for tool, env in envs.items():
+                    times[tool].append(run(GRAPH, [tool, *[variants.new() for _ in range(k)]], env))
+            ls, pt_ = median(times["libsection"]), median(times["pytensor"])
+            rows.append((f"new process compiling a graph of {k} distinct ops in CVM (cold)",
+                         f"{ls:.2f} s", f"{pt_:.2f} s", f"{ls / pt_:.2f}×"))
+
+        print("[bench] calls", file=sys.stderr)
+        env = fresh_env(tmp, "calls")
+        code = CALLS.format(ops=str(ROOT / "ops"), vtv=str(VTV))
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"call benchmark failed:\n{done.stderr[-3000:]}")
+        calls = json.loads(done.stdout)
+        for n, row in calls.items():
+            size = "1 element" if n == "1" else "10^6 elements"
+            base, numpy = row["pytensor CVM"], row["numpy x*y"]
+            for mode in ("CVM", "FAST_COMPILE", "NUMBA"):
+                t = row["drop-in " + mode]
+                rows.append((f"call `f(x, y)`, drop-in in {mode}, {size}", fmt(t), fmt(base),
+                             f"{t / base:.2f}× PyTensor's CVM"))
+            for name in ("class API op(x, y)", "raw compiled op"):
+                t = row[name]
+                rows.append((f"call `{name.split(' ', 2)[-1]}` ({name.rsplit(' ', 2)[0]}), {size}",
+                             fmt(t), "", f"{t / numpy:.2f}× NumPy's `x * y` ({fmt(numpy)})"))
+
+    width = max(len(r[0]) for r in rows)
+    if args.markdown:
+        print("| what it times | libsection | PyTensor's own op | ratio |\n|---|---|---|---|")
+        for r in rows:
+            print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |")
+    else:
+        for r in rows:
+            print(f"{r[0]:<{width}}  {r[1]:>10}  {r[2]:>10}  {r[3]}")
+
+
+def fmt(seconds: float) -> str:
+    if seconds < 1e-6:
+        return f"{seconds * 1e9:.0f} ns"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.2f} µs"
+    return f"{seconds * 1e3:.2f} ms"
+
+
+if __name__ == "__main__":
+    main()
