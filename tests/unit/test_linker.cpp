@@ -191,6 +191,9 @@ TEST_SUITE("linker") {
     auto abi = py;
     abi.abi = "cpython-312";
     CHECK(module_cache_key(m, tc, abi) != key);
+    auto gold = tc;
+    gold.link_flags = {"-fuse-ld=gold"};
+    CHECK(module_cache_key(m, gold, py) != key);
     auto launcher = tc;
     launcher.launcher = {"/usr/bin/ccache"};  // does not change what is built
     CHECK(module_cache_key(m, launcher, py) == key);
@@ -360,6 +363,22 @@ TEST_SUITE("linker") {
 }
 
 TEST_SUITE("linker") {
+  TEST_CASE("modules link with gold when it is installed, or with the linker asked for") {
+    TempDir dir;
+    ::unsetenv("LIBSECTION_LINKER");
+    bool const gold = std::filesystem::exists("/usr/bin/ld.gold");
+    Toolchain const found = find_toolchain(dir.path);
+    CHECK((found.link_flags == std::vector<std::string>{"-fuse-ld=gold"}) == gold);
+    ::setenv("LIBSECTION_LINKER", "bfd", 1);
+    CHECK(find_toolchain(dir.path).link_flags == std::vector<std::string>{"-fuse-ld=bfd"});
+    ::setenv("LIBSECTION_LINKER", "default", 1);
+    CHECK(find_toolchain(dir.path).link_flags.empty());
+    ::setenv("LIBSECTION_LINKER", "mold;rm", 1);
+    CHECK_THROWS_WITH_AS(find_toolchain(dir.path), doctest::Contains("give bfd, gold, lld or default"),
+                         LinkError);
+    ::unsetenv("LIBSECTION_LINKER");
+  }
+
   TEST_CASE("a launcher written in CXX is split off, and native flags name the CPU") {
     TempDir dir;
     fs::create_directories(dir.path / "bin");

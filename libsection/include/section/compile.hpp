@@ -26,13 +26,17 @@ struct Toolchain {
   std::vector<std::string> compiler;  ///< resolved compiler path, then any arguments from `CXX`
   std::string identity;               ///< path and first line of `--version`
   std::vector<std::string> flags;     ///< compile flags common to every module
+  /// Link flags common to every module: `-fuse-ld=gold` (or `lld` for clang) when the faster
+  /// linker is installed, or as `LIBSECTION_LINKER` (`bfd`, `gold`, `lld`) asks.
+  std::vector<std::string> link_flags;
 };
 
 /// Finds the compiler: `CXX` (split on blanks, no shell; a leading `ccache`/`sccache`/`distcc`
 /// becomes the launcher), else `c++`, `g++`, `clang++` on `PATH`. Its `--version` is asked
 /// once per compiler binary and remembered in `state_dir` (keyed by path, size and mtime), so
 /// later processes spawn nothing. `LIBSECTION_CXXFLAGS` adds flags; with `-march=native` the
-/// identity also names this CPU. Throws `LinkError`.
+/// identity also names this CPU. The linker is gold (lld for clang) when installed, unless
+/// `LIBSECTION_LINKER` names another. Throws `LinkError`.
 Toolchain find_toolchain(std::filesystem::path const& state_dir);
 
 /// One-time setup: a precompiled header for the module prelude (Python + NumPy, about 85 % of a

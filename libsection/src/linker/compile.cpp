@@ -135,6 +135,18 @@ Toolchain find_toolchain(fs::path const& state_dir) {
   // `-march=native` code only runs on CPUs like this one: key it by the CPU too, so machines
   // sharing a cache never load each other's.
   if (native) tc.identity += " cpu:" + detail::sha256_hex(cpu_description()).substr(0, 16);
+  // GNU ld takes about half of a cold build's link step; gold and lld take far less.
+  std::string linker = std::getenv("LIBSECTION_LINKER") ? std::getenv("LIBSECTION_LINKER") : "";
+  if (linker.empty()) {
+    bool const clang = tc.identity.find("clang") != std::string::npos;
+    if (clang && find_on_path("ld.lld")) linker = "lld";
+    else if (find_on_path("ld.gold")) linker = "gold";
+  }
+  if (!linker.empty() && linker != "default") {
+    if (linker != "bfd" && linker != "gold" && linker != "lld")
+      throw LinkError("LIBSECTION_LINKER is `" + linker + "`: give bfd, gold, lld or default");
+    tc.link_flags.push_back("-fuse-ld=" + linker);
+  }
   return tc;
 }
 
@@ -236,6 +248,7 @@ CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& p
 
   // Linking is a separate step so ccache/sccache/distcc can cache and distribute the compile.
   cmd.link = tc.compiler;
+  cmd.link.insert(cmd.link.end(), tc.link_flags.begin(), tc.link_flags.end());
   cmd.link.insert(cmd.link.end(), {"-shared", "-o", library.string(), object.string()});
   for (auto const& dir : module.lib_dirs) {  // found when linking, and again when loading
     cmd.link.push_back("-L" + dir);

@@ -92,6 +92,8 @@ std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
   add(version);
   add(tc.identity);
   for (auto const& f : tc.flags) add(f);
+  add("link");
+  for (auto const& f : tc.link_flags) add(f);
   add(python.abi);
   add(python.numpy_api);
   for (auto const& d : python.include_dirs) add(d);
