@@ -148,13 +148,27 @@ def test_a_corrupt_entry_is_detected_and_rebuilt(cache_dir, damage):
     assert run_worker("float64", env)["compiled"] is False
 
 
-def test_cache_directories_are_private(cache_dir):
+def test_cache_directories_are_private_and_a_readable_root_is_left_as_it_is(cache_dir):
     cache_dir.mkdir(mode=0o755)
     os.chmod(cache_dir, 0o755)
     key = run_worker("float64", worker_env(cache_dir))["key"]
-    for path in [cache_dir, cache_dir / "entries", cache_dir / "locks", cache_dir / "tmp",
+    assert stat.S_IMODE(cache_dir.stat().st_mode) == 0o755  # never chmod'ed behind the user's back
+    for path in [cache_dir / "entries", cache_dir / "locks", cache_dir / "tmp", cache_dir / "pch",
                  cache_dir / "entries" / key]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
+
+
+@pytest.mark.parametrize("mode", [0o775, 0o777, 0o1777])
+def test_a_root_writable_by_others_is_refused_not_chmoded(cache_dir, mode):
+    cache_dir.mkdir()
+    os.chmod(cache_dir, mode)
+    process = start_worker("float64", worker_env(cache_dir))
+    _, err = process.communicate(timeout=180)
+    assert process.returncode != 0
+    assert "refusing to use the cache directory" in err and "writable by other users" in err
+    assert f"chmod 700 {cache_dir}" in err  # says what to do
+    assert stat.S_IMODE(cache_dir.stat().st_mode) == mode
+    assert list(cache_dir.iterdir()) == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give an entry to another user")

@@ -85,8 +85,8 @@ struct TempDir {
   }
 };
 
-std::string write_library(fs::path const& work, std::string const& bytes) {
-  std::ofstream(work / "module.so", std::ios::binary) << bytes;
+std::string write_library(PrivateDir const& work, std::string const& bytes) {
+  std::ofstream(work.path() / "module.so", std::ios::binary) << bytes;
   return R"({"ops": ["Test"]})";
 }
 
@@ -204,7 +204,7 @@ TEST_SUITE("linker") {
     CHECK(mode_of(dir.path / "entries") == 0700);
     std::string const key(64, 'a');
     int builds = 0;
-    auto builder = [&](fs::path const& work) {
+    auto builder = [&](PrivateDir const& work) {
       ++builds;
       return write_library(work, "library bytes");
     };
@@ -229,7 +229,7 @@ TEST_SUITE("linker") {
     TempDir dir;
     ModuleCache cache(dir.path);
     std::string const key(64, 'b');
-    CHECK_THROWS_AS(cache.get_or_build(key, [](fs::path const&) -> std::string {
+    CHECK_THROWS_AS(cache.get_or_build(key, [](PrivateDir const&) -> std::string {
                       throw LinkError("compiler exploded");
                     }),
                     LinkError);
@@ -245,7 +245,7 @@ TEST_SUITE("linker") {
     for (int i = 0; i < 6; ++i)
       threads.emplace_back([&] {
         ModuleCache cache(dir.path);
-        cache.get_or_build(key, [&](fs::path const& work) {
+        cache.get_or_build(key, [&](PrivateDir const& work) {
           ++builds;
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
           return write_library(work, "shared");
@@ -259,8 +259,8 @@ TEST_SUITE("linker") {
     TempDir dir;
     ModuleCache cache(dir.path);
     std::string const old_key(64, 'd'), new_key(64, 'e');
-    cache.get_or_build(old_key, [](fs::path const& w) { return write_library(w, std::string(4000, 'x')); });
-    cache.get_or_build(new_key, [](fs::path const& w) { return write_library(w, std::string(4000, 'y')); });
+    cache.get_or_build(old_key, [](PrivateDir const& w) { return write_library(w, std::string(4000, 'x')); });
+    cache.get_or_build(new_key, [](PrivateDir const& w) { return write_library(w, std::string(4000, 'y')); });
     struct timespec times[2] = {{1000, 0}, {1000, 0}};  // make `old_key` clearly older
     ::utimensat(AT_FDCWD, (dir.path / "entries" / old_key).c_str(), times, 0);
     auto const total = cache.list().total_size;
@@ -321,15 +321,15 @@ TEST_SUITE("linker") {
                         << "\necho \"fakecc 1.0\"\n";
     fs::permissions(fake, fs::perms::owner_all);
     ::setenv("CXX", (fake.string() + " -m64").c_str(), 1);
-    Toolchain const tc = find_toolchain(dir.path / "state");
+    Toolchain const tc = find_toolchain(PrivateDir::open(dir.path / "state", true));
     CHECK(tc.compiler == std::vector<std::string>{fake.string(), "-m64"});
     CHECK(tc.identity == fake.string() + ": fakecc 1.0 -m64");
-    CHECK(find_toolchain(dir.path / "state").identity == tc.identity);
+    CHECK(find_toolchain(PrivateDir::open(dir.path / "state", true)).identity == tc.identity);
     std::ifstream calls(dir.path / "calls");
     std::string text((std::istreambuf_iterator<char>(calls)), {});
     CHECK(text == "fakecc 1.0\n");  // asked once, then remembered
     ::setenv("CXX", "no-such-compiler-anywhere", 1);
-    CHECK_THROWS_WITH_AS(find_toolchain(dir.path), doctest::Contains("CXX names `no-such-compiler"),
+    CHECK_THROWS_WITH_AS(find_toolchain(PrivateDir::open(dir.path, true)), doctest::Contains("CXX names `no-such-compiler"),
                          LinkError);
     ::unsetenv("CXX");
   }
@@ -347,12 +347,12 @@ TEST_SUITE("linker") {
     std::string const cxx = (dir.path / "bin" / "ccache").string() + " " +
                             (dir.path / "bin" / "fakecc").string();
     ::setenv("CXX", cxx.c_str(), 1);
-    Toolchain const plain = find_toolchain(dir.path / "state");
+    Toolchain const plain = find_toolchain(PrivateDir::open(dir.path / "state", true));
     CHECK(plain.launcher == std::vector<std::string>{(dir.path / "bin" / "ccache").string()});
     CHECK(plain.identity == (dir.path / "bin" / "fakecc").string() + ": fakecc 2.0");
 
     ::setenv("LIBSECTION_CXXFLAGS", "-march=native", 1);
-    Toolchain const native = find_toolchain(dir.path / "state");
+    Toolchain const native = find_toolchain(PrivateDir::open(dir.path / "state", true));
     CHECK(native.flags.back() == "-march=native");
     CHECK(native.identity.rfind(plain.identity + " cpu:", 0) == 0);
     ::unsetenv("LIBSECTION_CXXFLAGS");
