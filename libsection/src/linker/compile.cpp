@@ -238,9 +238,13 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonE
       status = s1 != 0 ? s1 : s2;
       use = status == 0 && with < without;
     }
-    if (status != 0 && passing_failure(status, work->dir.read("build.log").value_or(""))) {
-      std::fprintf(stderr, "libsection: one-time setup failed for a passing reason (see above); "
-                           "compiling without a precompiled header this time\n");
+    std::string const output = work->dir.read("build.log").value_or("");
+    if (status != 0 && passing_failure(status, output)) {
+      std::string why = status >= 128 ? "killed by signal " + std::to_string(status - 128) : output;
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      why = why.substr(why.rfind('\n') + 1);
+      std::fprintf(stderr, "libsection: one-time setup failed (%s); compiling without a precompiled "
+                           "header this time, the next build tries again\n", why.c_str());
       cache.discard(*work);
       return std::nullopt;
     }
