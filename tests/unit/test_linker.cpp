@@ -646,6 +646,23 @@ TEST_SUITE("linker") {
     CHECK(cache.list().headers.empty());
   }
 
+  TEST_CASE("clear leaves what another process is using and says so, instead of waiting") {
+    TempDir dir;
+    ModuleCache cache(dir.path);
+    std::string const busy = entry_key('b'), idle = entry_key('i');
+    for (auto const& key : {busy, idle})
+      cache.get_or_build(key, [](PrivateDir const& w) { return write_library(w, "x"); });
+    ::setenv("LIBSECTION_LOCK_TIMEOUT", "600", 1);
+    ModuleCache patient(dir.path);
+    ::unsetenv("LIBSECTION_LOCK_TIMEOUT");
+    FileLock held = cache.lock(busy + ".lock", FileLock::Mode::exclusive);
+    auto const start = std::chrono::steady_clock::now();
+    CHECK(patient.clear() == std::vector<std::string>{busy});
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+    CHECK(fs::exists(dir.path / "entries" / busy));
+    CHECK_FALSE(fs::exists(dir.path / "entries" / idle));
+  }
+
   TEST_CASE("opening an existing cache never creates one") {
     TempDir dir;
     CHECK_FALSE(ModuleCache::open_existing(dir.path / "x"));

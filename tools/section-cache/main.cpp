@@ -127,8 +127,8 @@ int main(int argc, char** argv) {
                      "size cap, e.g. 500M (default: LIBSECTION_CACHE_MAX_BYTES, else 1G)");
 
   auto* clear_cmd = app.add_subcommand(
-      "clear", "remove every module, failed build and temporary directory (do not run it while "
-               "other processes are building)");
+      "clear", "remove every module, precompiled header, failed build and leftover (what other "
+               "processes are using is left alone)");
 
   try {
     app.parse(argc, argv);
@@ -162,8 +162,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*clear_cmd) {
-      cache->clear();
-      std::cout << "cleared " << cache->root().string() << "\n";
+      auto const in_use = cache->clear();
+      std::cout << "cleared " << cache->root().string();
+      if (!in_use.empty())
+        std::cout << " (" << in_use.size() << " item" << (in_use.size() == 1 ? "" : "s")
+                  << " in use by another process left alone)";
+      std::cout << "\n";
       return 0;
     }
   } catch (std::exception const& e) {

@@ -169,9 +169,9 @@ class ModuleCache {
   /// `max_bytes`, and the leftovers of killed builds. What is in use is skipped. Returns the
   /// keys it removed.
   std::vector<std::string> gc(std::uintmax_t max_bytes);
-  /// Removes every entry, precompiled header, failed build and leftover; builds in progress
-  /// are left alone.
-  void clear();
+  /// Removes every entry, precompiled header, failed build and leftover; what is in use by
+  /// another process (being built, checked or compiled with) is left alone, and returned.
+  std::vector<std::string> clear();
 
  private:
   ModuleCache(std::filesystem::path const& root, bool create);

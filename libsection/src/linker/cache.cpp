@@ -799,17 +799,23 @@ std::vector<std::string> ModuleCache::gc(std::uintmax_t max_bytes) {
   return removed;
 }
 
-void ModuleCache::clear() {
+std::vector<std::string> ModuleCache::clear() {
+  std::vector<std::string> in_use;
   for (auto [dir, prefix] : {std::pair{&entries_, ""}, std::pair{&pch_, "pch-"}}) {
     for (auto const& name : dir->names()) {
       std::string const lock_name = prefix + name + ".lock";
-      FileLock lock = this->lock(lock_name, FileLock::Mode::exclusive);
+      FileLock lock = this->lock(lock_name, FileLock::Mode::exclusive, true);
+      if (!lock.held()) {
+        in_use.push_back(name);
+        continue;
+      }
       remove_entry(*dir, name);
       ::unlinkat(locks_.fd(), lock_name.c_str(), 0);
     }
   }
   for (auto const& name : failed_.names()) failed_.remove(name);
   reclaim_leftovers();
+  return in_use;
 }
 
 }  // namespace section
