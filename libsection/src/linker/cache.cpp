@@ -265,7 +265,8 @@ bool take_over(int dir, std::string const& name, int fd, Holder const& dead) {
   if (::flock(guard, LOCK_EX) == 0 && same_file(fd, dir, name) && holder_of(fd).record == dead.record) {
     taken = ::unlinkat(dir, name.c_str(), 0) == 0;
     if (taken)
-      std::fprintf(stderr, "libsection: taking over the lock %s from pid %ld, which is no longer running\n",
+      std::fprintf(stderr,
+                   "libsection: taking over the lock %s from pid %ld, which is no longer running\n",
                    name.c_str(), dead.pid);
   }
   ::close(guard);
@@ -377,7 +378,8 @@ std::vector<std::string> PrivateDir::names() const {
     return out;
   }
   while (dirent const* e = ::readdir(d))
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) out.emplace_back(e->d_name);
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+      out.emplace_back(e->d_name);
   ::closedir(d);
   return out;
 }
@@ -398,12 +400,14 @@ FileLock::FileLock(PrivateDir const& dir, std::string const& name, Mode mode, do
   int fd = -1;
   while (true) {
     if (fd < 0) {
-      fd = ::openat(dir.fd(), name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+      fd = ::openat(dir.fd(), name.c_str(),
+                    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
       struct stat st{};
       if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_uid != ::geteuid()) {
         ::close(fd);
         throw LinkError("refusing to use the lock " + path.string() + ": it is owned by " +
-                        uid_text(st.st_uid) + ", not by the current user (" + uid_text(::geteuid()) + ")");
+                        uid_text(st.st_uid) + ", not by the current user (" +
+                        uid_text(::geteuid()) + ")");
       }
       if (fd < 0 || !S_ISREG(st.st_mode)) {
         // A symbolic link (never followed) or something else where a lock file belongs.
@@ -418,7 +422,8 @@ FileLock::FileLock(PrivateDir const& dir, std::string const& name, Mode mode, do
       }
     }
     int rc;
-    while ((rc = ::flock(fd, (mode == Mode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB)) != 0 && errno == EINTR) {
+    int const operation = (mode == Mode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
+    while ((rc = ::flock(fd, operation)) != 0 && errno == EINTR) {
     }
     if (rc == 0) {
       // `gc` or a takeover may have unlinked the file while we waited: hold the current one.
@@ -623,7 +628,8 @@ ModuleCache::Verified ModuleCache::verified(std::string const& key) {
   int const dir_fd = open_dir_at(entries_.fd(), key);
   if (dir_fd < 0) {
     struct stat st{};
-    if (errno == ENOENT || ::fstatat(entries_.fd(), key.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return {};
+    if (errno == ENOENT || ::fstatat(entries_.fd(), key.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return {};
     return {std::nullopt, S_ISLNK(st.st_mode) ? "it is a symbolic link" : "it is not a directory"};
   }
   FileHandle dir(dir_fd);
@@ -634,14 +640,18 @@ ModuleCache::Verified ModuleCache::verified(std::string const& key) {
     return {std::nullopt, "it is writable by other users (mode " + mode_text(st.st_mode) + ")"};
 
   std::string problem;
-  int const manifest_fd = open_entry_file(dir_fd, "manifest.json", dir_path / "manifest.json", st, problem);
+  int const manifest_fd =
+      open_entry_file(dir_fd, "manifest.json", dir_path / "manifest.json", st, problem);
   if (manifest_fd < 0) return {std::nullopt, problem};
   FileHandle manifest_file(manifest_fd);
   auto manifest_text = read_fd(manifest_fd);
   if (!manifest_text) return {std::nullopt, "manifest.json cannot be read"};
   auto const manifest = nlohmann::json::parse(*manifest_text, nullptr, false);
-  if (manifest.is_discarded() || !manifest.is_object()) return {std::nullopt, "manifest.json is not a JSON object"};
-  auto const field = [&](char const* name) { return manifest.contains(name) ? manifest[name] : nlohmann::json(); };
+  if (manifest.is_discarded() || !manifest.is_object())
+    return {std::nullopt, "manifest.json is not a JSON object"};
+  auto const field = [&](char const* name) {
+    return manifest.contains(name) ? manifest[name] : nlohmann::json();
+  };
   if (!field("key").is_string() || field("key").get<std::string>() != key)
     return {std::nullopt, "manifest.json names another key"};
   if (!field("size").is_number_unsigned()) return {std::nullopt, "manifest.json has no size in bytes"};
@@ -694,10 +704,12 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
   try {
     auto manifest = nlohmann::json::parse(build(work.dir), nullptr, false);
     if (manifest.is_discarded() || !manifest.is_object())
-      throw LinkError("the build of cache entry " + key + " returned a manifest that is not a JSON object");
+      throw LinkError("the build of cache entry " + key +
+                      " returned a manifest that is not a JSON object");
     struct stat st{};
     std::string problem;
-    int const library_fd = open_entry_file(work.dir.fd(), "module.so", work.dir.path() / "module.so", st, problem);
+    int const library_fd =
+        open_entry_file(work.dir.fd(), "module.so", work.dir.path() / "module.so", st, problem);
     if (library_fd < 0)
       throw LinkError("the build of cache entry " + key + " produced no usable module.so: " + problem);
     FileHandle library(library_fd);
@@ -743,7 +755,8 @@ CacheReport ModuleCache::list() const {
       report.total_size += entry.size;
       into->push_back(std::move(entry));
     }
-    std::sort(into->begin(), into->end(), [](auto const& a, auto const& b) { return a.last_used > b.last_used; });
+    std::sort(into->begin(), into->end(),
+              [](auto const& a, auto const& b) { return a.last_used > b.last_used; });
   }
   return report;
 }
