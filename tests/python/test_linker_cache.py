@@ -517,3 +517,20 @@ def test_a_setup_killed_half_way_is_reclaimed(cache_dir, tmp_path):
                             capture_output=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert list((cache_dir / "tmp").iterdir()) == []
+
+
+def test_modules_loaded_one_after_another_in_a_process_each_run_their_own_code(cache_dir, monkeypatch):
+    # Modules are loaded as /proc/self/fd/N; glibc returns an already loaded module for a name
+    # it knows, so a reused descriptor number would hand back the previous module.
+    import numpy as np
+
+    from libsection._build import build
+    from linker_ops import VTV, VTV_FUNC
+
+    monkeypatch.setenv("LIBSECTION_CACHE_DIR", str(cache_dir))
+    for dtype in ("float64", "float32", "int32"):
+        f = build(VTV, VTV_FUNC, inputs=[f"{dtype}[:]"] * 2, outputs=[f"{dtype}[:]"],
+                  name=f"VectorTimesVector_{dtype}")
+        x = np.arange(5, dtype=dtype)
+        out = f(x, x)
+        assert out.dtype == np.dtype(dtype) and np.array_equal(out, x * x)
