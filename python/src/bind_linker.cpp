@@ -1,10 +1,14 @@
 // Python bindings of the linker core: Python-defined types and ops, graphs, `build_sections`,
 // and `CompiledOp`, the C-implemented callable whose vectorcall runs the module's `run` directly.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pybind11/gil_safe_call_once.h>
+#include <unistd.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -179,12 +183,25 @@ struct LoadedLibrary {
   FreeFn instance_free = nullptr;
 };
 
-LoadedLibrary const& load_library(std::filesystem::path const& path) {
-  static std::map<std::string, LoadedLibrary> loaded;  // guarded by the GIL
-  if (auto it = loaded.find(path.string()); it != loaded.end()) return it->second;
+/// Loads the module of cache entry `key` from `verified_fd`, the descriptor its SHA-256 was
+/// checked through (`/proc/self/fd/N` reopens that same file, whatever `path` names by now), so
+/// nothing can be swapped in between. The descriptor stays open: glibc knows the module by
+/// that name, and a reused number would make a later dlopen return this module again.
+LoadedLibrary const& load_library(std::string const& key, std::filesystem::path const& path,
+                                  int verified_fd) {
+  static std::map<std::string, LoadedLibrary> loaded;  // by cache key; guarded by the GIL
+  if (auto it = loaded.find(key); it != loaded.end()) return it->second;
+  if (verified_fd < 0) throw LinkError("cannot load " + path.string() + ": it was not verified");
+  int const fd = ::fcntl(verified_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) throw LinkError("cannot load " + path.string() + ": " + std::strerror(errno));
+  std::string const by_fd = "/proc/self/fd/" + std::to_string(fd);
   LoadedLibrary lib;
-  lib.handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib.handle) throw LinkError("cannot load " + path.string() + ": " + ::dlerror());
+  lib.handle = ::dlopen(by_fd.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib.handle) {
+    std::string const why = ::dlerror();
+    ::close(fd);
+    throw LinkError("cannot load " + path.string() + " (through " + by_fd + "): " + why);
+  }
   auto symbol = [&](char const* name) {
     void* s = ::dlsym(lib.handle, name);
     if (!s) throw LinkError(path.string() + " is not a libsection module: no " + name);
@@ -199,7 +216,7 @@ LoadedLibrary const& load_library(std::filesystem::path const& path) {
   lib.run = reinterpret_cast<RunFn>(symbol("libsection_instance_run"));
   lib.instance_free = reinterpret_cast<FreeFn>(symbol("libsection_instance_free"));
   if (!init()) throw py::error_already_set();
-  return loaded.emplace(path.string(), lib).first->second;
+  return loaded.emplace(key, lib).first->second;
 }
 
 // ---- CompiledOp: the callable -------------------------------------------------------------
@@ -445,12 +462,15 @@ py::object link(Graph const& graph, std::vector<py::object> const& constants, So
   PythonEnvironment const& python = python_environment();
 
   std::filesystem::path library;
+  std::string key;
+  FileHandle verified_library;  // the module's bytes as verified; loaded through this
   py::dict info;
   auto& memo = loaded_modules();
   if (auto it = memo.find(module.text); it != memo.end()) {
     library = it->second.first;
     info = py::dict(it->second.second);
     info["compiled"] = false;
+    key = info["key"].cast<std::string>();
   } else {
     BuiltModule built;
     try {
@@ -461,6 +481,8 @@ py::object link(Graph const& graph, std::vector<py::object> const& constants, So
       raise_python(e, sm);
     }
     library = built.entry.library;
+    key = built.entry.key;
+    verified_library = built.entry.library_file;
     info["key"] = built.entry.key;
     info["library"] = library.string();
     info["module"] = module.name;
@@ -469,7 +491,7 @@ py::object link(Graph const& graph, std::vector<py::object> const& constants, So
     info["outputs"] = module.output_types;
     info["compiled"] = built.compiled;
   }
-  LoadedLibrary const& lib = load_library(library);
+  LoadedLibrary const& lib = load_library(key, library, verified_library.get());
   memo.emplace(module.text, std::make_pair(library, py::dict(info)));
   if (!instantiate) return py::none();
 

@@ -66,6 +66,9 @@ int list(ModuleCache const& cache, bool json) {
   for (auto const& e : report.entries)
     std::cout << "  " << e.key.substr(0, 12) << "  " << human_size(e.size) << "  "
               << age(e.last_used) << "  " << describe(e.manifest) << "\n";
+  for (auto const& e : report.headers)
+    std::cout << "  " << e.key.substr(0, 12) << "  " << human_size(e.size) << "  "
+              << age(e.last_used) << "  (precompiled Python and NumPy headers)\n";
   return 0;
 }
 
@@ -124,8 +127,8 @@ int main(int argc, char** argv) {
                      "size cap, e.g. 500M (default: LIBSECTION_CACHE_MAX_BYTES, else 1G)");
 
   auto* clear_cmd = app.add_subcommand(
-      "clear", "remove every module, failed build and temporary directory (do not run it while "
-               "other processes are building)");
+      "clear", "remove every module, precompiled header, failed build and leftover (what other "
+               "processes are using is left alone)");
 
   try {
     app.parse(argc, argv);
@@ -135,19 +138,36 @@ int main(int argc, char** argv) {
   }
 
   try {
-    ModuleCache cache(cache_dir.empty() ? ModuleCache::default_root() : std::filesystem::path(cache_dir));
-    if (*list_cmd) return list(cache, json);
-    if (*explain_cmd) return explain(cache, key);
+    std::filesystem::path const root =
+        cache_dir.empty() ? ModuleCache::default_root() : std::filesystem::path(cache_dir);
+    std::uintmax_t const cap = max_size.empty() ? ModuleCache::default_max_bytes()
+                                                : ModuleCache::parse_size(max_size, "--max-size");
+    // Inspecting or trimming a cache never creates one.
+    auto cache = ModuleCache::open_existing(root);
+    if (!cache) {
+      if (*explain_cmd) {
+        std::cerr << "section-cache: there is no cache at " << root.string() << "\n";
+        return 1;
+      }
+      if (*list_cmd && json) std::cout << "[]\n";
+      else std::cout << "no cache at " << root.string() << " (nothing has been built there)\n";
+      return 0;
+    }
+    if (*list_cmd) return list(*cache, json);
+    if (*explain_cmd) return explain(*cache, key);
     if (*gc_cmd) {
-      if (!max_size.empty()) ::setenv("LIBSECTION_CACHE_MAX_BYTES", max_size.c_str(), 1);
-      auto const removed = cache.gc(ModuleCache::default_max_bytes());
-      std::cout << "removed " << removed.size() << " module" << (removed.size() == 1 ? "" : "s")
-                << "; " << human_size(cache.list().total_size) << " left\n";
+      auto const removed = cache->gc(cap);
+      std::cout << "removed " << removed.size() << " item" << (removed.size() == 1 ? "" : "s")
+                << "; " << human_size(cache->list().total_size) << " left\n";
       return 0;
     }
     if (*clear_cmd) {
-      cache.clear();
-      std::cout << "cleared " << cache.root().string() << "\n";
+      auto const in_use = cache->clear();
+      std::cout << "cleared " << cache->root().string();
+      if (!in_use.empty())
+        std::cout << " (" << in_use.size() << " item" << (in_use.size() == 1 ? "" : "s")
+                  << " in use by another process left alone)";
+      std::cout << "\n";
       return 0;
     }
   } catch (std::exception const& e) {

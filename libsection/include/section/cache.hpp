@@ -1,18 +1,101 @@
 // The on-disk module cache: content-addressed entries, one lock per key, atomic publication,
 // verification on load, ownership and permission checks, and a size cap.
+//
+// Trust model (README, "Security"): every directory from the cache root down must be owned by
+// the current user and writable by nobody else, or it is refused with the reason; everything
+// inside is opened relative to those verified directories without following symbolic links,
+// and a module is loaded from the very file descriptor its SHA-256 was checked through.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace section {
 
+/// An open file descriptor shared by copies, closed with the last one (-1: none).
+class FileHandle {
+ public:
+  FileHandle() = default;
+  explicit FileHandle(int fd);
+  int get() const { return fd_ ? *fd_ : -1; }
+  explicit operator bool() const { return get() >= 0; }
+
+ private:
+  std::shared_ptr<int const> fd_;
+};
+
+/// A directory owned by the current user and writable by nobody else, held open: what is done
+/// inside goes through its descriptor (`openat`, never following a symbolic link), so renaming
+/// or replacing its path afterwards changes nothing for us.
+class PrivateDir {
+ public:
+  PrivateDir() = default;
+  /// Opens `path`; with `create`, a missing directory (and missing parents) is created with
+  /// mode 0700. A symbolic link is followed only when the current user owns it. Throws
+  /// `LinkError` saying why and what to do when the directory is not trustworthy.
+  static PrivateDir open(std::filesystem::path const& path, bool create);
+  /// A subdirectory, created (0700) when missing; refused like `open`.
+  PrivateDir sub(std::string const& name) const;
+  /// An existing subdirectory that passes the checks, or nothing (missing, a symbolic link,
+  /// another owner's, writable by others: the caller replaces it).
+  std::optional<PrivateDir> existing(std::string const& name) const;
+
+  int fd() const { return fd_.get(); }
+  std::filesystem::path const& path() const { return path_; }
+
+  /// A regular file's bytes, or nothing when it is missing, a symbolic link or not ours.
+  std::optional<std::string> read(std::string const& name) const;
+  /// Writes `name` (mode 0600) through a temporary file and a rename. Throws `LinkError`.
+  void write(std::string const& name, std::string const& data) const;
+  /// Removes a file or a whole tree, never following a symbolic link. Errors are ignored.
+  void remove(std::string const& name) const;
+  /// Names in the directory (no `.`, `..`).
+  std::vector<std::string> names() const;
+
+ private:
+  PrivateDir(FileHandle fd, std::filesystem::path path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  FileHandle fd_;
+  std::filesystem::path path_;
+};
+
+/// An `flock` on `<dir>/<name>`, released on destruction (or when the process dies). The
+/// exclusive holder writes its pid into the file, so a waiter that gives up can name it, and a
+/// lock whose recorded holder is dead (its descriptor leaked into another process) is taken over.
+class FileLock {
+ public:
+  enum class Mode { exclusive, shared };
+  /// Waits up to `timeout_seconds` (0: one try), then throws `LinkError` naming the holder;
+  /// with `give_up_when_busy`, returns without the lock instead (`held()` is false).
+  FileLock(PrivateDir const& dir, std::string const& name, Mode mode, double timeout_seconds,
+           bool give_up_when_busy = false);
+  FileLock(FileLock&& other) noexcept;
+  FileLock& operator=(FileLock&& other) noexcept;
+  FileLock(FileLock const&) = delete;
+  FileLock& operator=(FileLock const&) = delete;
+  ~FileLock();
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+  Mode mode_ = Mode::exclusive;
+};
+
+/// A build in progress: a fresh directory in `tmp/` holding a lock file while its builder
+/// lives, so `gc` can tell the leftovers of killed builds from running ones.
+struct WorkDir {
+  PrivateDir dir;
+  std::string name;  ///< its name in `tmp/`
+  FileLock in_use;
+};
+
 /// One published module: `<root>/entries/<key>/` with `module.so`, `source.cpp`, `build.log`
-/// and `manifest.json` (the library's size and SHA-256, how it was built, for what ops).
+/// and `manifest.json` (the library's size and SHA-256, how it was built, for what ops), or
+/// (in `CacheReport::headers`) one precompiled header set, `<root>/pch/<key>/`.
 struct CacheEntry {
   std::string key;
   std::filesystem::path dir;
@@ -20,56 +103,86 @@ struct CacheEntry {
   std::string manifest;        ///< the manifest's JSON text
   std::uintmax_t size = 0;     ///< bytes on disk, all files of the entry
   std::int64_t last_used = 0;  ///< seconds since the epoch (the entry directory's mtime)
+  /// `find`/`get_or_build`: `module.so` opened read-only, the bytes that were verified. Load
+  /// it through this descriptor (`/proc/self/fd/N`), never by path.
+  FileHandle library_file;
 };
 
 /// What a cache directory holds now.
 struct CacheReport {
   std::vector<CacheEntry> entries;
-  std::uintmax_t total_size = 0;
+  std::vector<CacheEntry> headers;  ///< precompiled headers (one-time setup), in `pch/`
+  std::uintmax_t total_size = 0;    ///< entries and headers
 };
 
 class ModuleCache {
  public:
   /// `LIBSECTION_CACHE_DIR`, else `$XDG_CACHE_HOME/libsection`, else `~/.cache/libsection`.
   static std::filesystem::path default_root();
-  /// `LIBSECTION_CACHE_MAX_BYTES` (suffixes K, M, G allowed), else 1 GiB.
+  /// `LIBSECTION_CACHE_MAX_BYTES`: a plain integer with an optional K, M or G suffix (powers
+  /// of 1024), else 1 GiB. Throws `LinkError` naming the variable for anything else.
   static std::uintmax_t default_max_bytes();
+  /// Parses a size as `default_max_bytes` does; `what` names its origin in the error.
+  static std::uintmax_t parse_size(std::string const& text, std::string const& what);
+  /// `LIBSECTION_LOCK_TIMEOUT`: seconds to wait for another process's lock (default 300).
+  static double default_lock_timeout();
 
-  /// Creates the directories (mode 0700). Throws `LinkError` when the root is not owned by the
-  /// current user or is writable by others.
+  /// Opens the cache, creating what is missing (mode 0700), and reads the size cap and lock
+  /// timeout from the environment. Throws `LinkError` when a directory is not trustworthy or
+  /// a setting is malformed, before anything is built.
   explicit ModuleCache(std::filesystem::path root = default_root());
+  /// The cache at `root` if that directory exists; creates nothing when it does not.
+  static std::optional<ModuleCache> open_existing(std::filesystem::path const& root);
 
-  std::filesystem::path const& root() const { return root_; }
-  /// Per-process state remembered across runs (the compiler's identity, ...).
-  std::filesystem::path state_dir() const { return root_ / "state"; }
-  /// Where a failed build's source, command and log are kept for inspection.
-  std::filesystem::path failed_dir(std::string const& key) const { return root_ / "failed" / key; }
+  std::filesystem::path const& root() const { return root_.path(); }
+  /// What is remembered across processes (the compiler's identity).
+  PrivateDir const& state() const { return state_; }
+  /// Failed builds' source, command and log, one directory per key.
+  PrivateDir const& failed() const { return failed_; }
+  /// Precompiled headers, one directory per compiler, flags and Python.
+  PrivateDir const& headers() const { return pch_; }
+  std::uintmax_t max_bytes() const { return max_bytes_; }
 
-  /// A verified entry, or nothing. A corrupt entry (library missing, wrong size or hash, bad
-  /// manifest) is removed under its lock. Throws `LinkError` for an entry not owned by the
-  /// current user.
+  /// A lock in `locks/` with this cache's timeout.
+  FileLock lock(std::string const& name, FileLock::Mode mode, bool give_up_when_busy = false) const;
+  /// A fresh directory in `tmp/` for a build; `publish` renames it into place.
+  WorkDir make_work_dir(std::string const& stem) const;
+  /// Renames `work` to `<into>/<name>`, replacing what is there.
+  void publish(WorkDir& work, PrivateDir const& into, std::string const& name) const;
+  /// Removes a work directory that is not to be published.
+  void discard(WorkDir& work) const;
+
+  /// A verified entry, or nothing. A corrupt entry (library missing, a symbolic link, wrong
+  /// mode, size or hash, bad manifest) is removed under its lock. Throws `LinkError` for an
+  /// entry owned by another user.
   std::optional<CacheEntry> find(std::string const& key);
 
   /// Builds with `build(work_dir)` under the key's lock unless another process published the
   /// entry first. `build` writes `module.so` (and anything else) into `work_dir` and returns
   /// the manifest fields to record; the directory is then renamed into place. `built` tells
   /// whether this call compiled.
-  using Builder = std::function<std::string(std::filesystem::path const& work_dir)>;
+  using Builder = std::function<std::string(PrivateDir const& work_dir)>;
   CacheEntry get_or_build(std::string const& key, Builder const& build, bool* built = nullptr);
 
   CacheReport list() const;
-  /// Removes least recently used entries until the total is at most `max_bytes`, and stale
-  /// temporary build directories. Entries in use by a build are skipped. Returns what it removed.
+  /// Removes least recently used entries and precompiled headers until the total is at most
+  /// `max_bytes`, and the leftovers of killed builds. What is in use is skipped. Returns the
+  /// keys it removed.
   std::vector<std::string> gc(std::uintmax_t max_bytes);
-  /// Removes every entry, failed build and temporary directory.
-  void clear();
+  /// Removes every entry, precompiled header, failed build and leftover; what is in use by
+  /// another process (being built, checked or compiled with) is left alone, and returned.
+  std::vector<std::string> clear();
 
  private:
-  std::optional<CacheEntry> verified(std::string const& key);
-  std::filesystem::path root_;
-};
+  ModuleCache(std::filesystem::path const& root, bool create);
+  struct Verified;
+  Verified verified(std::string const& key);
+  void remove_entry(PrivateDir const& parent, std::string const& name) const;
+  void reclaim_leftovers() const;
 
-/// Hex SHA-256 of a file's contents; throws `LinkError` when it cannot be read.
-std::string file_sha256(std::filesystem::path const& path);
+  PrivateDir root_, entries_, locks_, tmp_, failed_, state_, pch_;
+  std::uintmax_t max_bytes_ = 0;
+  double lock_timeout_ = 0;
+};
 
 }  // namespace section

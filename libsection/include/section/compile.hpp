@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "section/cache.hpp"
 #include "section/diagnostic.hpp"
 #include "section/module.hpp"
 #include "section/source.hpp"
@@ -33,20 +34,28 @@ struct Toolchain {
 
 /// Finds the compiler: `CXX` (split on blanks, no shell; a leading `ccache`/`sccache`/`distcc`
 /// becomes the launcher), else `c++`, `g++`, `clang++` on `PATH`. Its `--version` is asked
-/// once per compiler binary and remembered in `state_dir` (keyed by path, size and mtime), so
+/// once per compiler binary and remembered in `state` (keyed by path, size and mtime), so
 /// later processes spawn nothing. `LIBSECTION_CXXFLAGS` adds flags; with `-march=native` the
 /// identity also names this CPU. The linker is gold (lld for clang) when installed, unless
 /// `LIBSECTION_LINKER` names another. Throws `LinkError`.
-Toolchain find_toolchain(std::filesystem::path const& state_dir);
+Toolchain find_toolchain(PrivateDir const& state);
+
+/// A precompiled header ready to `-include`, with its lock held so `gc` leaves it alone while
+/// a module compiles with it.
+struct PrecompiledHeader {
+  std::filesystem::path header;
+  FileLock in_use;
+};
 
 /// One-time setup: a precompiled header for the module prelude (Python + NumPy, about 85 % of a
-/// module's compile time), built once per compiler, flags and Python under `state_dir`, and kept
-/// only if compiling with it measured faster. GCC only; not with a launcher (ccache and distcc
-/// need extra configuration for precompiled headers); `LIBSECTION_PCH=0` turns it off.
-/// Returns the header to `-include`, or nothing.
-std::optional<std::filesystem::path> precompiled_header(Toolchain const& toolchain,
-                                                        PythonEnvironment const& python,
-                                                        std::filesystem::path const& state_dir);
+/// module's compile time), built once per compiler, flags and Python in the cache's `pch/`
+/// (inside its size cap), and kept only if compiling with it measured faster. GCC only; not
+/// with a launcher (ccache and distcc need extra configuration for precompiled headers);
+/// `LIBSECTION_PCH=0` turns it off. A setup that fails for a passing reason (a full disk, an
+/// I/O error, a signal) is not remembered. Returns the header to `-include`, or nothing.
+std::optional<PrecompiledHeader> precompiled_header(Toolchain const& toolchain,
+                                                    PythonEnvironment const& python,
+                                                    ModuleCache const& cache);
 
 /// The compile (`-c`) and link (`-shared`) commands for `source` → `object` → `library`.
 struct CompileCommands {

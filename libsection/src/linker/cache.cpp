@@ -1,12 +1,16 @@
-// The module cache. Layout under the root (every directory 0700):
-//   entries/<key>/   module.so, source.cpp, build.log, manifest.json (published by rename)
-//   locks/<key>.lock one flock per key; builds of different keys never wait for each other
-//   tmp/             builds in progress; a killed build leaves its directory here, never in entries
-//   failed/<key>/    source, command and log of the last failed build of a key
-//   state/           what is remembered across processes (the compiler's identity)
+// The module cache. Layout under the root (every directory 0700 and owned by the user):
+//   entries/<key>/     module.so, source.cpp, build.log, manifest.json (published by rename)
+//   pch/<key>/         a precompiled prelude header and its verdict (the one-time setup)
+//   locks/<name>.lock  one flock per key; the exclusive holder writes its pid into it
+//   tmp/<work>/        builds in progress, each holding its `.in-use` file locked while alive
+//   failed/<key>/      source, command and log of the last failed build of a key
+//   state/             what is remembered across processes (the compiler's identity)
+// Every file inside is opened with openat(…, O_NOFOLLOW) from these verified directories.
 #include "section/cache.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,6 +25,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "expand/sha256.hpp"
 #include "linker/files.hpp"
@@ -39,88 +44,129 @@ std::optional<std::string> read_file(fs::path const& path) {
   return data;
 }
 
-fs::path unique_temp_path(fs::path const& dir, std::string const& stem) {
+std::string unique_name(std::string const& stem) {
   static std::atomic<unsigned> counter{0};
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return dir / (stem + "." + std::to_string(::getpid()) + "." + std::to_string(counter++) + "." +
-                std::to_string(rng() % 1000000007ULL));
+  return stem + "." + std::to_string(::getpid()) + "." + std::to_string(counter++) + "." +
+         std::to_string(rng() % 1000000007ULL);
 }
 
-void write_file_atomic(fs::path const& path, std::string const& data) {
-  fs::path const tmp = unique_temp_path(path.parent_path(), "." + path.filename().string());
-  int const fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) throw LinkError("cannot write " + tmp.string() + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t const n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int const err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw LinkError("cannot write " + tmp.string() + ": " + std::strerror(err));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int const err = errno;
-    ::unlink(tmp.c_str());
-    throw LinkError("cannot rename " + tmp.string() + " to " + path.string() + ": " +
-                    std::strerror(err));
-  }
-}
-
-FileLock::FileLock(fs::path const& path, bool wait) {
-  while (true) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0) throw LinkError("cannot open the lock " + path.string() + ": " + std::strerror(errno));
-    int rc;
-    while ((rc = ::flock(fd_, wait ? LOCK_EX : LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
-    }
-    if (rc != 0) {
-      int const err = errno;
-      ::close(fd_);
-      fd_ = -1;
-      if (err == EWOULDBLOCK) return;  // busy: held() is false
-      throw LinkError("cannot lock " + path.string() + ": " + std::strerror(err));
-    }
-    // `gc` may unlink a lock file while we wait for it: make sure we hold the current one.
-    struct stat held{}, current{};
-    if (::fstat(fd_, &held) == 0 && ::stat(path.c_str(), &current) == 0 &&
-        held.st_ino == current.st_ino && held.st_dev == current.st_dev)
-      return;
-    ::close(fd_);
-  }
-}
-
-FileLock::~FileLock() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-std::string file_sha256(fs::path const& path) {
-  auto data = read_file(path);
-  if (!data) throw LinkError("cannot read " + path.string());
-  return detail::sha256_hex(*data);
+FileHandle::FileHandle(int fd) {
+  if (fd >= 0)
+    fd_ = std::shared_ptr<int const>(new int(fd), [](int const* p) {
+      ::close(*p);
+      delete p;
+    });
 }
 
 namespace {
 
-void make_private_dir(fs::path const& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    throw LinkError("cannot create the cache directory " + dir.string() + ": " +
-                    std::strerror(errno));
+char const* const in_use_file = ".in-use";
+
+std::optional<std::string> read_fd(int fd, std::size_t expected = 0) {
+  std::string data;
+  data.reserve(expected);
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t const n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) return data;
+    data.append(buffer, static_cast<std::size_t>(n));
+  }
 }
 
-// Refuses anything another user could have planted or can modify.
-void check_owned(fs::path const& path, struct stat const& st) {
+int open_dir_at(int parent, std::string const& name) {
+  return ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+std::string mode_text(mode_t mode) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "%04o", static_cast<unsigned>(mode & 07777));
+  return buffer;
+}
+
+std::string uid_text(uid_t uid) { return "uid " + std::to_string(uid); }
+
+bool writable_by_others(struct stat const& st) { return st.st_mode & (S_IWGRP | S_IWOTH); }
+
+// Why a directory of the cache cannot be trusted, with what to do about it; empty when it can.
+std::string untrusted_because(fs::path const& path, struct stat const& st) {
   if (st.st_uid != ::geteuid())
-    throw LinkError("refusing to use " + path.string() + ": it is owned by uid " +
-                    std::to_string(st.st_uid) + ", not by the current user (uid " +
-                    std::to_string(::geteuid()) + ")");
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    throw LinkError("refusing to use " + path.string() +
-                    ": it is writable by other users (expected mode 0700)");
+    return "it is owned by " + uid_text(st.st_uid) + ", not by the current user (" +
+           uid_text(::geteuid()) +
+           "), so that user decides what is loaded from it. If it was left by a run as that user "
+           "(e.g. with sudo), remove it as that user; otherwise set LIBSECTION_CACHE_DIR to a "
+           "directory of your own";
+  if (writable_by_others(st))
+    return "it is writable by other users (mode " + mode_text(st.st_mode) +
+           "), so they could plant modules in it. If only you use it, run `chmod 700 " +
+           path.string() + "`; otherwise set LIBSECTION_CACHE_DIR to a directory of your own";
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  return {};
+}
+
+[[noreturn]] void refuse(fs::path const& path, std::string const& why) {
+  throw LinkError("refusing to use the cache directory " + path.string() + ": " + why);
+}
+
+// Creates each missing directory of `path` with mode 0700.
+void make_dirs(fs::path const& path) {
+  fs::path partial;
+  for (auto const& part : path) {
+    partial /= part;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+      throw LinkError("cannot create the cache directory " + partial.string() + ": " +
+                      std::strerror(errno));
+  }
+}
+
+// Removes `name` in `parent` (a file, or a tree, depth first), never following a link.
+void remove_at(int parent, std::string const& name) {
+  if (::unlinkat(parent, name.c_str(), 0) == 0 || errno == ENOENT) return;
+  int const dir = open_dir_at(parent, name);
+  if (dir < 0) return;
+  if (DIR* d = ::fdopendir(dir)) {
+    std::vector<std::string> children;
+    while (dirent const* e = ::readdir(d))
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+        children.emplace_back(e->d_name);
+    for (auto const& child : children) remove_at(::dirfd(d), child);
+    ::closedir(d);
+  } else {
+    ::close(dir);
+  }
+  ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
+}
+
+// Opens a file of an entry for reading: a regular file of ours that nobody else can write.
+// Returns -1 with `problem` set when it is missing or damaged; throws for another owner.
+int open_entry_file(int dir, std::string const& name, fs::path const& shown, struct stat& st,
+                    std::string& problem) {
+  int const fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    problem = errno == ELOOP ? name + " is a symbolic link"
+                             : name + " cannot be opened (" + std::strerror(errno) + ")";
+    return -1;
+  }
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    problem = name + " is not a regular file";
+    return -1;
+  }
+  if (st.st_uid != ::geteuid()) {
+    ::close(fd);
+    throw LinkError("refusing to use " + shown.string() + ": it is owned by " +
+                    uid_text(st.st_uid) + ", not by the current user (" + uid_text(::geteuid()) +
+                    "); remove it as that user, or set LIBSECTION_CACHE_DIR to a directory of "
+                    "your own");
+  }
+  if (writable_by_others(st)) {
+    ::close(fd);
+    problem = name + " is writable by other users (mode " + mode_text(st.st_mode) + ")";
+    return -1;
+  }
+  return fd;
 }
 
 std::uintmax_t tree_size(fs::path const& dir) {
@@ -132,19 +178,17 @@ std::uintmax_t tree_size(fs::path const& dir) {
   return total;
 }
 
-std::int64_t mtime_of(fs::path const& path) {
+std::int64_t mtime_at(int dir, std::string const& name) {
   struct stat st{};
-  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_mtim.tv_sec) : 0;
+  return ::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0
+             ? static_cast<std::int64_t>(st.st_mtim.tv_sec)
+             : 0;
 }
 
-// Moves a directory out of sight first, so no reader ever sees it half-deleted.
-void remove_dir(fs::path const& dir, fs::path const& tmp_dir) {
-  fs::path const doomed = unique_temp_path(tmp_dir, "removing");
-  std::error_code ec;
-  if (::rename(dir.c_str(), doomed.c_str()) == 0)
-    fs::remove_all(doomed, ec);
-  else
-    fs::remove_all(dir, ec);
+std::int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 bool valid_key(std::string const& key) {
@@ -154,9 +198,311 @@ bool valid_key(std::string const& key) {
          });
 }
 
+// ---- lock holders --------------------------------------------------------------------------
+
+// Who holds a lock, as its exclusive holder recorded it: "<pid> <pid namespace> <host>".
+std::string this_holder() {
+  static std::string const record = [] {
+    char ns[128] = "?", host[256] = "?";
+    ssize_t const n = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+    ns[n > 0 ? n : 1] = '\0';
+    ::gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = '\0';
+    return std::string(ns) + " " + host;
+  }();
+  return std::to_string(::getpid()) + " " + record + "\n";
+}
+
+struct Holder {
+  long pid = 0;
+  bool here = false;  // in our pid namespace on our host: `kill(pid, 0)` tells about it
+  std::string record;
+};
+
+Holder holder_of(int fd) {
+  char buffer[512];
+  ssize_t const n = ::pread(fd, buffer, sizeof buffer - 1, 0);
+  Holder h;
+  h.record.assign(buffer, n > 0 ? static_cast<std::size_t>(n) : 0);
+  h.pid = std::atol(h.record.c_str());
+  std::string const ours = this_holder();
+  h.here = h.pid > 0 && h.record.substr(h.record.find(' ') + 1) == ours.substr(ours.find(' ') + 1);
+  return h;
+}
+
+bool is_dead(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+std::string describe(Holder const& h) {
+  if (h.pid <= 0) return "another process (no pid recorded: a shared user)";
+  std::string text = "pid " + std::to_string(h.pid);
+  if (!h.here) {
+    std::string host = h.record.substr(h.record.rfind(' ') + 1);
+    if (!host.empty() && host.back() == '\n') host.pop_back();
+    return text + " (in another pid namespace or on host " + host + ")";
+  }
+  auto stat = read_file("/proc/" + std::to_string(h.pid) + "/stat").value_or("");
+  auto const close_paren = stat.rfind(')');
+  if (close_paren != std::string::npos && close_paren + 2 < stat.size() &&
+      (stat[close_paren + 2] == 'T' || stat[close_paren + 2] == 't'))
+    return text + ", which is stopped (resume it with `kill -CONT " + std::to_string(h.pid) +
+           "` or end it)";
+  return text + (is_dead(h.pid) ? ", which is no longer running" : ", which is running");
+}
+
+bool same_file(int fd, int dir, std::string const& name) {
+  struct stat held{}, current{};
+  return ::fstat(fd, &held) == 0 && ::fstatat(dir, name.c_str(), &current, AT_SYMLINK_NOFOLLOW) == 0 &&
+         held.st_ino == current.st_ino && held.st_dev == current.st_dev;
+}
+
+// The lock `fd` (at `dir/name`) is held, but its recorded holder is dead: its descriptor lives
+// on in some other process. Unlinks it so the next open makes a fresh lock; under a guard lock,
+// so two waiters never both replace it.
+bool take_over(int dir, std::string const& name, int fd, Holder const& dead) {
+  int const guard = ::openat(dir, ".takeover.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (guard < 0) return false;
+  bool taken = false;
+  if (::flock(guard, LOCK_EX) == 0 && same_file(fd, dir, name) && holder_of(fd).record == dead.record) {
+    taken = ::unlinkat(dir, name.c_str(), 0) == 0;
+    if (taken)
+      std::fprintf(stderr,
+                   "libsection: taking over the lock %s from pid %ld, which is no longer running\n",
+                   name.c_str(), dead.pid);
+  }
+  ::close(guard);
+  return taken;
+}
+
 }  // namespace
 
-// ---- the cache -----------------------------------------------------------------------------
+// ---- verified directories ------------------------------------------------------------------
+
+PrivateDir PrivateDir::open(fs::path const& path, bool create) {
+  if (path.empty()) throw LinkError("the cache directory is an empty path");
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT || !create)
+      throw LinkError("cannot use the cache directory " + path.string() + ": " + std::strerror(errno));
+    make_dirs(path);
+    if (::lstat(path.c_str(), &st) != 0)
+      throw LinkError("cannot use the cache directory " + path.string() + ": " + std::strerror(errno));
+  }
+  int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  if (S_ISLNK(st.st_mode)) {
+    if (st.st_uid != ::geteuid())
+      refuse(path, "it is a symbolic link owned by " + uid_text(st.st_uid) +
+                       ", not by the current user (" + uid_text(::geteuid()) +
+                       "), so that user decides where it points. Remove the link, or set "
+                       "LIBSECTION_CACHE_DIR to a directory of your own");
+    flags &= ~O_NOFOLLOW;  // the user's own link (e.g. to a bigger disk); its target is checked
+  }
+  int const fd = ::open(path.c_str(), flags);
+  if (fd < 0)
+    throw LinkError("cannot use the cache directory " + path.string() + ": " +
+                    (errno == ENOTDIR ? std::string("it is not a directory") : std::strerror(errno)));
+  PrivateDir dir(FileHandle(fd), path);
+  if (::fstat(fd, &st) != 0)
+    throw LinkError("cannot use the cache directory " + path.string() + ": " + std::strerror(errno));
+  if (auto why = untrusted_because(path, st); !why.empty()) refuse(path, why);
+  return dir;
+}
+
+PrivateDir PrivateDir::sub(std::string const& name) const {
+  fs::path const path = path_ / name;
+  if (::mkdirat(fd(), name.c_str(), 0700) != 0 && errno != EEXIST)
+    throw LinkError("cannot create the cache directory " + path.string() + ": " + std::strerror(errno));
+  int const sub_fd = open_dir_at(fd(), name);
+  if (sub_fd < 0) {
+    int const err = errno;
+    struct stat st{};
+    if (::fstatat(fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+      refuse(path, "it is a symbolic link, and every directory in the cache must be a real one. "
+                   "Remove it (`rm " + path.string() + "`)");
+    throw LinkError("cannot use the cache directory " + path.string() + ": " +
+                    (err == ENOTDIR ? std::string("it is not a directory") : std::strerror(err)));
+  }
+  PrivateDir dir(FileHandle(sub_fd), path);
+  struct stat st{};
+  if (::fstat(sub_fd, &st) != 0)
+    throw LinkError("cannot use the cache directory " + path.string() + ": " + std::strerror(errno));
+  if (auto why = untrusted_because(path, st); !why.empty()) refuse(path, why);
+  return dir;
+}
+
+std::optional<PrivateDir> PrivateDir::existing(std::string const& name) const {
+  int const sub_fd = open_dir_at(fd(), name);
+  if (sub_fd < 0) return std::nullopt;
+  PrivateDir dir(FileHandle(sub_fd), path_ / name);
+  struct stat st{};
+  if (::fstat(sub_fd, &st) != 0 || !untrusted_because(dir.path(), st).empty()) return std::nullopt;
+  return dir;
+}
+
+std::optional<std::string> PrivateDir::read(std::string const& name) const {
+  int const f = ::openat(fd(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (f < 0) return std::nullopt;
+  FileHandle handle(f);
+  struct stat st{};
+  if (::fstat(f, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) return std::nullopt;
+  return read_fd(f, static_cast<std::size_t>(st.st_size));
+}
+
+void PrivateDir::write(std::string const& name, std::string const& data) const {
+  std::string const tmp = unique_name("." + name);
+  int const f = ::openat(fd(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (f < 0) throw LinkError("cannot write " + (path_ / name).string() + ": " + std::strerror(errno));
+  int err = 0;
+  for (std::size_t done = 0; done < data.size() && !err;) {
+    ssize_t const n = ::write(f, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = errno;
+    else done += static_cast<std::size_t>(n);
+  }
+  if (::close(f) != 0 && !err) err = errno;  // a full disk may only show here
+  if (!err && ::renameat(fd(), tmp.c_str(), fd(), name.c_str()) != 0) err = errno;
+  if (err) {
+    ::unlinkat(fd(), tmp.c_str(), 0);
+    throw LinkError("cannot write " + (path_ / name).string() + ": " + std::strerror(err));
+  }
+}
+
+void PrivateDir::remove(std::string const& name) const { remove_at(fd(), name); }
+
+std::vector<std::string> PrivateDir::names() const {
+  std::vector<std::string> out;
+  int const again = ::openat(fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (again < 0) return out;
+  DIR* d = ::fdopendir(again);
+  if (!d) {
+    ::close(again);
+    return out;
+  }
+  while (dirent const* e = ::readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+      out.emplace_back(e->d_name);
+  ::closedir(d);
+  return out;
+}
+
+// ---- locks ---------------------------------------------------------------------------------
+
+FileLock::FileLock(PrivateDir const& dir, std::string const& name, Mode mode, double timeout,
+                   bool give_up_when_busy)
+    : mode_(mode) {
+  fs::path const path = dir.path() / name;
+  auto const start = std::chrono::steady_clock::now();
+  auto waited = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  bool announced = false;
+  double dead_since = -1;  // when the recorded holder was first seen dead
+  int delay_ms = 2, replaced = 0;
+  int fd = -1;
+  while (true) {
+    if (fd < 0) {
+      fd = ::openat(dir.fd(), name.c_str(),
+                    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+      struct stat st{};
+      if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_uid != ::geteuid()) {
+        ::close(fd);
+        throw LinkError("refusing to use the lock " + path.string() + ": it is owned by " +
+                        uid_text(st.st_uid) + ", not by the current user (" +
+                        uid_text(::geteuid()) + ")");
+      }
+      if (fd < 0 || !S_ISREG(st.st_mode)) {
+        // A symbolic link (never followed) or something else where a lock file belongs.
+        int const err = fd < 0 ? errno : EINVAL;
+        if (fd >= 0) ::close(fd);
+        fd = -1;
+        if ((err == ELOOP || err == EISDIR || err == EINVAL || err == ENXIO) && replaced++ < 3) {
+          remove_at(dir.fd(), name);
+          continue;
+        }
+        throw LinkError("cannot open the lock " + path.string() + ": " + std::strerror(err));
+      }
+    }
+    int rc;
+    int const operation = (mode == Mode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
+    while ((rc = ::flock(fd, operation)) != 0 && errno == EINTR) {
+    }
+    if (rc == 0) {
+      // `gc` or a takeover may have unlinked the file while we waited: hold the current one.
+      if (!same_file(fd, dir.fd(), name)) {
+        ::close(fd);
+        fd = -1;
+        continue;
+      }
+      fd_ = fd;
+      // The exclusive holder names itself; a shared one clears a record left by a killed
+      // holder, which no longer holds anything.
+      std::string const record = mode == Mode::exclusive ? this_holder() : std::string();
+      if (::ftruncate(fd, 0) == 0 && !record.empty()) {
+        [[maybe_unused]] ssize_t const n = ::pwrite(fd, record.data(), record.size(), 0);
+      }
+      return;
+    }
+    if (errno != EWOULDBLOCK) {
+      int const err = errno;
+      ::close(fd);
+      throw LinkError("cannot lock " + path.string() + ": " + std::strerror(err));
+    }
+    if (give_up_when_busy) {
+      ::close(fd);
+      return;
+    }
+    Holder const holder = holder_of(fd);
+    // Busy with a dead recorded holder, twice a moment apart (not a new holder that has not
+    // written its pid yet): take it over.
+    if (holder.here && is_dead(holder.pid)) {
+      if (dead_since < 0) dead_since = waited();
+      else if (waited() - dead_since > 0.2 && take_over(dir.fd(), name, fd, holder)) {
+        ::close(fd);
+        fd = -1;
+        dead_since = -1;
+        continue;
+      }
+    } else {
+      dead_since = -1;
+    }
+    if (waited() >= timeout) {
+      ::close(fd);
+      throw LinkError("timed out after " + std::to_string(static_cast<long>(timeout + 0.5)) +
+                      " s waiting for the lock " + path.string() + ", held by " + describe(holder) +
+                      ". Another process is building or using the same cache entry; wait for it "
+                      "or end it. LIBSECTION_LOCK_TIMEOUT sets how many seconds to wait");
+    }
+    if (!announced && waited() >= 2) {
+      std::fprintf(stderr, "libsection: waiting for the lock %s, held by %s (giving up after %g s)\n",
+                   path.c_str(), describe(holder).c_str(), timeout);
+      announced = true;
+    }
+    double const left_ms = (timeout - waited()) * 1000;
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        static_cast<long>(std::max(1.0, std::min<double>(delay_ms, left_ms)))));
+    delay_ms = std::min(delay_ms * 2, 100);
+  }
+}
+
+FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_), mode_(other.mode_) { other.fd_ = -1; }
+
+FileLock& FileLock::operator=(FileLock&& other) noexcept {
+  if (this != &other) {
+    this->~FileLock();
+    fd_ = other.fd_;
+    mode_ = other.mode_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+FileLock::~FileLock() {
+  if (fd_ < 0) return;
+  if (mode_ == Mode::exclusive) (void)!::ftruncate(fd_, 0);  // no stale pid left behind
+  ::close(fd_);
+  fd_ = -1;
+}
+
+// ---- settings ------------------------------------------------------------------------------
 
 fs::path ModuleCache::default_root() {
   if (char const* dir = std::getenv("LIBSECTION_CACHE_DIR"); dir && *dir) return dir;
@@ -167,174 +513,322 @@ fs::path ModuleCache::default_root() {
   throw LinkError("no cache directory: set LIBSECTION_CACHE_DIR or HOME");
 }
 
+std::uintmax_t ModuleCache::parse_size(std::string const& text, std::string const& what) {
+  auto fail = [&](char const* why) -> std::uintmax_t {
+    throw LinkError(what + "=`" + text + "` " + why +
+                    ": give a whole number of bytes with an optional K, M or G suffix (powers of "
+                    "1024), e.g. 1048576, 500M, 2G");
+  };
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) return fail("is not a size");
+  std::string const suffix = text.substr(digits);
+  unsigned shift = 0;
+  if (suffix == "K" || suffix == "k") shift = 10;
+  else if (suffix == "M" || suffix == "m") shift = 20;
+  else if (suffix == "G" || suffix == "g") shift = 30;
+  else if (!suffix.empty()) return fail("is not a size");
+  std::uintmax_t value = 0;
+  std::uintmax_t const max = UINTMAX_MAX >> shift;
+  for (std::size_t i = 0; i < digits; ++i) {
+    unsigned const d = static_cast<unsigned>(text[i] - '0');
+    if (value > (max - d) / 10) return fail("is too large");
+    value = value * 10 + d;
+  }
+  return value << shift;
+}
+
 std::uintmax_t ModuleCache::default_max_bytes() {
   char const* text = std::getenv("LIBSECTION_CACHE_MAX_BYTES");
   if (!text || !*text) return std::uintmax_t{1} << 30;
-  char* end = nullptr;
-  double value = std::strtod(text, &end);
-  std::string const suffix = end ? end : "";
-  double scale = 1;
-  if (suffix == "K" || suffix == "k") scale = 1024;
-  else if (suffix == "M") scale = 1024.0 * 1024;
-  else if (suffix == "G") scale = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty() || end == text || value < 0)
-    throw LinkError("LIBSECTION_CACHE_MAX_BYTES=`" + std::string(text) +
-                    "` is not a size (e.g. 500M, 2G, 1048576)");
-  return static_cast<std::uintmax_t>(value * scale);
+  return parse_size(text, "LIBSECTION_CACHE_MAX_BYTES");
 }
 
-ModuleCache::ModuleCache(fs::path root) : root_(std::move(root)) {
-  std::error_code ec;
-  if (!fs::exists(root_, ec)) {
-    fs::create_directories(root_.parent_path(), ec);
-    make_private_dir(root_);
+double ModuleCache::default_lock_timeout() {
+  char const* text = std::getenv("LIBSECTION_LOCK_TIMEOUT");
+  if (!text || !*text) return 300;
+  std::string const s = text;
+  std::size_t const dot = s.find('.');
+  auto all_digits = [](std::string const& part) {
+    return !part.empty() && part.size() <= 9 &&
+           std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!all_digits(s.substr(0, dot)) || (dot != std::string::npos && !all_digits(s.substr(dot + 1))))
+    throw LinkError("LIBSECTION_LOCK_TIMEOUT=`" + s +
+                    "` is not a number of seconds (e.g. 60, 0.5; 0: never wait)");
+  return std::strtod(text, nullptr);
+}
+
+// ---- the cache -----------------------------------------------------------------------------
+
+struct ModuleCache::Verified {
+  std::optional<CacheEntry> entry;
+  std::string problem;  // why the entry is corrupt; empty (and no entry): it does not exist
+};
+
+ModuleCache::ModuleCache(fs::path root) : ModuleCache(root, true) {}
+
+ModuleCache::ModuleCache(fs::path const& root, bool create)
+    : max_bytes_(default_max_bytes()), lock_timeout_(default_lock_timeout()) {
+  // The settings are read first: a typo fails before anything is created or built.
+  root_ = PrivateDir::open(root, create);
+  entries_ = root_.sub("entries");
+  locks_ = root_.sub("locks");
+  tmp_ = root_.sub("tmp");
+  failed_ = root_.sub("failed");
+  state_ = root_.sub("state");
+  pch_ = root_.sub("pch");
+}
+
+std::optional<ModuleCache> ModuleCache::open_existing(fs::path const& root) {
+  struct stat st{};
+  if (::lstat(root.c_str(), &st) != 0 && errno == ENOENT) return std::nullopt;
+  return ModuleCache(root, false);
+}
+
+FileLock ModuleCache::lock(std::string const& name, FileLock::Mode mode, bool give_up_when_busy) const {
+  return FileLock(locks_, name, mode, lock_timeout_, give_up_when_busy);
+}
+
+WorkDir ModuleCache::make_work_dir(std::string const& stem) const {
+  std::string const name = unique_name(stem);
+  if (::mkdirat(tmp_.fd(), name.c_str(), 0700) != 0)
+    throw LinkError("cannot create " + (tmp_.path() / name).string() + ": " + std::strerror(errno));
+  PrivateDir dir = tmp_.sub(name);
+  FileLock in_use(dir, in_use_file, FileLock::Mode::exclusive, 0);
+  return WorkDir{std::move(dir), name, std::move(in_use)};
+}
+
+void ModuleCache::publish(WorkDir& work, PrivateDir const& into, std::string const& name) const {
+  work.dir.remove(in_use_file);  // stays locked (we keep the descriptor) until `work` ends
+  for (int attempt = 0;; ++attempt) {
+    if (::renameat(tmp_.fd(), work.name.c_str(), into.fd(), name.c_str()) == 0) return;
+    int const err = errno;
+    if (attempt == 0 && err != ENOENT && err != EXDEV) {  // something (damaged) is in the way
+      remove_entry(into, name);
+      continue;
+    }
+    throw LinkError("cannot publish " + (into.path() / name).string() + ": " + std::strerror(err));
   }
-  struct stat st{};
-  if (::stat(root_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw LinkError("the cache directory " + root_.string() + " is not a directory");
-  if (st.st_uid == ::geteuid() && (st.st_mode & 077)) ::chmod(root_.c_str(), 0700);
-  else check_owned(root_, st);
-  for (char const* sub : {"entries", "locks", "tmp", "failed", "state"}) make_private_dir(root_ / sub);
 }
 
-std::optional<CacheEntry> ModuleCache::verified(std::string const& key) {
-  fs::path const dir = root_ / "entries" / key;
+void ModuleCache::discard(WorkDir& work) const { tmp_.remove(work.name); }
+
+void ModuleCache::remove_entry(PrivateDir const& parent, std::string const& name) const {
+  // Out of sight first, so no reader ever sees it half-deleted.
+  std::string const doomed = unique_name("removing");
+  if (::renameat(parent.fd(), name.c_str(), tmp_.fd(), doomed.c_str()) == 0)
+    tmp_.remove(doomed);
+  else
+    parent.remove(name);
+}
+
+ModuleCache::Verified ModuleCache::verified(std::string const& key) {
+  fs::path const dir_path = entries_.path() / key;
+  int const dir_fd = open_dir_at(entries_.fd(), key);
+  if (dir_fd < 0) {
+    struct stat st{};
+    if (errno == ENOENT || ::fstatat(entries_.fd(), key.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return {};
+    return {std::nullopt, S_ISLNK(st.st_mode) ? "it is a symbolic link" : "it is not a directory"};
+  }
+  FileHandle dir(dir_fd);
   struct stat st{};
-  if (::lstat(dir.c_str(), &st) != 0) return std::nullopt;
-  check_owned(dir, st);
-  CacheEntry entry{key, dir, dir / "module.so", {}, 0, 0};
-  auto manifest_text = read_file(dir / "manifest.json");
-  if (!manifest_text) return std::nullopt;
+  if (::fstat(dir_fd, &st) != 0) return {std::nullopt, std::strerror(errno)};
+  if (st.st_uid != ::geteuid()) refuse(dir_path, untrusted_because(dir_path, st));
+  if (writable_by_others(st))
+    return {std::nullopt, "it is writable by other users (mode " + mode_text(st.st_mode) + ")"};
+
+  std::string problem;
+  int const manifest_fd =
+      open_entry_file(dir_fd, "manifest.json", dir_path / "manifest.json", st, problem);
+  if (manifest_fd < 0) return {std::nullopt, problem};
+  FileHandle manifest_file(manifest_fd);
+  auto manifest_text = read_fd(manifest_fd);
+  if (!manifest_text) return {std::nullopt, "manifest.json cannot be read"};
   auto const manifest = nlohmann::json::parse(*manifest_text, nullptr, false);
-  if (manifest.is_discarded() || !manifest.contains("sha256") || !manifest.contains("size") ||
-      manifest.value("key", "") != key)
-    return std::nullopt;
-  struct stat lib{};
-  if (::lstat(entry.library.c_str(), &lib) != 0 || !S_ISREG(lib.st_mode)) return std::nullopt;
-  check_owned(entry.library, lib);
-  if (static_cast<std::uintmax_t>(lib.st_size) != manifest["size"].get<std::uintmax_t>())
-    return std::nullopt;
-  if (file_sha256(entry.library) != manifest["sha256"].get<std::string>()) return std::nullopt;
-  entry.manifest = std::move(*manifest_text);
-  entry.size = tree_size(dir);
-  ::utimensat(AT_FDCWD, dir.c_str(), nullptr, 0);  // marks it recently used, for gc
-  entry.last_used = mtime_of(dir);
-  return entry;
+  if (manifest.is_discarded() || !manifest.is_object())
+    return {std::nullopt, "manifest.json is not a JSON object"};
+  auto const field = [&](char const* name) {
+    return manifest.contains(name) ? manifest[name] : nlohmann::json();
+  };
+  if (!field("key").is_string() || field("key").get<std::string>() != key)
+    return {std::nullopt, "manifest.json names another key"};
+  if (!field("size").is_number_unsigned()) return {std::nullopt, "manifest.json has no size in bytes"};
+  if (!field("sha256").is_string()) return {std::nullopt, "manifest.json has no sha256 text"};
+
+  int const library_fd = open_entry_file(dir_fd, "module.so", dir_path / "module.so", st, problem);
+  if (library_fd < 0) return {std::nullopt, problem};
+  FileHandle library(library_fd);
+  auto const expected_size = field("size").get<std::uintmax_t>();
+  if (static_cast<std::uintmax_t>(st.st_size) != expected_size)
+    return {std::nullopt, "module.so is " + std::to_string(st.st_size) + " bytes, the manifest says " +
+                              std::to_string(expected_size)};
+  // The bytes hashed here are the bytes loaded: the caller loads through this descriptor.
+  auto const bytes = read_fd(library_fd, static_cast<std::size_t>(st.st_size));
+  if (!bytes || bytes->size() != expected_size) return {std::nullopt, "module.so cannot be read whole"};
+  if (detail::sha256_hex(*bytes) != field("sha256").get<std::string>())
+    return {std::nullopt, "module.so does not match the SHA-256 in the manifest"};
+
+  CacheEntry entry{key, dir_path, dir_path / "module.so", std::move(*manifest_text), 0, 0, library};
+  entry.size = tree_size(dir_path);
+  ::futimens(dir_fd, nullptr);  // marks it recently used, for gc
+  entry.last_used = ::fstat(dir_fd, &st) == 0 ? static_cast<std::int64_t>(st.st_mtim.tv_sec) : 0;
+  return {std::move(entry), {}};
 }
 
 std::optional<CacheEntry> ModuleCache::find(std::string const& key) {
   if (!valid_key(key)) throw LinkError("invalid cache key `" + key + "`");
-  if (auto entry = verified(key)) return entry;
-  fs::path const dir = root_ / "entries" / key;
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return std::nullopt;
-  // Present but not valid: re-check under the lock (a publisher may be mid-rename), then drop it.
-  FileLock lock(root_ / "locks" / (key + ".lock"), true);
-  if (auto entry = verified(key)) return entry;
-  if (fs::exists(dir, ec)) {
-    std::fprintf(stderr, "libsection: cache entry %s is corrupt; removing it\n", dir.c_str());
-    remove_dir(dir, root_ / "tmp");
-  }
+  auto found = verified(key);
+  if (found.entry || found.problem.empty()) return std::move(found.entry);
+  // Damaged: look again under the key's lock (a builder may be replacing it), then drop it.
+  FileLock lock = this->lock(key + ".lock", FileLock::Mode::exclusive);
+  found = verified(key);
+  if (found.entry || found.problem.empty()) return std::move(found.entry);
+  std::fprintf(stderr, "libsection: cache entry %s is corrupt (%s); removing it\n",
+               (entries_.path() / key).c_str(), found.problem.c_str());
+  remove_entry(entries_, key);
   return std::nullopt;
 }
 
 CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& build, bool* built) {
   if (built) *built = false;
-  if (auto entry = find(key)) return *entry;
+  if (auto entry = find(key)) return std::move(*entry);
 
-  FileLock lock(root_ / "locks" / (key + ".lock"), true);
+  FileLock lock = this->lock(key + ".lock", FileLock::Mode::exclusive);
   // Another process may have built it while we waited for the lock.
-  if (auto entry = verified(key)) return *entry;
-  fs::path const dir = root_ / "entries" / key;
-  std::error_code ec;
-  if (fs::exists(dir, ec)) remove_dir(dir, root_ / "tmp");
+  if (auto found = verified(key); found.entry) return std::move(*found.entry);
+  else if (!found.problem.empty()) remove_entry(entries_, key);
 
-  fs::path const work = unique_temp_path(root_ / "tmp", key.substr(0, 16));
-  make_private_dir(work);
-  nlohmann::json manifest;
+  WorkDir work = make_work_dir(key.substr(0, 16));
   try {
-    manifest = nlohmann::json::parse(build(work));
-    fs::path const library = work / "module.so";
-    struct stat lib{};
-    if (::stat(library.c_str(), &lib) != 0)
-      throw LinkError("the build of cache entry " + key + " produced no module.so");
+    auto manifest = nlohmann::json::parse(build(work.dir), nullptr, false);
+    if (manifest.is_discarded() || !manifest.is_object())
+      throw LinkError("the build of cache entry " + key +
+                      " returned a manifest that is not a JSON object");
+    struct stat st{};
+    std::string problem;
+    int const library_fd =
+        open_entry_file(work.dir.fd(), "module.so", work.dir.path() / "module.so", st, problem);
+    if (library_fd < 0)
+      throw LinkError("the build of cache entry " + key + " produced no usable module.so: " + problem);
+    FileHandle library(library_fd);
+    auto const bytes = read_fd(library_fd, static_cast<std::size_t>(st.st_size));
+    if (!bytes) throw LinkError("cannot read " + (work.dir.path() / "module.so").string());
     manifest["key"] = key;
-    manifest["size"] = static_cast<std::uintmax_t>(lib.st_size);
-    manifest["sha256"] = file_sha256(library);
-    manifest["created"] = std::chrono::duration_cast<std::chrono::seconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
-    write_file_atomic(work / "manifest.json", manifest.dump(2) + "\n");
+    manifest["size"] = static_cast<std::uintmax_t>(bytes->size());
+    manifest["sha256"] = detail::sha256_hex(*bytes);
+    manifest["created"] = now_seconds();
+    work.dir.write("manifest.json", manifest.dump(2) + "\n");
+    publish(work, entries_, key);
   } catch (...) {
-    fs::remove_all(work, ec);
+    tmp_.remove(work.name);
     throw;
   }
-  if (::rename(work.c_str(), dir.c_str()) != 0) {
-    int const err = errno;
-    fs::remove_all(work, ec);
-    throw LinkError("cannot publish cache entry " + dir.string() + ": " + std::strerror(err));
-  }
   if (built) *built = true;
-  auto entry = verified(key);
-  if (!entry) throw LinkError("cache entry " + dir.string() + " failed verification right after publishing");
-  gc(default_max_bytes());
-  return *entry;
+  auto found = verified(key);
+  if (!found.entry)
+    throw LinkError("cache entry " + (entries_.path() / key).string() +
+                    " failed verification right after publishing: " + found.problem);
+  gc(max_bytes_);
+  return std::move(*found.entry);
 }
 
 CacheReport ModuleCache::list() const {
   CacheReport report;
-  std::error_code ec;
-  for (auto const& item : fs::directory_iterator(root_ / "entries", ec)) {
-    CacheEntry entry;
-    entry.key = item.path().filename().string();
-    entry.dir = item.path();
-    entry.library = item.path() / "module.so";
-    entry.manifest = read_file(item.path() / "manifest.json").value_or("");
-    entry.size = tree_size(item.path());
-    entry.last_used = mtime_of(item.path());
-    report.total_size += entry.size;
-    report.entries.push_back(std::move(entry));
+  for (auto [dir, into] : {std::pair{&entries_, &report.entries}, std::pair{&pch_, &report.headers}}) {
+    for (auto const& name : dir->names()) {
+      CacheEntry entry;
+      entry.key = name;
+      entry.dir = dir->path() / name;
+      entry.library = entry.dir / "module.so";
+      if (int const d = open_dir_at(dir->fd(), name); d >= 0) {
+        int const m = ::openat(d, "manifest.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (m >= 0) {
+          entry.manifest = read_fd(m).value_or("");
+          ::close(m);
+        }
+        ::close(d);
+      }
+      entry.size = tree_size(entry.dir);
+      entry.last_used = mtime_at(dir->fd(), name);
+      report.total_size += entry.size;
+      into->push_back(std::move(entry));
+    }
+    std::sort(into->begin(), into->end(),
+              [](auto const& a, auto const& b) { return a.last_used > b.last_used; });
   }
-  std::sort(report.entries.begin(), report.entries.end(),
-            [](auto const& a, auto const& b) { return a.last_used > b.last_used; });
   return report;
 }
 
-std::vector<std::string> ModuleCache::gc(std::uintmax_t max_bytes) {
-  std::vector<std::string> removed;
-  std::error_code ec;
-  // Builds killed half-way leave their directory in tmp/; an hour is far longer than any build.
-  auto const now = std::chrono::duration_cast<std::chrono::seconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
-  for (auto const& item : fs::directory_iterator(root_ / "tmp", ec))
-    if (now - mtime_of(item.path()) > 3600) fs::remove_all(item.path(), ec);
+void ModuleCache::reclaim_leftovers() const {
+  // A work directory is a leftover when nobody holds its `.in-use` lock any more (its builder
+  // was killed). Young ones are skipped: their builder may not have locked it yet.
+  auto const now = now_seconds();
+  for (auto const& name : tmp_.names()) {
+    if (name.rfind("removing.", 0) == 0) {  // a removal that was interrupted
+      tmp_.remove(name);
+      continue;
+    }
+    if (now - mtime_at(tmp_.fd(), name) < 60) continue;
+    int const dir = open_dir_at(tmp_.fd(), name);
+    if (dir < 0) {
+      tmp_.remove(name);
+      continue;
+    }
+    int const in_use = ::openat(dir, in_use_file, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    bool const busy = in_use >= 0 && ::flock(in_use, LOCK_EX | LOCK_NB) != 0;
+    if (in_use >= 0) ::close(in_use);
+    ::close(dir);
+    if (!busy) tmp_.remove(name);
+  }
+  // Older versions kept precompiled headers (and their setups) in state/, outside the cap.
+  for (auto const& name : state_.names())
+    if (name.rfind("pch-", 0) == 0 || name.rfind("pch.", 0) == 0) state_.remove(name);
+}
 
-  CacheReport report = list();
-  if (report.total_size <= max_bytes) return removed;
-  for (auto it = report.entries.rbegin(); it != report.entries.rend(); ++it) {
-    if (report.total_size <= max_bytes) break;
-    fs::path const lock_path = root_ / "locks" / (it->key + ".lock");
-    FileLock lock(lock_path, false);
-    if (!lock.held()) continue;  // being built or checked right now
-    remove_dir(it->dir, root_ / "tmp");
-    ::unlink(lock_path.c_str());
-    report.total_size -= std::min(report.total_size, it->size);
-    removed.push_back(it->key);
+std::vector<std::string> ModuleCache::gc(std::uintmax_t max_bytes) {
+  reclaim_leftovers();
+  std::vector<std::string> removed;
+  CacheReport const report = list();
+  std::uintmax_t total = report.total_size;
+  if (total <= max_bytes) return removed;
+  // Modules and precompiled headers alike, least recently used first.
+  std::vector<std::pair<CacheEntry const*, bool>> items;
+  for (auto const& e : report.entries) items.emplace_back(&e, false);
+  for (auto const& e : report.headers) items.emplace_back(&e, true);
+  std::stable_sort(items.begin(), items.end(),
+                   [](auto const& a, auto const& b) { return a.first->last_used < b.first->last_used; });
+  for (auto const& [entry, header] : items) {
+    if (total <= max_bytes) break;
+    std::string const lock_name = (header ? "pch-" : "") + entry->key + ".lock";
+    FileLock lock = this->lock(lock_name, FileLock::Mode::exclusive, true);
+    if (!lock.held()) continue;  // being built, checked or compiled with right now
+    remove_entry(header ? pch_ : entries_, entry->key);
+    ::unlinkat(locks_.fd(), lock_name.c_str(), 0);
+    total -= std::min(total, entry->size);
+    removed.push_back(entry->key);
   }
   return removed;
 }
 
-void ModuleCache::clear() {
-  std::error_code ec;
-  for (auto const& item : fs::directory_iterator(root_ / "entries", ec)) {
-    fs::path const lock_path = root_ / "locks" / (item.path().filename().string() + ".lock");
-    FileLock lock(lock_path, true);
-    remove_dir(item.path(), root_ / "tmp");
-    ::unlink(lock_path.c_str());
+std::vector<std::string> ModuleCache::clear() {
+  std::vector<std::string> in_use;
+  for (auto [dir, prefix] : {std::pair{&entries_, ""}, std::pair{&pch_, "pch-"}}) {
+    for (auto const& name : dir->names()) {
+      std::string const lock_name = prefix + name + ".lock";
+      FileLock lock = this->lock(lock_name, FileLock::Mode::exclusive, true);
+      if (!lock.held()) {
+        in_use.push_back(name);
+        continue;
+      }
+      remove_entry(*dir, name);
+      ::unlinkat(locks_.fd(), lock_name.c_str(), 0);
+    }
   }
-  for (char const* sub : {"failed", "tmp"})
-    for (auto const& item : fs::directory_iterator(root_ / sub, ec)) fs::remove_all(item.path(), ec);
+  for (auto const& name : failed_.names()) failed_.remove(name);
+  reclaim_leftovers();
+  return in_use;
 }
 
 }  // namespace section

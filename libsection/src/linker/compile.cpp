@@ -45,26 +45,25 @@ std::optional<fs::path> find_on_path(std::string const& program) {
 }
 
 // One spawn per compiler binary ever: the answer is remembered next to the cache.
-std::string compiler_identity(fs::path const& compiler, fs::path const& state_dir) {
+std::string compiler_identity(fs::path const& compiler, PrivateDir const& state) {
   struct stat st{};
   if (::stat(compiler.c_str(), &st) != 0)
     throw LinkError("cannot stat the compiler " + compiler.string() + ": " + std::strerror(errno));
   std::string const stamp = compiler.string() + "\n" + std::to_string(st.st_size) + "\n" +
                             std::to_string(st.st_mtim.tv_sec) + "." +
                             std::to_string(st.st_mtim.tv_nsec);
-  fs::path const remembered = state_dir / ("compiler-" + detail::sha256_hex(stamp).substr(0, 24));
-  if (auto text = read_file(remembered); text && !text->empty()) return *text;
+  std::string const remembered = "compiler-" + detail::sha256_hex(stamp).substr(0, 24);
+  if (auto text = state.read(remembered); text && !text->empty()) return *text;
 
-  fs::create_directories(state_dir);
-  fs::path const log = unique_temp_path(state_dir, "version");
-  int const status = run_program({compiler.string(), "--version"}, log);
-  std::string first_line = read_file(log).value_or("");
-  fs::remove(log);
+  std::string const log = unique_name("version");
+  int const status = run_program({compiler.string(), "--version"}, state.path() / log);
+  std::string first_line = state.read(log).value_or("");
+  state.remove(log);
   first_line = first_line.substr(0, first_line.find('\n'));
   if (status != 0 || first_line.empty())
     throw LinkError("the compiler " + compiler.string() + " does not answer `--version`");
   std::string const identity = compiler.string() + ": " + first_line;
-  write_file_atomic(remembered, identity);
+  state.write(remembered, identity);
   return identity;
 }
 
@@ -86,7 +85,7 @@ std::string cpu_description() {
 
 }  // namespace
 
-Toolchain find_toolchain(fs::path const& state_dir) {
+Toolchain find_toolchain(PrivateDir const& state) {
   Toolchain tc;
   tc.launcher = split_blanks(std::getenv("LIBSECTION_COMPILER_LAUNCHER"));
   if (!tc.launcher.empty()) {
@@ -120,7 +119,7 @@ Toolchain find_toolchain(fs::path const& state_dir) {
                       "(searched PATH for c++, g++ and clang++)");
   }
   tc.compiler = cxx;
-  tc.identity = compiler_identity(cxx[0], state_dir);
+  tc.identity = compiler_identity(cxx[0], state);
   for (std::size_t i = 1; i < cxx.size(); ++i) tc.identity += " " + cxx[i];
   // No -march=native: modules stay valid on every machine sharing a cache, and no CPU probe
   // is needed. Extra flags (e.g. -march=native) come from LIBSECTION_CXXFLAGS and enter the key.
@@ -167,10 +166,21 @@ double timed_run(std::vector<std::string> const& argv, fs::path const& log, int&
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// A failure that says nothing about the compiler or the headers (a full disk, an I/O error, a
+// kill): not remembered, so the next build tries again.
+bool passing_failure(int status, std::string const& log) {
+  if (status >= 128) return true;  // killed by a signal
+  for (char const* sign : {"No space left on device", "Disk quota exceeded", "Input/output error",
+                           "Read-only file system", "Cannot allocate memory", "out of memory",
+                           "Too many open files", "Killed", "Interrupt"})
+    if (log.find(sign) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
-std::optional<fs::path> precompiled_header(Toolchain const& tc, PythonEnvironment const& python,
-                                           fs::path const& state_dir) {
+std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonEnvironment const& python,
+                                                    ModuleCache const& cache) {
   if (!tc.launcher.empty()) return std::nullopt;
   if (char const* pch = std::getenv("LIBSECTION_PCH"); pch && std::string(pch) == "0")
     return std::nullopt;
@@ -180,28 +190,44 @@ std::optional<fs::path> precompiled_header(Toolchain const& tc, PythonEnvironmen
   for (auto const& f : tc.flags) material += "\n" + f;
   for (auto const& d : python.include_dirs) material += "\n" + d;
   material += "\n" + python.abi + "\n" + python.numpy_api;
-  fs::path const dir = state_dir / ("pch-" + detail::sha256_hex(material).substr(0, 24));
-  fs::path const header = dir / "libsection_prelude.h";
-  auto decided = [&]() -> std::optional<std::optional<fs::path>> {
-    auto verdict = read_file(dir / "verdict");
-    if (!verdict) return std::nullopt;
-    if (*verdict == "use" && fs::exists(fs::path(header.string() + ".gch")))
-      return std::optional<fs::path>(header);
-    return std::optional<fs::path>();
-  };
-  if (auto known = decided()) return *known;
+  std::string const key = detail::sha256_hex(material).substr(0, 24);
+  std::string const lock_name = "pch-" + key + ".lock";
+  std::string const header_name = "libsection_prelude.h";
+  PrivateDir const& headers = cache.headers();
 
-  FileLock lock(state_dir / (dir.filename().string() + ".lock"), true);
-  if (auto known = decided()) return *known;
+  // What the setup decided: use the header (its .gch is there), skip it, or nothing yet.
+  auto decided = [&]() -> std::optional<bool> {
+    auto const dir = headers.existing(key);
+    if (!dir) return std::nullopt;
+    auto const verdict = dir->read("verdict");
+    struct stat st{};
+    if (verdict == "use" && ::fstatat(dir->fd(), (header_name + ".gch").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode)) {
+      ::futimens(dir->fd(), nullptr);  // recently used, for gc
+      return true;
+    }
+    if (verdict == "skip") return false;
+    return std::nullopt;
+  };
+  auto answer = [&](bool use, FileLock lock) -> std::optional<PrecompiledHeader> {
+    if (!use) return std::nullopt;
+    return PrecompiledHeader{headers.path() / key / header_name, std::move(lock)};
+  };
+  {
+    FileLock in_use = cache.lock(lock_name, FileLock::Mode::shared);
+    if (auto use = decided()) return answer(*use, std::move(in_use));
+  }
+  FileLock in_use = cache.lock(lock_name, FileLock::Mode::exclusive);
+  if (auto use = decided()) return answer(*use, std::move(in_use));
+
   std::fprintf(stderr, "libsection: one-time setup: precompiling the Python and NumPy headers\n");
-  fs::path const work = unique_temp_path(state_dir, "pch");
-  fs::create_directories(work);
-  std::error_code ec;
-  fs::permissions(work, fs::perms::owner_all, ec);
+  // The setup only saves time: when it fails, the module compiles without it.
+  std::optional<WorkDir> work;
   try {
-    fs::path const work_header = work / header.filename();
-    write_file_atomic(work_header, module_prelude);
-    fs::path const log = work / "build.log";
+    work.emplace(cache.make_work_dir("pch-" + key));
+    fs::path const work_header = work->dir.path() / header_name;
+    work->dir.write(header_name, module_prelude);
+    fs::path const log = work->dir.path() / "build.log";
     auto build = base_compile(tc, python, {});
     build.insert(build.end(), {"-x", "c++-header", work_header.string(), "-o",
                                work_header.string() + ".gch"});
@@ -210,28 +236,40 @@ std::optional<fs::path> precompiled_header(Toolchain const& tc, PythonEnvironmen
     bool use = status == 0;
     if (use) {
       // Keep it only if a module-like file compiles faster with it than without.
-      fs::path const probe = work / "probe.cpp";
-      write_file_atomic(probe, std::string(module_prelude) +
-                                   "extern \"C\" int probe(void) { return _import_array(); }\n");
+      work->dir.write("probe.cpp", std::string(module_prelude) +
+                                       "extern \"C\" int probe(void) { return _import_array(); }\n");
       auto compile = base_compile(tc, python, {});
-      compile.insert(compile.end(), {"-c", "-x", "c++", probe.string(), "-o",
-                                     (work / "probe.o").string()});
+      compile.insert(compile.end(), {"-c", "-x", "c++", (work->dir.path() / "probe.cpp").string(),
+                                     "-o", (work->dir.path() / "probe.o").string()});
       auto with_pch = compile;
       with_pch.insert(with_pch.begin() + static_cast<long>(tc.compiler.size()),
                       {"-Winvalid-pch", "-include", work_header.string()});
       int s1 = 0, s2 = 0;
       double const without = timed_run(compile, log, s1);
       double const with = timed_run(with_pch, log, s2);
-      use = s1 == 0 && s2 == 0 && with < without;
+      status = s1 != 0 ? s1 : s2;
+      use = status == 0 && with < without;
     }
-    write_file_atomic(work / "verdict", use ? "use" : "skip");
-    fs::remove_all(dir, ec);
-    fs::rename(work, dir);
-  } catch (...) {
-    fs::remove_all(work, ec);
-    throw;
+    std::string const output = work->dir.read("build.log").value_or("");
+    if (status != 0 && passing_failure(status, output)) {
+      std::string why = status >= 128 ? "killed by signal " + std::to_string(status - 128) : output;
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      why = why.substr(why.rfind('\n') + 1);
+      std::fprintf(stderr, "libsection: one-time setup failed (%s); compiling without a precompiled "
+                           "header this time, the next build tries again\n", why.c_str());
+      cache.discard(*work);
+      return std::nullopt;
+    }
+    work->dir.remove("probe.o");
+    work->dir.write("verdict", use ? "use" : "skip");
+    cache.publish(*work, headers, key);
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "libsection: one-time setup failed (%s); compiling without a precompiled header\n",
+                 e.what());
+    if (work) cache.discard(*work);
+    return std::nullopt;
   }
-  return decided().value_or(std::nullopt);
+  return answer(decided().value_or(false), std::move(in_use));
 }
 
 CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& python,

@@ -129,20 +129,31 @@ void replace_all(std::string& text, std::string const& from, std::string const& 
 }
 
 [[noreturn]] void report_failure(ModuleSource const& module, std::string const& key,
-                                 ModuleCache& cache, fs::path const& work,
+                                 ModuleCache& cache, PrivateDir const& work,
                                  std::vector<std::string> const& command, SourceManager& sm) {
   // Keep what a user needs to reproduce the failure, outside the (discarded) work directory.
-  fs::path const kept = cache.failed_dir(key);
-  std::error_code ec;
-  fs::remove_all(kept, ec);
-  fs::create_directories(kept, ec);
-  fs::permissions(kept, fs::perms::owner_all, ec);
-  std::string log = read_file(work / "build.log").value_or("");
-  replace_all(log, work.string(), kept.string());
-  replace_all(log, module_file_name, (kept / "source.cpp").string());
-  write_file_atomic(kept / "source.cpp", module.text);
-  write_file_atomic(kept / "build.log", log);
-  write_file_atomic(kept / "command.txt", shell_quote(command) + "\n");
+  // Keeping it is a courtesy: when it fails (a full disk, an unwritable failed/), the compile
+  // error is still what is reported.
+  fs::path kept = cache.failed().path() / key;
+  std::string log = work.read("build.log").value_or("");
+  std::string where;
+  try {
+    cache.failed().remove(key);
+    PrivateDir const dir = cache.failed().sub(key);
+    std::string kept_log = log;
+    replace_all(kept_log, work.path().string(), kept.string());
+    replace_all(kept_log, module_file_name, (kept / "source.cpp").string());
+    dir.write("source.cpp", module.text);
+    dir.write("build.log", kept_log);
+    dir.write("command.txt", shell_quote(command) + "\n");
+    log = std::move(kept_log);
+    where = "\nthe generated source, the command and the full log are in " + kept.string();
+  } catch (LinkError const& e) {
+    where = "\n(the generated source and the log could not be kept: ";
+    where += e.what();
+    where += ")";
+    kept.clear();
+  }
 
   auto diagnostics = parse_compiler_output(log, sm);
   std::string message = "compiling " + join_names(module.op_names) + " failed";
@@ -157,7 +168,7 @@ void replace_all(std::string& text, std::string const& from, std::string const& 
     std::string tail = log.size() > 2000 ? log.substr(log.size() - 2000) : log;
     message += "\n" + tail;
   }
-  message += "\nthe generated source, the command and the full log are in " + kept.string();
+  message += where;
   throw CompileError(message, std::move(diagnostics), kept);
 }
 
@@ -165,19 +176,20 @@ void replace_all(std::string& text, std::string const& from, std::string const& 
 
 BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& python,
                          ModuleCache& cache, SourceManager& sm) {
-  Toolchain const tc = find_toolchain(cache.state_dir());
+  Toolchain const tc = find_toolchain(cache.state());
   std::string const key = module_cache_key(module, tc, python);
   BuiltModule result;
   result.entry = cache.get_or_build(
       key,
-      [&](fs::path const& work) {
-        fs::path const source = work / "source.cpp";
-        fs::path const object = work / "module.o";
-        fs::path const library = work / "module.so";
-        fs::path const log = work / "build.log";
-        write_file_atomic(source, module.text);
-        auto const pch = precompiled_header(tc, python, cache.state_dir());
-        auto const commands = compile_commands(tc, python, module, source, object, library, pch);
+      [&](PrivateDir const& work) {
+        fs::path const source = work.path() / "source.cpp";
+        fs::path const object = work.path() / "module.o";
+        fs::path const library = work.path() / "module.so";
+        fs::path const log = work.path() / "build.log";
+        work.write("source.cpp", module.text);
+        auto const pch = precompiled_header(tc, python, cache);
+        auto const commands = compile_commands(tc, python, module, source, object, library,
+                                               pch ? std::optional<fs::path>(pch->header) : std::nullopt);
         std::fprintf(stderr, "libsection: compiling %s (%s)\n", join_names(module.op_names).c_str(),
                      key.substr(0, 12).c_str());
         auto const start = std::chrono::steady_clock::now();
@@ -185,7 +197,7 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
           report_failure(module, key, cache, work, commands.compile, sm);
         if (run_program(commands.link, log) != 0)
           report_failure(module, key, cache, work, commands.link, sm);
-        fs::remove(object);
+        work.remove("module.o");
         double const seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         nlohmann::json manifest = {
