@@ -41,6 +41,7 @@ struct SectionOpSpec {
 class SectionOp final : public COp {
  public:
   /// `sm` holds the files `sections` were loaded from (also used to map compile errors).
+  /// Throws `signature_error` for a name, func_name or padding that cannot go into C.
   SectionOp(SectionOpSpec spec, std::shared_ptr<SourceManager const> sm, SectionSet sections);
   std::string name() const override { return spec_.name; }
   OpCode generate(ApplyContext const& context) const override;

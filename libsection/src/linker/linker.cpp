@@ -8,6 +8,7 @@
 #include "expand/sha256.hpp"
 #include "linker/files.hpp"
 #include "section/expand.hpp"
+#include "section/names.hpp"
 #include "section/version.hpp"
 
 namespace section {
@@ -19,6 +20,10 @@ SectionOp::SectionOp(SectionOpSpec spec, std::shared_ptr<SourceManager const> sm
                      SectionSet sections)
     : spec_(std::move(spec)), sm_(std::move(sm)), sections_(std::move(sections)) {
   if (!sm_) throw std::invalid_argument("SectionOp needs the SourceManager of its files");
+  check_display_name(spec_.name, "op name");
+  if (spec_.func_name) check_func_name(*spec_.func_name);
+  check_padding(spec_.num_inputs, "num_inputs");
+  check_padding(spec_.num_outputs, "num_outputs");
 }
 
 OpCode SectionOp::generate(ApplyContext const& ctx) const {
