@@ -60,14 +60,26 @@ def _raise_for(loaded: LoadedSections) -> None:
     raise SectionError(f"{message}\n{details}" if details else message, shown)
 
 
+def _file_path(f: PathLike | bytes) -> tuple[bytes, str]:
+    """The path's bytes as the OS takes them, and its name for messages (printable UTF-8).
+
+    File names need not be UTF-8: ``os.fsencode`` undoes ``surrogateescape``, and bytes paths
+    are taken as they are. A NUL byte is refused by the core, as ``open()`` refuses it.
+    """
+    path = Path(os.fsdecode(f))
+    shown = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return os.fsencode(path), shown
+
+
 def load(files: PathLike | list[PathLike]) -> LoadedSections:
     """Reads and merges section files like the reference ``load_c_code``; raises on bad files.
 
-    A single path or a list of paths; relative paths are relative to the working directory.
-    Messages name each file as ``str(Path(f))``, the path as written, as PyTensor does.
+    A single path or a list of paths (str, bytes or path-like); relative paths are relative to
+    the working directory. Messages name each file as ``str(Path(f))``, the path as written, as
+    PyTensor does.
     """
-    paths = [Path(f) for f in files] if isinstance(files, list) else [Path(files)]
-    loaded = _core.load_sections([os.fspath(p) for p in paths], [str(p) for p in paths])
+    paths = [_file_path(f) for f in (files if isinstance(files, list) else [files])]
+    loaded = _core.load_sections([raw for raw, _ in paths], [shown for _, shown in paths])
     _raise_for(loaded)
     return loaded
 

@@ -100,8 +100,9 @@ def build(
     from . import load  # raises SectionError (or OSError) for files it cannot use
 
     loaded = load(paths)
-    if name is None:  # shown in messages and the generated source
-        name = os.path.splitext(os.path.basename(paths[0]))[0]
+    if name is None:  # shown in messages and the generated source: printable UTF-8
+        stem = os.path.splitext(os.path.basename(os.fsdecode(paths[0])))[0]
+        name = stem.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return _core.build_sections(
         loaded,
         input_types,

@@ -7,6 +7,8 @@
 
 #include "expand/sha256.hpp"
 #include "linker/files.hpp"
+#include "lint/c_tokens.hpp"
+#include "lint/declarations.hpp"
 #include "section/expand.hpp"
 #include "section/names.hpp"
 #include "section/version.hpp"
@@ -26,7 +28,81 @@ SectionOp::SectionOp(SectionOpSpec spec, std::shared_ptr<SourceManager const> sm
   check_padding(spec_.num_outputs, "num_outputs");
 }
 
+namespace {
+
+/// One parameter of a C function as written: its text and whether it is a pointer or array.
+struct WrittenParameter {
+  std::string text;
+  bool pointer;
+};
+
+/// The parameters of the function `func_name` as a support section declares or defines it;
+/// nothing when none does (a header may declare it: the compiler then has the last word).
+std::optional<std::vector<WrittenParameter>> main_function_parameters(
+    SourceManager const& sm, SectionSet const& sections, std::string const& func_name) {
+  using namespace lint_detail;
+  std::string wanted;
+  for (char c : func_name)
+    if (c != ' ' && c != '\t') wanted += c;
+  for (auto const& section : sections.sections) {
+    if (section.tag != "support_code" && section.tag != "support_code_apply" &&
+        section.tag != "support_code_struct")
+      continue;
+    for (auto const& block : section.blocks) {
+      std::string_view const text = sm.file(block.body.file).text();
+      auto const body = tokenize(text, block.body.begin, block.body.end);
+      for (auto const& decl : file_scope_declarations(text, body.tokens)) {
+        bool const is_function = decl.kind == Declaration::Kind::function_definition ||
+                                 decl.kind == Declaration::Kind::function_declaration;
+        if (!is_function || decl.name != wanted || !decl.parameter_count) continue;
+        std::vector<WrittenParameter> out(1);
+        if (*decl.parameter_count == 0) return std::vector<WrittenParameter>{};
+        auto const inside = tokenize(text, decl.parameters_begin + 1, decl.parameters_end - 1);
+        int depth = 0;
+        for (auto const& token : inside.tokens) {
+          std::string_view const spelling = text.substr(token.begin, token.end - token.begin);
+          if (spelling == "(" || spelling == "[" || spelling == "{" || spelling == "<") ++depth;
+          if (spelling == ")" || spelling == "]" || spelling == "}" || spelling == ">") --depth;
+          if (depth == 0 && spelling == ",") {
+            out.push_back({});
+            continue;
+          }
+          out.back().pointer = out.back().pointer || spelling == "*" || spelling == "[";
+          out.back().text += (out.back().text.empty() ? "" : " ") + std::string(spelling);
+        }
+        return out;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// A value passed as a scalar where the function takes an array (or the other way round) would
+// only show up as a compile error in generated code: say which input, and what it needs.
+void check_main_function_inputs(SectionOpSpec const& spec, SourceManager const& sm,
+                                SectionSet const& sections, ApplyContext const& ctx) {
+  if (!spec.func_name) return;
+  auto const parameters = main_function_parameters(sm, sections, *spec.func_name);
+  if (!parameters) return;
+  for (std::size_t i = 0; i < ctx.input_types.size() && i < parameters->size(); ++i) {
+    CType const& type = *ctx.input_types[i];
+    if (!type.dtype()) continue;  // only the built-in tensors and scalars are known here
+    bool const passes_pointer = type.c_declare("v", {}, true).find('*') != std::string::npos;
+    auto const& parameter = (*parameters)[i];
+    if (passes_pointer == parameter.pointer) continue;
+    std::string const wanted = parameter.pointer ? "an array" : "a scalar";
+    throw InputTypeError(
+        spec.name + " input " + std::to_string(i) + ": expected " + wanted + " (`" +
+        *spec.func_name + "` takes `" + parameter.text + "`), got " +
+        (passes_pointer ? "an array of type " : "a scalar of type ") + type.describe() +
+        (parameter.pointer ? "; pass a NumPy array" : "; pass a number"));
+  }
+}
+
+}  // namespace
+
 OpCode SectionOp::generate(ApplyContext const& ctx) const {
+  check_main_function_inputs(spec_, *sm_, sections_, ctx);
   ApplySignature sig;
   sig.node_name = ctx.node_name;
   for (auto const* t : ctx.input_types) {
