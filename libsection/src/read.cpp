@@ -124,6 +124,13 @@ std::optional<std::size_t> detail::max_file_bytes(std::string* problem) {
   return static_cast<std::size_t>(value);
 }
 
+std::string detail::bounded_quote(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "… (" + std::to_string(text.size()) + " bytes)";
+}
+
 // Regular files are mapped and copied once (no zero-filled buffer, no second copy through
 // stdio); those whose size the kernel does not report (/proc) are read in chunks, up to the limit.
 std::variant<std::string, detail::ReadFailure> detail::read_regular_file(std::string const& path) {

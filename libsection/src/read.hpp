@@ -16,6 +16,10 @@ struct Utf8Error {
 /// surrogates, nothing above U+10FFFF).
 std::optional<Utf8Error> find_invalid_utf8(std::string_view s);
 
+/// `text` cut to at most about `max_bytes` at a UTF-8 character boundary, with "…" and the
+/// full size appended when cut: messages quote user text, which may be a line of megabytes.
+std::string bounded_quote(std::string_view text, std::size_t max_bytes);
+
 /// Why a file could not be read: an OS error number, or 0 when `message` says why.
 struct ReadFailure {
   int error = 0;

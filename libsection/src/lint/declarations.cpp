@@ -54,7 +54,7 @@ class Reader {
   }
   /// Index just past the bracket group opening at `i` (clamped to `last`).
   std::size_t past_group(std::size_t i, std::size_t last) const {
-    return std::min(match_[i], last - 1) + 1;
+    return std::min<std::size_t>(match_[i], last - 1) + 1;
   }
   bool opens_group(std::size_t i) const {
     auto const s = spell(i);
@@ -73,7 +73,7 @@ class Reader {
         body_close.reset();
       } else if (is(i, "{")) {
         std::size_t const open = i;
-        std::size_t const close = std::min(match_[open], last);
+        std::size_t const close = std::min<std::size_t>(match_[open], last);
         i = close + 1;
         switch (brace(start, open, close, depth)) {
           case AfterBrace::declaration_done: start = i; body_close.reset(); break;
@@ -177,7 +177,7 @@ class Reader {
         continue;
       }
       if (s == "(") {
-        std::size_t const close = std::min(match_[k], last);
+        std::size_t const close = std::min<std::size_t>(match_[k], last);
         if (is(k + 1, "*") || is(k + 1, "&") || is(k + 1, "^")) {
           for (std::size_t j = k + 1; j < close; ++j)  // `(*name)(args)`
             if (is_name(j)) candidate = j;
@@ -207,7 +207,7 @@ class Reader {
 
   /// Makes `d` a function declaration whose parameter list opens at `open`.
   void function(Declaration& d, std::size_t open, std::size_t last) {
-    std::size_t const close = std::min(match_[open], last);
+    std::size_t const close = std::min<std::size_t>(match_[open], last);
     d.kind = Declaration::Kind::function_declaration;
     d.parameters_begin = tokens_[open].begin;
     d.parameters_end = close < tokens_.size() ? tokens_[close].end : tokens_[open].end;
@@ -230,14 +230,14 @@ class Reader {
 
   std::string_view text_;
   std::span<Token const> tokens_;
-  std::vector<std::size_t> match_;
+  std::vector<std::uint32_t> match_;
   std::vector<Declaration> out_;
 };
 
 }  // namespace
 
-std::vector<std::size_t> match_brackets(std::string_view text, std::span<Token const> tokens) {
-  std::vector<std::size_t> match(tokens.size());
+std::vector<std::uint32_t> match_brackets(std::string_view text, std::span<Token const> tokens) {
+  std::vector<std::uint32_t> match(tokens.size());
   std::vector<std::size_t> open;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     match[i] = i;
