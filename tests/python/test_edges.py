@@ -100,6 +100,24 @@ def test_section_lint_refuses_a_bad_func_name():
     assert "func_name" in run.stderr
 
 
+# ---- item 5: compiler output with very long lines ------------------------------------------
+
+def test_a_megabyte_long_error_line_is_a_compile_error_not_a_crash(tmp_path):
+    # The compiler quotes the 1 MB name in its errors; the old regex reader overflowed the stack.
+    code = f"""
+import libsection
+try:
+    libsection.build({str(VTV)!r}, "f" * (1 << 20), ["float64[:]", "float64[:]"], ["float64[:]"])
+except libsection.CompileError as e:
+    assert len(str(e)) < 100_000, len(str(e))
+    assert e.diagnostics and all(len(d.message) < 3000 for d in e.diagnostics)
+    print("compile error")
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "compile error"
+
+
 # ---- item 6: C++ exceptions in an op --------------------------------------------------------
 
 THROWER = """#section support_code
