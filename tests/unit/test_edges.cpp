@@ -284,3 +284,33 @@ TEST_SUITE("generated module") {
     }
   }
 }
+
+TEST_SUITE("generated module") {
+  TEST_CASE("a scalar where the main function takes an array is an InputTypeError, and back") {
+    auto sm = std::make_shared<SourceManager>();
+    std::vector<Diagnostic> ds;
+    auto const id = add_source(*sm,
+                               "#section support_code\n"
+                               "typedef PyArrayObject* Arr;\n"
+                               "int f(PyArrayObject* x, const double k, Arr y, PyArrayObject** z);\n",
+                               "f.c", ds);
+    auto const set = merge_sections(*sm, {*id}, ds);
+    SectionOpSpec spec;
+    spec.name = "F";
+    spec.func_name = "f";
+    auto const op = std::make_shared<SectionOp>(spec, sm, set);
+    auto const array = parse_ctype("float64[:]"), number = parse_ctype("float64");
+    auto graph = [&](CTypePtr a, CTypePtr b, CTypePtr c) {
+      return single_op_graph(op, {a, b, c}, {array});
+    };
+    CHECK_NOTHROW(generate_module(graph(array, number, array)));
+    CHECK_THROWS_WITH_AS(generate_module(graph(number, number, array)),
+                         doctest::Contains("F input 0: expected an array (`f` takes "
+                                           "`PyArrayObject * x`), got a scalar of type float64"),
+                         InputTypeError);
+    CHECK_THROWS_WITH_AS(generate_module(graph(array, array, array)),
+                         doctest::Contains("F input 1: expected a scalar"), InputTypeError);
+    // A typedef may hide a pointer: no verdict, the compiler has the last word.
+    CHECK_NOTHROW(generate_module(graph(array, number, number)));
+  }
+}

@@ -30,11 +30,24 @@ SectionOp::SectionOp(SectionOpSpec spec, std::shared_ptr<SourceManager const> sm
 
 namespace {
 
-/// One parameter of a C function as written: its text and whether it is a pointer or array.
+/// One parameter of a C function as written: its text, whether it is a pointer or array, and
+/// whether its type is plainly a number (a typedef may hide a pointer, so only these count).
 struct WrittenParameter {
   std::string text;
-  bool pointer;
+  bool pointer = false;
+  bool number = false;
+  bool type_seen = false;
 };
+
+bool is_number_type_word(std::string_view word) {
+  static constexpr std::string_view words[] = {
+      "bool", "char", "short", "int", "long", "float", "double", "signed", "unsigned",
+      "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+      "uint32_t", "uint64_t", "Py_ssize_t"};
+  for (auto w : words)
+    if (word == w) return true;
+  return word.starts_with("npy_") || word.starts_with("DTYPE_");
+}
 
 /// The parameters of the function `func_name` as a support section declares or defines it;
 /// nothing when none does (a header may declare it: the compiler then has the last word).
@@ -68,7 +81,13 @@ std::optional<std::vector<WrittenParameter>> main_function_parameters(
             continue;
           }
           out.back().pointer = out.back().pointer || spelling == "*" || spelling == "[";
-          out.back().text += (out.back().text.empty() ? "" : " ") + std::string(spelling);
+          bool const qualifier = spelling == "const" || spelling == "volatile";
+          if (!qualifier && !out.back().type_seen) {  // the first word of its type decides
+            out.back().type_seen = true;
+            out.back().number = is_number_type_word(spelling);
+          }
+          if (!out.back().text.empty()) out.back().text += ' ';
+          out.back().text.append(spelling);
         }
         return out;
       }
@@ -89,7 +108,10 @@ void check_main_function_inputs(SectionOpSpec const& spec, SourceManager const& 
     if (!type.dtype()) continue;  // only the built-in tensors and scalars are known here
     bool const passes_pointer = type.c_declare("v", {}, true).find('*') != std::string::npos;
     auto const& parameter = (*parameters)[i];
-    if (passes_pointer == parameter.pointer) continue;
+    // A scalar where it takes a pointer; an array where it takes a plain number.
+    bool const mismatch =
+        passes_pointer ? !parameter.pointer && parameter.number : parameter.pointer;
+    if (!mismatch) continue;
     std::string const wanted = parameter.pointer ? "an array" : "a scalar";
     throw InputTypeError(
         spec.name + " input " + std::to_string(i) + ": expected " + wanted + " (`" +
