@@ -13,6 +13,9 @@ namespace section {
 
 namespace {
 
+// The reference quotes user text in full; beyond this, a message quotes the start only.
+constexpr std::size_t max_quoted_bytes = 1000;
+
 constexpr char const* both_styles_message =
     "Both the new and the old syntax for identifying code sections are present in the provided "
     "C code. These two syntaxes should not be used at the same time.";
@@ -99,7 +102,8 @@ std::vector<std::string> section_marker_problems(parser::ast::section_marker con
     if (gap.empty()) why.push_back("there is no space between `#section` and the tag");
     else if (gap != " ") why.push_back("the tag must follow `#section` after exactly one space, not a tab or several blanks");
     if (!std::all_of(tag.begin(), tag.end(), is_tag_char))
-      why.push_back("the tag `" + std::string(tag) + "` may only contain letters, digits and underscores");
+      why.push_back("the tag `" + detail::bounded_quote(tag, max_quoted_bytes) +
+                    "` may only contain letters, digits and underscores");
   }
   auto const trailing = view(m.trailing);
   if (!trailing.empty()) {
@@ -252,7 +256,8 @@ class FileScanner {
     d.message = "line looks like a section marker but is not one, so it is read as C code: " +
                 join_reasons(why);
     d.range = {file_, begin, end};
-    d.fix = FixIt{"write the marker exactly as `" + canonical_marker(view(m.tag)) + "`",
+    d.fix = FixIt{"write the marker exactly as `" +
+                      detail::bounded_quote(canonical_marker(view(m.tag)), max_quoted_bytes) + "`",
                   {file_, begin, end}, canonical_marker(view(m.tag))};
     near_misses_.push_back(d.range);
     diagnostics_.push_back(std::move(d));
@@ -328,7 +333,8 @@ class FileScanner {
       } else if (!is_section_tag(b.tag, extra_tags_)) {
         Diagnostic d;
         d.code = "SL201";
-        d.message = "Unknown section type (in file " + path_ + "): " + b.tag;
+        d.message = "Unknown section type (in file " + path_ + "): " +
+                    detail::bounded_quote(b.tag, max_quoted_bytes);
         d.range = b.tag_range;
         if (auto s = suggest_tag(b.tag)) {
           d.notes.push_back({"did you mean `" + std::string(*s) + "`?", {}});
@@ -498,10 +504,11 @@ SectionSet merge_sections(SourceManager const& sm, std::vector<FileId> const& fi
       auto const prelude = std::string_view(text).substr(0, p.prelude.end);
       if (first_non_space(prelude) != std::string_view::npos)
         fail("Stray code before first #section statement (in file " + path + "): " +
-             std::string(prelude));
+             detail::bounded_quote(prelude, max_quoted_bytes));
       for (auto const& b : p.blocks) {
         if (!is_section_tag(b.tag, extra_tags)) {
-          fail("Unknown section type (in file " + path + "): " + b.tag);
+          fail("Unknown section type (in file " + path + "): " +
+               detail::bounded_quote(b.tag, max_quoted_bytes));
           continue;
         }
         auto& s = section_for(set, b.tag);

@@ -1,5 +1,4 @@
 // Reading section files: existence, binary data, UTF-8 validity, BOM, newline normalisation.
-#include <boost/filesystem.hpp>
 #include <cctype>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -8,16 +7,13 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "read.hpp"
 #include "section/parse.hpp"
 
 namespace section {
-
-namespace {
-
-}  // namespace
 
 std::optional<detail::Utf8Error> detail::find_invalid_utf8(std::string_view s) {
   auto const* p = reinterpret_cast<unsigned char const*>(s.data());
@@ -81,28 +77,84 @@ std::size_t normalised_offset(std::string_view raw, std::size_t raw_offset) {
   return raw_offset - removed;
 }
 
-Diagnostic os_error(std::string const& display_path, int error, int* error_out) {
-  if (error_out) *error_out = error;
-  std::string what = std::strerror(error);
-  if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+Diagnostic read_error(std::string const& display_path, detail::ReadFailure const& failure,
+                      int* error_out) {
+  if (error_out) *error_out = failure.error;
   Diagnostic d;
   d.code = "SL004";
-  d.message = "cannot read '" + display_path + "': " + what;
+  d.message = "cannot read '" + display_path + "': " + failure.message;
   return d;
 }
 
-// The whole file. Regular files are mapped and copied once (no zero-filled buffer, no second
-// copy through stdio); others (pipes, /proc) are read in chunks. errno is set on failure.
-std::optional<std::string> read_bytes(std::string const& path) {
-  int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+std::string lower_first(std::string what) {
+  if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+  return what;
+}
+
+detail::ReadFailure os_failure(int error) { return {error, lower_first(std::strerror(error))}; }
+
+char const* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+std::string too_large(std::size_t size, std::size_t limit, bool at_least) {
+  return std::string("the file is ") + (at_least ? "more than " : "") + std::to_string(size) +
+         " bytes, over the limit of " + std::to_string(limit) +
+         " bytes for a section file (LIBSECTION_MAX_FILE_BYTES changes it)";
+}
+
+}  // namespace
+
+std::optional<std::size_t> detail::max_file_bytes(std::string* problem) {
+  constexpr std::size_t default_limit = std::size_t{64} << 20;
+  char const* text = std::getenv("LIBSECTION_MAX_FILE_BYTES");
+  if (!text || !*text) return default_limit;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long const value = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || value == 0 || text[0] == '-') {
+    if (problem)
+      *problem = std::string("LIBSECTION_MAX_FILE_BYTES=") + text + " is not a positive number of bytes";
+    return std::nullopt;
+  }
+  return static_cast<std::size_t>(value);
+}
+
+std::string detail::bounded_quote(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "… (" + std::to_string(text.size()) + " bytes)";
+}
+
+// Regular files are mapped and copied once (no zero-filled buffer, no second copy through
+// stdio); those whose size the kernel does not report (/proc) are read in chunks, up to the limit.
+std::variant<std::string, detail::ReadFailure> detail::read_regular_file(std::string const& path) {
+  // Python's open() refuses these too; the C library would silently read a shorter path.
+  if (path.find('\0') != std::string::npos) return ReadFailure{0, "the path contains a NUL byte"};
+  std::string problem;
+  auto const limit = max_file_bytes(&problem);
+  if (!limit) return ReadFailure{0, problem};
+  // O_NONBLOCK: opening a FIFO without a writer must not wait; fstat then refuses it.
+  int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return os_failure(errno);
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    auto const size = static_cast<std::size_t>(st.st_size);
+  if (::fstat(fd, &st) != 0) return os_failure(errno);
+  if (S_ISDIR(st.st_mode)) return os_failure(EISDIR);
+  if (!S_ISREG(st.st_mode))
+    return ReadFailure{0, std::string(file_kind(st.st_mode)) +
+                              ", not a regular file; section files must be regular files"};
+  auto const size = static_cast<std::size_t>(st.st_size);
+  if (size > *limit) return ReadFailure{0, too_large(size, *limit, false)};
+  if (size > 0) {
     void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (map != MAP_FAILED) {
       std::string text(static_cast<char const*>(map), size);
@@ -116,14 +168,14 @@ std::optional<std::string> read_bytes(std::string const& path) {
     auto const n = ::read(fd, chunk, sizeof chunk);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return std::nullopt;
+      return os_failure(errno);
     }
     if (n == 0) return text;
+    if (text.size() + static_cast<std::size_t>(n) > *limit)
+      return ReadFailure{0, too_large(*limit, *limit, true)};
     text.append(chunk, static_cast<std::size_t>(n));
   }
 }
-
-}  // namespace
 
 std::optional<FileId> add_source(SourceManager& sm, std::string text,
                                  std::string const& display_path,
@@ -181,23 +233,12 @@ std::optional<FileId> read_source(SourceManager& sm, std::string const& path,
 std::optional<FileId> detail::read_source(SourceManager& sm, std::string const& path,
                                           std::string const& display_path,
                                           std::vector<Diagnostic>& diagnostics, int* error) {
-  namespace fs = boost::filesystem;
-  boost::system::error_code ec;
-  auto const status = fs::status(path, ec);
-  if (status.type() == fs::file_not_found) {
-    diagnostics.push_back(os_error(display_path, ENOENT, error));
+  auto read = read_regular_file(path);
+  if (auto const* failure = std::get_if<ReadFailure>(&read)) {
+    diagnostics.push_back(read_error(display_path, *failure, error));
     return std::nullopt;
   }
-  if (status.type() == fs::directory_file) {
-    diagnostics.push_back(os_error(display_path, EISDIR, error));
-    return std::nullopt;
-  }
-  auto text = read_bytes(path);
-  if (!text) {
-    diagnostics.push_back(os_error(display_path, errno, error));
-    return std::nullopt;
-  }
-  return add_source(sm, std::move(*text), display_path, diagnostics);
+  return add_source(sm, std::move(std::get<std::string>(read)), display_path, diagnostics);
 }
 
 }  // namespace section

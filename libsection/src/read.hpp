@@ -1,6 +1,8 @@
 // Internal: reading a file and reporting the OS error number when it cannot be read.
 #pragma once
 
+#include <variant>
+
 #include "section/parse.hpp"
 
 namespace section::detail {
@@ -13,6 +15,24 @@ struct Utf8Error {
 /// The first invalid sequence, judged as Python's strict decoder does (no overlongs, no
 /// surrogates, nothing above U+10FFFF).
 std::optional<Utf8Error> find_invalid_utf8(std::string_view s);
+
+/// `text` cut to at most about `max_bytes` at a UTF-8 character boundary, with "…" and the
+/// full size appended when cut: messages quote user text, which may be a line of megabytes.
+std::string bounded_quote(std::string_view text, std::size_t max_bytes);
+
+/// Why a file could not be read: an OS error number, or 0 when `message` says why.
+struct ReadFailure {
+  int error = 0;
+  std::string message;  ///< lower-case-first, without the path: "no such file or directory"
+};
+
+/// The limit on a section file's size: `LIBSECTION_MAX_FILE_BYTES`, else 64 MiB.
+std::optional<std::size_t> max_file_bytes(std::string* problem);
+
+/// The bytes of a regular file of at most `max_file_bytes()` bytes. Anything else fails at
+/// once, without blocking: a path with a NUL byte, a FIFO, a device, a directory (opened with
+/// O_NONBLOCK, then fstat).
+std::variant<std::string, ReadFailure> read_regular_file(std::string const& path);
 
 /// `section::read_source`, also storing the errno of a failed read in `*error` (if not null).
 std::optional<FileId> read_source(SourceManager& sm, std::string const& path,

@@ -54,29 +54,43 @@ std::string printable(std::string_view line) {
   return out;
 }
 
-// The source line of `r` with a gutter, and a caret line marking the range on that line.
+// At most this many bytes of a source line are shown, centred on the caret; a line of
+// megabytes would otherwise be copied (twice, with the caret line) into every message.
+constexpr std::size_t excerpt_width = 200;
+
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// The source line of `r` with a gutter, and a caret line marking the range on that line. Long
+// lines show a window around the caret, cut at character boundaries and marked with "…".
 void append_excerpt(std::string& out, SourceRange const& r, SourceManager const& sm,
                     std::string const* replacement) {
   auto const& file = sm.file(r.file);
   auto const lc = file.line_column(r.begin);
-  auto const line = file.line_text(r.begin);
+  auto const whole = file.line_text(r.begin);
   auto const line_no = std::to_string(lc.line);
   std::string const gutter(line_no.size() + 1, ' ');
-  out += ' ' + line_no + " | " + printable(line) + '\n';
 
-  auto const col = lc.column - 1;
-  std::string marks;
-  for (std::size_t i = 0; i < col && i < line.size(); ++i) marks += line[i] == '\t' ? '\t' : ' ';
-  auto const line_end = file.line_start(lc.line) + line.size();
-  auto const span = std::max<std::size_t>(1, std::min(r.end, line_end) - std::min(r.begin, line_end));
-  marks += '^';
-  marks += std::string(span - 1, '~');
-  out += gutter + " | " + marks + '\n';
-  if (replacement && !replacement->empty()) {  // a deletion shows no replacement line
-    std::string under;
-    for (std::size_t i = 0; i < col && i < line.size(); ++i) under += line[i] == '\t' ? '\t' : ' ';
-    out += gutter + " | " + under + printable(*replacement) + '\n';
+  auto const col = std::min(lc.column - 1, whole.size());
+  std::size_t first = 0, last = whole.size();
+  if (whole.size() > excerpt_width) {
+    first = col > excerpt_width / 2 ? col - excerpt_width / 2 : 0;
+    last = std::min(whole.size(), first + excerpt_width);
+    first = last - std::min(last, excerpt_width);
+    while (first > 0 && is_continuation(whole[first])) --first;
+    while (last < whole.size() && is_continuation(whole[last])) ++last;
   }
+  auto const line = whole.substr(first, last - first);
+  std::string const before = first > 0 ? "…" : "", after = last < whole.size() ? "…" : "";
+  out += ' ' + line_no + " | " + before + printable(line) + after + '\n';
+
+  std::string lead = first > 0 ? " " : "";  // under the "…"
+  for (std::size_t i = first; i < col && i < last; ++i) lead += whole[i] == '\t' ? '\t' : ' ';
+  auto const line_end = file.line_start(lc.line) + whole.size();
+  auto const span = std::max<std::size_t>(1, std::min(r.end, line_end) - std::min(r.begin, line_end));
+  auto const shown_span = std::max<std::size_t>(1, std::min(span, last > col ? last - col : 1));
+  out += gutter + " | " + lead + '^' + std::string(shown_span - 1, '~') + '\n';
+  if (replacement && !replacement->empty())  // a deletion shows no replacement line
+    out += gutter + " | " + lead + printable(detail::bounded_quote(*replacement, excerpt_width)) + '\n';
 }
 
 }  // namespace

@@ -27,13 +27,15 @@ def _sections(files) -> tuple[LoadedSections, str]:
     if isinstance(files, LoadedSections):
         names = files.files
         return files, os.path.splitext(os.path.basename(names[0]))[0] if names else "SectionOp"
-    if isinstance(files, (str, os.PathLike)):
+    if isinstance(files, (str, bytes, os.PathLike)):
         files = [files]
-    paths = [os.fspath(f) for f in files]
+    paths = list(files)
     if not paths:
         raise ValueError("build() needs at least one section file")
-    # Raises SectionError (or OSError) for files it cannot use.
-    return load(paths), os.path.splitext(os.path.basename(paths[0]))[0]
+    # Shown in messages and the generated source: printable UTF-8.
+    stem = os.path.splitext(os.path.basename(os.fsdecode(paths[0])))[0]
+    name = stem.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return load(paths), name  # raises SectionError (or OSError) for files it cannot use
 
 
 def _type_strings(kind: str, types) -> list[str]:

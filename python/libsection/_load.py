@@ -47,15 +47,16 @@ class SectionDecodeError(SectionError, UnicodeDecodeError):
         return self.message
 
 
-def _decode_error(path: str) -> UnicodeDecodeError | None:
+def _decode_error(path: str | bytes) -> UnicodeDecodeError | None:
     try:
-        Path(path).read_bytes().decode("utf-8")
+        with open(path, "rb") as f:
+            f.read().decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         return e if isinstance(e, UnicodeDecodeError) else None
     return None
 
 
-def raise_for(loaded: LoadedSections, paths: list[str] | None = None) -> None:
+def raise_for(loaded: LoadedSections, paths: list[str] | list[bytes] | None = None) -> None:
     """Raises what the reference loader raises for these files, with libsection's details."""
     if loaded.error is None:
         return
@@ -73,23 +74,36 @@ def raise_for(loaded: LoadedSections, paths: list[str] | None = None) -> None:
     raise SectionError(text, shown)
 
 
-def _paths(files: PathLike | Iterable[PathLike]) -> list[Path]:
-    if isinstance(files, (str, os.PathLike)):
-        return [Path(files)]
-    return [Path(f) for f in files]
+def _file_path(f: PathLike | bytes) -> tuple[bytes, str]:
+    """The path's bytes as the OS takes them, and its name for messages (printable UTF-8).
+
+    File names need not be UTF-8: ``os.fsencode`` undoes ``surrogateescape``, and bytes paths
+    are taken as they are. A NUL byte is refused by the core, as ``open()`` refuses it.
+    """
+    path = Path(os.fsdecode(f))
+    shown = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return os.fsencode(path), shown
 
 
-def load(files: PathLike | Iterable[PathLike], extra_tags: Iterable[str] = ()) -> LoadedSections:
+def _file_paths(files: PathLike | bytes | Iterable[PathLike | bytes]) -> list[tuple[bytes, str]]:
+    if isinstance(files, (str, bytes, os.PathLike)):
+        files = [files]
+    return [_file_path(f) for f in files]
+
+
+def load(files: PathLike | bytes | Iterable[PathLike | bytes],
+         extra_tags: Iterable[str] = ()) -> LoadedSections:
     """Reads and merges section files like the reference ``load_c_code``; raises on bad files.
 
-    A single path or an iterable of paths; relative paths are relative to the working directory.
-    Messages name each file as ``str(Path(f))``, the path as written, as PyTensor does.
-    ``extra_tags`` are section tags accepted besides the nine (a base class's own sections).
+    A single path or an iterable of paths (str, bytes or path-like); relative paths are
+    relative to the working directory. Messages name each file as ``str(Path(f))``, the path as
+    written, as PyTensor does. ``extra_tags`` are section tags accepted besides the nine (a
+    base class's own sections).
     """
-    paths = _paths(files)
-    real = [os.fspath(p) for p in paths]
-    loaded = _core.load_sections(real, [str(p) for p in paths], list(extra_tags))
-    raise_for(loaded, real)
+    paths = _file_paths(files)
+    loaded = _core.load_sections([raw for raw, _ in paths], [shown for _, shown in paths],
+                                 list(extra_tags))
+    raise_for(loaded, [raw for raw, _ in paths])
     return loaded
 
 

@@ -16,7 +16,8 @@ __all__ = ["tensor", "type_of", "upcast"]
 
 
 def tensor(dtype: str | np.dtype, ndim: int) -> str:
-    """The type string of a tensor: ``tensor("float64", 2) == "float64[:,:]"``."""
+    """The type string of a tensor: ``tensor("float64", 2) == "float64[:,:]"``,
+    ``tensor("float64", 0) == "float64[]"`` (a 0-d array)."""
     return f"{np.dtype(dtype).name}[{','.join(':' * ndim)}]"
 
 
@@ -26,11 +27,10 @@ def upcast(*type_strings: str) -> str:
 
 
 def type_of(value: Any) -> str:
-    """The type string a value is passed as: arrays are tensors, Python and NumPy numbers scalars
-    (Python ``int`` is ``int64``, ``float`` is ``float64``, ``bool`` is ``bool``)."""
+    """The type string a value is passed as: arrays are tensors (0-d ones ``float64[]``),
+    Python and NumPy numbers scalars (Python ``int`` is ``int64``, ``float`` is ``float64``,
+    ``bool`` is ``bool``)."""
     if isinstance(value, np.ndarray):
-        if value.ndim == 0:
-            raise TypeError("0-d arrays are not supported; pass a number (a scalar) instead")
         return tensor(value.dtype, value.ndim)
     if isinstance(value, (bool, np.bool_)):
         return "bool"

@@ -230,7 +230,11 @@ struct CompiledOp {
   PyObject** cells;  // one-element lists: inputs, outputs, constants
   PyObject* info;    // dict: what was built, from where
   PyObject* name;    // str, for messages
-  bool running;
+  // One call at a time uses the instance and its cells. A thread that finds the op busy waits
+  // with the GIL released (the running op may release it too); only the thread already running
+  // the op (its C code calling back into it) is refused, since waiting would deadlock.
+  PyThread_type_lock lock;
+  unsigned long running_thread;  // 0: not running
 };
 
 PyTypeObject compiled_op_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -255,11 +259,25 @@ PyObject* compiled_op_call(PyObject* callable, PyObject* const* args, size_t nar
                  self->n_inputs == 1 ? "" : "s", nargs);
     return nullptr;
   }
-  if (self->running) {
-    PyErr_Format(PyExc_RuntimeError, "%U is already running (it cannot be called re-entrantly)",
-                 self->name);
+  unsigned long const me = PyThread_get_thread_ident();
+  if (self->running_thread == me) {
+    PyErr_Format(PyExc_RuntimeError, "%U is already running in this thread (its C code cannot "
+                 "call it re-entrantly)", self->name);
     return nullptr;
   }
+  if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+  }
+  self->running_thread = me;
+  struct Release {  // every return below gives the op back
+    CompiledOp* self;
+    ~Release() {
+      self->running_thread = 0;
+      PyThread_release_lock(self->lock);
+    }
+  } release{self};
   for (Py_ssize_t i = 0; i < nargs; ++i) set_cell(self->cells[i], args[i]);
   // An output still held by the caller must not be overwritten: give the op an empty cell.
   // One the caller dropped is handed back, so the op can reuse its memory.
@@ -268,9 +286,7 @@ PyObject* compiled_op_call(PyObject* callable, PyObject* const* args, size_t nar
     PyObject* previous = PyList_GET_ITEM(cell, 0);
     if (previous != Py_None && Py_REFCNT(previous) > 1) set_cell(cell, Py_None);
   }
-  self->running = true;
   int const failure = self->library->run(self->instance);
-  self->running = false;
   for (Py_ssize_t i = 0; i < nargs; ++i) set_cell(self->cells[i], Py_None);
   if (failure) {
     // Forget kept outputs: one the op cannot take back (wrong type) must not fail every call.
@@ -302,6 +318,7 @@ void compiled_op_dealloc(PyObject* object) {
   PyMem_Free(self->cells);
   Py_XDECREF(self->info);
   Py_XDECREF(self->name);
+  if (self->lock) PyThread_free_lock(self->lock);
   Py_TYPE(object)->tp_free(object);
 }
 
@@ -419,6 +436,7 @@ py::handle link_error_type, compile_error_type;
 
 // Raises the Python form of a linker error, its diagnostics resolved against `sm`.
 [[noreturn]] void raise_python(LinkError const& e, SourceManager const& sm) {
+  if (dynamic_cast<InputTypeError const*>(&e)) throw py::type_error(e.what());
   auto const* compile = dynamic_cast<CompileError const*>(&e);
   py::handle type = compile ? compile_error_type : link_error_type;
   py::object error = type(e.what());
@@ -508,9 +526,10 @@ py::object link(Graph const& graph, std::vector<py::object> const& constants, So
   self->n_cells = self->cells ? n_cells : 0;  // what dealloc may release
   self->info = info.release().ptr();
   self->name = py::str(display_name).release().ptr();
-  self->running = false;
+  self->running_thread = 0;
+  self->lock = PyThread_allocate_lock();
   py::object owner = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
-  if (!self->cells) throw std::bad_alloc();
+  if (!self->cells || !self->lock) throw std::bad_alloc();
   for (Py_ssize_t i = 0; i < self->n_cells; ++i) {
     if (storage && static_cast<std::size_t>(i) < n_io) {  // the caller's cells, shared
       self->cells[i] = (*storage)[static_cast<std::size_t>(i)].inc_ref().ptr();

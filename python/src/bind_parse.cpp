@@ -30,7 +30,12 @@ py::dict sections_dict(SectionSet const& set) {
 
 py::object error_tuple(SectionSet const& set) {
   if (!set.error) return py::none();
-  return py::make_tuple(set.error->os_errno, set.error->message, set.error->path);
+  // The path as os.fsdecode gives it: a file name need not be UTF-8.
+  auto const& path = set.error->path;
+  py::object const name = py::reinterpret_steal<py::object>(
+      PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
+  if (!name) throw py::error_already_set();
+  return py::make_tuple(set.error->os_errno, set.error->message, name);
 }
 
 py::dict block_dict(Block const& b, SourceManager const& sm) {

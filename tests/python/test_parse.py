@@ -56,7 +56,8 @@ def test_invalid_utf8_raises_naming_the_byte_offset(tmp_path):
         libsection.load_sections([bad])
 
 
-def test_a_200_mb_file_loads(tmp_path):
+def test_a_200_mb_file_loads(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIBSECTION_MAX_FILE_BYTES", str(256 << 20))  # over the 64 MiB default
     big = tmp_path / "big.c"
     line = b"int a_rather_ordinary_line_of_c_code = 42;\n"
     with big.open("wb") as f:

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "section/expand.hpp"
+#include "section/names.hpp"
 #include "section/parse.hpp"
 #include "section/render.hpp"
 #include "section/signature.hpp"
@@ -72,6 +73,11 @@ int run(Options const& o) {
     std::optional<section::ParamsSpec> spec;
     if (!params.empty()) spec = section::params_spec(params);
     signature = section::single_node_signature(inputs, outputs, spec);
+    if (o.func_name) section::check_func_name(*o.func_name);
+    section::check_padding(o.num_inputs, "--num-inputs");
+    section::check_padding(o.num_outputs, "--num-outputs");
+    // The node name is pasted into APPLY_SPECIFIC's `##`; the default holds the hash placeholder.
+    if (o.node_name) section::check_c_identifier(*o.node_name, "--node-name");
   } catch (section::signature_error const& e) {
     std::cerr << "section-expand: error: " << e.what() << "\n";
     return exit_usage;

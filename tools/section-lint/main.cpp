@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "section/lint.hpp"
+#include "section/names.hpp"
 #include "section/render.hpp"
 #include "section/signature.hpp"
 #include "section/version.hpp"
@@ -46,7 +47,10 @@ section::LintSignature read_signature(Options const& o, CLI::App const& app) {
   if (app.count("--inputs")) s.inputs = section::parse_type_list(o.inputs, "input").size();
   if (app.count("--outputs")) s.outputs = section::parse_type_list(o.outputs, "output").size();
   if (app.count("--params")) s.has_params = !section::parse_params(o.params).empty();
-  if (app.count("--func-name")) s.func_name = o.func_name;
+  if (app.count("--func-name")) {
+    section::check_func_name(o.func_name);
+    s.func_name = o.func_name;
+  }
   return s;
 }
 

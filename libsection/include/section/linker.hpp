@@ -29,6 +29,13 @@ class CompileError : public LinkError {
   std::filesystem::path kept_dir_;
 };
 
+/// A value of the wrong kind for an input of the op's main function: a scalar type where the
+/// function takes an array, or the other way round (Python: `TypeError`).
+class InputTypeError : public LinkError {
+ public:
+  using LinkError::LinkError;
+};
+
 /// An op implemented by section files (an `ExternalCOp` without PyTensor).
 struct SectionOpSpec {
   std::string name = "SectionOp";         ///< shown in the module and in messages
@@ -41,6 +48,7 @@ struct SectionOpSpec {
 class SectionOp final : public COp {
  public:
   /// `sm` holds the files `sections` were loaded from (also used to map compile errors).
+  /// Throws `signature_error` for a name, func_name or padding that cannot go into C.
   SectionOp(SectionOpSpec spec, std::shared_ptr<SourceManager const> sm, SectionSet sections);
   std::string name() const override { return spec_.name; }
   OpCode generate(ApplyContext const& context) const override;

@@ -75,8 +75,10 @@ std::vector<Diagnostic> lint_files(SourceManager& sm, std::vector<std::string> c
                                    LintOptions const& options = {});
 
 /// The files `lint_files` looks at: files as given, folders expanded to their sorted
-/// `*.c`/`*.h` files. Paths that do not exist are kept, so reading them reports SL004.
-std::vector<std::string> collect_lint_paths(std::vector<std::string> const& paths);
+/// `*.c`/`*.h` files. Paths that do not exist are kept, so reading them reports SL004; folders
+/// that cannot be listed are reported in `problems` (SL004) when it is given.
+std::vector<std::string> collect_lint_paths(std::vector<std::string> const& paths,
+                                            std::vector<Diagnostic>* problems = nullptr);
 
 /// SARIF 2.1.0: one run of `section-lint` with every rule's metadata in `tool.driver.rules`.
 /// Columns are reported in Unicode code points (`columnKind`).

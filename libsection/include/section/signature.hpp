@@ -55,7 +55,8 @@ std::vector<TypeSpec> parse_type_list(std::string_view text, std::string_view ro
 std::vector<NamedType> parse_params(std::string_view text);
 
 /// The `ParamsType` PyTensor builds from these fields: sorted by name, struct name
-/// `_Params_<sha256(names)>_<sha256(type strings)>`.
+/// `_Params_<sha256(names)>_<sha256(type strings)>`. Throws `signature_error` for a name that
+/// is not a C identifier or appears twice.
 ParamsSpec params_spec(std::vector<NamedType> fields);
 
 /// PyTensor's `failure_code(sub)`: the `FAIL` of `c_code`/`c_code_cleanup` for run id `id`.

@@ -3,13 +3,14 @@
 
 #include "expand/line_directives.hpp"
 #include "expand/macros.hpp"
+#include "section/names.hpp"
 
 namespace section {
 namespace {
 
 using detail::MacroBlock;
 
-Diagnostic signature_error(std::string code, std::string message) {
+Diagnostic signature_diagnostic(std::string code, std::string message) {
   Diagnostic d;
   d.code = std::move(code);
   d.message = std::move(message);
@@ -20,7 +21,7 @@ void check_dtypes(std::vector<std::optional<std::string>> const& dtypes, char co
                   std::vector<Diagnostic>& diagnostics) {
   for (std::size_t i = 0; i < dtypes.size(); ++i) {
     if (dtypes[i] && !dtype_info(*dtypes[i])) {
-      diagnostics.push_back(signature_error(
+      diagnostics.push_back(signature_diagnostic(
           "SE101", std::string("unknown dtype `") + *dtypes[i] + "` for " + role + " " +
                        std::to_string(i) + " (known: bool, int8..int64, uint8..uint64, "
                        "float16, float32, float64, complex64, complex128)"));
@@ -32,16 +33,28 @@ void check_signature(ApplySignature const& s, std::vector<Diagnostic>& diagnosti
   check_dtypes(s.input_dtypes, "input", diagnostics);
   check_dtypes(s.output_dtypes, "output", diagnostics);
   if (!s.input_names.empty() && s.input_names.size() != s.input_dtypes.size()) {
-    diagnostics.push_back(signature_error(
+    diagnostics.push_back(signature_diagnostic(
         "SE102", "the signature has " + std::to_string(s.input_dtypes.size()) +
                      " input types but " + std::to_string(s.input_names.size()) +
                      " input names"));
   }
   if (!s.output_names.empty() && s.output_names.size() != s.output_dtypes.size()) {
-    diagnostics.push_back(signature_error(
+    diagnostics.push_back(signature_diagnostic(
         "SE102", "the signature has " + std::to_string(s.output_dtypes.size()) +
                      " output types but " + std::to_string(s.output_names.size()) +
                      " output names"));
+  }
+  // The function name and the padding reach the generated call: checked before any of it is.
+  try {
+    if (s.func_name) check_func_name(*s.func_name);
+  } catch (section::signature_error const& e) {
+    diagnostics.push_back(signature_diagnostic("SE104", e.what()));
+  }
+  try {
+    check_padding(s.num_inputs, "num_inputs (_cop_num_inputs)");
+    check_padding(s.num_outputs, "num_outputs (_cop_num_outputs)");
+  } catch (section::signature_error const& e) {
+    diagnostics.push_back(signature_diagnostic("SE105", e.what()));
   }
 }
 
@@ -164,7 +177,7 @@ Expansion expand(SourceManager const& sm, SectionSet const& sections,
 
   Section const* code = sections.find("code");
   if (signature.func_name && code) {
-    Diagnostic d = signature_error(
+    Diagnostic d = signature_diagnostic(
         "SE103", "a `code` section cannot be combined with a function name (`" +
                      *signature.func_name + "`): remove one of them");
     if (!code->blocks.empty()) d.range = code->blocks.front().marker;

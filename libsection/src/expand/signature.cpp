@@ -6,6 +6,7 @@
 #include <set>
 
 #include "expand/sha256.hpp"
+#include "section/names.hpp"
 
 namespace section {
 namespace {
@@ -52,13 +53,18 @@ class TypeReader {
   }
 
  private:
-  // `[` `:` (`,` `:`)* `]`
+  // `[` `]` (a 0-d tensor) or `[` `:` (`,` `:`)* `]`
   void read_dimensions(TypeSpec& type) {
     type.kind = TypeSpec::Kind::tensor;
     ++pos_;  // '['
+    skip_blanks();
+    if (pos_ < end_ && whole_[pos_] == ']') {
+      ++pos_;
+      return;
+    }
     for (;;) {
       skip_blanks();
-      expect(':', "expected `:` (one per dimension)");
+      expect(':', "expected `:` (one per dimension) or `]` (0-d)");
       ++type.ndim;
       skip_blanks();
       if (pos_ < end_ && whole_[pos_] == ',') {
@@ -119,13 +125,6 @@ std::vector<std::pair<std::size_t, std::size_t>> split_items(std::string_view te
 
 bool is_blank_text(std::string_view text) {
   return std::all_of(text.begin(), text.end(), is_blank);
-}
-
-bool is_identifier(std::string_view name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front())) != 0) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
-  });
 }
 
 std::string_view trimmed(std::string_view text) {
@@ -209,7 +208,7 @@ std::vector<NamedType> parse_params(std::string_view text) {
       throw signature_error(label + " `" + std::string(item) +
                             "`: expected a field name before `:`" + where(begin));
     }
-    if (!is_identifier(name)) {
+    if (!is_c_identifier(name)) {
       throw signature_error(label + " `" + std::string(item) + "`: `" + std::string(name) +
                             "` is not a C identifier" + where(begin));
     }
@@ -223,8 +222,13 @@ std::vector<NamedType> parse_params(std::string_view text) {
 }
 
 ParamsSpec params_spec(std::vector<NamedType> fields) {
+  // Field names become struct members and `DTYPE_PARAM_<name>` macros in generated C.
+  for (NamedType const& field : fields) check_c_identifier(field.name, "params field");
   std::sort(fields.begin(), fields.end(),
             [](NamedType const& a, NamedType const& b) { return a.name < b.name; });
+  for (std::size_t i = 1; i < fields.size(); ++i)
+    if (fields[i].name == fields[i - 1].name)
+      throw signature_error("params field `" + fields[i].name + "` appears twice");
   std::string names, types;
   ParamsSpec spec;
   for (NamedType const& field : fields) {

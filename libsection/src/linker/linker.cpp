@@ -7,7 +7,10 @@
 
 #include "expand/sha256.hpp"
 #include "linker/files.hpp"
+#include "lint/c_tokens.hpp"
+#include "lint/declarations.hpp"
 #include "section/expand.hpp"
+#include "section/names.hpp"
 #include "section/version.hpp"
 
 namespace section {
@@ -19,9 +22,109 @@ SectionOp::SectionOp(SectionOpSpec spec, std::shared_ptr<SourceManager const> sm
                      SectionSet sections)
     : spec_(std::move(spec)), sm_(std::move(sm)), sections_(std::move(sections)) {
   if (!sm_) throw std::invalid_argument("SectionOp needs the SourceManager of its files");
+  check_display_name(spec_.name, "op name");
+  if (spec_.func_name) check_func_name(*spec_.func_name);
+  check_padding(spec_.num_inputs, "num_inputs");
+  check_padding(spec_.num_outputs, "num_outputs");
 }
 
+namespace {
+
+/// One parameter of a C function as written: its text, whether it is a pointer or array, and
+/// whether its type is plainly a number (a typedef may hide a pointer, so only these count).
+struct WrittenParameter {
+  std::string text;
+  bool pointer = false;
+  bool number = false;
+  bool type_seen = false;
+};
+
+bool is_number_type_word(std::string_view word) {
+  static constexpr std::string_view words[] = {
+      "bool", "char", "short", "int", "long", "float", "double", "signed", "unsigned",
+      "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+      "uint32_t", "uint64_t", "Py_ssize_t"};
+  for (auto w : words)
+    if (word == w) return true;
+  return word.starts_with("npy_") || word.starts_with("DTYPE_");
+}
+
+/// The parameters of the function `func_name` as a support section declares or defines it;
+/// nothing when none does (a header may declare it: the compiler then has the last word).
+std::optional<std::vector<WrittenParameter>> main_function_parameters(
+    SourceManager const& sm, SectionSet const& sections, std::string const& func_name) {
+  using namespace lint_detail;
+  std::string wanted;
+  for (char c : func_name)
+    if (c != ' ' && c != '\t') wanted += c;
+  for (auto const& section : sections.sections) {
+    if (section.tag != "support_code" && section.tag != "support_code_apply" &&
+        section.tag != "support_code_struct")
+      continue;
+    for (auto const& block : section.blocks) {
+      std::string_view const text = sm.file(block.body.file).text();
+      auto const body = tokenize(text, block.body.begin, block.body.end);
+      for (auto const& decl : file_scope_declarations(text, body.tokens)) {
+        bool const is_function = decl.kind == Declaration::Kind::function_definition ||
+                                 decl.kind == Declaration::Kind::function_declaration;
+        if (!is_function || decl.name != wanted || !decl.parameter_count) continue;
+        std::vector<WrittenParameter> out(1);
+        if (*decl.parameter_count == 0) return std::vector<WrittenParameter>{};
+        auto const inside = tokenize(text, decl.parameters_begin + 1, decl.parameters_end - 1);
+        int depth = 0;
+        for (auto const& token : inside.tokens) {
+          std::string_view const spelling = text.substr(token.begin, token.end - token.begin);
+          if (spelling == "(" || spelling == "[" || spelling == "{" || spelling == "<") ++depth;
+          if (spelling == ")" || spelling == "]" || spelling == "}" || spelling == ">") --depth;
+          if (depth == 0 && spelling == ",") {
+            out.push_back({});
+            continue;
+          }
+          out.back().pointer = out.back().pointer || spelling == "*" || spelling == "[";
+          bool const qualifier = spelling == "const" || spelling == "volatile";
+          if (!qualifier && !out.back().type_seen) {  // the first word of its type decides
+            out.back().type_seen = true;
+            out.back().number = is_number_type_word(spelling);
+          }
+          if (!out.back().text.empty()) out.back().text += ' ';
+          out.back().text.append(spelling);
+        }
+        return out;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// A value passed as a scalar where the function takes an array (or the other way round) would
+// only show up as a compile error in generated code: say which input, and what it needs.
+void check_main_function_inputs(SectionOpSpec const& spec, SourceManager const& sm,
+                                SectionSet const& sections, ApplyContext const& ctx) {
+  if (!spec.func_name) return;
+  auto const parameters = main_function_parameters(sm, sections, *spec.func_name);
+  if (!parameters) return;
+  for (std::size_t i = 0; i < ctx.input_types.size() && i < parameters->size(); ++i) {
+    CType const& type = *ctx.input_types[i];
+    if (!type.dtype()) continue;  // only the built-in tensors and scalars are known here
+    bool const passes_pointer = type.c_declare("v", {}, true).find('*') != std::string::npos;
+    auto const& parameter = (*parameters)[i];
+    // A scalar where it takes a pointer; an array where it takes a plain number.
+    bool const mismatch =
+        passes_pointer ? !parameter.pointer && parameter.number : parameter.pointer;
+    if (!mismatch) continue;
+    std::string const wanted = parameter.pointer ? "an array" : "a scalar";
+    throw InputTypeError(
+        spec.name + " input " + std::to_string(i) + ": expected " + wanted + " (`" +
+        *spec.func_name + "` takes `" + parameter.text + "`), got " +
+        (passes_pointer ? "an array of type " : "a scalar of type ") + type.describe() +
+        (parameter.pointer ? "; pass a NumPy array" : "; pass a number"));
+  }
+}
+
+}  // namespace
+
 OpCode SectionOp::generate(ApplyContext const& ctx) const {
+  check_main_function_inputs(spec_, *sm_, sections_, ctx);
   ApplySignature sig;
   sig.node_name = ctx.node_name;
   for (auto const* t : ctx.input_types) {

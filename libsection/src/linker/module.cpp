@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "expand/sha256.hpp"
+#include "section/names.hpp"
 
 namespace section {
 
@@ -19,12 +20,14 @@ std::size_t Graph::add_variable(CTypePtr type, Role role, std::string label) {
 }
 
 std::size_t Graph::add_input(CTypePtr type, std::string label) {
+  if (!label.empty()) check_display_name(label, "input label");  // shown in C string literals
   auto const v = add_variable(std::move(type), Role::input, std::move(label));
   inputs_.push_back(v);
   return v;
 }
 
 std::size_t Graph::add_constant(CTypePtr type, std::string label) {
+  if (!label.empty()) check_display_name(label, "constant label");
   auto const v = add_variable(std::move(type), Role::constant, std::move(label));
   constants_.push_back(v);
   return v;
@@ -34,6 +37,7 @@ std::vector<std::size_t> Graph::add_apply(COpPtr op, std::vector<std::size_t> in
                                           std::vector<CTypePtr> output_types,
                                           std::optional<std::size_t> params) {
   if (!op) throw std::invalid_argument("an apply needs an op");
+  check_display_name(op->name(), "op name");  // it is written into the module's comments
   for (auto v : inputs)
     if (v >= variables_.size())
       throw std::invalid_argument("apply of " + op->name() + ": input variable " +
@@ -89,20 +93,52 @@ std::string include_line(std::string const& header) {
 
 // A run-time block: its declarations go to the top of run(); behaviour opens a nested scope
 // whose cleanup (after its label) runs on success and on any failure inside it.
+//
+// An op's block also catches C++ exceptions (ops are compiled as C++, and one escaping an
+// `extern "C"` entry point would abort the process): `on_exception` turns it into a Python
+// error. When the op has no cleanup code, only its code is in the `try`, and the handler jumps
+// to the label as a FAIL would. A cleanup may use variables the code declares (they share a
+// scope, as in PyTensor), so then the `try` spans the whole block and the handler only records
+// the failure: the op's own cleanup is skipped, the enclosing blocks' cleanups still run.
 struct RunBlock {
   std::string declare, behavior, cleanup;
   int id;
+  std::string on_exception = {};
 };
+
+bool is_blank_code(std::string const& code) {
+  return code.find_first_not_of(" \t\r\n") == std::string::npos;
+}
 
 std::string nest(std::vector<RunBlock> const& blocks) {
   std::string declare, head, tail;
   for (auto const& b : blocks) {
     declare += b.declare;
-    head += "{\n" + b.behavior;
-    tail = "__label_" + std::to_string(b.id) + ": ;\n" + b.cleanup + "}\n" + tail;
+    std::string const label = "__label_" + std::to_string(b.id) + ": ;\n";
+    if (b.on_exception.empty()) {
+      head += "{\n" + b.behavior;
+      tail = label + b.cleanup + "}\n" + tail;
+    } else if (is_blank_code(b.cleanup)) {
+      head += "{\ntry {\n" + b.behavior + "} catch (...) {\n" + b.on_exception + "goto __label_" +
+              std::to_string(b.id) + ";\n}\n";
+      tail = label + b.cleanup + "}\n" + tail;
+    } else {
+      head += "{\ntry {\n" + b.behavior;
+      tail = label + b.cleanup + "} catch (...) {\n" + b.on_exception + "}\n}\n" + tail;
+    }
   }
   return declare + head + tail;
 }
+
+// Sets the Python error for the C++ exception being handled; called inside a `catch`.
+constexpr char const* exception_helper =
+    "static void libsection_set_cxx_error(char const* where) {\n"
+    "  try {\n    throw;\n"
+    "  } catch (std::exception const& e) {\n"
+    "    PyErr_Format(PyExc_RuntimeError, \"%s: C++ exception: %s\", where, e.what());\n"
+    "  } catch (...) {\n"
+    "    PyErr_Format(PyExc_RuntimeError, \"%s: C++ exception of an unknown type\", where);\n"
+    "  }\n}\n";
 
 std::string escape_for_c_string(std::string text) {
   std::string out;
@@ -237,7 +273,9 @@ ModuleSource generate_module(Graph const& graph) {
     struct_init += "{\n" + code.init_code_struct + "\n}\n";
     struct_cleanups.push_back(code.cleanup_code_struct);
     run_blocks.push_back({"", "// Op class " + op_name + "\n" + code.code + "\n",
-                          code.code_cleanup + "\n", id});
+                          code.code_cleanup + "\n", id,
+                          "__failure = " + std::to_string(id) + ";\nlibsection_set_cxx_error(\"" +
+                              what + "\");\n"});
   }
 
   // ---- constants: members of the struct, extracted once by init() --------------------------
@@ -260,9 +298,11 @@ ModuleSource generate_module(Graph const& graph) {
   for (std::size_t i = 0; i < module.op_names.size(); ++i) t += (i ? ", " : "") + module.op_names[i];
   t += "\n";
   t += module_prelude;
+  t += "#include <exception>\n";
   for (auto const& h : headers) t += include_line(h);
   t += "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n\n"
        "//////// support code\n";
+  t += exception_helper;
   for (auto const& s : support) t += s + "\n";
   t += support_apply;
 
@@ -289,18 +329,25 @@ ModuleSource generate_module(Graph const& graph) {
        "LIBSECTION_EXPORT int libsection_abi_version(void) { return " +
        std::to_string(module_abi_version) + "; }\n\n"
        "LIBSECTION_EXPORT PyObject* libsection_module_init(void) {\n"
-       "if (_import_array() < 0) return NULL;\n";
+       "if (_import_array() < 0) return NULL;\ntry {\n";
   for (auto const& c : init_code) t += "{\n" + c + "\n}\n";
-  t += init_apply + "return Py_None;\n}\n\n"
+  // No C++ exception may leave these extern "C" functions: it would abort the process.
+  t += init_apply + "} catch (...) {\n  libsection_set_cxx_error(\"module initialisation\");\n"
+       "  return NULL;\n}\nreturn Py_None;\n}\n\n"
        "LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {\n" +
        instance + "* self = NULL;\n"
        "try { self = new " + instance + "(); } catch (...) { PyErr_NoMemory(); return NULL; }\n"
-       "if (self->init(storage) != 0) {\n  self->cleanup();\n  delete self;\n  return NULL;\n}\n"
+       "int failed = 0;\n"
+       "try {\n  failed = self->init(storage);\n} catch (...) {\n"
+       "  libsection_set_cxx_error(\"instance initialisation (init_code_struct)\");\n  failed = -1;\n}\n"
+       "if (failed != 0) {\n  try { self->cleanup(); } catch (...) {}\n  delete self;\n  return NULL;\n}\n"
        "return self;\n}\n\n"
-       "LIBSECTION_EXPORT int libsection_instance_run(void* self) {\n  return static_cast<" +
-       instance + "*>(self)->run();\n}\n\n"
-       "LIBSECTION_EXPORT void libsection_instance_free(void* self) {\n  static_cast<" + instance +
-       "*>(self)->cleanup();\n  delete static_cast<" + instance + "*>(self);\n}\n";
+       "LIBSECTION_EXPORT int libsection_instance_run(void* self) {\n  try {\n    return static_cast<" +
+       instance + "*>(self)->run();\n  } catch (...) {\n"
+       "    libsection_set_cxx_error(\"run (outside an op's code)\");\n    return -1;\n  }\n}\n\n"
+       "LIBSECTION_EXPORT void libsection_instance_free(void* self) {\n  try {\n    static_cast<" +
+       instance + "*>(self)->cleanup();\n  } catch (...) {}\n  delete static_cast<" + instance +
+       "*>(self);\n}\n";
 
   // Generated code after each user fragment is numbered as lines of the module itself.
   t = relocate_line_directives(t, module_file_name);

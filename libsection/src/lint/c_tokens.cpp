@@ -26,10 +26,18 @@ bool is_raw_prefix(std::string_view word) {
   return word == "R" || word == "LR" || word == "uR" || word == "UR" || word == "u8R";
 }
 
+Token make_token(TokenKind kind, std::size_t begin, std::size_t end) {
+  Token t;
+  t.begin = static_cast<std::uint32_t>(begin);
+  t.end = static_cast<std::uint32_t>(end);  // < max_tokenized_bytes: fits its 30 bits
+  t.kind = kind;
+  return t;
+}
+
 class Scanner {
  public:
   Scanner(std::string_view text, std::size_t begin, std::size_t end)
-      : text_(text), pos_(begin), end_(std::min(end, text.size())) {}
+      : text_(text), pos_(begin), end_(std::min({end, text.size(), max_tokenized_bytes})) {}
 
   TokenizedBody run() {
     while (pos_ < end_) {
@@ -129,22 +137,22 @@ class Scanner {
       char const next = static_cast<char>(peek(0));
       if (next == '"' && is_raw_prefix(word)) {
         raw_string();
-        out_.tokens.push_back({TokenKind::literal, begin, pos_});
+        out_.tokens.push_back(make_token(TokenKind::literal, begin, pos_));
       } else if ((next == '"' || next == '\'') && is_encoding_prefix(word)) {
         quoted(next);
-        out_.tokens.push_back({TokenKind::literal, begin, pos_});
+        out_.tokens.push_back(make_token(TokenKind::literal, begin, pos_));
       } else {
-        out_.tokens.push_back({TokenKind::identifier, begin, pos_});
+        out_.tokens.push_back(make_token(TokenKind::identifier, begin, pos_));
       }
     } else if (is_digit(c) || (c == '.' && is_digit(peek(1)))) {
       number();
-      out_.tokens.push_back({TokenKind::number, begin, pos_});
+      out_.tokens.push_back(make_token(TokenKind::number, begin, pos_));
     } else if (c == '"' || c == '\'') {
       quoted(static_cast<char>(c));
-      out_.tokens.push_back({TokenKind::literal, begin, pos_});
+      out_.tokens.push_back(make_token(TokenKind::literal, begin, pos_));
     } else {
       pos_ += (starts_with("::") || starts_with("->")) ? 2 : 1;
-      out_.tokens.push_back({TokenKind::punct, begin, pos_});
+      out_.tokens.push_back(make_token(TokenKind::punct, begin, pos_));
     }
   }
 
@@ -175,7 +183,7 @@ class Scanner {
     if (pos_ >= end_ || !is_identifier_start(peek(0))) return std::nullopt;
     std::size_t const begin = pos_;
     while (pos_ < end_ && is_identifier_char(peek(0))) ++pos_;
-    return Token{TokenKind::identifier, begin, pos_};
+    return make_token(TokenKind::identifier, begin, pos_);
   }
 
   void directive() {

@@ -3,20 +3,27 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
 
 namespace section::lint_detail {
 
-enum class TokenKind { identifier, number, literal, punct };
+enum class TokenKind : std::uint32_t { identifier, number, literal, punct };
 
-/// A token outside comments and directives. Offsets are absolute in the file's text.
+/// Texts up to this size are tokenized (offsets fit the token's 30 bits); the rest is not.
+inline constexpr std::size_t max_tokenized_bytes = std::size_t{1} << 30;
+
+/// A token outside comments and directives. Offsets are absolute in the file's text. Eight
+/// bytes: a file of punctuation has one token per byte, so the token list is most of the
+/// linter's memory.
 struct Token {
-  TokenKind kind;
-  std::size_t begin;
-  std::size_t end;
+  std::uint32_t begin;
+  std::uint32_t end : 30;
+  TokenKind kind : 2;
 };
+static_assert(sizeof(Token) == 8);
 
 struct Comment {
   std::size_t begin;

@@ -32,6 +32,7 @@ bool is_attribute_word(std::string_view word) {
 
 class Reader {
  public:
+  static constexpr std::size_t no_body = static_cast<std::size_t>(-1);
   Reader(std::string_view text, std::span<Token const> tokens)
       : text_(text), tokens_(tokens), match_(match_brackets(text, tokens)) {}
 
@@ -54,7 +55,7 @@ class Reader {
   }
   /// Index just past the bracket group opening at `i` (clamped to `last`).
   std::size_t past_group(std::size_t i, std::size_t last) const {
-    return std::min(match_[i], last - 1) + 1;
+    return std::min<std::size_t>(match_[i], last - 1) + 1;
   }
   bool opens_group(std::size_t i) const {
     auto const s = spell(i);
@@ -65,18 +66,20 @@ class Reader {
   void scope(std::size_t first, std::size_t last, std::size_t depth) {
     std::size_t start = first;
     std::size_t i = first;
-    std::optional<std::size_t> body_close;  // `}` of a struct body inside the current declaration
+    // `}` of a struct body inside the current declaration (a plain sentinel: GCC 12 warns
+    // falsely about an optional here)
+    std::size_t body_close = no_body;
     while (i < last) {
       if (is(i, ";")) {
         declaration(start, i, body_close);
         start = ++i;
-        body_close.reset();
+        body_close = no_body;
       } else if (is(i, "{")) {
         std::size_t const open = i;
-        std::size_t const close = std::min(match_[open], last);
+        std::size_t const close = std::min<std::size_t>(match_[open], last);
         i = close + 1;
         switch (brace(start, open, close, depth)) {
-          case AfterBrace::declaration_done: start = i; body_close.reset(); break;
+          case AfterBrace::declaration_done: start = i; body_close = no_body; break;
           case AfterBrace::declaration_continues: break;
           case AfterBrace::type_body: body_close = close; break;
         }
@@ -133,10 +136,10 @@ class Reader {
             std::nullopt};
   }
 
-  void declaration(std::size_t start, std::size_t end, std::optional<std::size_t> body_close) {
+  void declaration(std::size_t start, std::size_t end, std::size_t body_close) {
     if (start >= end) return;
     bool const is_typedef = is(start, "typedef");
-    if (!body_close) {
+    if (body_close == no_body) {
       auto const first = spell(start);
       if (first == "using" || first == "static_assert" || first == "_Static_assert" ||
           first == "friend" || first == "template" || first == "namespace" || first == "public" ||
@@ -149,7 +152,7 @@ class Reader {
         if (!initialised) return;
       }
     }
-    std::size_t piece = body_close ? *body_close + 1 : start;
+    std::size_t piece = body_close == no_body ? start : body_close + 1;
     for (std::size_t k = piece; k <= end; k = (k < end && opens_group(k)) ? past_group(k, end) : k + 1) {
       if (k == end || is(k, ",")) {
         if (auto d = declarator(piece, k)) {
@@ -177,7 +180,7 @@ class Reader {
         continue;
       }
       if (s == "(") {
-        std::size_t const close = std::min(match_[k], last);
+        std::size_t const close = std::min<std::size_t>(match_[k], last);
         if (is(k + 1, "*") || is(k + 1, "&") || is(k + 1, "^")) {
           for (std::size_t j = k + 1; j < close; ++j)  // `(*name)(args)`
             if (is_name(j)) candidate = j;
@@ -207,7 +210,7 @@ class Reader {
 
   /// Makes `d` a function declaration whose parameter list opens at `open`.
   void function(Declaration& d, std::size_t open, std::size_t last) {
-    std::size_t const close = std::min(match_[open], last);
+    std::size_t const close = std::min<std::size_t>(match_[open], last);
     d.kind = Declaration::Kind::function_declaration;
     d.parameters_begin = tokens_[open].begin;
     d.parameters_end = close < tokens_.size() ? tokens_[close].end : tokens_[open].end;
@@ -230,14 +233,14 @@ class Reader {
 
   std::string_view text_;
   std::span<Token const> tokens_;
-  std::vector<std::size_t> match_;
+  std::vector<std::uint32_t> match_;
   std::vector<Declaration> out_;
 };
 
 }  // namespace
 
-std::vector<std::size_t> match_brackets(std::string_view text, std::span<Token const> tokens) {
-  std::vector<std::size_t> match(tokens.size());
+std::vector<std::uint32_t> match_brackets(std::string_view text, std::span<Token const> tokens) {
+  std::vector<std::uint32_t> match(tokens.size());
   std::vector<std::size_t> open;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     match[i] = i;

@@ -31,6 +31,6 @@ std::vector<Declaration> file_scope_declarations(std::string_view text, std::spa
 
 /// For each token index: the index of its matching bracket (`()`, `[]`, `{}`), or
 /// `tokens.size()` for an unmatched opener; non-brackets map to themselves.
-std::vector<std::size_t> match_brackets(std::string_view text, std::span<Token const> tokens);
+std::vector<std::uint32_t> match_brackets(std::string_view text, std::span<Token const> tokens);
 
 }  // namespace section::lint_detail

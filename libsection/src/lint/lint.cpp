@@ -1,6 +1,7 @@
 // section-lint: the driver. Reads and parses files, runs every rule family, then applies rule
 // selection and suppression comments, file by file.
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <filesystem>
 #include <unordered_map>
@@ -92,25 +93,56 @@ std::vector<Diagnostic> lint_text(SourceManager& sm, std::string text,
   return lint_inputs(sm, std::move(inputs), options);
 }
 
-std::vector<std::string> collect_lint_paths(std::vector<std::string> const& paths) {
+namespace {
+
+Diagnostic unreadable_folder(std::filesystem::path const& dir, std::error_code const& ec) {
+  std::string what = ec.message();
+  if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+  Diagnostic d;
+  d.code = "SL004";
+  d.message = "cannot read folder '" + dir.generic_string() + "': " + what;
+  return d;
+}
+
+// Every *.c/*.h below `dir`, hidden folders left out. A folder that cannot be listed is
+// reported, not skipped: a lint run that silently looked at fewer files would pass wrongly.
+void walk_folder(std::filesystem::path const& dir, std::vector<std::string>& found,
+                 std::vector<Diagnostic>* problems) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> pending{dir};
+  while (!pending.empty()) {
+    fs::path const current = std::move(pending.back());
+    pending.pop_back();
+    std::error_code ec;
+    fs::directory_iterator it(current, ec);
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      auto const& path = it->path();
+      std::error_code type_ec;
+      if (it->symlink_status(type_ec).type() == fs::file_type::directory) {
+        if (!path.filename().string().starts_with(".")) pending.push_back(path);  // .git, .venv
+      } else if (is_section_source(path) && it->is_regular_file(type_ec)) {
+        found.push_back(path.generic_string());
+      }
+    }
+    if (ec && problems) problems->push_back(unreadable_folder(current, ec));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> collect_lint_paths(std::vector<std::string> const& paths,
+                                            std::vector<Diagnostic>* problems) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
   for (auto const& path : paths) {
     std::error_code ec;
-    if (!fs::is_directory(path, ec)) {
+    // A NUL byte would cut the path short here; reading it as a file reports it.
+    if (path.find('\0') != std::string::npos || !fs::is_directory(path, ec)) {
       out.push_back(path);
       continue;
     }
     std::vector<std::string> found;
-    fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec);
-    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      auto const name = it->path().filename().string();
-      if (it->is_directory(ec)) {
-        if (name.starts_with(".")) it.disable_recursion_pending();  // .git, .venv, ...
-      } else if (is_section_source(it->path()) && it->is_regular_file(ec)) {
-        found.push_back(it->path().generic_string());
-      }
-    }
+    walk_folder(path, found, problems);
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }
@@ -119,16 +151,23 @@ std::vector<std::string> collect_lint_paths(std::vector<std::string> const& path
 
 std::vector<Diagnostic> lint_files(SourceManager& sm, std::vector<std::string> const& paths,
                                    LintOptions const& options) {
-  auto const files = collect_lint_paths(paths);
+  std::vector<Diagnostic> unreadable;
+  auto const files = collect_lint_paths(paths, &unreadable);
+  auto const not_selected = [&](Diagnostic const& d) { return !options.selection.enabled(d.code); };
+  std::erase_if(unreadable, not_selected);
   if (files.empty()) {  // the parser's own verdict on an op without files (SL204)
+    if (!unreadable.empty()) return unreadable;  // no files because none could be listed
     auto ds = merge_sections(sm, {}).diagnostics;
-    std::erase_if(ds, [&](Diagnostic const& d) { return !options.selection.enabled(d.code); });
+    std::erase_if(ds, not_selected);
     return ds;
   }
   std::vector<Input> inputs(files.size());
   for (std::size_t i = 0; i < files.size(); ++i)
     inputs[i].file = read_source(sm, files[i], files[i], inputs[i].diagnostics);
-  return lint_inputs(sm, std::move(inputs), options);
+  auto out = lint_inputs(sm, std::move(inputs), options);
+  out.insert(out.end(), std::make_move_iterator(unreadable.begin()),
+             std::make_move_iterator(unreadable.end()));
+  return out;
 }
 
 }  // namespace section

@@ -153,7 +153,7 @@ class CodeWalker {
 
   FileView const& file_;
   std::vector<Token> tokens_;
-  std::vector<std::size_t> match_;
+  std::vector<std::uint32_t> match_;
   std::unordered_set<std::string_view> labels_;
 };
 

@@ -1,0 +1,102 @@
+// Checking names that reach generated source (see section/names.hpp).
+#include "section/names.hpp"
+
+#include <string>
+
+#include "read.hpp"
+
+namespace section {
+namespace {
+
+bool is_ident_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+// A bounded, printable quote of a name for an error message (the name may be huge or hostile).
+std::string quoted(std::string_view name) {
+  constexpr std::size_t shown = 60;
+  std::string out;
+  for (char c : name.substr(0, shown)) {
+    auto const u = static_cast<unsigned char>(c);
+    out += u < 0x20 || u == 0x7f ? '?' : c;
+  }
+  if (detail::find_invalid_utf8(out)) out = "(not UTF-8)";
+  if (name.size() > shown) out += "... (" + std::to_string(name.size()) + " bytes)";
+  return "`" + out + "`";
+}
+
+// Parses a possibly qualified identifier at `pos`, blanks around it allowed.
+bool read_qualified(std::string_view s, std::size_t& pos) {
+  while (pos < s.size() && is_blank(s[pos])) ++pos;
+  for (;;) {
+    if (pos >= s.size() || !is_ident_start(s[pos])) return false;
+    while (pos < s.size() && is_ident_char(s[pos])) ++pos;
+    if (s.substr(pos, 2) != "::") break;
+    pos += 2;
+  }
+  while (pos < s.size() && is_blank(s[pos])) ++pos;
+  return true;
+}
+
+}  // namespace
+
+bool is_c_identifier(std::string_view name) {
+  if (name.empty() || !is_ident_start(name.front())) return false;
+  for (char c : name)
+    if (!is_ident_char(c)) return false;
+  return true;
+}
+
+void check_c_identifier(std::string_view name, std::string_view what) {
+  if (is_c_identifier(name)) return;
+  throw signature_error(std::string(what) + " " + quoted(name) +
+                        ": not a C identifier (letters, digits and `_`, not starting with a "
+                        "digit)");
+}
+
+void check_func_name(std::string_view func_name) {
+  std::size_t pos = 0;
+  bool ok = read_qualified(func_name, pos);
+  if (ok && pos < func_name.size() && func_name[pos] == '(') {  // a macro call: M(f)
+    ++pos;
+    ok = read_qualified(func_name, pos) && pos < func_name.size() && func_name[pos] == ')';
+    ++pos;
+    while (pos < func_name.size() && is_blank(func_name[pos])) ++pos;
+  }
+  if (ok && pos == func_name.size()) return;
+  throw signature_error("func_name " + quoted(func_name) +
+                        ": expected a C function name such as `f`, `ns::f` or "
+                        "`APPLY_SPECIFIC(f)`");
+}
+
+void check_display_name(std::string_view name, std::string_view what) {
+  std::string problem;
+  if (name.empty()) {
+    problem = "is empty";
+  } else if (name.size() > max_display_name) {
+    problem = "is longer than " + std::to_string(max_display_name) + " bytes";
+  } else if (detail::find_invalid_utf8(name)) {
+    problem = "is not valid UTF-8";
+  } else {
+    for (char c : name) {
+      auto const u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f) problem = "contains a control character (a newline, a tab, ...)";
+      if (c == '\\') problem = "contains a backslash";
+      if (!problem.empty()) break;
+    }
+  }
+  if (problem.empty()) return;
+  throw signature_error(std::string(what) + " " + quoted(name) + " " + problem +
+                        "; it is shown in the generated source and in messages");
+}
+
+void check_padding(std::optional<int> count, std::string_view what) {
+  if (!count || (*count >= 0 && *count <= max_padded_arguments)) return;
+  throw signature_error(std::string(what) + " is " + std::to_string(*count) + ": expected 0 to " +
+                        std::to_string(max_padded_arguments) +
+                        " (the number of arguments the op's function is called with)");
+}
+
+}  // namespace section
