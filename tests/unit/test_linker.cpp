@@ -659,6 +659,25 @@ TEST_SUITE("linker") {
     CHECK(fs::exists(dir.path / "tmp" / "young.1.2.3"));  // its builder may not have locked it yet
   }
 
+  TEST_CASE("the one-time setup costs one compile: the header's, no timing probes") {
+    TempDir dir;
+    fs::create_directories(dir.path / "bin");
+    fs::path const gcc = dir.path / "bin" / "counting-g++";
+    // Logs each run; a header compile writes the .gch it was asked for.
+    std::ofstream(gcc) << "#!/bin/sh\necho run >> " << (dir.path / "runs").string() << "\n"
+                       << "for a; do out=\"$a\"; done\n"
+                       << "case \"$*\" in *c++-header*) : > \"$out\";; esac\nexit 0\n";
+    fs::permissions(gcc, fs::perms::owner_all);
+    ModuleCache cache(dir.path / "cache");
+    Toolchain const tc{{}, {gcc.string()}, gcc.string() + ": g++ (counting) 12", {}};
+    PythonEnvironment const py{{}, "abi", "numpy"};
+    auto const pch = precompiled_header(tc, py, cache);
+    REQUIRE(pch);
+    CHECK(read_all(dir.path / "runs") == "run\n");
+    CHECK(precompiled_header(tc, py, cache));  // decided once: nothing runs again
+    CHECK(read_all(dir.path / "runs") == "run\n");
+  }
+
   TEST_CASE("the one-time setup remembers real verdicts, not passing failures, inside the size cap") {
     TempDir dir;
     fs::path const gcc = fake_gcc(dir.path / "bin");

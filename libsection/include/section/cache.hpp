@@ -79,6 +79,9 @@ class FileLock {
   FileLock& operator=(FileLock const&) = delete;
   ~FileLock();
   bool held() const { return fd_ >= 0; }
+  /// Turns a held exclusive lock into a shared one, e.g. once a setup is built and only in
+  /// use: other users may then share it. (flock converts in place; the holder's pid goes.)
+  void share();
 
  private:
   int fd_ = -1;

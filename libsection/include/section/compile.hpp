@@ -49,7 +49,7 @@ struct PrecompiledHeader {
 
 /// One-time setup: a precompiled header for the module prelude (Python + NumPy, about 85 % of a
 /// module's compile time), built once per compiler, flags and Python in the cache's `pch/`
-/// (inside its size cap), and kept only if compiling with it measured faster. GCC only; not
+/// (inside its size cap), and used whenever it builds. GCC only; not
 /// with a launcher (ccache and distcc need extra configuration for precompiled headers);
 /// `LIBSECTION_PCH=0` turns it off. A setup that fails for a passing reason (a full disk, an
 /// I/O error, a signal) is not remembered. Returns the header to `-include`, or nothing.

@@ -495,6 +495,12 @@ FileLock& FileLock::operator=(FileLock&& other) noexcept {
   return *this;
 }
 
+void FileLock::share() {
+  if (fd_ < 0 || mode_ == Mode::shared) return;
+  (void)!::ftruncate(fd_, 0);  // the pid names an exclusive holder only
+  if (::flock(fd_, LOCK_SH) == 0) mode_ = Mode::shared;
+}
+
 FileLock::~FileLock() {
   if (fd_ < 0) return;
   if (mode_ == Mode::exclusive) (void)!::ftruncate(fd_, 0);  // no stale pid left behind

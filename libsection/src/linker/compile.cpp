@@ -234,23 +234,13 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonE
                                work_header.string() + ".gch"});
     int status = 0;
     timed_run(build, log, status);
-    bool use = status == 0;
-    if (use) {
-      // Keep it only if a module-like file compiles faster with it than without.
-      work->dir.write("probe.cpp", std::string(module_prelude) +
-                                       "extern \"C\" int probe(void) { return _import_array(); }\n");
-      auto compile = base_compile(tc, python, {});
-      compile.insert(compile.end(), {"-c", "-x", "c++", (work->dir.path() / "probe.cpp").string(),
-                                     "-o", (work->dir.path() / "probe.o").string()});
-      auto with_pch = compile;
-      with_pch.insert(with_pch.begin() + static_cast<long>(tc.compiler.size()),
-                      {"-Winvalid-pch", "-include", work_header.string()});
-      int s1 = 0, s2 = 0;
-      double const without = timed_run(compile, log, s1);
-      double const with = timed_run(with_pch, log, s2);
-      status = s1 != 0 ? s1 : s2;
-      use = status == 0 && with < without;
-    }
+    // No timing probes: they cost two more compiles on the first build, and a header GCC
+    // cannot use is only slower (GCC then reads the header text beside it), never wrong.
+    struct stat built{};
+    bool const use = status == 0 &&
+                     ::fstatat(work->dir.fd(), (header_name + ".gch").c_str(), &built,
+                               AT_SYMLINK_NOFOLLOW) == 0 &&
+                     S_ISREG(built.st_mode);
     std::string const output = work->dir.read("build.log").value_or("");
     if (status != 0 && passing_failure(status, output)) {
       std::string why = status >= 128 ? "killed by signal " + std::to_string(status - 128) : output;
@@ -261,7 +251,6 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonE
       cache.discard(*work);
       return std::nullopt;
     }
-    work->dir.remove("probe.o");
     work->dir.write("verdict", use ? "use" : "skip");
     cache.publish(*work, headers, key);
   } catch (std::exception const& e) {
@@ -270,6 +259,7 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonE
     if (work) cache.discard(*work);
     return std::nullopt;
   }
+  in_use.share();  // built: other builds (in this process too) may now use it alongside
   return answer(decided().value_or(false), std::move(in_use));
 }
 
