@@ -113,3 +113,18 @@ def test_pytensor_functions_with_these_ops_pickle(mode, cache_dir):
     g = pickle.loads(pickle.dumps(f))
     values = example.inputs()
     np.testing.assert_allclose(g(*values), example.expected(*values))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_op_with_a_pullback_differentiates_in_every_mode(mode, cache_dir):
+    """The likelihood op of test_pymc (C value, gradient in PyTensor terms) on every stack."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data/pymc"))
+    from gaussian_ops import NegHalfSquare
+
+    x = pt.dvector("x")
+    value = NegHalfSquare()(x)
+    f = pytensor.function([x], [value, pytensor.grad(value.sum(), x)], mode=mode)
+    a = np.array([1.0, -2.0, 0.5])
+    value_at_a, gradient_at_a = f(a)
+    np.testing.assert_array_equal(value_at_a, -0.5 * a * a)
+    np.testing.assert_array_equal(gradient_at_a, -a)
