@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,9 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def doctest_binary() -> Path:
-    """The unit-test binary: $LIBSECTION_TEST_BINARY, else the build the dev script makes."""
+    """The unit-test binary: $LIBSECTION_TEST_BINARY, else the one ./dev builds for this stack."""
     explicit = os.environ.get("LIBSECTION_TEST_BINARY")
-    candidates = [Path(explicit)] if explicit else [ROOT / "build/wheel/tests/libsection_tests"]
+    stack = "py%d%d" % sys.version_info[:2]
+    candidates = [Path(explicit)] if explicit else [ROOT / f"build/wheel-{stack}/tests/libsection_tests"]
     for candidate in candidates:
         if candidate.is_file():
             return candidate
@@ -94,6 +96,4 @@ def compiler_available() -> bool:
 
 
 # The example ops (ops/examples.py) are shared by the tests and the main job.
-import sys as _sys  # noqa: E402
-
-_sys.path.insert(0, str(ROOT / "ops"))
+sys.path.insert(0, str(ROOT / "ops"))

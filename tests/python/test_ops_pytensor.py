@@ -1,8 +1,9 @@
-"""Every example op inside pytensor.function, in every mode, against NumPy; the seed tutorial's
-op migrated by changing its imports; PyTensor function pickling."""
+"""Every example op inside pytensor.function, in every mode, against NumPy; an op written as
+PyTensor's ExternalCOp tutorial writes one, moved over by its import; PyTensor function pickling."""
 
 from __future__ import annotations
 
+import abc
 import importlib.util
 import pickle
 import re
@@ -21,7 +22,7 @@ import pytensor.tensor as pt  # noqa: E402
 from libsection.pytensor import pytensor_op  # noqa: E402
 
 MODES = ["CVM", "FAST_COMPILE", "NUMBA", "FAST_RUN"]  # FAST_RUN is Numba in PyTensor 3
-SEEDS = Path(__file__).resolve().parents[3] / "shared/seeds"
+TUTORIAL = Path(__file__).resolve().parent / "data/tutorial"
 
 
 def symbolic(value):
@@ -56,41 +57,52 @@ def test_op_raises_its_python_error_in_every_mode(mode, cache_dir):
         f(np.array([1.0, -2.0]))
 
 
-def seed_tutorial() -> tuple[str, str]:
-    """The tutorial's ExternalCOp Python class and its C file, verbatim from the seed."""
-    text = (SEEDS / "000_0be9cca5122c273d.txt").read_text()
-    start = text.index(".. testcode::\n\n    import aesara\n    from aesara.link.c.op import ExternalCOp")
-    python = text[start:].split("\n\n", 1)[1].split("\nAnd the following", 1)[0]
-    c_start = text.index(".. code-block:: c\n\n    #section support_code")
-    c_code = text[c_start:].split("\n\n", 1)[1].split("\nAs you can see", 1)[0]
-    dedent = lambda block: "\n".join(line[4:] for line in block.splitlines()) + "\n"  # noqa: E731
-    return dedent(python), dedent(c_code)
+def load_tutorial_module(name: str, text: str):
+    """tests/python/data/tutorial/tutorial_op.py (given as text) as module `name`, imported from
+    its own folder as `import tutorial_op` would: the class finds its .c file beside it."""
+    module_file = TUTORIAL / "tutorial_op.py"
+    spec = importlib.util.spec_from_file_location(name, module_file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    exec(compile(text, str(module_file), "exec"), module.__dict__)
+    return module
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_seed_tutorial_op_migrates_by_changing_its_imports(mode, tmp_path, cache_dir):
-    python, c_code = seed_tutorial()
-    # The import lines are the only change; the tutorial imports Apply earlier on its page.
-    migrated = python.replace("import aesara\n", "import pytensor as aesara\nfrom pytensor.graph.basic import Apply\n", 1)
-    migrated = migrated.replace("from aesara.link.c.op import ExternalCOp", "from libsection.pytensor import ExternalCOp")
-    assert migrated.count("\n") == python.count("\n") + 1
-    (tmp_path / "vectorTimesVector.c").write_text(c_code)
-    module_file = tmp_path / "tutorial_op.py"
-    module_file.write_text(migrated)
-    spec = importlib.util.spec_from_file_location(f"tutorial_op_{mode}", module_file)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # as `import tutorial_op` would: the class finds its file
+def test_tutorial_style_op_runs_in_every_mode(mode, cache_dir):
+    text = (TUTORIAL / "tutorial_op.py").read_text()
+    # Written against PyTensor's API; libsection is only its ExternalCOp import.
+    assert [line for line in text.splitlines() if "libsection" in line and '"' not in line] == [
+        "from libsection.pytensor import ExternalCOp"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no FutureWarning, no fallback warning
-        spec.loader.exec_module(module)
-        op = module.VectorTimesVector()
+        module = load_tutorial_module(f"tutorial_op_{mode}", text)
+        op = module.VectorMaximum()
         x, y = pt.dvector(), pt.dvector()
         f = pytensor.function([x, y], op(x, y), mode=mode)
-        a, b = np.arange(5.0), np.linspace(1, 2, 5)
-        np.testing.assert_allclose(f(a, b), a * b)
-        np.testing.assert_allclose(f(a[::2], b[::2]), a[::2] * b[::2])
-        with pytest.raises(ValueError, match=re.escape("Shape mismatch")):
+        a, b = np.array([3.0, -1.0, 2.5, 0.0, 7.0]), np.linspace(1, 2, 5)
+        np.testing.assert_array_equal(f(a, b), np.maximum(a, b))
+        np.testing.assert_array_equal(f(a[::2], b[::2]), np.maximum(a[::2], b[::2]))
+        with pytest.raises(ValueError, match=re.escape("Shape mismatch: x.shape[0] == 5 and y.shape[0] == 3")):
             f(a, b[:3])
+
+
+def test_tutorial_style_op_computes_what_pytensors_externalcop_computes(cache_dir):
+    """The same file with the import PyTensor's tutorial has: the migration changes one line."""
+    text = (TUTORIAL / "tutorial_op.py").read_text()
+    original = text.replace("from libsection.pytensor import ExternalCOp",
+                            "from pytensor.link.c.op import ExternalCOp")
+    module = load_tutorial_module("tutorial_op_original", original)
+
+    cls = module.VectorMaximum
+    if getattr(cls, "__abstractmethods__", None):  # PyTensor 3.3's COp needs a perform; CVM runs C
+        cls.perform = lambda self, node, inputs, outputs: None
+        abc.update_abstractmethods(cls)
+    op = cls()
+    x, y = pt.dvector(), pt.dvector()
+    f = pytensor.function([x, y], op(x, y), mode="CVM")
+    a, b = np.array([3.0, -1.0, 2.5]), np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(f(a, b), np.maximum(a, b))
 
 
 @pytest.mark.parametrize("mode", ["CVM", "FAST_COMPILE", "NUMBA"])
@@ -101,3 +113,18 @@ def test_pytensor_functions_with_these_ops_pickle(mode, cache_dir):
     g = pickle.loads(pickle.dumps(f))
     values = example.inputs()
     np.testing.assert_allclose(g(*values), example.expected(*values))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_op_with_a_pullback_differentiates_in_every_mode(mode, cache_dir):
+    """The likelihood op of test_pymc (C value, gradient in PyTensor terms) on every stack."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data/pymc"))
+    from gaussian_ops import NegHalfSquare
+
+    x = pt.dvector("x")
+    value = NegHalfSquare()(x)
+    f = pytensor.function([x], [value, pytensor.grad(value.sum(), x)], mode=mode)
+    a = np.array([1.0, -2.0, 0.5])
+    value_at_a, gradient_at_a = f(a)
+    np.testing.assert_array_equal(value_at_a, -0.5 * a * a)
+    np.testing.assert_array_equal(gradient_at_a, -a)
