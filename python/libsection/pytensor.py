@@ -454,7 +454,26 @@ def pytensor_type(type_string_: str, shape: tuple | None = None):
 _bridged_classes: dict[type, type] = {}
 
 # What a standalone class may define in PyTensor's terms and the bridge forwards as it is.
-_FORWARDED = ("infer_shape", "connection_pattern", "pushforward", "R_op")
+_FORWARDED = ("connection_pattern", "pushforward", "R_op")
+
+
+def _standalone_infer_shape(standalone, fgraph, node, shapes):
+    """The standalone op's ``infer_shape`` in whichever convention it is written:
+    ``(fgraph, node, shapes)`` (PyTensor before 3.3) or ``(node, shapes)`` (3.3 on)."""
+    method = standalone.infer_shape
+    try:
+        positional = [p for p in inspect.signature(method).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        positional = [None] * 3
+    return method(node, shapes) if len(positional) == 2 else method(fgraph, node, shapes)
+
+
+def _bridged_infer_shape(self, *args):
+    """PyTensor calls ``infer_shape(fgraph, node, shapes)`` before 3.3 and ``(node, shapes)``
+    from 3.3 on; either reaches the standalone op in its own convention."""
+    fgraph, node, shapes = args if len(args) == 3 else (None, *args)
+    return _standalone_infer_shape(self.standalone, fgraph, node, shapes)
 
 
 def pytensor_op(standalone):
@@ -517,7 +536,7 @@ def _static_shapes(op, node) -> list[tuple | None]:
         else:
             in_shapes.append(())
     out = []
-    for shape in op.standalone.infer_shape(None, node, in_shapes):
+    for shape in _standalone_infer_shape(op.standalone, None, node, in_shapes):
         dims = []
         for d in shape:
             try:
@@ -577,6 +596,8 @@ def _bridge_class(standalone_cls):
     for name in _FORWARDED:
         if hasattr(standalone_cls, name):
             setattr(Bridged, name, _forward(name))
+    if hasattr(standalone_cls, "infer_shape"):
+        Bridged.infer_shape = _bridged_infer_shape
     _add_gradient(Bridged, standalone_cls)
     Bridged.__name__ = Bridged.__qualname__ = standalone_cls.__name__
     Bridged.__module__ = standalone_cls.__module__

@@ -69,10 +69,25 @@ def test_static_shapes_come_from_infer_shape():
     assert pytensor_op(VectorTimesVector())(x, y).type.shape == (None,)
 
 
-def test_infer_shape_is_forwarded_to_the_graph(cache_dir):
+class NewStyleShape(VectorTimesVector):
+    """infer_shape in PyTensor 3.3's convention, (node, shapes)."""
+
+    func_files = WithGradient.func_files
+
+    def infer_shape(self, node, input_shapes):
+        return [input_shapes[1]]
+
+
+def test_infer_shape_in_either_convention_gives_static_shapes():
+    x = pt.tensor("x", dtype="float64", shape=(3,))
+    assert pytensor_op(NewStyleShape())(x, x).type.shape == (3,)
+
+
+@pytest.mark.parametrize("cls", [WithGradient, NewStyleShape])
+def test_infer_shape_is_forwarded_to_the_graph(cls, cache_dir):
     x, y = pt.dvector("x"), pt.dvector("y")
-    z = pytensor_op(WithGradient())(x, y)
+    z = pytensor_op(cls())(x, y)
     f = pytensor.function([x, y], z.shape, mode="FAST_RUN")
     # The shape is computed without running the op: the graph holds no apply of it.
-    assert not any(type(n.op).__name__ == "WithGradient" for n in f.maker.fgraph.apply_nodes)
+    assert not any(type(n.op).__name__ == cls.__name__ for n in f.maker.fgraph.apply_nodes)
     assert tuple(f(np.ones(4), np.ones(4))) == (4,)
