@@ -4,7 +4,7 @@ libsection's C++ core: parser, expander, linker core
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['ApplySignature', 'CompileError', 'CompiledOp', 'Diagnostic', 'ExpandOptions', 'Graph', 'LinkError', 'LoadedSections', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'expand', 'link', 'load_sections', 'load_texts', 'marker_style', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'relocate_line_directives', 'single_node_signature']
+__all__: list[str] = ['ApplySignature', 'CompileError', 'CompiledOp', 'Diagnostic', 'ExpandOptions', 'Graph', 'LinkError', 'LoadedSections', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'expand', 'link', 'load_sections', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'relocate_line_directives', 'single_node_signature']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -300,6 +300,10 @@ def load_texts(texts: collections.abc.Sequence[str], names: collections.abc.Sequ
 def marker_style(text: str) -> str:
     """
     Which marker syntax a text uses: none, section, legacy or mixed.
+    """
+def native_entry(op: typing.Any) -> tuple:
+    """
+    (entry address, op address, inputs, outputs): how compiled code (Numba) calls a CompiledOp natively; see python/libsection/_numba.py.
     """
 def op_cache_version(sections: LoadedSections, signature: ApplySignature, options: ExpandOptions = ...) -> str:
     """

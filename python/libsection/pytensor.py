@@ -39,7 +39,7 @@ from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
 from . import _core
-from . import _numba
+from . import _backends, _numba
 from ._load import load_texts, raise_for
 from ._node import NodeRunner, compile_node, make_thunk, store
 from ._types import tensor
@@ -338,6 +338,7 @@ class ExternalCOp(COp):
 _node_instances: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 _numba.register(ExternalCOp, lambda op: _own(type(op), "perform"))
+_backends.register(ExternalCOp, lambda op: _own(type(op), "perform"))  # JAX, PyTorch, MLX
 
 
 def _swap_macros(text: str, generated: tuple[str, str], wanted: tuple[str, str]) -> str:
