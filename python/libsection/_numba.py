@@ -245,11 +245,23 @@ def _box(context, builder, pyapi, kind, ty, value, constant):
     import numba
 
     if isinstance(ty, numba.types.Array):
-        # Acquires its own reference: the argument stays owned by the caller.
+        # What numba's own boxing calls, minus its per-call unpickling of the array's Python
+        # type (a Python call each time): the type and dtype are constants here. Acquires its
+        # own reference; the argument stays owned by the caller.
+        from llvmlite import ir
+        from numba.core import cgutils
         from numba.np.numpy_support import as_dtype
 
-        obj = pyapi.nrt_adapt_ndarray_to_python(
-            ty, value, constant(_address(as_dtype(ty.dtype)), "dtype"))
+        i32 = ir.IntType(32)
+        adapt = pyapi._get_function(
+            ir.FunctionType(pyapi.pyobj, [pyapi.voidptr, pyapi.pyobj, i32, i32, pyapi.pyobj]),
+            name="NRT_adapt_ndarray_to_python_acqref")
+        struct = cgutils.alloca_once_value(builder, value)
+        obj = builder.call(adapt, [
+            builder.bitcast(struct, pyapi.voidptr),
+            constant(_address(ty.box_type), "array type"),
+            ir.Constant(i32, ty.ndim), ir.Constant(i32, int(ty.mutable)),
+            constant(_address(as_dtype(ty.dtype)), "dtype")])
         if kind.tensor:
             return obj
     else:
