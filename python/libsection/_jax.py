@@ -190,9 +190,21 @@ def _infer(node, in_shapes) -> list[tuple[int, ...]]:
     from pytensor.compile.mode import Mode
 
     symbolic = [tuple(pt.constant(d, dtype="int64") for d in s) for s in in_shapes]
-    shapes = [tuple(shape) for shape in node.op.infer_shape(None, node, symbolic)]
+    shapes = [tuple(shape) for shape in _call_infer_shape(node, symbolic)]
     dims = [d for shape in shapes for d in shape if not isinstance(d, (int, np.integer))]
     values = pytensor.function([], dims, mode=Mode(linker="py", optimizer="fast_compile"))() \
         if dims else []
     evaluated = dict(zip(map(id, dims), values, strict=True))
     return [tuple(int(evaluated.get(id(d), d)) for d in shape) for shape in shapes]
+
+
+def _call_infer_shape(node, shapes):
+    """``infer_shape`` in the installed PyTensor's convention: ``(node, shapes)`` since 3.3
+    (which wraps older methods), ``(fgraph, node, shapes)`` before."""
+    import inspect
+
+    from pytensor.tensor.elemwise import Elemwise
+
+    if "fgraph" in inspect.signature(Elemwise.infer_shape).parameters:
+        return node.op.infer_shape(None, node, shapes)
+    return node.op.infer_shape(node, shapes)

@@ -27,8 +27,8 @@ class VecMul(ExternalCOp):
         x, y = as_tensor_variable(x), as_tensor_variable(y)
         return Apply(self, [x, y], [pt.dvector()])
 
-    def infer_shape(self, fgraph, node, shapes):
-        return [shapes[0]]
+    def infer_shape(self, *args):  # (node, shapes) since PyTensor 3.3, (fgraph, ...) before
+        return [args[-1][0]]
 
     def _gradient(self, inputs, outputs, cotangents):
         x, y = inputs

@@ -46,6 +46,7 @@ def test_sampler_recovers_the_analytic_posterior(sampler, cache_dir):
         kwargs = {} if SAMPLERS[sampler] is None else {"nuts_sampler": SAMPLERS[sampler]}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # PyMC's notes on Potential, chain methods, ...
+            warnings.filterwarnings("error", message=".*object mode.*")
             idata = pm.sample(draws=1000, tune=500, chains=2, random_seed=7, progressbar=False,
                               compute_convergence_checks=False, **kwargs)
     draws = idata.posterior["mu"].values.ravel()
