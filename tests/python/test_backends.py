@@ -20,7 +20,9 @@ numba = pytest.importorskip("numba")
 import pytensor.tensor as pt  # noqa: E402
 
 from backend_ops import VecMul, VecMulNoShape, VecMulWithPerform  # noqa: E402
+from examples import EXAMPLES  # noqa: E402
 from libsection import _backends, _numba  # noqa: E402
+from libsection.pytensor import pytensor_op  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -52,8 +54,9 @@ def test_numba_calls_the_c_code_natively_without_object_mode(cache_dir):
     fn = numba_funcify(node.op, node)
     a, b = np.arange(3.0), np.arange(3.0) + 1
     ir = native_ir(fn, a, b)
-    # The object-mode fallback calls Python through PyObject_CallFunctionObjArgs; the native
-    # call goes through libsection's entry point only.
+    # An objmode block loads a cached dispatcher and calls Python through
+    # PyObject_CallFunctionObjArgs; the native call goes through libsection's entry point only.
+    assert "cached_objmode_dispatcher" not in ir
     assert "PyObject_CallFunctionObjArgs" not in ir
     assert "numba.dynamic.globals" in ir  # the instance and the entry, by address
     assert fn.nopython_signatures
@@ -84,6 +87,28 @@ def test_numba_keeps_no_output_the_caller_holds(cache_dir):
     second = f(np.full(3, 2.0), np.ones(3))
     np.testing.assert_array_equal(first, np.ones(3))
     np.testing.assert_array_equal(second, np.full(3, 2.0))
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.folder)
+def test_numba_runs_every_bridged_example_natively(example, cache_dir):
+    # Scalars (vector_times_scalar), two outputs (sum_and_difference), params (scale_shift).
+    values = example.inputs()
+    variables = [pt.tensor(dtype=v.dtype.name, shape=(None,) * v.ndim)
+                 if isinstance(v, np.ndarray) else pt.dscalar() for v in values]
+    op = pytensor_op(example.op())
+    f = nopython_function(variables, op(*variables))
+    expected = example.expected(*values)
+    result = f(*values)
+    for r, e in zip(*((result, expected) if isinstance(expected, tuple) else ([result], [expected])),
+                    strict=True):
+        np.testing.assert_allclose(r, e, rtol=1e-12)
+    node = op(*variables)
+    node = (node[0] if isinstance(node, list) else node).owner
+    from pytensor.link.numba.dispatch.basic import numba_funcify
+
+    ir = native_ir(numba_funcify(node.op, node), *[np.asarray(v) if isinstance(v, np.ndarray)
+                                                    else float(v) for v in values])
+    assert "cached_objmode_dispatcher" not in ir
 
 
 class WrongNdim(VecMulNoShape):
