@@ -11,7 +11,7 @@ function for each batch element.
 The compiled function holds raw addresses (the instance, the entry, dtypes), so the
 registration gives no cache key: PyTensor does not cache such graphs on disk, and Numba refuses
 to cache functions that embed dynamic addresses. The instance lives as long as the Numba
-function that calls it: the function object keeps it, and so does the intrinsic's closure.
+function that calls it: the function object keeps it.
 """
 
 from __future__ import annotations
@@ -102,24 +102,28 @@ def node_function(node, own_perform: bool):
 
     if own_perform:
         keep = NodeRunner(node, True)
-        target = ("python", _address(keep))
+        target = ("python", id(keep))  # kept alive by the function, below
     else:
         keep = compile_node(node)
         entry, op_address, n_in, n_out = _core.native_entry(keep)
         assert (n_in, n_out) == (len(node.inputs), len(node.outputs))
         target = ("native", entry, op_address)
-    call = _intrinsic(type(node.op).__name__, _kinds(node.inputs), _kinds(node.outputs), target,
-                      keep)
+    call = _intrinsic(type(node.op).__name__, _kinds(node.inputs), _kinds(node.outputs), target)
     names = ", ".join(f"x{i}" for i in range(len(node.inputs)))
     namespace = {"call": call}
     # Explicit arity: Numba types each argument on its own.
     exec(f"def run_{type(node.op).__name__}({names}):\n    return call({names})\n", namespace)
     function = numba_njit(namespace[f"run_{type(node.op).__name__}"])
-    function.libsection_instance = keep  # the struct lives as long as the function
+    # The struct lives as long as the function, which every compiled caller reaches (PyTensor's
+    # graph function names it as a global); dropping the last caller frees it.
+    function.libsection_instance = keep
     return function
 
 
-def _intrinsic(name, in_kinds, out_kinds, target, keep):
+def _intrinsic(name, in_kinds, out_kinds, target):
+    """The node's call as a Numba intrinsic. Numba's typing context keeps every intrinsic for
+    the process's lifetime, so the closure holds only addresses and descriptions, never the
+    instance: the Numba function holds that."""
     import numba
     from llvmlite import ir
     from numba.core import cgutils
@@ -153,7 +157,6 @@ def _intrinsic(name, in_kinds, out_kinds, target, keep):
     exec(f"def call(typingctx, {names}):\n    return typer(({names}{',' if names else ''}))\n",
          namespace)
     call = intrinsic(namespace["call"])
-    call._libsection_keep = keep
     return call
 
 

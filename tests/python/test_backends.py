@@ -136,6 +136,25 @@ def test_numba_runs_an_own_perform_without_an_object_mode_block(cache_dir):
     assert VecMulWithPerform.performed == 1
 
 
+def test_numba_frees_the_node_state_with_the_function(cache_dir):
+    # Numba keeps every intrinsic for good: the node's state must not hang on one.
+    import gc
+
+    from libsection._node import NodeRunner
+
+    def runners():
+        gc.collect()
+        return sum(type(o) is NodeRunner for o in gc.get_objects())
+
+    x, y = pt.dvector("x"), pt.dvector("y")
+    before = runners()
+    f = nopython_function([x, y], VecMulWithPerform()(x, y))
+    f(np.ones(2), np.ones(2))
+    assert runners() == before + 1
+    del f
+    assert runners() == before
+
+
 def test_numba_works_in_a_second_process_with_pytensors_cache(tmp_path):
     # The compiled function embeds addresses of this process: it must never be cached on disk
     # and reloaded elsewhere. Two processes share one PyTensor compiledir.
