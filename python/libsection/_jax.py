@@ -68,7 +68,8 @@ def jax_function(node, own_perform: bool):
         batch_shape = arrays[0].shape[:batch_ndim]  # broadcast_all: the same for every input
         outputs = None
         for index in itertools.product(*map(range, batch_shape)):
-            results = run_once([a[index] for a in arrays])
+            # `...` keeps 0-d elements arrays (a full integer index gives NumPy scalars).
+            results = run_once([a[index + (...,)] for a in arrays])
             if outputs is None:
                 outputs = [np.empty(batch_shape + r.shape, r.dtype) for r in results]
             for out, r in zip(outputs, results, strict=True):

@@ -265,6 +265,19 @@ def test_jax_vmap_matches_a_numpy_loop(jax, cache_dir):
     np.testing.assert_array_equal(np.asarray(grad), np.broadcast_to(b, a.shape))
 
 
+def test_jax_vmap_over_0d_inputs(jax, cache_dir):
+    # Batch elements of a 0-d input reach the C code as 0-d arrays, not NumPy scalars.
+    from backend_ops import GaussLogLike
+
+    y, mu = pt.dvector("y"), pt.dscalar("mu")
+    fn = jax_function([y, mu], [GaussLogLike()(y, mu)])
+    data, mus = np.array([0.5, 1.0, 2.0]), np.array([0.0, 1.0, -1.0, 3.0])
+    out = jax.jit(jax.vmap(fn, in_axes=(None, 0)))(data, mus)
+    np.testing.assert_allclose(np.asarray(out), [-0.5 * ((data - m) ** 2).sum() for m in mus])
+    grads = jax.vmap(jax.grad(fn, argnums=1), in_axes=(None, 0))(data, mus)
+    np.testing.assert_allclose(np.asarray(grads), [(data - m).sum() for m in mus])
+
+
 def test_jax_jit_traces_once_and_caches(jax, cache_dir):
     x, y = pt.dvector("x"), pt.dvector("y")
     fn = jax_function([x, y], [VecMul()(x, y)])

@@ -44,6 +44,10 @@ def test_sampler_recovers_the_analytic_posterior(sampler, cache_dir):
         mu = pm.Normal("mu", 0, 10)
         pm.Potential("likelihood", GaussLogLike()(Y, mu))
         kwargs = {} if SAMPLERS[sampler] is None else {"nuts_sampler": SAMPLERS[sampler]}
+        if sampler in ("numpyro", "blackjax"):
+            # Chains under jax.vmap (the op's batched callback); "parallel" is jax.pmap, which
+            # needs a device per chain.
+            kwargs["nuts_sampler_kwargs"] = {"chain_method": "vectorized"}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # PyMC's notes on Potential, chain methods, ...
             warnings.filterwarnings("error", message=".*object mode.*")
