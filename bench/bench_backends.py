@@ -107,7 +107,8 @@ def numba_and_cvm(op_class, rows, compile_times):
         t = best_of({k: (lambda f=f: f(a, b)) for k, f in functions.items()},
                     number=20_000 if n == 3 else 50)
         rows.append((f"call, n = {n:,}", t["NUMBA"], t["CVM"], t["numba x*y"],
-                     f"{t['NUMBA'] / t['CVM']:.2f}× CVM, {t['NUMBA'] / t['numba x*y']:.2f}× Numba x*y",
+                     f"{t['NUMBA'] / t['CVM']:.2f}× CVM, "
+                     f"{t['NUMBA'] / t['numba x*y']:.2f}× Numba x*y",
                      "≤ 1.2× CVM" + (", ≤ 1.2× Numba x*y" if n == 3 else "")))
 
     # The op 100 times in one graph: 100 nodes, and a 100-step Scan.

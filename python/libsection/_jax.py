@@ -76,7 +76,8 @@ def jax_function(node, own_perform: bool):
                 out[index] = r
         if outputs is None:  # an empty batch: element shapes from the shape function
             shapes = output_shapes([a.shape[batch_ndim:] for a in arrays])
-            outputs = [np.empty(batch_shape + s, d) for s, d in zip(shapes, out_dtypes, strict=True)]
+            outputs = [np.empty(batch_shape + s, d)
+                       for s, d in zip(shapes, out_dtypes, strict=True)]
         return tuple(outputs)
 
     def forward(*xs):

@@ -44,7 +44,8 @@ def _array_layout() -> tuple[int, int, int] | None:
         if ctypes.c_int.from_address(a + nd).value != value.ndim:
             return None
         d = ctypes.c_void_p.from_address(a + descr).value
-        if d != id(value.dtype) or ctypes.c_char.from_address(d + kind).value != value.dtype.kind.encode():
+        kind_char = ctypes.c_char.from_address(d + kind).value
+        if d != id(value.dtype) or kind_char != value.dtype.kind.encode():
             return None
     return nd, descr, kind
 
@@ -192,8 +193,8 @@ def _call_node(context, builder, sig, llargs, name, in_kinds, out_kinds, target,
         for i, obj in enumerate(boxed):
             builder.store(obj, builder.gep(inputs, [ir.Constant(i32, i)]))
         entry_type = ir.FunctionType(i32, [pyobj, pyobj.as_pointer(), pyobj.as_pointer()])
-        entry = builder.bitcast(context.add_dynamic_addr(builder, target[1], info="libsection entry"),
-                                entry_type.as_pointer())
+        entry = context.add_dynamic_addr(builder, target[1], info="libsection entry")
+        entry = builder.bitcast(entry, entry_type.as_pointer())
         status = builder.call(entry, [constant(target[2], f"libsection {name}"), inputs, outputs])
         with builder.if_then(builder.icmp_signed("!=", status, ir.Constant(i32, 0)), likely=False):
             fail()
@@ -310,6 +311,7 @@ def _not_array_of(context, builder, pyapi, obj, kind, constant, ir, cgutils):
         dtype_kind = builder.load(builder.gep(descr, [ir.Constant(i32, kind_offset)]))
         wrong = builder.or_(
             builder.icmp_signed("!=", nd, ir.Constant(i32, kind.ndim)),
-            builder.icmp_unsigned("!=", dtype_kind, ir.Constant(ir.IntType(8), ord(kind.dtype.kind))))
+            builder.icmp_unsigned("!=", dtype_kind,
+                                  ir.Constant(ir.IntType(8), ord(kind.dtype.kind))))
         builder.store(wrong, flag)
     return builder.load(flag)

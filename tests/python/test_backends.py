@@ -21,7 +21,7 @@ import pytensor.tensor as pt  # noqa: E402
 
 from backend_ops import VecMul, VecMulNoShape, VecMulWithPerform  # noqa: E402
 from examples import EXAMPLES  # noqa: E402
-from libsection import _backends, _numba  # noqa: E402
+from libsection import _backends  # noqa: E402
 from libsection.pytensor import pytensor_op  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -99,8 +99,9 @@ def test_numba_runs_every_bridged_example_natively(example, cache_dir):
     f = nopython_function(variables, op(*variables))
     expected = example.expected(*values)
     result = f(*values)
-    for r, e in zip(*((result, expected) if isinstance(expected, tuple) else ([result], [expected])),
-                    strict=True):
+    if not isinstance(expected, tuple):
+        result, expected = [result], [expected]
+    for r, e in zip(result, expected, strict=True):
         np.testing.assert_allclose(r, e, rtol=1e-12)
     node = op(*variables)
     node = (node[0] if isinstance(node, list) else node).owner
@@ -187,7 +188,8 @@ def test_backends_register_when_pytensor_imports_them(tmp_path, monkeypatch):
         "def pytorch_funcify(op, node=None, **kwargs):\n"
         "    raise NotImplementedError('no conversion')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    _backends.when_imported("fake_dispatch", _backends._refuse("PyTorch", VecMul, "pytorch_funcify"))
+    refusal = _backends._refuse("PyTorch", VecMul, "pytorch_funcify")
+    _backends.when_imported("fake_dispatch", refusal)
     import fake_dispatch
 
     with pytest.raises(NotImplementedError) as error:
