@@ -26,11 +26,8 @@ as PyTensor does.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import inspect
 import re
-import sys
 import weakref
 from pathlib import Path
 
@@ -42,7 +39,7 @@ from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
 from . import _core
-from . import _numba
+from . import _backends, _numba
 from ._load import load_texts, raise_for
 from ._node import NodeRunner, compile_node, make_c_thunk, make_thunk, prepare_nodes, store
 from ._types import tensor
@@ -350,41 +347,12 @@ _node_instances: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs ``callback`` right after module ``name`` is first imported."""
-
-    def __init__(self, name: str, callback) -> None:
-        self.name, self.callback = name, callback
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != self.name:
-            return None
-        sys.meta_path.remove(self)  # once, and so the search below finds the real module
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        exec_module, callback = spec.loader.exec_module, self.callback
-
-        def exec_then_call(module):
-            exec_module(module)
-            callback()
-
-        spec.loader.exec_module = exec_then_call
-        return spec
-
-
-def _when_imported(name: str, callback) -> None:
-    """``callback()`` now if module ``name`` is loaded, else right after it is imported."""
-    if name in sys.modules:
-        callback()
-    else:
-        sys.meta_path.insert(0, _AfterImport(name, callback))
-
-
 # Numba costs half a second to import: register with PyTensor's Numba backend only when that
-# backend is loaded (the CVM backend never loads it).
-_when_imported("pytensor.link.numba.dispatch.basic",
-               lambda: _numba.register(ExternalCOp, lambda op: _own(type(op), "perform")))
+# backend is loaded (the CVM backend never loads it); JAX, PyTorch and MLX likewise.
+_backends.when_imported(
+    "pytensor.link.numba.dispatch.basic",
+    lambda _module: _numba.register(ExternalCOp, lambda op: _own(type(op), "perform")))
+_backends.register(ExternalCOp, lambda op: _own(type(op), "perform"))
 
 
 # Storage maps (of functions being built) whose drop-in nodes were already built together.

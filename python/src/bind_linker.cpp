@@ -8,6 +8,7 @@
 #include <pybind11/stl/filesystem.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -432,6 +433,55 @@ void ready_compiled_op_type() {
   if (PyType_Ready(&t) < 0) throw py::error_already_set();
 }
 
+// ---- the native entry: a CompiledOp called from compiled code ------------------------------
+// Numba's nopython code (python/libsection/_numba.py) calls a node's CompiledOp through this
+// function's address, without the Python call protocol: no argument tuple, no result tuple.
+// The caller holds the GIL and passes borrowed inputs; it receives new references to the
+// outputs. The cells are handled as compiled_op_call handles them.
+
+int compiled_op_run_native(PyObject* callable, PyObject* const* inputs, PyObject** outputs) {
+  auto* self = reinterpret_cast<CompiledOp*>(callable);
+  if (self->running) {
+    PyErr_Format(PyExc_RuntimeError, "%U is already running (it cannot be called re-entrantly)",
+                 self->name);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], inputs[i]);
+  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {  // an output the caller still holds stays
+    PyObject* cell = self->cells[self->n_inputs + j];
+    PyObject* previous = PyList_GET_ITEM(cell, 0);
+    if (previous != Py_None && Py_REFCNT(previous) > 1) set_cell(cell, Py_None);
+  }
+  self->running = true;
+  int const failure = self->library->run(self->instance);
+  self->running = false;
+  for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], Py_None);
+  if (failure) {
+    for (Py_ssize_t j = 0; j < self->n_outputs; ++j) set_cell(self->cells[self->n_inputs + j], Py_None);
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
+                   self->name, failure);
+    return -1;
+  }
+  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
+    outputs[j] = PyList_GET_ITEM(self->cells[self->n_inputs + j], 0);
+    Py_INCREF(outputs[j]);
+  }
+  return 0;
+}
+
+/// What compiled code needs to call `op` natively: the entry's address, the op's address and
+/// its input and output counts. The caller keeps `op` alive while the addresses are in use.
+py::tuple native_entry(py::handle op) {
+  if (!PyObject_TypeCheck(op.ptr(), &compiled_op_type))
+    throw py::type_error("native_entry takes a CompiledOp, not " +
+                         std::string(py::str(py::type::handle_of(op).attr("__name__"))));
+  auto* self = reinterpret_cast<CompiledOp*>(op.ptr());
+  return py::make_tuple(reinterpret_cast<std::uintptr_t>(&compiled_op_run_native),
+                        reinterpret_cast<std::uintptr_t>(op.ptr()), self->n_inputs,
+                        self->n_outputs);
+}
+
 py::handle link_error_type, compile_error_type;
 
 // Raises the Python form of a linker error, its diagnostics resolved against `sm`.
@@ -693,6 +743,10 @@ storage), for an instance run in place with ``run_in_place`` or through ``cthunk
         py::arg("name") = "SectionOp", py::arg("num_inputs") = py::none(),
         py::arg("num_outputs") = py::none(), py::arg("check_input") = true,
         "Builds the op of loaded section files for the given input/output type strings.");
+
+  m.def("native_entry", &native_entry, py::arg("op"),
+        "(entry address, op address, inputs, outputs): how compiled code (Numba) calls a "
+        "CompiledOp natively; see python/libsection/_numba.py.");
 
   m.def("cache_dir", [] { return ModuleCache::default_root().string(); },
         "The module cache directory this process uses.");

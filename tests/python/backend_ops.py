@@ -1,0 +1,95 @@
+"""Drop-in ops with gradients for the backend tests (Numba, JAX, PyMC's samplers) and
+bench/bench_backends.py. The C files are in data/backends/.
+"""
+
+from __future__ import annotations
+
+import pytensor.tensor as pt
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.tensor import as_tensor_variable
+
+from libsection.pytensor import ExternalCOp
+
+# PyTensor 3.3 names the gradient `pullback` (and warns about `L_op`); 3.0 knows only `L_op`.
+GRADIENT = "pullback" if hasattr(Op, "pullback") else "L_op"
+
+
+class VecMul(ExternalCOp):
+    """z = x * y for float64 vectors; its gradient is the op itself, again."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("data/backends/vec_mul.c", "APPLY_SPECIFIC(vec_mul)")
+
+    def make_node(self, x, y):
+        x, y = as_tensor_variable(x), as_tensor_variable(y)
+        return Apply(self, [x, y], [pt.dvector()])
+
+    def infer_shape(self, *args):  # (node, shapes) since PyTensor 3.3, (fgraph, ...) before
+        return [args[-1][0]]
+
+    def _gradient(self, inputs, outputs, cotangents):
+        x, y = inputs
+        [g] = cotangents
+        return [self(g, y), self(g, x)]
+
+
+class VecMulNoShape(ExternalCOp):
+    """VecMul without infer_shape: JAX cannot know its output's shape."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("data/backends/vec_mul.c", "APPLY_SPECIFIC(vec_mul)")
+
+    def make_node(self, x, y):
+        return Apply(self, [as_tensor_variable(x), as_tensor_variable(y)], [pt.dvector()])
+
+
+class VecMulWithPerform(VecMul):
+    """VecMul with its own Python perform, which every mode but CVM must call."""
+
+    performed = 0
+
+    def perform(self, node, inputs, output_storage):
+        type(self).performed += 1
+        output_storage[0][0] = inputs[0] * inputs[1]
+
+
+class GaussLogLikeGrad(ExternalCOp):
+    """d/dmu of GaussLogLike: sum(y - mu)."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("data/backends/gauss_loglike_grad.c", "APPLY_SPECIFIC(gauss_loglike_grad)")
+
+    def make_node(self, y, mu):
+        y, mu = as_tensor_variable(y), as_tensor_variable(mu)
+        return Apply(self, [y, mu], [pt.dscalar()])
+
+
+class GaussLogLike(ExternalCOp):
+    """-0.5 * sum((y - mu)^2): y a float64 vector, mu a float64 0-d tensor; the gradient with
+    respect to mu is another C op (GaussLogLikeGrad), the one for y a PyTensor graph."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("data/backends/gauss_loglike.c", "APPLY_SPECIFIC(gauss_loglike)")
+
+    def make_node(self, y, mu):
+        y = as_tensor_variable(y).astype("float64")
+        mu = as_tensor_variable(mu).astype("float64")
+        return Apply(self, [y, mu], [pt.dscalar()])
+
+    def _gradient(self, inputs, outputs, cotangents):
+        y, mu = inputs
+        [g] = cotangents
+        return [g * (mu - y), g * GaussLogLikeGrad()(y, mu)]
+
+
+for _cls in (VecMul, GaussLogLike):
+    setattr(_cls, GRADIENT, _cls._gradient)
