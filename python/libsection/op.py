@@ -104,12 +104,10 @@ class ExternalCOp:
                        list(input_types), outputs, params or None, name=type(self).__name__,
                        num_inputs=self._cop_num_inputs, num_outputs=self._cop_num_outputs,
                        check_input=bool(self.check_input))
-            # Compiling is worth a line; loading a cached module is not, unless asked.
-            level = logging.INFO if op.info.get("compiled") else logging.DEBUG
-            log.log(level, "%s(%s) -> %s: %s in %.3f s", type(self).__name__,
-                    ", ".join(input_types), ", ".join(outputs),
-                    "compiled" if op.info.get("compiled") else "loaded from cache",
-                    time.perf_counter() - start)
+            # The core logs each compile (one INFO record with its time); a cache hit only here.
+            if not op.info.get("compiled"):
+                log.debug("%s(%s) -> %s: loaded from cache in %.3f s", type(self).__name__,
+                          ", ".join(input_types), ", ".join(outputs), time.perf_counter() - start)
             self._compiled[key] = op
         return op
 
