@@ -42,6 +42,7 @@ from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
 from . import _core
+from .op import ExternalCOp as StandaloneOp
 from . import _numba
 from ._load import load_texts, raise_for
 from ._node import NodeRunner, compile_node, make_c_thunk, make_thunk, prepare_nodes, store
@@ -457,7 +458,7 @@ _bridged_classes: dict[type, type] = {}
 _FORWARDED = ("infer_shape", "connection_pattern", "pushforward", "R_op")
 
 
-def pytensor_op(standalone):
+def pytensor_op(standalone: StandaloneOp) -> COp:
     """A PyTensor op running the same section files as a standalone ``libsection.ExternalCOp``.
 
     Its ``make_node`` takes the output types from the standalone op's ``output_types``; 0-d
