@@ -339,3 +339,22 @@ def test_an_ignore_file_comment_before_the_first_marker_is_fixed_by_moving_it(tm
 def test_version():
     result = lint("--version")
     assert result.returncode == 0 and result.stdout.startswith("section-lint ")
+
+
+def test_per_op_signatures_in_settings(tmp_path):
+    vtv = ("#section support_code_apply\n"
+           "int APPLY_SPECIFIC(vtv)(PyArrayObject* x, PyArrayObject* y, PyArrayObject** z) {\n"
+           "    DTYPE_INPUT_2* w = 0; return 0;\n}\n")
+    write(tmp_path / "pyproject.toml",
+          '[tool.section-lint.signatures."ops/vtv/*.c"]\ninputs = "float64[:],float64[:]"\n'
+          'outputs = "float64[:]"\nfunc-name = "APPLY_SPECIFIC(vtv)"\n\n'
+          '[tool.section-lint.signatures."ops/other/*.c"]\nfunc-name = "other"\n')
+    assert codes_in(lint("--output-format", "json", write(tmp_path / "ops/vtv/vtv.c", vtv))) == ["SL601"]
+    assert codes_in(lint("--output-format", "json", write(tmp_path / "ops/other/o.c", vtv))) == ["SL602"]
+    assert codes_in(lint("--output-format", "json", write(tmp_path / "ops/none/n.c", vtv))) == []
+    # The command line wins over the settings, part by part.
+    assert codes_in(lint("--output-format", "json", "--func-name", "other",
+                         tmp_path / "ops/vtv/vtv.c")) == ["SL602", "SL601"]
+    write(tmp_path / "pyproject.toml", '[tool.section-lint.signatures."*.c"]\ninputs = "float64["\n')
+    bad = lint(tmp_path / "ops/vtv/vtv.c")
+    assert bad.returncode == 2 and "pyproject.toml: signatures:" in bad.stderr, bad.stderr

@@ -20,14 +20,16 @@ using Strings = std::vector<std::string>;
 class Reader {
  public:
   Reader(fs::path file, std::string text, bool in_pyproject)
-      : file_(std::move(file)), text_(std::move(text)), prefix_(in_pyproject ? "tool.section-lint" : "") {}
+      : file_(std::move(file)), text_(std::move(text)) {
+    if (in_pyproject) prefix_ = {"tool", "section-lint"};
+  }
 
   std::optional<Config> read() {
     Config config;
     config.file = file_;
     bool found = prefix_.empty();
     bool ours = prefix_.empty();
-    std::string table;
+    Strings table;
     while (pos_ < text_.size()) {
       skip_blank();
       if (pos_ >= text_.size()) break;
@@ -38,10 +40,16 @@ class Reader {
         table = header();
         ours = within(table);
         found = found || ours;
-        if (ours && !relative(table).empty() && relative(table) != "per-file-ignores")
-          fail("unknown table `[" + table + "]` (section-lint has `per-file-ignores`)");
+        if (ours) {
+          auto const rel = relative(table);
+          bool const known = rel.empty() || (rel.size() == 1 && rel[0] == "per-file-ignores") ||
+                             (rel.size() == 2 && rel[0] == "signatures");
+          if (!known)
+            fail("unknown table `[" + dotted(table) + "]` (section-lint has `per-file-ignores` and "
+                 "`signatures.\"GLOB\"`)");
+        }
       } else if (ours) {
-        auto keys = split(relative(table));
+        auto keys = relative(table);
         for (auto& k : key_path()) keys.push_back(std::move(k));
         skip_blank();
         expect('=');
@@ -57,23 +65,21 @@ class Reader {
 
  private:
   [[noreturn]] void fail(std::string const& message) const {
-    auto const line = 1 + std::count(text_.begin(), text_.begin() + static_cast<long>(std::min(pos_, text_.size())), '\n');
+    auto const end = text_.begin() + static_cast<long>(std::min(pos_, text_.size()));
+    auto const line = 1 + std::count(text_.begin(), end, '\n');
     throw ConfigError(file_.string() + ":" + std::to_string(line) + ": " + message);
   }
 
-  bool within(std::string const& table) const {
-    return prefix_.empty() || table == prefix_ || table.rfind(prefix_ + ".", 0) == 0;
-  }
-  std::string relative(std::string const& table) const {
-    if (prefix_.empty()) return table;
-    return table.size() > prefix_.size() ? table.substr(prefix_.size() + 1) : "";
-  }
-  static Strings split(std::string const& dotted) {
-    Strings out;
-    if (dotted.empty()) return out;
-    std::stringstream in(dotted);
-    for (std::string part; std::getline(in, part, '.');) out.push_back(part);
+  static std::string dotted(Strings const& keys) {
+    std::string out;
+    for (auto const& k : keys) out += (out.empty() ? "" : ".") + k;
     return out;
+  }
+  bool within(Strings const& table) const {
+    return table.size() >= prefix_.size() && std::equal(prefix_.begin(), prefix_.end(), table.begin());
+  }
+  Strings relative(Strings const& table) const {
+    return Strings(table.begin() + static_cast<long>(prefix_.size()), table.end());
   }
 
   void skip_blank() {
@@ -111,16 +117,15 @@ class Reader {
     while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
     return !line.empty() && line.back() == ']';
   }
-  std::string header() {
+  Strings header() {
     ++pos_;
     bool const array = pos_ < text_.size() && text_[pos_] == '[';
     if (array) ++pos_;
-    std::string dotted;
-    for (auto const& k : key_path()) dotted += (dotted.empty() ? "" : ".") + k;
+    auto keys = key_path();
     expect(']');
     if (array) expect(']');
     end_of_line();
-    return dotted;
+    return keys;
   }
   Strings key_path() {
     Strings keys;
@@ -179,6 +184,21 @@ class Reader {
   void set(Config& config, Strings const& keys) {
     skip_blank();
     std::string const name = keys.empty() ? "" : keys.front();
+    if (keys.size() == 3 && name == "signatures") {
+      auto it = std::find_if(config.signatures.begin(), config.signatures.end(),
+                             [&](auto const& s) { return s.first == keys[1]; });
+      if (it == config.signatures.end()) it = config.signatures.insert(it, {keys[1], {}});
+      auto& signature = it->second;
+      if (pos_ >= text_.size() || (text_[pos_] != '"' && text_[pos_] != '\''))
+        fail("`" + dotted(keys) + "` must be a string");
+      auto value = string();
+      if (keys[2] == "inputs") return void(signature.inputs = value);
+      if (keys[2] == "outputs") return void(signature.outputs = value);
+      if (keys[2] == "params") return void(signature.params = value);
+      if (keys[2] == "func-name") return void(signature.func_name = value);
+      fail("unknown setting `" + dotted(keys) + "` (a signature has inputs, outputs, params and "
+           "func-name)");
+    }
     if (keys.size() == 2 && name == "per-file-ignores") {
       config.per_file_ignores.emplace_back(keys[1], string_array("per-file-ignores." + keys[1]));
       return;
@@ -189,28 +209,34 @@ class Reader {
       if (name == "extend-select") return void(config.extend_select = string_array(name));
       if (name == "extra-sections") return void(config.extra_sections = string_array(name));
     }
-    std::string dotted;
-    for (auto const& k : keys) dotted += (dotted.empty() ? "" : ".") + k;
-    fail("unknown setting `" + dotted + "` (section-lint reads select, ignore, extend-select, "
-         "extra-sections and per-file-ignores)");
+    fail("unknown setting `" + dotted(keys) + "` (section-lint reads select, ignore, extend-select, "
+         "extra-sections, per-file-ignores and signatures)");
   }
 
   fs::path file_;
   std::string text_;
-  std::string prefix_;
+  Strings prefix_;
   std::size_t pos_ = 0;
 };
 
 }  // namespace
 
-bool Config::ignored_for(fs::path const& path, std::string const& code) const {
-  if (per_file_ignores.empty()) return false;
+bool Config::matches(std::string const& glob, fs::path const& path) const {
   auto const absolute = fs::absolute(path).lexically_normal();
   auto const relative = absolute.lexically_relative(fs::absolute(file.parent_path()).lexically_normal());
+  return ::fnmatch(glob.c_str(), relative.c_str(), 0) == 0 ||
+         ::fnmatch(glob.c_str(), absolute.filename().c_str(), 0) == 0;
+}
+
+Config::Signature const* Config::signature_for(fs::path const& path) const {
+  for (auto const& [glob, signature] : signatures)
+    if (matches(glob, path)) return &signature;
+  return nullptr;
+}
+
+bool Config::ignored_for(fs::path const& path, std::string const& code) const {
   for (auto const& [glob, prefixes] : per_file_ignores) {
-    if (::fnmatch(glob.c_str(), relative.c_str(), 0) != 0 &&
-        ::fnmatch(glob.c_str(), absolute.filename().c_str(), 0) != 0)
-      continue;
+    if (!matches(glob, path)) continue;
     for (auto const& p : prefixes) {
       std::string upper = p;
       std::transform(upper.begin(), upper.end(), upper.begin(),

@@ -26,8 +26,20 @@ struct Config {
   /// Glob (relative to the settings file's folder, or a bare file name) to code prefixes.
   std::vector<std::pair<std::string, std::vector<std::string>>> per_file_ignores;
 
+  /// An op's signature for the SL6 checks, as the command line's --inputs ... take it.
+  struct Signature {
+    std::optional<std::string> inputs, outputs, params, func_name;
+  };
+  /// Glob to the signature of the op whose files match it (the first match wins).
+  std::vector<std::pair<std::string, Signature>> signatures;
+
   /// Whether `code` is ignored for `path` by `per-file-ignores`.
   bool ignored_for(std::filesystem::path const& path, std::string const& code) const;
+  /// The signature for `path`, or null.
+  Signature const* signature_for(std::filesystem::path const& path) const;
+
+ private:
+  bool matches(std::string const& glob, std::filesystem::path const& path) const;
 };
 
 /// Reads the settings in `file` (the whole file for `section-lint.toml`, the

@@ -61,15 +61,32 @@ void list_rules() {
   }
 }
 
-/// The signature options as the SL6xx checks need them: arities and whether there are params.
-section::LintSignature read_signature(Options const& o, CLI::App const& app) {
+/// The signature as the SL6xx checks need it (arities, whether there are params): each part from
+/// the command line when given there, else from the settings' `signatures` entry for the files.
+section::LintSignature read_signature(Options const& o, CLI::App const& app,
+                                      lint_config::Config const& config,
+                                      lint_config::Config::Signature const* configured) {
+  auto pick = [&](char const* option, std::string const& given,
+                  std::optional<std::string> lint_config::Config::Signature::*field) {
+    if (app.count(option)) return std::optional<std::string>(given);
+    return configured ? configured->*field : std::nullopt;
+  };
+  auto const inputs = pick("--inputs", o.inputs, &lint_config::Config::Signature::inputs);
+  auto const outputs = pick("--outputs", o.outputs, &lint_config::Config::Signature::outputs);
+  auto const params = pick("--params", o.params, &lint_config::Config::Signature::params);
+  auto const func_name = pick("--func-name", o.func_name, &lint_config::Config::Signature::func_name);
   section::LintSignature s;
-  if (app.count("--inputs")) s.inputs = section::parse_type_list(o.inputs, "input").size();
-  if (app.count("--outputs")) s.outputs = section::parse_type_list(o.outputs, "output").size();
-  if (app.count("--params")) s.has_params = !section::parse_params(o.params).empty();
-  if (app.count("--func-name")) {
-    section::check_func_name(o.func_name);
-    s.func_name = o.func_name;
+  try {
+    if (inputs) s.inputs = section::parse_type_list(*inputs, "input").size();
+    if (outputs) s.outputs = section::parse_type_list(*outputs, "output").size();
+    if (params) s.has_params = !section::parse_params(*params).empty();
+    if (func_name) {
+      section::check_func_name(*func_name);
+      s.func_name = *func_name;
+    }
+  } catch (std::invalid_argument const& e) {
+    if (!configured) throw;
+    throw std::invalid_argument(config.file.string() + ": signatures: " + e.what());
   }
   return s;
 }
@@ -178,8 +195,9 @@ std::string unified_diff(std::string const& path, std::string const& before, std
 
 /// The linter's options for files under one settings file: the command line's `--select`
 /// replaces the file's `select`; ignores and extensions add up.
-section::LintOptions options_for(Options const& o, lint_config::Config const& config,
-                                 section::LintSignature const& signature) {
+section::LintOptions options_for(Options const& o, CLI::App const& app,
+                                 lint_config::Config const& config,
+                                 lint_config::Config::Signature const* configured) {
   auto select = !o.select.empty() ? o.select : config.select.value_or(std::vector<std::string>{});
   std::vector<std::string> extend = config.extend_select;
   extend.insert(extend.end(), o.extend_select.begin(), o.extend_select.end());
@@ -198,7 +216,7 @@ section::LintOptions options_for(Options const& o, lint_config::Config const& co
     if (config.file.empty()) throw;
     throw std::invalid_argument(config.file.string() + ": " + e.what());
   }
-  options.signature = signature;
+  options.signature = read_signature(o, app, config, configured);
   auto extra = config.extra_sections;
   extra.insert(extra.end(), o.extra_sections.begin(), o.extra_sections.end());
   for (auto const& tag : extra)
@@ -218,22 +236,24 @@ struct Linted {
 };
 
 /// Lints `files` (and stdin's text when given) with the settings that apply to each file.
-void lint_all(Options const& o, section::LintSignature const& signature,
-              std::vector<std::string> const& files, std::optional<std::string> const& stdin_text,
-              lint_config::ConfigFinder& finder, Linted& out) {
+void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> const& files,
+              std::optional<std::string> const& stdin_text, lint_config::ConfigFinder& finder,
+              Linted& out) {
   auto config_of = [&](std::string const& path) -> lint_config::Config const& {
     static lint_config::Config const none;
     if (o.isolated) return none;
     return finder.for_directory(fs::path(path).has_parent_path() ? fs::path(path).parent_path()
                                                                  : fs::current_path());
   };
-  // Files under one settings file are linted together (the signature checks look across an
-  // op's files); per-file ignores are applied after.
-  std::vector<std::pair<lint_config::Config const*, std::vector<std::string>>> groups;
+  // The files of one op (same settings file, same `signatures` entry) are linted together: the
+  // signature checks look across an op's files. Per-file ignores are applied after.
+  using Key = std::pair<lint_config::Config const*, lint_config::Config::Signature const*>;
+  std::vector<std::pair<Key, std::vector<std::string>>> groups;
   for (auto const& file : files) {
     auto const* config = &config_of(file);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](auto const& g) { return g.first == config; });
-    if (it == groups.end()) groups.push_back({config, {file}});
+    Key const key{config, config->signature_for(file)};
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto const& g) { return g.first == key; });
+    if (it == groups.end()) groups.push_back({key, {file}});
     else it->second.push_back(file);
   }
   auto keep = [&](lint_config::Config const& config, std::vector<section::Diagnostic> ds) {
@@ -242,13 +262,14 @@ void lint_all(Options const& o, section::LintSignature const& signature,
       out.diagnostics.push_back(std::move(d));
     }
   };
-  for (auto const& [config, group] : groups)
-    keep(*config, section::lint_files(out.sm, group, options_for(o, *config, signature)));
+  for (auto const& [key, group] : groups)
+    keep(*key.first, section::lint_files(out.sm, group, options_for(o, app, *key.first, key.second)));
   if (stdin_text) {
     std::string const name = o.stdin_filename.empty() ? "-" : o.stdin_filename;
     auto const& config = config_of(o.stdin_filename.empty() ? "./-" : o.stdin_filename);
     auto const first = out.sm.size();
-    keep(config, section::lint_text(out.sm, *stdin_text, name, options_for(o, config, signature)));
+    keep(config, section::lint_text(out.sm, *stdin_text, name,
+                                     options_for(o, app, config, config.signature_for(name))));
     for (auto id = first; id < out.sm.size(); ++id) out.stdin_files.push_back(static_cast<section::FileId>(id));
   }
 }
@@ -275,7 +296,6 @@ int run(Options const& o, CLI::App const& app) {
     std::cerr << "section-lint: give at least one file or folder to lint (see --help)\n";
     return exit_usage;
   }
-  section::LintSignature signature;
   lint_config::ConfigFinder finder;
   // Paths that do not exist are a usage error, as in ruff: warned about, the rest still linted.
   bool missing = false;
@@ -294,9 +314,9 @@ int run(Options const& o, CLI::App const& app) {
   }
   Linted linted;
   try {
-    signature = read_signature(o, app);
-    section::RuleSelection(o.select, o.ignore);  // a bad command-line prefix, before any file
-    lint_all(o, signature, paths, stdin_text, finder, linted);
+    read_signature(o, app, {}, nullptr);  // bad command-line options, before any file
+    section::RuleSelection(o.select, o.ignore);
+    lint_all(o, app, paths, stdin_text, finder, linted);
   } catch (std::invalid_argument const& e) {  // a bad prefix or a signature_error
     std::cerr << "section-lint: " << e.what() << '\n';
     return exit_usage;
@@ -330,7 +350,7 @@ int run(Options const& o, CLI::App const& app) {
     if (stdin_text) return missing ? exit_usage : exit_clean;
     // What is left after fixing, as a fresh run sees it.
     Linted again;
-    lint_all(o, signature, paths, std::nullopt, finder, again);
+    lint_all(o, app, paths, std::nullopt, finder, again);
     std::cout << render(o, again.diagnostics, again.sm, use_color(o.color));
     if (!o.quiet && o.format != "json" && o.format != "sarif" && o.format != "github")
       std::cout << "Fixed " << applied << (applied == 1 ? " finding\n" : " findings\n");
