@@ -20,8 +20,8 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from pathlib import Path
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np

@@ -42,11 +42,11 @@ from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
 from . import _core
-from .op import ExternalCOp as StandaloneOp
 from . import _numba
 from ._load import load_texts, raise_for
 from ._node import NodeRunner, compile_node, make_c_thunk, make_thunk, prepare_nodes, store
 from ._types import tensor
+from .op import ExternalCOp as StandaloneOp
 
 __all__ = ["ExternalCOp", "compile_node", "pytensor_op"]
 
