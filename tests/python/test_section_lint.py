@@ -348,7 +348,7 @@ def test_per_op_signatures_in_settings(tmp_path):
     write(tmp_path / "pyproject.toml",
           '[tool.section-lint.signatures."ops/vtv/*.c"]\ninputs = "float64[:],float64[:]"\n'
           'outputs = "float64[:]"\nfunc-name = "APPLY_SPECIFIC(vtv)"\n\n'
-          '[tool.section-lint.signatures."ops/other/*.c"]\nfunc-name = "other"\n')
+          '[tool.section-lint.signatures."ops/other/*.c"]  # a comment\nfunc-name = "other"\n')
     assert codes_in(lint("--output-format", "json", write(tmp_path / "ops/vtv/vtv.c", vtv))) == ["SL601"]
     assert codes_in(lint("--output-format", "json", write(tmp_path / "ops/other/o.c", vtv))) == ["SL602"]
     assert codes_in(lint("--output-format", "json", write(tmp_path / "ops/none/n.c", vtv))) == []

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 namespace fs = std::filesystem;
 
@@ -108,14 +109,16 @@ class Reader {
     else if (pos_ < text_.size() && text_[pos_] != '\n') fail("expected the end of the line");
     else skip_line();
   }
-  // A `[table]` line, not an array value that starts a line in some other table's multi-line value.
+  // A `[table]` line (`]`, then only blanks or a comment), not an array value that starts a line
+  // of some other table's multi-line value (`["a", "b"],`).
   bool header_line() const {
-    auto const end = text_.find('\n', pos_);
-    auto line = text_.substr(pos_, end == std::string::npos ? std::string::npos : end - pos_);
-    if (auto hash = line.find('#'); hash != std::string::npos && line.find('"') == std::string::npos)
-      line = line.substr(0, hash);
-    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-    return !line.empty() && line.back() == ']';
+    auto const end = std::min(text_.find('\n', pos_), text_.size());
+    auto const line = std::string_view(text_).substr(pos_, end - pos_);
+    auto const close = line.rfind(']');
+    if (close == std::string_view::npos) return false;
+    auto const rest = line.substr(close + 1);
+    auto const tail = rest.find_first_not_of(" \t\r");
+    return tail == std::string_view::npos || rest[tail] == '#';
   }
   Strings header() {
     ++pos_;
