@@ -375,6 +375,23 @@ class FileScanner {
     }
   }
 
+  // Whether `text` holds nothing but `// section-lint: ...` line comments.
+  static bool only_lint_comments(std::string_view text) {
+    while (!text.empty()) {
+      auto const start = first_non_space(text);
+      if (start == std::string_view::npos) return true;
+      text.remove_prefix(start);
+      auto const end = std::min(text.find('\n'), text.size());
+      auto line = text.substr(0, end);
+      if (!line.starts_with("//")) return false;
+      line.remove_prefix(2);
+      auto const word = first_non_space(line);
+      if (word == std::string_view::npos || !line.substr(word).starts_with("section-lint:")) return false;
+      text.remove_prefix(end);
+    }
+    return true;
+  }
+
   void check_prelude(SourceRange const& prelude) {
     auto const text = std::string_view(text_).substr(prelude.begin, prelude.end - prelude.begin);
     auto const stray = first_non_space(text);
@@ -387,10 +404,24 @@ class FileScanner {
     d.range = {file_, prelude.begin + stray, prelude.begin + line_end};
     for (auto const& r : near_misses_)
       if (r.end <= prelude.end) d.notes.push_back({"this line looks like a marker but is not one", r});
-    if (text.substr(stray).starts_with("\xEF\xBB\xBF"))
+    if (text.substr(stray).starts_with("\xEF\xBB\xBF")) {
       d.notes.push_back({"the file starts with a UTF-8 byte order mark; save it without one", {}});
-    else
+    } else if (only_lint_comments(text.substr(stray))) {
+      // PyTensor rejects comments here too, so this stays an error; the comment works anywhere,
+      // so moving it under the first marker keeps its meaning.
+      d.notes.push_back({"PyTensor refuses any text before the first `#section` line, comments "
+                         "included; a `section-lint:` comment applies wherever it is in the file", {}});
+      auto marker_end = text_.find('\n', prelude.end);
+      if (marker_end == std::string::npos) marker_end = text_.size();
+      std::string comments(text.substr(stray));
+      while (!comments.empty() && (comments.back() == '\n' || comments.back() == ' ')) comments.pop_back();
+      d.fix = FixIt{"move the comment below the first `#section` line",
+                    {file_, prelude.begin + stray, marker_end},
+                    text_.substr(prelude.end, marker_end - prelude.end) + "\n" + comments,
+                    Applicability::safe};
+    } else {
       d.notes.push_back({"only whitespace may come before the first `#section` line", {}});
+    }
     diagnostics_.push_back(std::move(d));
   }
 

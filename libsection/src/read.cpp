@@ -218,7 +218,7 @@ std::optional<FileId> add_source(SourceManager& sm, std::string text,
         "file starts with a UTF-8 byte order mark (U+FEFF); the reference loaders read it as "
         "text, so the first line is not a section marker";
     d.range = {id, 0, 3};
-    d.fix = FixIt{"remove the byte order mark", {id, 0, 3}, ""};
+    d.fix = FixIt{"remove the byte order mark", {id, 0, 3}, "", Applicability::safe};
     diagnostics.push_back(std::move(d));
   }
   return id;

@@ -18,16 +18,22 @@ char const* to_string(Severity s) {
   return "error";
 }
 
+char const* to_string(Applicability a) { return a == Applicability::safe ? "safe" : "unsafe"; }
+
 bool has_errors(std::vector<Diagnostic> const& diagnostics) {
   return std::any_of(diagnostics.begin(), diagnostics.end(),
                      [](Diagnostic const& d) { return d.is_error(); });
 }
 
+// The one place the documentation's address is written: the README's rule sections (each rule's
+// code, lower-cased, is its anchor). Absolute, so JSON and SARIF links work outside the repository.
+constexpr char documentation_base[] = "https://github.com/libsection/libsection/blob/main/README.md#";
+
 std::string documentation_url(std::string const& code) {
   std::string anchor = code;
   std::transform(anchor.begin(), anchor.end(), anchor.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return "README.md#" + anchor;
+  return documentation_base + anchor;
 }
 
 namespace {
@@ -54,6 +60,16 @@ std::string printable(std::string_view line) {
   return out;
 }
 
+// gcc's default GCC_COLORS: bold locations, bold red errors, bold magenta warnings, bold cyan
+// notes, a bold green caret and green fix-it text.
+std::string paint(std::string const& text, char const* sgr, bool color) {
+  return color ? std::string("\033[") + sgr + "m" + text + "\033[m" : text;
+}
+
+char const* severity_color(Severity s) {
+  return s == Severity::error ? "01;31" : s == Severity::warning ? "01;35" : "01;36";
+}
+
 // At most this many bytes of a source line are shown, centred on the caret; a line of
 // megabytes would otherwise be copied (twice, with the caret line) into every message.
 constexpr std::size_t excerpt_width = 200;
@@ -63,7 +79,7 @@ bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 
 // The source line of `r` with a gutter, and a caret line marking the range on that line. Long
 // lines show a window around the caret, cut at character boundaries and marked with "…".
 void append_excerpt(std::string& out, SourceRange const& r, SourceManager const& sm,
-                    std::string const* replacement) {
+                    std::string const* replacement, bool color) {
   auto const& file = sm.file(r.file);
   auto const lc = file.line_column(r.begin);
   auto const whole = file.line_text(r.begin);
@@ -88,47 +104,52 @@ void append_excerpt(std::string& out, SourceRange const& r, SourceManager const&
   auto const line_end = file.line_start(lc.line) + whole.size();
   auto const span = std::max<std::size_t>(1, std::min(r.end, line_end) - std::min(r.begin, line_end));
   auto const shown_span = std::max<std::size_t>(1, std::min(span, last > col ? last - col : 1));
-  out += gutter + " | " + lead + '^' + std::string(shown_span - 1, '~') + '\n';
+  out += gutter + " | " + lead + paint('^' + std::string(shown_span - 1, '~'), "01;32", color) + '\n';
   if (replacement && !replacement->empty())  // a deletion shows no replacement line
-    out += gutter + " | " + lead + printable(detail::bounded_quote(*replacement, excerpt_width)) + '\n';
+    out += gutter + " | " + lead +
+           paint(printable(detail::bounded_quote(*replacement, excerpt_width)), "32", color) + '\n';
 }
 
 }  // namespace
 
-std::string render_concise(Diagnostic const& d, SourceManager const& sm) {
-  return location_prefix(d.range, sm) + ": " + to_string(d.severity) + ": " + d.message + " [" +
-         d.code + "]";
+std::string render_concise(Diagnostic const& d, SourceManager const& sm, bool color) {
+  char const* sgr = severity_color(d.severity);
+  return paint(location_prefix(d.range, sm) + ":", "01", color) + " " +
+         paint(std::string(to_string(d.severity)) + ":", sgr, color) + " " + d.message + " " +
+         paint("[" + d.code + "]", sgr, color);
 }
 
-std::string render_text(Diagnostic const& d, SourceManager const& sm) {
-  std::string out = render_concise(d, sm) + '\n';
+std::string render_text(Diagnostic const& d, SourceManager const& sm, bool color) {
+  std::string out = render_concise(d, sm, color) + '\n';
   if (d.range.valid()) {
     bool const fix_here = d.fix && d.fix->range == d.range;
-    append_excerpt(out, d.range, sm, fix_here ? &d.fix->replacement : nullptr);
+    append_excerpt(out, d.range, sm, fix_here ? &d.fix->replacement : nullptr, color);
   }
   // Notes and fixes without a place of their own read as part of the diagnostic above them.
-  for (auto const& note : d.notes) {
-    if (!note.range.valid()) {
-      out += "note: " + note.message + '\n';
+  auto const note = paint("note:", "01;36", color), fix = paint("fix:", "01;32", color);
+  for (auto const& n : d.notes) {
+    if (!n.range.valid()) {
+      out += note + " " + n.message + '\n';
       continue;
     }
-    out += location_prefix(note.range, sm) + ": note: " + note.message + '\n';
-    append_excerpt(out, note.range, sm, nullptr);
+    out += paint(location_prefix(n.range, sm) + ":", "01", color) + " " + note + " " + n.message + '\n';
+    append_excerpt(out, n.range, sm, nullptr, color);
   }
   if (d.fix) {
     if (!d.fix->range.valid() || d.fix->range == d.range) {
-      out += "fix: " + d.fix->message + '\n';
+      out += fix + " " + d.fix->message + '\n';
     } else {
-      out += location_prefix(d.fix->range, sm) + ": fix: " + d.fix->message + '\n';
-      append_excerpt(out, d.fix->range, sm, &d.fix->replacement);
+      out += paint(location_prefix(d.fix->range, sm) + ":", "01", color) + " " + fix + " " +
+             d.fix->message + '\n';
+      append_excerpt(out, d.fix->range, sm, &d.fix->replacement, color);
     }
   }
   return out;
 }
 
-std::string render_text(std::vector<Diagnostic> const& ds, SourceManager const& sm) {
+std::string render_text(std::vector<Diagnostic> const& ds, SourceManager const& sm, bool color) {
   std::string out;
-  for (auto const& d : ds) out += render_text(d, sm);
+  for (auto const& d : ds) out += render_text(d, sm, color);
   return out;
 }
 
@@ -148,6 +169,7 @@ std::string render_json(std::vector<Diagnostic> const& ds, SourceManager const& 
     nlohmann::json fix = nullptr;
     if (d.fix) {
       fix = {{"message", d.fix->message},
+             {"applicability", to_string(d.fix->applicability)},
              {"edits",
               {{{"content", d.fix->replacement},
                 {"location", position(d.fix->range, d.fix->range.begin, sm)},

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ._build import CompiledOp, CompileError, LinkError, Module, build, build_many
 from ._core import Diagnostic, LoadedSections, __version__
-from ._load import SectionDecodeError, SectionError, load, load_sections, parse_text
-from ._types import tensor, type_of, upcast
+from ._load import LoadError, SectionDecodeError, SectionError, load, load_sections, parse_text
+from ._types import ndim, tensor, type_of, upcast
 from .op import ExternalCOp
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "Diagnostic",
     "ExternalCOp",
     "LinkError",
+    "LoadError",
     "LoadedSections",
     "Module",
     "SectionDecodeError",
@@ -27,6 +28,7 @@ __all__ = [
     "build_many",
     "load",
     "load_sections",
+    "ndim",
     "parse_text",
     "tensor",
     "type_of",

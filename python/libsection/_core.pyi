@@ -55,6 +55,8 @@ class LoadedSections:
     """
     Sections merged from one or more files with the reference ``load_c_code`` semantics.
     """
+    def __repr__(self) -> str:
+        ...
     @property
     def blocks(self) -> list:
         """
@@ -71,7 +73,7 @@ class LoadedSections:
     @property
     def error(self) -> typing.Any:
         """
-        None, or (errno, message, path) of the error the reference raises
+        None, or a LoadError(errno, message, path) for the error the reference raises (a named tuple)
         """
     @property
     def files(self) -> list[str]:

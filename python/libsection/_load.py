@@ -8,14 +8,28 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from . import _core
 from ._core import Diagnostic, LoadedSections
 
-__all__ = ["SectionDecodeError", "SectionError", "load", "load_sections", "load_texts",
-           "parse_text"]
+__all__ = ["LoadError", "SectionDecodeError", "SectionError", "load", "load_sections",
+           "load_texts", "parse_text"]
 
 PathLike = str | os.PathLike[str]
+
+
+class LoadError(NamedTuple):
+    """``LoadedSections.error``: what the reference loader would raise for these files.
+
+    ``errno`` is nonzero for a file that cannot be read (an ``OSError`` with that number and
+    ``path``); else ``message`` is the reference's ``ValueError`` message. Still a tuple:
+    ``errno, message, path = loaded.error`` works as before.
+    """
+
+    errno: int
+    message: str
+    path: str
 
 
 class SectionError(ValueError):
@@ -114,7 +128,7 @@ def load_texts(texts: list[str], names: list[str], extra_tags: Iterable[str] = (
     return loaded
 
 
-def load_sections(files: PathLike | Iterable[PathLike]) -> dict[str, str]:
+def load_sections(files: PathLike | bytes | Iterable[PathLike | bytes]) -> dict[str, str]:
     """The merged ``{tag: text}`` dict, exactly as the reference's ``code_sections``."""
     return load(files).sections
 

@@ -12,13 +12,19 @@ import numpy as np
 
 from . import _core
 
-__all__ = ["tensor", "type_of", "upcast"]
+__all__ = ["ndim", "tensor", "type_of", "upcast"]
 
 
 def tensor(dtype: str | np.dtype, ndim: int) -> str:
     """The type string of a tensor: ``tensor("float64", 2) == "float64[:,:]"``,
     ``tensor("float64", 0) == "float64[]"`` (a 0-d array)."""
     return f"{np.dtype(dtype).name}[{','.join(':' * ndim)}]"
+
+
+def ndim(type_string: str) -> int:
+    """The number of dimensions of a type: ``ndim("float64[:,:]") == 2``; scalars and
+    ``object`` have 0. For ``output_types`` to refuse inputs the C code cannot take."""
+    return int(_core.parse_type(type_string).ndim)
 
 
 def upcast(*type_strings: str) -> str:

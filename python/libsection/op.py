@@ -20,8 +20,9 @@ from __future__ import annotations
 import inspect
 import logging
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,9 +67,15 @@ class ExternalCOp:
         self._loaded = None
         self._dispatch = _core.Dispatcher(self._compiled_for_values)
 
-    def output_types(self, *input_types: str) -> list[str]:
-        """The output type strings for these input type strings (``"float64[:]"``, ``"int64"``)."""
-        raise NotImplementedError(f"{type(self).__name__} must define output_types()")
+    if TYPE_CHECKING:
+        # Declared as any callable so that a subclass may name its inputs
+        # (`def output_types(self, x: str, y: str) -> list[str]`) and still type-check.
+        output_types: Callable[..., Sequence[str]]
+    else:
+        def output_types(self, *input_types: str) -> list[str]:
+            """The output type strings for these input type strings (``"float64[:]"``,
+            ``"int64"``); raise ``TypeError`` for inputs the C code cannot take."""
+            raise NotImplementedError(f"{type(self).__name__} must define output_types()")
 
     @classmethod
     def get_path(cls, f: Path) -> Path:
@@ -104,22 +111,30 @@ class ExternalCOp:
                        list(input_types), outputs, params or None, name=type(self).__name__,
                        num_inputs=self._cop_num_inputs, num_outputs=self._cop_num_outputs,
                        check_input=bool(self.check_input))
-            # Compiling is worth a line; loading a cached module is not, unless asked.
-            level = logging.INFO if op.info.get("compiled") else logging.DEBUG
-            log.log(level, "%s(%s) -> %s: %s in %.3f s", type(self).__name__,
-                    ", ".join(input_types), ", ".join(outputs),
-                    "compiled" if op.info.get("compiled") else "loaded from cache",
-                    time.perf_counter() - start)
+            # The core logs each compile (one INFO record with its time); a cache hit only here.
+            if not op.info.get("compiled"):
+                log.debug("%s(%s) -> %s: loaded from cache in %.3f s", type(self).__name__,
+                          ", ".join(input_types), ", ".join(outputs), time.perf_counter() - start)
             self._compiled[key] = op
         return op
 
     def _compiled_for_values(self, *inputs: Any):
         return self.compiled(*(type_of(v) for v in inputs))
 
-    def __call__(self, *inputs: Any):
+    def __call__(self, *inputs: Any) -> Any:
+        """Runs the op: one array for one output, a tuple for several (typed ``Any``, as NumPy
+        types its ufuncs, so callers need not narrow a union at every call)."""
         # The dispatcher finds the compiled op for these argument types in C; only types it
         # has not seen reach Python (_compiled_for_values).
         return self._dispatch(*inputs)
+
+    def __repr__(self) -> str:
+        # What makes this op this op: its files, function and params (the compiled signatures
+        # are in `compiled(...)` and change as it is called).
+        files = [str(f) for f in self.func_files]
+        parts = [f"func_files={files!r}", f"func_name={self.func_name!r}"]
+        parts += [f"{name}={getattr(self, name, '<unset>')!r}" for name in self.params]
+        return f"{type(self).__name__}({', '.join(parts)})"
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)

@@ -43,6 +43,7 @@ from . import _backends, _numba
 from ._load import load_texts, raise_for
 from ._node import NodeRunner, compile_node, make_c_thunk, make_thunk, prepare_nodes, store
 from ._types import tensor
+from .op import ExternalCOp as StandaloneOp
 
 __all__ = ["ExternalCOp", "compile_node", "pytensor_op"]
 
@@ -444,7 +445,7 @@ def _bridged_infer_shape(self, *args):
     return _standalone_infer_shape(self.standalone, fgraph, node, shapes)
 
 
-def pytensor_op(standalone):
+def pytensor_op(standalone: StandaloneOp) -> COp:
     """A PyTensor op running the same section files as a standalone ``libsection.ExternalCOp``.
 
     Its ``make_node`` takes the output types from the standalone op's ``output_types``; 0-d

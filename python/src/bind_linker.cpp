@@ -18,6 +18,7 @@
 #include "diagnostic_record.hpp"
 #include "loaded.hpp"
 #include "section/linker.hpp"
+#include "section/log.hpp"
 
 namespace py = pybind11;
 
@@ -611,9 +612,30 @@ struct PyGraph {
   Graph graph;
 };
 
+/// The core's notices become records of the `libsection` logger, so handlers, `caplog` and
+/// notebooks see them and levels silence them; nothing of the core's reaches fd 2 directly.
+void log_to_python(LogRecord const& record) {
+  if (!Py_IsInitialized()) return;
+  py::gil_scoped_acquire gil;  // builds run with the GIL released
+  try {
+    int const level = record.level == LogLevel::debug     ? 10
+                      : record.level == LogLevel::warning ? 30
+                                                          : 20;
+    py::dict extra;
+    if (record.seconds >= 0) extra["seconds"] = record.seconds;
+    py::module_::import("logging").attr("getLogger")("libsection").attr("log")(
+        level, record.message, py::arg("extra") = extra);
+  } catch (py::error_already_set& e) {
+    e.discard_as_unraisable("libsection logging");
+  }
+}
+
 }  // namespace
 
 void bind_linker(py::module_& m) {
+  set_log_sink(log_to_python);
+  // Back to stderr before the interpreter goes, in case a thread still builds.
+  py::module_::import("atexit").attr("register")(py::cpp_function([] { set_log_sink({}); }));
   ready_compiled_op_type();
   Py_INCREF(&compiled_op_type);
   m.add_object("CompiledOp", reinterpret_cast<PyObject*>(&compiled_op_type));

@@ -35,7 +35,9 @@ py::object error_tuple(SectionSet const& set) {
   py::object const name = py::reinterpret_steal<py::object>(
       PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
   if (!name) throw py::error_already_set();
-  return py::make_tuple(set.error->os_errno, set.error->message, name);
+  // A named tuple (libsection.LoadError): fields by name, and unpacking as before.
+  return py::module_::import("libsection._load")
+      .attr("LoadError")(set.error->os_errno, set.error->message, name);
 }
 
 py::dict block_dict(Block const& b, SourceManager const& sm) {
@@ -77,7 +79,21 @@ Sections merged from one or more files with the reference ``load_c_code`` semant
             return make_records(l.set.diagnostics, *l.sources);
           })
       .def_property_readonly("error", [](LoadedSections const& l) { return error_tuple(l.set); },
-                             "None, or (errno, message, path) of the error the reference raises");
+                             "None, or a LoadError(errno, message, path) for the error the "
+                             "reference raises (a named tuple)")
+      .def("__repr__", [](LoadedSections const& l) {
+        py::list files, tags;
+        for (auto id : l.set.files) files.append(py::str(l.sources->file(id).path()));
+        for (auto const& sec : l.set.sections) tags.append(py::str(sec.tag));
+        std::size_t findings = 0;
+        for (auto const& d : l.set.diagnostics) findings += d.severity != Severity::info;
+        std::string out = "<LoadedSections files=" + py::repr(files).cast<std::string>() +
+                          " sections=" + py::repr(tags).cast<std::string>();
+        if (l.set.error) out += " error=" + py::repr(py::str(l.set.error->message)).cast<std::string>();
+        out += " diagnostics=" + std::to_string(l.set.diagnostics.size());
+        if (findings) out += " (" + std::to_string(findings) + " not info)";
+        return out + ">";
+      });
 
   m.def("load_sections",
         [](std::vector<std::string> const& paths, std::optional<std::vector<std::string>> names,

@@ -111,3 +111,8 @@ def test_help_exits_0():
     result = run("--help")
     assert result.returncode == 0
     assert "--inputs" in result.stdout
+
+
+def test_version():
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.startswith("section-expand "), result

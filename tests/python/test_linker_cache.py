@@ -3,6 +3,7 @@ compiles, corrupt entries, permissions, ownership and the size cap."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -213,6 +214,9 @@ def test_section_cache_tool_lists_explains_collects_and_clears(cache_dir):
 
     explained = run("explain", key[:8])
     assert explained.returncode == 0 and "verified" in explained.stdout
+    assert re.search(r"created: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ s ago\)", explained.stdout)
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.startswith("section-cache ")
     assert run("explain", "ffffffff").returncode == 1
 
     assert run("gc", "--max-size", "1G").returncode == 0

@@ -19,6 +19,7 @@
 #include "section/compile.hpp"
 #include "section/ctype.hpp"
 #include "section/linker.hpp"
+#include "section/log.hpp"
 #include "section/module.hpp"
 
 namespace fs = std::filesystem;
@@ -707,6 +708,25 @@ TEST_SUITE("linker") {
     REQUIRE(cache.list().headers.size() == 1);
     cache.clear();
     CHECK(cache.list().headers.empty());
+  }
+
+  TEST_CASE("the core's notices go to the log sink with their levels, not to stderr") {
+    TempDir dir;
+    fs::path const gcc = fake_gcc(dir.path / "bin");
+    ModuleCache cache(dir.path / "cache");
+    Toolchain const tc{{}, {gcc.string()}, gcc.string() + ": g++ (fake) 12", {}};
+    PythonEnvironment const py{{}, "abi", "numpy"};
+    std::vector<LogRecord> records;
+    set_log_sink([&](LogRecord const& r) { records.push_back(r); });
+    ::setenv("FAKE_PCH", "enospc", 1);
+    CHECK_FALSE(precompiled_header(tc, py, cache));
+    ::unsetenv("FAKE_PCH");
+    set_log_sink({});
+    REQUIRE(records.size() == 2);
+    CHECK(records[0].level == LogLevel::info);
+    CHECK(records[0].message == "one-time setup: precompiling the Python and NumPy headers");
+    CHECK(records[1].level == LogLevel::warning);
+    CHECK(contains(records[1].message, "one-time setup failed (fatal error: cannot write PCH file"));
   }
 
   TEST_CASE("clear leaves what another process is using and says so, instead of waiting") {

@@ -1,12 +1,14 @@
 // section-cache: list, explain, gc and clear libsection's compiled-module cache.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "section/cache.hpp"
 #include "section/module.hpp"
+#include "section/version.hpp"
 
 namespace {
 
@@ -31,6 +33,15 @@ std::string age(std::int64_t when) {
   if (s < 7200) return std::to_string(s / 60) + " min ago";
   if (s < 172800) return std::to_string(s / 3600) + " h ago";
   return std::to_string(s / 86400) + " days ago";
+}
+
+// "2026-11-22 21:40:07 UTC (3 min ago)" for a time in seconds since the epoch.
+std::string when(std::int64_t seconds) {
+  std::time_t const t = static_cast<std::time_t>(seconds);
+  std::tm utc{};
+  char text[32] = "?";
+  if (::gmtime_r(&t, &utc)) std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &utc);
+  return std::string(text) + " (" + age(seconds) + ")";
 }
 
 // "VectorTimesVector(float64[:], float64[:]) -> float64[:]" from a manifest.
@@ -97,7 +108,10 @@ int explain(ModuleCache& cache, std::string const& prefix) {
   if (!m.is_discarded() && m.is_object())
     for (auto const& [field, value] : m.items())
       if (field != "ops" && field != "inputs" && field != "outputs")
-        std::cout << "  " << field << ": " << (value.is_string() ? value.get<std::string>() : value.dump())
+        std::cout << "  " << field << ": "
+                  << (field == "created" && value.is_number_integer() ? when(value.get<std::int64_t>())
+                      : value.is_string()                             ? value.get<std::string>()
+                                                                      : value.dump())
                   << "\n";
   return 0;
 }
@@ -130,6 +144,7 @@ int main(int argc, char** argv) {
       "clear", "remove every module, precompiled header, failed build and leftover (what other "
                "processes are using is left alone)");
 
+  app.set_version_flag("--version", std::string("section-cache ") + section::version);
   try {
     app.parse(argc, argv);
   } catch (CLI::ParseError const& e) {

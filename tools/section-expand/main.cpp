@@ -8,6 +8,7 @@
 #include "section/parse.hpp"
 #include "section/render.hpp"
 #include "section/signature.hpp"
+#include "section/version.hpp"
 
 namespace {
 
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-newline-fix", o.no_newline_fix,
                "end code/code_cleanup without a newline, as PyTensor does");
   app.add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  app.set_version_flag("--version", std::string("section-expand ") + section::version);
   try {
     app.parse(argc, argv);
   } catch (CLI::ParseError const& e) {

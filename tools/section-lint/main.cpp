@@ -1,10 +1,20 @@
 // section-lint: finds mistakes in `#section` C files before the compiler does.
 // Exit codes: 0 clean (info findings only), 1 warnings or errors found, 2 usage or internal error.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <map>
+#include <sstream>
+
+#include "config.hpp"
 
 #include "section/lint.hpp"
 #include "section/names.hpp"
@@ -18,11 +28,21 @@ constexpr int exit_clean = 0;
 constexpr int exit_findings = 1;
 constexpr int exit_usage = 2;
 
+namespace fs = std::filesystem;
+
 struct Options {
   std::vector<std::string> paths;
   std::string format = "full";
   std::vector<std::string> select;
   std::vector<std::string> ignore;
+  std::vector<std::string> extend_select;
+  bool fix = false;
+  bool diff = false;
+  std::string color = "auto";
+  std::string stdin_filename;
+  bool statistics = false;
+  bool quiet = false;
+  bool isolated = false;
   bool exit_zero = false;
   bool list_rules = false;
   std::string explain;
@@ -41,32 +61,217 @@ void list_rules() {
   }
 }
 
-/// The signature options as the SL6xx checks need them: arities and whether there are params.
-section::LintSignature read_signature(Options const& o, CLI::App const& app) {
+/// The signature as the SL6xx checks need it (arities, whether there are params): each part from
+/// the command line when given there, else from the settings' `signatures` entry for the files.
+section::LintSignature read_signature(Options const& o, CLI::App const& app,
+                                      lint_config::Config const& config,
+                                      lint_config::Config::Signature const* configured) {
+  auto pick = [&](char const* option, std::string const& given,
+                  std::optional<std::string> lint_config::Config::Signature::*field) {
+    if (app.count(option)) return std::optional<std::string>(given);
+    return configured ? configured->*field : std::nullopt;
+  };
+  auto const inputs = pick("--inputs", o.inputs, &lint_config::Config::Signature::inputs);
+  auto const outputs = pick("--outputs", o.outputs, &lint_config::Config::Signature::outputs);
+  auto const params = pick("--params", o.params, &lint_config::Config::Signature::params);
+  auto const func_name = pick("--func-name", o.func_name, &lint_config::Config::Signature::func_name);
   section::LintSignature s;
-  if (app.count("--inputs")) s.inputs = section::parse_type_list(o.inputs, "input").size();
-  if (app.count("--outputs")) s.outputs = section::parse_type_list(o.outputs, "output").size();
-  if (app.count("--params")) s.has_params = !section::parse_params(o.params).empty();
-  if (app.count("--func-name")) {
-    section::check_func_name(o.func_name);
-    s.func_name = o.func_name;
+  try {
+    if (inputs) s.inputs = section::parse_type_list(*inputs, "input").size();
+    if (outputs) s.outputs = section::parse_type_list(*outputs, "output").size();
+    if (params) s.has_params = !section::parse_params(*params).empty();
+    if (func_name) {
+      section::check_func_name(*func_name);
+      s.func_name = *func_name;
+    }
+  } catch (std::invalid_argument const& e) {
+    if (!configured) throw;
+    throw std::invalid_argument(config.file.string() + ": signatures: " + e.what());
   }
   return s;
 }
 
-std::string render(std::string const& format, std::vector<section::Diagnostic> const& ds,
-                   section::SourceManager const& sm) {
-  if (format == "json") return section::render_json(ds, sm) + "\n";
-  if (format == "sarif") return section::render_sarif(ds, sm);
-  if (format == "github") return section::render_github(ds, sm);
+std::string render(Options const& o, std::vector<section::Diagnostic> const& ds,
+                   section::SourceManager const& sm, bool color) {
+  if (o.format == "json") return section::render_json(ds, sm) + "\n";
+  if (o.format == "sarif") return section::render_sarif(ds, sm);
+  if (o.format == "github") return section::render_github(ds, sm);
   std::string out;
-  if (format == "concise") {
-    for (auto const& d : ds) out += section::render_concise(d, sm) + "\n";
+  if (o.format == "concise") {
+    for (auto const& d : ds) out += section::render_concise(d, sm, color) + "\n";
   } else {
-    out = section::render_text(ds, sm);
+    out = section::render_text(ds, sm, color);
   }
-  out += "Found " + std::to_string(ds.size()) + (ds.size() == 1 ? " diagnostic\n" : " diagnostics\n");
+  if (!o.quiet)
+    out += "Found " + std::to_string(ds.size()) + (ds.size() == 1 ? " diagnostic\n" : " diagnostics\n");
   return out;
+}
+
+// ruff's `--statistics`: one line per code, most frequent first; `[*]` marks a safe fix.
+std::string statistics(std::vector<section::Diagnostic> const& ds) {
+  std::map<std::string, std::pair<std::size_t, bool>> counts;
+  for (auto const& d : ds) {
+    auto& [n, fixable] = counts[d.code];
+    ++n;
+    fixable = fixable || (d.fix && d.fix->applicability == section::Applicability::safe);
+  }
+  std::vector<std::pair<std::string, std::pair<std::size_t, bool>>> rows(counts.begin(), counts.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](auto const& a, auto const& b) { return a.second.first > b.second.first; });
+  std::string out;
+  for (auto const& [code, count] : rows) {
+    auto const* rule = section::find_lint_rule(code);
+    char line[160];
+    std::snprintf(line, sizeof line, "%5zu\t%s\t%s%s\n", count.first, code.c_str(),
+                  count.second ? "[*] " : "", rule ? std::string(rule->name).c_str() : "");
+    out += line;
+  }
+  return out;
+}
+
+// `--color auto` colours only a terminal, and never when NO_COLOR is set (no-color.org).
+bool use_color(std::string const& choice) {
+  if (choice == "always") return true;
+  if (choice == "never") return false;
+  char const* no_color = std::getenv("NO_COLOR");
+  return !(no_color && *no_color) && ::isatty(STDOUT_FILENO);
+}
+
+/// One file's text with the safe fix-its of `ds` applied (overlapping fixes: the first wins;
+/// the rest wait for the next run, as in ruff).
+std::string apply_safe_fixes(std::string text, section::FileId file,
+                             std::vector<section::Diagnostic> const& ds, std::size_t* applied) {
+  std::vector<section::FixIt const*> fixes;
+  for (auto const& d : ds)
+    if (d.fix && d.fix->applicability == section::Applicability::safe && d.fix->range.valid() &&
+        d.fix->range.file == file)
+      fixes.push_back(&*d.fix);
+  std::sort(fixes.begin(), fixes.end(),
+            [](auto* a, auto* b) { return a->range.begin < b->range.begin; });
+  std::string out;
+  std::size_t at = 0;
+  for (auto const* f : fixes) {
+    if (f->range.begin < at || f->range.end > text.size()) continue;
+    out.append(text, at, f->range.begin - at);
+    out += f->replacement;
+    at = f->range.end;
+    ++*applied;
+  }
+  out.append(text, at, std::string::npos);
+  return out;
+}
+
+std::vector<std::string> lines_of(std::string const& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// A unified diff of `before` → `after` as one hunk around the changed lines.
+std::string unified_diff(std::string const& path, std::string const& before, std::string const& after) {
+  auto const a = lines_of(before), b = lines_of(after);
+  std::size_t head = 0;
+  while (head < a.size() && head < b.size() && a[head] == b[head]) ++head;
+  std::size_t tail = 0;
+  while (tail < a.size() - head && tail < b.size() - head &&
+         a[a.size() - 1 - tail] == b[b.size() - 1 - tail])
+    ++tail;
+  std::size_t const context = 3;
+  std::size_t const from = head > context ? head - context : 0;
+  std::size_t const a_end = std::min(a.size(), a.size() - tail + context);
+  std::size_t const b_end = std::min(b.size(), b.size() - tail + context);
+  auto range = [](std::size_t start, std::size_t count) {
+    return std::to_string(count ? start + 1 : start) + "," + std::to_string(count);
+  };
+  std::string out = "--- " + path + "\n+++ " + path + "\n@@ -" + range(from, a_end - from) +
+                    " +" + range(from, b_end - from) + " @@\n";
+  for (std::size_t i = from; i < head; ++i) out += " " + a[i] + "\n";
+  for (std::size_t i = head; i < a.size() - tail; ++i) out += "-" + a[i] + "\n";
+  for (std::size_t i = head; i < b.size() - tail; ++i) out += "+" + b[i] + "\n";
+  for (std::size_t i = a.size() - tail; i < a_end; ++i) out += " " + a[i] + "\n";
+  return out;
+}
+
+/// The linter's options for files under one settings file: the command line's `--select`
+/// replaces the file's `select`; ignores and extensions add up.
+section::LintOptions options_for(Options const& o, CLI::App const& app,
+                                 lint_config::Config const& config,
+                                 lint_config::Config::Signature const* configured) {
+  auto select = !o.select.empty() ? o.select : config.select.value_or(std::vector<std::string>{});
+  std::vector<std::string> extend = config.extend_select;
+  extend.insert(extend.end(), o.extend_select.begin(), o.extend_select.end());
+  if (!extend.empty()) {
+    if (select.empty()) select.push_back("SL");  // nothing selected means every rule
+    select.insert(select.end(), extend.begin(), extend.end());
+  }
+  auto ignore = config.ignore;
+  ignore.insert(ignore.end(), o.ignore.begin(), o.ignore.end());
+  section::LintOptions options;
+  try {
+    options.selection = section::RuleSelection(select, ignore);
+    for (auto const& [glob, codes] : config.per_file_ignores)
+      section::RuleSelection({}, codes);  // names a code prefix that matches no rule
+  } catch (std::invalid_argument const& e) {
+    if (config.file.empty()) throw;
+    throw std::invalid_argument(config.file.string() + ": " + e.what());
+  }
+  options.signature = read_signature(o, app, config, configured);
+  auto extra = config.extra_sections;
+  extra.insert(extra.end(), o.extra_sections.begin(), o.extra_sections.end());
+  for (auto const& tag : extra)
+    if (tag.empty() || tag.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                             "0123456789_") != std::string::npos)
+      throw std::invalid_argument("extra-sections: `" + tag +
+                                  "` is not a section tag (letters, digits and underscores)");
+  options.extra_sections = extra;
+  return options;
+}
+
+/// What one run found: the diagnostics, and the files' texts (kept for --fix and --diff).
+struct Linted {
+  section::SourceManager sm;
+  std::vector<section::Diagnostic> diagnostics;
+  std::vector<section::FileId> stdin_files;
+};
+
+/// Lints `files` (and stdin's text when given) with the settings that apply to each file.
+void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> const& files,
+              std::optional<std::string> const& stdin_text, lint_config::ConfigFinder& finder,
+              Linted& out) {
+  auto config_of = [&](std::string const& path) -> lint_config::Config const& {
+    static lint_config::Config const none;
+    if (o.isolated) return none;
+    return finder.for_directory(fs::path(path).has_parent_path() ? fs::path(path).parent_path()
+                                                                 : fs::current_path());
+  };
+  // The files of one op (same settings file, same `signatures` entry) are linted together: the
+  // signature checks look across an op's files. Per-file ignores are applied after.
+  using Key = std::pair<lint_config::Config const*, lint_config::Config::Signature const*>;
+  std::vector<std::pair<Key, std::vector<std::string>>> groups;
+  for (auto const& file : files) {
+    auto const* config = &config_of(file);
+    Key const key{config, config->signature_for(file)};
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto const& g) { return g.first == key; });
+    if (it == groups.end()) groups.push_back({key, {file}});
+    else it->second.push_back(file);
+  }
+  auto keep = [&](lint_config::Config const& config, std::vector<section::Diagnostic> ds) {
+    for (auto& d : ds) {
+      if (d.range.valid() && config.ignored_for(out.sm.file(d.range.file).path(), d.code)) continue;
+      out.diagnostics.push_back(std::move(d));
+    }
+  };
+  for (auto const& [key, group] : groups)
+    keep(*key.first, section::lint_files(out.sm, group, options_for(o, app, *key.first, key.second)));
+  if (stdin_text) {
+    std::string const name = o.stdin_filename.empty() ? "-" : o.stdin_filename;
+    auto const& config = config_of(o.stdin_filename.empty() ? "./-" : o.stdin_filename);
+    auto const first = out.sm.size();
+    keep(config, section::lint_text(out.sm, *stdin_text, name,
+                                     options_for(o, app, config, config.signature_for(name))));
+    for (auto id = first; id < out.sm.size(); ++id) out.stdin_files.push_back(static_cast<section::FileId>(id));
+  }
 }
 
 int run(Options const& o, CLI::App const& app) {
@@ -91,25 +296,76 @@ int run(Options const& o, CLI::App const& app) {
     std::cerr << "section-lint: give at least one file or folder to lint (see --help)\n";
     return exit_usage;
   }
-  section::LintOptions options;
+  lint_config::ConfigFinder finder;
+  // Paths that do not exist are a usage error, as in ruff: warned about, the rest still linted.
+  bool missing = false;
+  std::optional<std::string> stdin_text;
+  std::vector<std::string> paths;
+  for (auto const& path : o.paths) {
+    std::error_code ec;
+    if (path == "-") {
+      stdin_text = std::string(std::istreambuf_iterator<char>(std::cin), {});
+    } else if (!fs::exists(fs::symlink_status(path, ec)) && !fs::is_symlink(path, ec)) {
+      std::cerr << "section-lint: warning: " << path << ": no such file or folder\n";
+      missing = true;
+    } else {
+      paths.push_back(path);
+    }
+  }
+  Linted linted;
   try {
-    options.selection = section::RuleSelection(o.select, o.ignore);
-    options.signature = read_signature(o, app);
-    for (auto const& tag : o.extra_sections)
-      if (tag.empty() || tag.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                               "0123456789_") != std::string::npos)
-        throw std::invalid_argument("--extra-sections: `" + tag +
-                                    "` is not a section tag (letters, digits and underscores)");
-    options.extra_sections = o.extra_sections;
+    read_signature(o, app, {}, nullptr);  // bad command-line options, before any file
+    section::RuleSelection(o.select, o.ignore);
+    lint_all(o, app, paths, stdin_text, finder, linted);
   } catch (std::invalid_argument const& e) {  // a bad prefix or a signature_error
     std::cerr << "section-lint: " << e.what() << '\n';
     return exit_usage;
+  } catch (lint_config::ConfigError const& e) {
+    std::cerr << "section-lint: " << e.what() << '\n';
+    return exit_usage;
   }
-  section::SourceManager sm;
-  auto const diagnostics = section::lint_files(sm, o.paths, options);
-  std::cout << render(o.format, diagnostics, sm);
-  bool const failing = std::any_of(diagnostics.begin(), diagnostics.end(),
+  auto const& sm = linted.sm;
+
+  if (o.fix || o.diff) {
+    std::size_t applied = 0;
+    bool changed = false;
+    for (section::FileId id = 0; id < sm.size(); ++id) {
+      auto const& file = sm.file(id);
+      auto const fixed = apply_safe_fixes(file.text(), id, linted.diagnostics, &applied);
+      bool const from_stdin = std::count(linted.stdin_files.begin(), linted.stdin_files.end(), id) > 0;
+      if (fixed == file.text() && !(from_stdin && o.fix && !o.diff)) continue;
+      changed = changed || fixed != file.text();
+      if (o.diff) {
+        std::cout << unified_diff(file.path(), file.text(), fixed);
+      } else if (from_stdin) {
+        std::cout << fixed;  // ruff's `--fix -`: the fixed text on stdout
+      } else {
+        std::ofstream(file.path(), std::ios::binary | std::ios::trunc) << fixed;
+      }
+    }
+    if (o.diff) {
+      if (!o.quiet) std::cerr << "Would fix " << applied << (applied == 1 ? " finding\n" : " findings\n");
+      return missing ? exit_usage : changed ? exit_findings : exit_clean;
+    }
+    if (stdin_text) return missing ? exit_usage : exit_clean;
+    // What is left after fixing, as a fresh run sees it.
+    Linted again;
+    lint_all(o, app, paths, std::nullopt, finder, again);
+    std::cout << render(o, again.diagnostics, again.sm, use_color(o.color));
+    if (!o.quiet && o.format != "json" && o.format != "sarif" && o.format != "github")
+      std::cout << "Fixed " << applied << (applied == 1 ? " finding\n" : " findings\n");
+    bool const failing = std::any_of(again.diagnostics.begin(), again.diagnostics.end(),
+                                     [](auto const& d) { return d.severity != section::Severity::info; });
+    return missing ? exit_usage : failing && !o.exit_zero ? exit_findings : exit_clean;
+  }
+
+  if (o.statistics)
+    std::cout << statistics(linted.diagnostics);
+  else
+    std::cout << render(o, linted.diagnostics, sm, use_color(o.color));
+  bool const failing = std::any_of(linted.diagnostics.begin(), linted.diagnostics.end(),
                                    [](auto const& d) { return d.severity != section::Severity::info; });
+  if (missing) return exit_usage;
   return failing && !o.exit_zero ? exit_findings : exit_clean;
 }
 
@@ -121,7 +377,8 @@ int main(int argc, char** argv) {
                "findings, 2 usage or internal error.",
                "section-lint"};
   Options o;
-  app.add_option("paths", o.paths, "Files and folders to lint (folders: every *.c and *.h below them)");
+  app.add_option("paths", o.paths,
+                 "Files and folders to lint (folders: every *.c and *.h below them); - reads stdin");
   app.add_option("--output-format", o.format, "full (default), concise, json, sarif or github")
       ->check(CLI::IsMember({"full", "concise", "json", "sarif", "github"}));
   // One value per occurrence (so paths after it stay paths), comma-separated, repeatable.
@@ -129,7 +386,21 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)->delimiter(',');
   app.add_option("--ignore", o.ignore, "Do not report these codes or code prefixes")
       ->allow_extra_args(false)->delimiter(',');
+  app.add_option("--extend-select", o.extend_select,
+                 "Report these codes or prefixes besides those selected (in settings or by --select)")
+      ->allow_extra_args(false)->delimiter(',');
   app.add_flag("--exit-zero", o.exit_zero, "Exit with 0 even when there are findings");
+  app.add_flag("--fix", o.fix, "Apply the fixes marked safe, then report what is left");
+  app.add_flag("--diff", o.diff, "Print the safe fixes as a unified diff instead of applying them; "
+                                 "exit 1 when there are any");
+  app.add_option("--color", o.color, "auto (a terminal, unless NO_COLOR is set), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--stdin-filename", o.stdin_filename,
+                 "The name of the file read from `-` (for messages and settings)");
+  app.add_flag("--statistics", o.statistics, "Print the number of findings per rule instead");
+  app.add_flag("-q,--quiet", o.quiet, "Print the findings and nothing else");
+  app.add_flag("--isolated", o.isolated,
+               "Ignore settings files (section-lint.toml, [tool.section-lint] in pyproject.toml)");
   app.add_option("--explain", o.explain, "Print the documentation of a rule and exit");
   app.add_flag("--list-rules", o.list_rules, "List every rule and exit");
   app.add_option("--inputs", o.inputs, "The op's input types, e.g. float64[:],float64[:]");

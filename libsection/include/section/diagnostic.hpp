@@ -19,11 +19,18 @@ struct Note {
   SourceRange range{};
 };
 
+/// Whether `section-lint --fix` may apply a fix-it unasked (as in ruff): `safe` keeps what the
+/// file means (it only removes noise); `unsafe` guesses at intent or can change the meaning.
+enum class Applicability { safe, unsafe };
+
+char const* to_string(Applicability a);
+
 /// A suggested edit: replace the text of `range` by `replacement`.
 struct FixIt {
   std::string message;  // what the edit does, e.g. "replace with `support_code_apply`"
   SourceRange range{};
   std::string replacement;
+  Applicability applicability = Applicability::unsafe;  // new fixes are never applied unasked
 };
 
 /// A problem found in a user's file. Collected into vectors, rendered later; never thrown.

@@ -13,11 +13,13 @@ std::string documentation_url(std::string const& code);
 
 /// clang style: `file:line:col: severity: message [CODE]`, the source line, a caret under the
 /// range, then notes and fix-its. Diagnostics without a location start with `libsection:`.
-std::string render_text(Diagnostic const& d, SourceManager const& sm);
-std::string render_text(std::vector<Diagnostic> const& ds, SourceManager const& sm);
+/// `color` adds gcc's ANSI colours (for a terminal).
+std::string render_text(Diagnostic const& d, SourceManager const& sm, bool color = false);
+std::string render_text(std::vector<Diagnostic> const& ds, SourceManager const& sm,
+                        bool color = false);
 
 /// One line per diagnostic: `file:line:col: severity: message [CODE]`.
-std::string render_concise(Diagnostic const& d, SourceManager const& sm);
+std::string render_concise(Diagnostic const& d, SourceManager const& sm, bool color = false);
 
 /// A JSON array of records with keys `code`, `severity`, `message`, `filename`,
 /// `location {row, column}`, `end_location`, `fix` (or null), `notes`, `url`.

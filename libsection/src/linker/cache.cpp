@@ -7,6 +7,7 @@
 //   state/             what is remembered across processes (the compiler's identity)
 // Every file inside is opened with openat(…, O_NOFOLLOW) from these verified directories.
 #include "section/cache.hpp"
+#include "section/log.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -265,9 +266,8 @@ bool take_over(int dir, std::string const& name, int fd, Holder const& dead) {
   if (::flock(guard, LOCK_EX) == 0 && same_file(fd, dir, name) && holder_of(fd).record == dead.record) {
     taken = ::unlinkat(dir, name.c_str(), 0) == 0;
     if (taken)
-      std::fprintf(stderr,
-                   "libsection: taking over the lock %s from pid %ld, which is no longer running\n",
-                   name.c_str(), dead.pid);
+      log_record(LogLevel::warning, "taking over the lock " + name + " from pid " + std::to_string(dead.pid) +
+                                 ", which is no longer running");
   }
   ::close(guard);
   return taken;
@@ -472,8 +472,10 @@ FileLock::FileLock(PrivateDir const& dir, std::string const& name, Mode mode, do
                       "or end it. LIBSECTION_LOCK_TIMEOUT sets how many seconds to wait");
     }
     if (!announced && waited() >= 2) {
-      std::fprintf(stderr, "libsection: waiting for the lock %s, held by %s (giving up after %g s)\n",
-                   path.c_str(), describe(holder).c_str(), timeout);
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", timeout);
+      log_record(LogLevel::info, "waiting for the lock " + path.string() + ", held by " + describe(holder) +
+                              " (giving up after " + limit + " s)");
       announced = true;
     }
     double const left_ms = (timeout - waited()) * 1000;
@@ -691,8 +693,8 @@ std::optional<CacheEntry> ModuleCache::find(std::string const& key) {
   FileLock lock = this->lock(key + ".lock", FileLock::Mode::exclusive);
   found = verified(key);
   if (found.entry || found.problem.empty()) return std::move(found.entry);
-  std::fprintf(stderr, "libsection: cache entry %s is corrupt (%s); removing it\n",
-               (entries_.path() / key).c_str(), found.problem.c_str());
+  log_record(LogLevel::warning, "cache entry " + (entries_.path() / key).string() + " is corrupt (" +
+                             found.problem + "); removing it");
   remove_entry(entries_, key);
   return std::nullopt;
 }

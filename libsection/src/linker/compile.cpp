@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "expand/sha256.hpp"
+#include "section/log.hpp"
 #include "linker/files.hpp"
 #include "read.hpp"
 
@@ -221,7 +222,7 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonE
   FileLock in_use = cache.lock(lock_name, FileLock::Mode::exclusive);
   if (auto use = decided()) return answer(*use, std::move(in_use));
 
-  std::fprintf(stderr, "libsection: one-time setup: precompiling the Python and NumPy headers\n");
+  log_record(LogLevel::info, "one-time setup: precompiling the Python and NumPy headers");
   // The setup only saves time: when it fails, the module compiles without it.
   std::optional<WorkDir> work;
   try {
@@ -246,16 +247,16 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonE
       std::string why = status >= 128 ? "killed by signal " + std::to_string(status - 128) : output;
       while (!why.empty() && why.back() == '\n') why.pop_back();
       why = why.substr(why.rfind('\n') + 1);
-      std::fprintf(stderr, "libsection: one-time setup failed (%s); compiling without a precompiled "
-                           "header this time, the next build tries again\n", why.c_str());
+      log_record(LogLevel::warning, "one-time setup failed (" + why + "); compiling without a precompiled "
+                             "header this time, the next build tries again");
       cache.discard(*work);
       return std::nullopt;
     }
     work->dir.write("verdict", use ? "use" : "skip");
     cache.publish(*work, headers, key);
   } catch (std::exception const& e) {
-    std::fprintf(stderr, "libsection: one-time setup failed (%s); compiling without a precompiled header\n",
-                 e.what());
+    log_record(LogLevel::warning, std::string("one-time setup failed (") + e.what() +
+                               "); compiling without a precompiled header");
     if (work) cache.discard(*work);
     return std::nullopt;
   }

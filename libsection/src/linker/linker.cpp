@@ -10,6 +10,7 @@
 #include "lint/c_tokens.hpp"
 #include "lint/declarations.hpp"
 #include "section/expand.hpp"
+#include "section/log.hpp"
 #include "section/names.hpp"
 #include "section/version.hpp"
 
@@ -293,8 +294,6 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
         auto const pch = precompiled_header(tc, python, cache);
         auto const commands = compile_commands(tc, python, module, source, object, library,
                                                pch ? std::optional<fs::path>(pch->header) : std::nullopt);
-        std::fprintf(stderr, "libsection: compiling %s (%s)\n", join_names(module.op_names).c_str(),
-                     key.substr(0, 12).c_str());
         auto const start = std::chrono::steady_clock::now();
         if (run_program(commands.compile, log) != 0)
           report_failure(module, key, cache, work, commands.compile, sm);
@@ -303,6 +302,14 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
         work.remove("module.o");
         double const seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        // One record per compile, after it, so it can carry the time (a cache hit says nothing).
+        char took[32];
+        std::snprintf(took, sizeof took, "%.3f", seconds);
+        log_record(LogLevel::info,
+                   "compiled " + join_names(module.op_names) + "(" + join_names(module.input_types) +
+                       ") -> " + join_names(module.output_types) + " in " + took + " s (" +
+                       key.substr(0, 12) + ")",
+                   seconds);
         nlohmann::json manifest = {
             {"module", module.name},
             {"ops", module.op_names},

@@ -225,10 +225,11 @@ void report_unused(std::vector<Suppression> const& suppressions, FileView const&
                                    (s.file_wide ? "in this file" : "on this line"),
                                {file.file, c.begin, c.end});
       if (none_used) {
-        d.fix = FixIt{"remove the suppression comment", {file.file, s.comment_begin, s.comment_end}, ""};
+        d.fix = FixIt{"remove the suppression comment", {file.file, s.comment_begin, s.comment_end}, "",
+                      Applicability::safe};
       } else {
         d.fix = FixIt{"keep only the codes in use", {file.file, s.list_begin, s.list_end},
-                      "[" + kept + "]"};
+                      "[" + kept + "]", Applicability::safe};
       }
       out.push_back(std::move(d));
     }
