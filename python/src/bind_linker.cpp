@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "bindings.hpp"
 #include "diagnostic_record.hpp"
@@ -248,24 +249,15 @@ void set_cell(PyObject* cell, PyObject* value) {
   Py_XDECREF(old);
 }
 
-PyObject* compiled_op_call(PyObject* callable, PyObject* const* args, size_t nargsf,
-                           PyObject* kwnames) {
-  auto* self = reinterpret_cast<CompiledOp*>(callable);
-  Py_ssize_t const nargs = PyVectorcall_NARGS(nargsf);
-  if (kwnames && PyTuple_GET_SIZE(kwnames)) {
-    PyErr_Format(PyExc_TypeError, "%U takes positional arguments only", self->name);
-    return nullptr;
-  }
-  if (nargs != self->n_inputs) {
-    PyErr_Format(PyExc_TypeError, "%U takes %zd input%s, got %zd", self->name, self->n_inputs,
-                 self->n_inputs == 1 ? "" : "s", nargs);
-    return nullptr;
-  }
+/// Runs the op on `inputs` (borrowed, one per input) and stores new references to its outputs
+/// in `outputs`: 0, or -1 with an exception set. The one call path: the vectorcall and the
+/// native entry Numba calls both come here.
+int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** outputs) {
   unsigned long const me = PyThread_get_thread_ident();
   if (self->running_thread == me) {
     PyErr_Format(PyExc_RuntimeError, "%U is already running in this thread (its C code cannot "
                  "call it re-entrantly)", self->name);
-    return nullptr;
+    return -1;
   }
   if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
     Py_BEGIN_ALLOW_THREADS
@@ -280,7 +272,7 @@ PyObject* compiled_op_call(PyObject* callable, PyObject* const* args, size_t nar
       PyThread_release_lock(self->lock);
     }
   } release{self};
-  for (Py_ssize_t i = 0; i < nargs; ++i) set_cell(self->cells[i], args[i]);
+  for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], inputs[i]);
   // An output still held by the caller must not be overwritten: give the op an empty cell.
   // One the caller dropped is handed back, so the op can reuse its memory.
   for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
@@ -289,27 +281,50 @@ PyObject* compiled_op_call(PyObject* callable, PyObject* const* args, size_t nar
     if (previous != Py_None && Py_REFCNT(previous) > 1) set_cell(cell, Py_None);
   }
   int const failure = self->library->run(self->instance);
-  for (Py_ssize_t i = 0; i < nargs; ++i) set_cell(self->cells[i], Py_None);
+  for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], Py_None);
   if (failure) {
     // Forget kept outputs: one the op cannot take back (wrong type) must not fail every call.
     for (Py_ssize_t j = 0; j < self->n_outputs; ++j) set_cell(self->cells[self->n_inputs + j], Py_None);
     if (!PyErr_Occurred())
       PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
                    self->name, failure);
+    return -1;
+  }
+  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
+    outputs[j] = PyList_GET_ITEM(self->cells[self->n_inputs + j], 0);
+    Py_INCREF(outputs[j]);
+  }
+  return 0;
+}
+
+PyObject* compiled_op_call(PyObject* callable, PyObject* const* args, size_t nargsf,
+                           PyObject* kwnames) {
+  auto* self = reinterpret_cast<CompiledOp*>(callable);
+  Py_ssize_t const nargs = PyVectorcall_NARGS(nargsf);
+  if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+    PyErr_Format(PyExc_TypeError, "%U takes positional arguments only", self->name);
     return nullptr;
   }
-  if (self->n_outputs == 1) {
-    PyObject* out = PyList_GET_ITEM(self->cells[self->n_inputs], 0);
-    Py_INCREF(out);
-    return out;
+  if (nargs != self->n_inputs) {
+    PyErr_Format(PyExc_TypeError, "%U takes %zd input%s, got %zd", self->name, self->n_inputs,
+                 self->n_inputs == 1 ? "" : "s", nargs);
+    return nullptr;
   }
+  PyObject* small[8];
+  std::vector<PyObject*> many;
+  PyObject** outputs = small;
+  if (self->n_outputs > 8) {
+    many.resize(static_cast<std::size_t>(self->n_outputs));
+    outputs = many.data();
+  }
+  if (run_with_inputs(self, args, outputs) != 0) return nullptr;
+  if (self->n_outputs == 1) return outputs[0];
   PyObject* result = PyTuple_New(self->n_outputs);
-  if (!result) return nullptr;
-  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
-    PyObject* out = PyList_GET_ITEM(self->cells[self->n_inputs + j], 0);
-    Py_INCREF(out);
-    PyTuple_SET_ITEM(result, j, out);
+  if (!result) {
+    for (Py_ssize_t j = 0; j < self->n_outputs; ++j) Py_DECREF(outputs[j]);
+    return nullptr;
   }
+  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) PyTuple_SET_ITEM(result, j, outputs[j]);
   return result;
 }
 
@@ -441,34 +456,7 @@ void ready_compiled_op_type() {
 // outputs. The cells are handled as compiled_op_call handles them.
 
 int compiled_op_run_native(PyObject* callable, PyObject* const* inputs, PyObject** outputs) {
-  auto* self = reinterpret_cast<CompiledOp*>(callable);
-  if (self->running) {
-    PyErr_Format(PyExc_RuntimeError, "%U is already running (it cannot be called re-entrantly)",
-                 self->name);
-    return -1;
-  }
-  for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], inputs[i]);
-  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {  // an output the caller still holds stays
-    PyObject* cell = self->cells[self->n_inputs + j];
-    PyObject* previous = PyList_GET_ITEM(cell, 0);
-    if (previous != Py_None && Py_REFCNT(previous) > 1) set_cell(cell, Py_None);
-  }
-  self->running = true;
-  int const failure = self->library->run(self->instance);
-  self->running = false;
-  for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], Py_None);
-  if (failure) {
-    for (Py_ssize_t j = 0; j < self->n_outputs; ++j) set_cell(self->cells[self->n_inputs + j], Py_None);
-    if (!PyErr_Occurred())
-      PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
-                   self->name, failure);
-    return -1;
-  }
-  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
-    outputs[j] = PyList_GET_ITEM(self->cells[self->n_inputs + j], 0);
-    Py_INCREF(outputs[j]);
-  }
-  return 0;
+  return run_with_inputs(reinterpret_cast<CompiledOp*>(callable), inputs, outputs);
 }
 
 /// What compiled code needs to call `op` natively: the entry's address, the op's address and
