@@ -50,6 +50,12 @@ class DoctestRun:
                 problems = [e for e in testcase if e.tag in ("failure", "error")]
                 text = "\n".join((p.get("message") or "") + "\n" + (p.text or "") for p in problems)
                 self._results[testcase.get("name", "")] = text or None
+            if run.returncode != 0 and not any(self._results.values()):
+                # A failure the JUnit report did not record (e.g. a FAIL message): the binary's
+                # own exit status still says so, and no case may pass silently.
+                blame = f"the doctest binary exited {run.returncode} with no failure in its JUnit " \
+                        f"report; run {self.binary} directly to see it"
+                self._results = {name: blame for name in self._results}
         if case not in self._results:
             return f"test case {case!r} did not run (crashed binary?)"
         return self._results[case]

@@ -4,7 +4,7 @@ libsection's C++ core: parser, expander, linker core
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['ApplySignature', 'CompileError', 'CompiledOp', 'Diagnostic', 'ExpandOptions', 'Graph', 'LinkError', 'LoadedSections', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'expand', 'link', 'load_sections', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'relocate_line_directives', 'single_node_signature']
+__all__: list[str] = ['ApplySignature', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'Graph', 'LinkError', 'LoadedSections', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'expand', 'link', 'load_sections', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'relocate_line_directives', 'single_node_signature']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -240,6 +240,16 @@ class CompiledOp:
     """
     A compiled op: call it with one value per input; returns the output (or a tuple).
     """
+    @staticmethod
+    def cthunk(*args, **kwargs):
+        """
+        A capsule PyTensor's VM calls natively, as it calls CLinker's thunks (CLinker's calling convention: the function pointer, and data starting with the error list). Keep it as the thunk's `cthunk` attribute.
+        """
+    @staticmethod
+    def run_in_place(*args, **kwargs):
+        """
+        Runs the op on the values its cells hold (an instance linked with `storage`), writing its outputs to them.
+        """
     def __call__(self, *args, **kwargs):
         """
         Call self as a function.
@@ -274,6 +284,24 @@ class Graph:
         """
         The generated C++ source of the module.
         """
+class Dispatcher:
+    """
+    Dispatcher(miss): calls the compiled op for its arguments' types, found in a table keyed by each array's dtype, dimensions and byte order and each number's type; `miss(*args)` gives the compiled op for types not seen yet.
+    """
+    @staticmethod
+    def __new__(type, *args, **kwargs):
+        """
+        Create and return a new object.  See help(type) for accurate signature.
+        """
+    @staticmethod
+    def forget(*args, **kwargs):
+        """
+        Drops every compiled op found so far (e.g. after the op's params changed).
+        """
+    def __call__(self, *args, **kwargs):
+        """
+        Call self as a function.
+        """
 def build_sections(loaded: LoadedSections, inputs: collections.abc.Sequence[str], outputs: collections.abc.Sequence[str], func_name: str | None = None, params: collections.abc.Sequence[tuple[str, str, typing.Any]] = [], name: str = 'SectionOp', num_inputs: typing.SupportsInt | typing.SupportsIndex | None = None, num_outputs: typing.SupportsInt | typing.SupportsIndex | None = None, check_input: bool = True) -> typing.Any:
     """
     Builds the op of loaded section files for the given input/output type strings.
@@ -287,9 +315,11 @@ def expand(sections: LoadedSections, signature: ApplySignature, options: ExpandO
     Every c_* method's string for one apply, as a dict keyed by method name
     (``c_code`` is None where the reference raises), plus ``diagnostics``.
     """
-def link(graph: Graph, constants: collections.abc.Sequence[typing.Any] = [], name: str = 'module') -> typing.Any:
+def link(graph: Graph, constants: collections.abc.Sequence[typing.Any] = [], name: str = 'module', storage: collections.abc.Sequence[typing.Any] | None = None) -> typing.Any:
     """
     Builds (or finds in the cache) and loads the graph's module; returns a CompiledOp.
+    ``storage``: one-element lists to use as the input and output cells (a PyTensor VM's
+    storage), for an instance run in place with ``run_in_place`` or through ``cthunk()``.
     """
 def load_sections(paths: collections.abc.Sequence[str], display_paths: collections.abc.Sequence[str] | None = None, extra_tags: collections.abc.Sequence[str] = []) -> LoadedSections:
     """
@@ -330,6 +360,10 @@ def parse_type(text: str) -> TypeSpec:
 def parse_types(text: str, role: str = 'input') -> list[TypeSpec]:
     """
     Parses ``float64[:],int64``; raises ValueError naming the item and character.
+    """
+def prepare(graph: Graph, name: str = 'module') -> None:
+    """
+    Builds (or finds in the cache) and loads the graph's module without instantiating it, so a later `link` of the same graph only instantiates. Releases the GIL while compiling: threads prepare several graphs at once.
     """
 def relocate_line_directives(module_text: str, module_path: str, resume_file: str = '<libsection-generated>') -> str:
     ...
