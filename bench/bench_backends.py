@@ -27,6 +27,8 @@ import timeit
 import warnings
 from pathlib import Path
 
+from timefmt import fmt_time  # bench/ is the script's own folder
+
 ROOT = Path(__file__).resolve().parent.parent
 VTV_SOURCE = ROOT / "ops" / "vector_times_vector" / "vectorTimesVector.c"
 FUNC = "APPLY_SPECIFIC(vector_times_vector)"
@@ -168,16 +170,6 @@ def jax_rows(op_class, rows, compile_times):
                     number=5_000 if n == 3 else 30)
         rows.append((f"JAX jit, n = {n:,}", t["ours"], None, t["floor"],
                      f"{t['ours'] / t['floor']:.2f}× pure_callback(NumPy)", "≤ 1.5×"))
-
-
-def fmt_time(seconds):
-    if seconds is None:
-        return ""
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.2f} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds:.2f} s"
 
 
 def main():

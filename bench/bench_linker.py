@@ -26,6 +26,8 @@ import time
 import warnings
 from pathlib import Path
 
+from timefmt import fmt_time  # bench/ is the script's own folder
+
 ROOT = Path(__file__).resolve().parent.parent
 VTV_SOURCE = ROOT / "ops" / "vector_times_vector" / "vectorTimesVector.c"
 FUNC = "APPLY_SPECIFIC(vector_times_vector)"
@@ -243,14 +245,6 @@ def memory_growth(calls=1_000_000):
 
 
 # ---- report -----------------------------------------------------------------------------------
-
-
-def fmt_time(seconds):
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.2f} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds:.2f} s"
 
 
 def main():
