@@ -153,7 +153,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=5, help="fresh-process repetitions")
     parser.add_argument("--markdown", action="store_true", help="print the README table")
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()  # `./dev bench` passes every benchmark the same options
     rows: list[tuple[str, str, str, str]] = []
 
     with tempfile.TemporaryDirectory() as tmp_name:

@@ -250,7 +250,7 @@ def memory_growth(calls=1_000_000):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=3, help="fresh-process repetitions")
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()  # `./dev bench` passes every benchmark the same options
 
     with tempfile.TemporaryDirectory(prefix="bench_linker_") as tmp:
         tmp = Path(tmp)

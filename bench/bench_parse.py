@@ -51,7 +51,7 @@ def best_time(fn, repeat: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()  # `./dev bench` passes every benchmark the same options
 
     from pytensor.link.c.op import ExternalCOp
 
