@@ -5,7 +5,8 @@
 Every row is a ratio measured in this run (the machines are noisy: compare within a run):
   * whole processes (`python -c`, imports included) compiling a graph of the tutorial's
     VectorTimesVector op in mode="CVM": cold (the op not yet compiled, each tool's one-time
-    setup done) and cached (a new process finding it on disk);
+    setup done) and cached (a new process finding it on disk); and the same above the floor, a
+    process that runs the same graph with a Python op (import, graph, rewrites, the VM);
   * graphs of 1, 5 and 20 distinct ops, cold, in one process;
   * the call `f(x, y)` at n = 1 and n = 10^6 in each mode, against PyTensor's own op in CVM,
     and the class API `op(x, y)` and the raw compiled op against NumPy's `x * y`.
@@ -25,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from timefmt import fmt_time  # bench/ is the script's own folder
+
 ROOT = Path(__file__).resolve().parent.parent
 VTV = ROOT / "ops" / "vector_times_vector" / "vectorTimesVector.c"
 
@@ -39,8 +42,18 @@ if sys.argv[1] == "pytensor":
     from pytensor.link.c.op import ExternalCOp
 else:
     from libsection.pytensor import ExternalCOp
+if sys.argv[1] == "floor":  # the same process with a Python op: what no C op can save
+    from pytensor.graph.op import Op
+    class VectorTimesVector(Op):
+        __props__ = ("path",)
+        def __init__(self, path):
+            self.path = path
+        def make_node(self, x, y):
+            return Apply(self, [x, y], [pt.dvector()])
+        def perform(self, node, inputs, outputs):
+            outputs[0][0] = inputs[0] * inputs[1]
 
-class VectorTimesVector(ExternalCOp):
+class ExternalVectorTimesVector(ExternalCOp):
     __props__ = ("path",)
     def __init__(self, path):
         self.path = path
@@ -52,6 +65,8 @@ class VectorTimesVector(ExternalCOp):
     def perform(self, node, inputs, outputs):  # PyTensor's Op requires one; CVM never calls it
         raise NotImplementedError
 
+if sys.argv[1] != "floor":
+    VectorTimesVector = ExternalVectorTimesVector
 x, y = pt.dvector("x"), pt.dvector("y")
 outputs = [VectorTimesVector(p)(x, y) for p in sys.argv[2:]]
 f = pytensor.function([x, y], outputs, mode="CVM")
@@ -166,15 +181,23 @@ def main() -> None:
         print("[bench] whole processes, one op, CVM", file=sys.stderr)
         cold = {t: [] for t in envs}
         cached = {t: [] for t in envs}
+        floors = []
         for _ in range(args.reps):
             for tool, env in envs.items():  # interleaved, so drift hits both
                 path = variants.new()
                 cold[tool].append(run(GRAPH, [tool, path], env))
                 cached[tool].append(run(GRAPH, [tool, path], env))
+            # The floor: the same process with a Python op in place of the C op (import
+            # pytensor, build the graph, its rewrites, the VM), a cost neither op can remove.
+            floors.append(run(GRAPH, ["floor", path], envs["pytensor"]))
+        floor = median(floors)
         for label, data in (("cold", cold), ("cached", cached)):
             ls, pt_ = median(data["libsection"]), median(data["pytensor"])
             rows.append((f"new process, `pytensor.function` of the op in CVM, {label} "
                          "(imports included)", f"{ls:.2f} s", f"{pt_:.2f} s", f"{ls / pt_:.2f}×"))
+            rows.append((f"the same, {label}, above the floor (the process with a Python op, "
+                         f"{floor:.2f} s)", f"{ls - floor:.2f} s", f"{pt_ - floor:.2f} s",
+                         f"{(ls - floor) / (pt_ - floor):.2f}×"))
 
         for k in (1, 5, 20):
             print(f"[bench] a graph of {k} distinct ops, cold", file=sys.stderr)
@@ -198,12 +221,12 @@ def main() -> None:
             base, numpy = row["pytensor CVM"], row["numpy x*y"]
             for mode in ("CVM", "FAST_COMPILE", "NUMBA"):
                 t = row["drop-in " + mode]
-                rows.append((f"call `f(x, y)`, drop-in in {mode}, {size}", fmt(t), fmt(base),
+                rows.append((f"call `f(x, y)`, drop-in in {mode}, {size}", fmt_time(t), fmt_time(base),
                              f"{t / base:.2f}× PyTensor's CVM"))
             for name in ("class API op(x, y)", "raw compiled op"):
                 t = row[name]
                 rows.append((f"call `{name.split(' ', 2)[-1]}` ({name.rsplit(' ', 2)[0]}), {size}",
-                             fmt(t), "", f"{t / numpy:.2f}× NumPy's `x * y` ({fmt(numpy)})"))
+                             fmt_time(t), "", f"{t / numpy:.2f}× NumPy's `x * y` ({fmt_time(numpy)})"))
 
     width = max(len(r[0]) for r in rows)
     if args.markdown:
@@ -213,14 +236,6 @@ def main() -> None:
     else:
         for r in rows:
             print(f"{r[0]:<{width}}  {r[1]:>10}  {r[2]:>10}  {r[3]}")
-
-
-def fmt(seconds: float) -> str:
-    if seconds < 1e-6:
-        return f"{seconds * 1e9:.0f} ns"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.2f} µs"
-    return f"{seconds * 1e3:.2f} ms"
 
 
 if __name__ == "__main__":
