@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/hash.hpp"
+#include "base/text.hpp"
 #include "linker/files.hpp"
 #include "lint/c_tokens.hpp"
 #include "lint/declarations.hpp"
@@ -224,12 +225,6 @@ std::string location_text(Diagnostic const& d, SourceManager const& sm) {
   auto const lc = sm.line_column(d.range.file, d.range.begin);
   return sm.file(d.range.file).path() + ":" + std::to_string(lc.line) + ":" +
          std::to_string(lc.column);
-}
-
-void replace_all(std::string& text, std::string const& from, std::string const& to) {
-  if (from.empty()) return;
-  for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
-    text.replace(pos, from.size(), to);
 }
 
 [[noreturn]] void report_failure(ModuleSource const& module, std::string const& key,
