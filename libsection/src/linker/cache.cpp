@@ -17,15 +17,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <thread>
 
 #include "base/hash.hpp"
@@ -34,23 +31,6 @@
 
 namespace section {
 namespace fs = std::filesystem;
-
-// ---- file helpers --------------------------------------------------------------------------
-
-std::optional<std::string> read_file(fs::path const& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  return data;
-}
-
-std::string unique_name(std::string const& stem) {
-  static std::atomic<unsigned> counter{0};
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return stem + "." + std::to_string(::getpid()) + "." + std::to_string(counter++) + "." +
-         std::to_string(rng() % 1000000007ULL);
-}
 
 FileHandle::FileHandle(int fd) {
   if (fd >= 0)
