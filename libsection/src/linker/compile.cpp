@@ -1,5 +1,5 @@
 // Finding and running the compiler; compiler output → diagnostics.
-#include "section/compile.hpp"
+#include "linker/compile.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>

@@ -7,6 +7,7 @@
 
 #include "base/hash.hpp"
 #include "base/text.hpp"
+#include "linker/compile.hpp"
 #include "linker/files.hpp"
 #include "lint/c_tokens.hpp"
 #include "lint/declarations.hpp"
