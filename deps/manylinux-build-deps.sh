@@ -3,8 +3,11 @@
 # manylinux_2_28 container under /usr/local, at the versions Debian 12 gives the developers
 # (deps/apt-packages.txt): Boost 1.81 headers, nlohmann-json 3.11.2 and CLI11 2.1.2. All three are
 # used as headers only, so the wheels need none of them at run time. Archives are checked
-# against their SHA-256 before use.
+# against their SHA-256 before use. libcrypto (SHA-256) comes from the container's own
+# openssl-devel (OpenSSL 1.1.1); it is outside the manylinux policy, so auditwheel copies it
+# into the wheel.
 set -euo pipefail
+dnf install -y -q openssl-devel
 work="$(mktemp -d)"
 cd "$work"
 

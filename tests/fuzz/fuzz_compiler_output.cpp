@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "section/compile.hpp"
+#include "linker/compile.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
   std::string const log(reinterpret_cast<char const*>(data), size);

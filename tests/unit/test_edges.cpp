@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "section/compile.hpp"
+#include "linker/compile.hpp"
 #include "section/ctype.hpp"
 #include "section/expand.hpp"
 #include "section/linker.hpp"

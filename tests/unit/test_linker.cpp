@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "section/cache.hpp"
-#include "section/compile.hpp"
+#include "linker/compile.hpp"
 #include "section/ctype.hpp"
 #include "section/linker.hpp"
 #include "section/log.hpp"

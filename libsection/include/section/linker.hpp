@@ -9,12 +9,18 @@
 #include <vector>
 
 #include "section/cache.hpp"
-#include "section/compile.hpp"
 #include "section/ctype.hpp"
 #include "section/module.hpp"
 #include "section/parse.hpp"
 
 namespace section {
+
+/// The Python a module is built for; every field is part of the cache key.
+struct PythonEnvironment {
+  std::vector<std::string> include_dirs;  ///< Python's and NumPy's include directories
+  std::string abi;                        ///< `sysconfig.get_config_var("SOABI")`
+  std::string numpy_api;                  ///< NumPy version and C-API version
+};
 
 /// A compile that failed. The generated source, the command and the full log are kept in
 /// `kept_dir()`; `diagnostics()` point into the user's files through the `#line` directives.
@@ -64,11 +70,6 @@ class SectionOp final : public COp {
 Graph single_op_graph(COpPtr op, std::vector<CTypePtr> const& inputs,
                       std::vector<CTypePtr> const& outputs,
                       std::shared_ptr<ParamsType const> params = nullptr);
-
-/// The cache key: hash of the module text, the compiler's identity and flags, the Python ABI,
-/// NumPy's version and C API, and libsection's version.
-std::string module_cache_key(ModuleSource const& module, Toolchain const& toolchain,
-                             PythonEnvironment const& python);
 
 /// A module found in or added to the cache.
 struct BuiltModule {

@@ -17,40 +17,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <thread>
 
-#include "expand/sha256.hpp"
+#include "base/hash.hpp"
 #include "linker/files.hpp"
 #include "section/module.hpp"
 
 namespace section {
 namespace fs = std::filesystem;
-
-// ---- file helpers --------------------------------------------------------------------------
-
-std::optional<std::string> read_file(fs::path const& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  return data;
-}
-
-std::string unique_name(std::string const& stem) {
-  static std::atomic<unsigned> counter{0};
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return stem + "." + std::to_string(::getpid()) + "." + std::to_string(counter++) + "." +
-         std::to_string(rng() % 1000000007ULL);
-}
 
 FileHandle::FileHandle(int fd) {
   if (fd >= 0)
@@ -386,46 +366,126 @@ std::vector<std::string> PrivateDir::names() const {
 
 // ---- locks ---------------------------------------------------------------------------------
 
+namespace {
+
+/// Opens (creating) the lock file `name` in `dir`. A symbolic link (never followed) or anything
+/// else that is not a regular file there is removed and the open tried again, at most three
+/// times over one acquisition (`replaced` counts them). Throws `LinkError`.
+int open_lock_file(PrivateDir const& dir, std::string const& name, int& replaced) {
+  fs::path const path = dir.path() / name;
+  while (true) {
+    int const fd = ::openat(dir.fd(), name.c_str(),
+                            O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    struct stat st{};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_uid != ::geteuid()) {
+      ::close(fd);
+      throw LinkError("refusing to use the lock " + path.string() + ": it is owned by " +
+                      uid_text(st.st_uid) + ", not by the current user (" +
+                      uid_text(::geteuid()) + ")");
+    }
+    if (fd >= 0 && S_ISREG(st.st_mode)) return fd;
+    int const err = fd < 0 ? errno : EINVAL;
+    if (fd >= 0) ::close(fd);
+    if ((err == ELOOP || err == EISDIR || err == EINVAL || err == ENXIO) && replaced++ < 3) {
+      remove_at(dir.fd(), name);
+      continue;
+    }
+    throw LinkError("cannot open the lock " + path.string() + ": " + std::strerror(err));
+  }
+}
+
+/// One non-blocking flock: true when taken, false when another holder has it. Any other
+/// failure closes `fd` and throws `LinkError`.
+bool try_flock(int fd, FileLock::Mode mode, fs::path const& path) {
+  int rc;
+  int const operation = (mode == FileLock::Mode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
+  while ((rc = ::flock(fd, operation)) != 0 && errno == EINTR) {
+  }
+  if (rc == 0) return true;
+  if (errno == EWOULDBLOCK) return false;
+  int const err = errno;
+  ::close(fd);
+  throw LinkError("cannot lock " + path.string() + ": " + std::strerror(err));
+}
+
+/// The exclusive holder names itself; a shared one clears a record left by a killed holder,
+/// which no longer holds anything.
+void record_holder(int fd, FileLock::Mode mode) {
+  std::string const record = mode == FileLock::Mode::exclusive ? this_holder() : std::string();
+  if (::ftruncate(fd, 0) == 0 && !record.empty()) {
+    [[maybe_unused]] ssize_t const n = ::pwrite(fd, record.data(), record.size(), 0);
+  }
+}
+
+/// Waiting for a busy lock: how long so far, whether its holder is dead for long enough to be
+/// taken over, and the pause between tries (announced once, bounded by the timeout).
+class LockWait {
+ public:
+  LockWait(fs::path path, double timeout) : path_(std::move(path)), timeout_(timeout) {}
+
+  double waited() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  /// Busy with a dead recorded holder, twice a moment apart (not a new holder that has not
+  /// written its pid yet).
+  bool holder_long_dead(Holder const& holder) {
+    if (!holder.here || !is_dead(holder.pid)) {
+      dead_since_ = -1;
+      return false;
+    }
+    if (dead_since_ < 0) {
+      dead_since_ = waited();
+      return false;
+    }
+    return waited() - dead_since_ > 0.2;
+  }
+  void forget_dead_holder() { dead_since_ = -1; }
+
+  /// Sleeps before the next try; past the timeout, closes `fd` and throws `LinkError`.
+  void pause(int fd, Holder const& holder) {
+    if (waited() >= timeout_) {
+      ::close(fd);
+      throw LinkError("timed out after " + std::to_string(static_cast<long>(timeout_ + 0.5)) +
+                      " s waiting for the lock " + path_.string() + ", held by " +
+                      describe(holder) +
+                      ". Another process is building or using the same cache entry; wait for it "
+                      "or end it. LIBSECTION_LOCK_TIMEOUT sets how many seconds to wait");
+    }
+    if (!announced_ && waited() >= 2) {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", timeout_);
+      log_record(LogLevel::info, "waiting for the lock " + path_.string() + ", held by " +
+                                     describe(holder) + " (giving up after " + limit + " s)");
+      announced_ = true;
+    }
+    double const left_ms = (timeout_ - waited()) * 1000;
+    std::this_thread::sleep_for(std::chrono::milliseconds(
+        static_cast<long>(std::max(1.0, std::min<double>(delay_ms_, left_ms)))));
+    delay_ms_ = std::min(delay_ms_ * 2, 100);
+  }
+
+ private:
+  fs::path path_;
+  double timeout_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  bool announced_ = false;
+  double dead_since_ = -1;  // when the recorded holder was first seen dead
+  int delay_ms_ = 2;
+};
+
+}  // namespace
+
 FileLock::FileLock(PrivateDir const& dir, std::string const& name, Mode mode, double timeout,
                    bool give_up_when_busy)
     : mode_(mode) {
   fs::path const path = dir.path() / name;
-  auto const start = std::chrono::steady_clock::now();
-  auto waited = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  bool announced = false;
-  double dead_since = -1;  // when the recorded holder was first seen dead
-  int delay_ms = 2, replaced = 0;
+  LockWait wait(path, timeout);
+  int replaced = 0;
   int fd = -1;
   while (true) {
-    if (fd < 0) {
-      fd = ::openat(dir.fd(), name.c_str(),
-                    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
-      struct stat st{};
-      if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_uid != ::geteuid()) {
-        ::close(fd);
-        throw LinkError("refusing to use the lock " + path.string() + ": it is owned by " +
-                        uid_text(st.st_uid) + ", not by the current user (" +
-                        uid_text(::geteuid()) + ")");
-      }
-      if (fd < 0 || !S_ISREG(st.st_mode)) {
-        // A symbolic link (never followed) or something else where a lock file belongs.
-        int const err = fd < 0 ? errno : EINVAL;
-        if (fd >= 0) ::close(fd);
-        fd = -1;
-        if ((err == ELOOP || err == EISDIR || err == EINVAL || err == ENXIO) && replaced++ < 3) {
-          remove_at(dir.fd(), name);
-          continue;
-        }
-        throw LinkError("cannot open the lock " + path.string() + ": " + std::strerror(err));
-      }
-    }
-    int rc;
-    int const operation = (mode == Mode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
-    while ((rc = ::flock(fd, operation)) != 0 && errno == EINTR) {
-    }
-    if (rc == 0) {
+    if (fd < 0) fd = open_lock_file(dir, name, replaced);
+    if (try_flock(fd, mode, path)) {
       // `gc` or a takeover may have unlinked the file while we waited: hold the current one.
       if (!same_file(fd, dir.fd(), name)) {
         ::close(fd);
@@ -433,55 +493,21 @@ FileLock::FileLock(PrivateDir const& dir, std::string const& name, Mode mode, do
         continue;
       }
       fd_ = fd;
-      // The exclusive holder names itself; a shared one clears a record left by a killed
-      // holder, which no longer holds anything.
-      std::string const record = mode == Mode::exclusive ? this_holder() : std::string();
-      if (::ftruncate(fd, 0) == 0 && !record.empty()) {
-        [[maybe_unused]] ssize_t const n = ::pwrite(fd, record.data(), record.size(), 0);
-      }
+      record_holder(fd, mode);
       return;
-    }
-    if (errno != EWOULDBLOCK) {
-      int const err = errno;
-      ::close(fd);
-      throw LinkError("cannot lock " + path.string() + ": " + std::strerror(err));
     }
     if (give_up_when_busy) {
       ::close(fd);
       return;
     }
     Holder const holder = holder_of(fd);
-    // Busy with a dead recorded holder, twice a moment apart (not a new holder that has not
-    // written its pid yet): take it over.
-    if (holder.here && is_dead(holder.pid)) {
-      if (dead_since < 0) dead_since = waited();
-      else if (waited() - dead_since > 0.2 && take_over(dir.fd(), name, fd, holder)) {
-        ::close(fd);
-        fd = -1;
-        dead_since = -1;
-        continue;
-      }
-    } else {
-      dead_since = -1;
-    }
-    if (waited() >= timeout) {
+    if (wait.holder_long_dead(holder) && take_over(dir.fd(), name, fd, holder)) {
       ::close(fd);
-      throw LinkError("timed out after " + std::to_string(static_cast<long>(timeout + 0.5)) +
-                      " s waiting for the lock " + path.string() + ", held by " + describe(holder) +
-                      ". Another process is building or using the same cache entry; wait for it "
-                      "or end it. LIBSECTION_LOCK_TIMEOUT sets how many seconds to wait");
+      fd = -1;
+      wait.forget_dead_holder();
+      continue;
     }
-    if (!announced && waited() >= 2) {
-      char limit[32];
-      std::snprintf(limit, sizeof limit, "%g", timeout);
-      log_record(LogLevel::info, "waiting for the lock " + path.string() + ", held by " + describe(holder) +
-                              " (giving up after " + limit + " s)");
-      announced = true;
-    }
-    double const left_ms = (timeout - waited()) * 1000;
-    std::this_thread::sleep_for(std::chrono::milliseconds(
-        static_cast<long>(std::max(1.0, std::min<double>(delay_ms, left_ms)))));
-    delay_ms = std::min(delay_ms * 2, 100);
+    wait.pause(fd, holder);
   }
 }
 
@@ -631,6 +657,38 @@ void ModuleCache::remove_entry(PrivateDir const& parent, std::string const& name
     parent.remove(name);
 }
 
+namespace {
+
+/// Why an entry's manifest does not describe the entry of `key`; empty when it does.
+std::string manifest_problem(nlohmann::json const& manifest, std::string const& key) {
+  if (manifest.is_discarded() || !manifest.is_object()) return "manifest.json is not a JSON object";
+  auto const field = [&](char const* name) {
+    return manifest.contains(name) ? manifest[name] : nlohmann::json();
+  };
+  if (!field("key").is_string() || field("key").get<std::string>() != key)
+    return "manifest.json names another key";
+  if (!field("size").is_number_unsigned()) return "manifest.json has no size in bytes";
+  if (!field("sha256").is_string()) return "manifest.json has no sha256 text";
+  return {};
+}
+
+/// Why the library (`fd`, of the size `st` gives) is not the one `manifest` describes; empty
+/// when its size and SHA-256 match. The bytes hashed here are the bytes loaded: the caller
+/// loads through this descriptor.
+std::string library_problem(int fd, struct stat const& st, nlohmann::json const& manifest) {
+  auto const expected_size = manifest["size"].get<std::uintmax_t>();
+  if (static_cast<std::uintmax_t>(st.st_size) != expected_size)
+    return "module.so is " + std::to_string(st.st_size) + " bytes, the manifest says " +
+           std::to_string(expected_size);
+  auto const bytes = read_fd(fd, static_cast<std::size_t>(st.st_size));
+  if (!bytes || bytes->size() != expected_size) return "module.so cannot be read whole";
+  if (detail::sha256_hex(*bytes) != manifest["sha256"].get<std::string>())
+    return "module.so does not match the SHA-256 in the manifest";
+  return {};
+}
+
+}  // namespace
+
 ModuleCache::Verified ModuleCache::verified(std::string const& key) {
   fs::path const dir_path = entries_.path() / key;
   int const dir_fd = open_dir_at(entries_.fd(), key);
@@ -655,28 +713,13 @@ ModuleCache::Verified ModuleCache::verified(std::string const& key) {
   auto manifest_text = read_fd(manifest_fd);
   if (!manifest_text) return {std::nullopt, "manifest.json cannot be read"};
   auto const manifest = nlohmann::json::parse(*manifest_text, nullptr, false);
-  if (manifest.is_discarded() || !manifest.is_object())
-    return {std::nullopt, "manifest.json is not a JSON object"};
-  auto const field = [&](char const* name) {
-    return manifest.contains(name) ? manifest[name] : nlohmann::json();
-  };
-  if (!field("key").is_string() || field("key").get<std::string>() != key)
-    return {std::nullopt, "manifest.json names another key"};
-  if (!field("size").is_number_unsigned()) return {std::nullopt, "manifest.json has no size in bytes"};
-  if (!field("sha256").is_string()) return {std::nullopt, "manifest.json has no sha256 text"};
+  if (problem = manifest_problem(manifest, key); !problem.empty()) return {std::nullopt, problem};
 
   int const library_fd = open_entry_file(dir_fd, "module.so", dir_path / "module.so", st, problem);
   if (library_fd < 0) return {std::nullopt, problem};
   FileHandle library(library_fd);
-  auto const expected_size = field("size").get<std::uintmax_t>();
-  if (static_cast<std::uintmax_t>(st.st_size) != expected_size)
-    return {std::nullopt, "module.so is " + std::to_string(st.st_size) + " bytes, the manifest says " +
-                              std::to_string(expected_size)};
-  // The bytes hashed here are the bytes loaded: the caller loads through this descriptor.
-  auto const bytes = read_fd(library_fd, static_cast<std::size_t>(st.st_size));
-  if (!bytes || bytes->size() != expected_size) return {std::nullopt, "module.so cannot be read whole"};
-  if (detail::sha256_hex(*bytes) != field("sha256").get<std::string>())
-    return {std::nullopt, "module.so does not match the SHA-256 in the manifest"};
+  if (problem = library_problem(library_fd, st, manifest); !problem.empty())
+    return {std::nullopt, problem};
 
   CacheEntry entry{key, dir_path, dir_path / "module.so", std::move(*manifest_text), 0, 0, library};
   entry.size = tree_size(dir_path);

@@ -1,5 +1,5 @@
 // Finding and running the compiler; compiler output → diagnostics.
-#include "section/compile.hpp"
+#include "linker/compile.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <sstream>
 
-#include "expand/sha256.hpp"
+#include "base/hash.hpp"
 #include "section/log.hpp"
 #include "linker/files.hpp"
 #include "read.hpp"
@@ -87,67 +87,82 @@ std::string cpu_description() {
 
 }  // namespace
 
-Toolchain find_toolchain(PrivateDir const& state) {
-  Toolchain tc;
-  tc.launcher = split_blanks(std::getenv("LIBSECTION_COMPILER_LAUNCHER"));
-  if (!tc.launcher.empty()) {
-    auto resolved = find_on_path(tc.launcher[0]);
-    if (!resolved)
-      throw LinkError("LIBSECTION_COMPILER_LAUNCHER names `" + tc.launcher[0] +
-                      "`, which is not an executable on PATH");
-    tc.launcher[0] = resolved->string();
-  }
+namespace {
+
+/// `program` resolved on PATH; `named_by` (an environment variable) says where it was named.
+std::string resolve_program(std::string const& program, std::string const& named_by) {
+  auto resolved = find_on_path(program);
+  if (!resolved)
+    throw LinkError(named_by + " names `" + program + "`, which is not an executable on PATH");
+  return resolved->string();
+}
+
+/// The compiler command (resolved path, then its arguments) from `CXX`, else the first of
+/// `c++`, `g++`, `clang++` on PATH. A leading launcher in `CXX` goes to `launcher` when none
+/// is set: the launcher does not decide what is built, the compiler after it does.
+std::vector<std::string> find_compiler(std::vector<std::string>& launcher) {
   std::vector<std::string> cxx = split_blanks(std::getenv("CXX"));
-  // `CXX="ccache g++"`: the launcher does not decide what is built, the compiler after it does.
-  if (cxx.size() > 1 && tc.launcher.empty() && is_launcher(cxx[0])) {
-    auto resolved = find_on_path(cxx[0]);
-    if (!resolved) throw LinkError("CXX names `" + cxx[0] + "`, which is not an executable on PATH");
-    tc.launcher = {resolved->string()};
+  if (cxx.size() > 1 && launcher.empty() && is_launcher(cxx[0])) {
+    launcher = {resolve_program(cxx[0], "CXX")};
     cxx.erase(cxx.begin());
   }
   if (!cxx.empty()) {
-    auto resolved = find_on_path(cxx[0]);
-    if (!resolved)
-      throw LinkError("CXX names `" + cxx[0] + "`, which is not an executable on PATH");
-    cxx[0] = resolved->string();
-  } else {
-    for (char const* candidate : {"c++", "g++", "clang++"})
-      if (auto resolved = find_on_path(candidate)) {
-        cxx = {resolved->string()};
-        break;
-      }
-    if (cxx.empty())
-      throw LinkError("no C++ compiler found: set CXX, or install g++ or clang++ "
-                      "(searched PATH for c++, g++ and clang++)");
+    cxx[0] = resolve_program(cxx[0], "CXX");
+    return cxx;
   }
-  tc.compiler = cxx;
-  tc.identity = compiler_identity(cxx[0], state);
-  for (std::size_t i = 1; i < cxx.size(); ++i) tc.identity += " " + cxx[i];
-  // No -march=native: modules stay valid on every machine sharing a cache, and no CPU probe
-  // is needed. Extra flags (e.g. -march=native) come from LIBSECTION_CXXFLAGS and enter the key.
-  tc.flags = {"-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fno-math-errno",
-              "-Wno-unused-label", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
-              "-Wno-write-strings"};
-  bool native = false;
+  for (char const* candidate : {"c++", "g++", "clang++"})
+    if (auto resolved = find_on_path(candidate)) return {resolved->string()};
+  throw LinkError("no C++ compiler found: set CXX, or install g++ or clang++ "
+                  "(searched PATH for c++, g++ and clang++)");
+}
+
+/// The flags of every module, and `LIBSECTION_CXXFLAGS`. No -march=native by default: modules
+/// stay valid on every machine sharing a cache, and no CPU probe is needed. With it,
+/// `native` is set.
+std::vector<std::string> module_flags(bool& native) {
+  std::vector<std::string> flags = {
+      "-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fno-math-errno",
+      "-Wno-unused-label", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
+      "-Wno-write-strings"};
+  native = false;
   for (auto& f : split_blanks(std::getenv("LIBSECTION_CXXFLAGS"))) {
     native = native || f.find("=native") != std::string::npos;
-    tc.flags.push_back(f);
+    flags.push_back(f);
   }
-  // `-march=native` code only runs on CPUs like this one: key it by the CPU too, so machines
-  // sharing a cache never load each other's.
-  if (native) tc.identity += " cpu:" + detail::sha256_hex(cpu_description()).substr(0, 16);
-  // GNU ld takes about half of a cold build's link step; gold and lld take far less.
+  return flags;
+}
+
+/// GNU ld takes about half of a cold build's link step; gold and lld take far less. Uses
+/// `LIBSECTION_LINKER`, else lld for clang or gold when installed.
+std::vector<std::string> linker_flags(std::string const& identity) {
   std::string linker = std::getenv("LIBSECTION_LINKER") ? std::getenv("LIBSECTION_LINKER") : "";
   if (linker.empty()) {
-    bool const clang = tc.identity.find("clang") != std::string::npos;
+    bool const clang = identity.find("clang") != std::string::npos;
     if (clang && find_on_path("ld.lld")) linker = "lld";
     else if (find_on_path("ld.gold")) linker = "gold";
   }
-  if (!linker.empty() && linker != "default") {
-    if (linker != "bfd" && linker != "gold" && linker != "lld")
-      throw LinkError("LIBSECTION_LINKER is `" + linker + "`: give bfd, gold, lld or default");
-    tc.link_flags.push_back("-fuse-ld=" + linker);
-  }
+  if (linker.empty() || linker == "default") return {};
+  if (linker != "bfd" && linker != "gold" && linker != "lld")
+    throw LinkError("LIBSECTION_LINKER is `" + linker + "`: give bfd, gold, lld or default");
+  return {"-fuse-ld=" + linker};
+}
+
+}  // namespace
+
+Toolchain find_toolchain(PrivateDir const& state) {
+  Toolchain tc;
+  tc.launcher = split_blanks(std::getenv("LIBSECTION_COMPILER_LAUNCHER"));
+  if (!tc.launcher.empty())
+    tc.launcher[0] = resolve_program(tc.launcher[0], "LIBSECTION_COMPILER_LAUNCHER");
+  tc.compiler = find_compiler(tc.launcher);
+  tc.identity = compiler_identity(tc.compiler[0], state);
+  for (std::size_t i = 1; i < tc.compiler.size(); ++i) tc.identity += " " + tc.compiler[i];
+  bool native = false;
+  tc.flags = module_flags(native);
+  // `-march=native` code only runs on CPUs like this one: key it by the CPU too, so machines
+  // sharing a cache never load each other's.
+  if (native) tc.identity += " cpu:" + detail::sha256_hex(cpu_description()).substr(0, 16);
+  tc.link_flags = linker_flags(tc.identity);
   return tc;
 }
 
@@ -179,6 +194,66 @@ bool passing_failure(int status, std::string const& log) {
   return false;
 }
 
+constexpr char const* pch_header_name = "libsection_prelude.h";
+
+/// The setup's key: the compiler, its flags and the Python it compiles for.
+std::string pch_key(Toolchain const& tc, PythonEnvironment const& python) {
+  std::string material = tc.identity + "\n" + module_prelude;
+  for (auto const& f : tc.flags) material += "\n" + f;
+  for (auto const& d : python.include_dirs) material += "\n" + d;
+  material += "\n" + python.abi + "\n" + python.numpy_api;
+  return detail::sha256_hex(material).substr(0, 24);
+}
+
+/// What the setup of `key` decided: use the header (its .gch is there), skip it, or nothing yet.
+std::optional<bool> pch_decided(PrivateDir const& headers, std::string const& key) {
+  auto const dir = headers.existing(key);
+  if (!dir) return std::nullopt;
+  auto const verdict = dir->read("verdict");
+  struct stat st{};
+  if (verdict == "use" &&
+      ::fstatat(dir->fd(), (std::string(pch_header_name) + ".gch").c_str(), &st,
+                AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISREG(st.st_mode)) {
+    ::futimens(dir->fd(), nullptr);  // recently used, for gc
+    return true;
+  }
+  if (verdict == "skip") return false;
+  return std::nullopt;
+}
+
+/// Compiles the header in `work` and writes its verdict there. False (logged, nothing to
+/// publish) for a failure that says nothing about the compiler or the headers.
+bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir const& work) {
+  std::string const header_name = pch_header_name;
+  fs::path const work_header = work.dir.path() / header_name;
+  work.dir.write(header_name, module_prelude);
+  fs::path const log = work.dir.path() / "build.log";
+  auto build = base_compile(tc, python, {});
+  build.insert(build.end(), {"-x", "c++-header", work_header.string(), "-o",
+                             work_header.string() + ".gch"});
+  int status = 0;
+  timed_run(build, log, status);
+  // No timing probes: they cost two more compiles on the first build, and a header GCC
+  // cannot use is only slower (GCC then reads the header text beside it), never wrong.
+  struct stat built{};
+  bool const use = status == 0 &&
+                   ::fstatat(work.dir.fd(), (header_name + ".gch").c_str(), &built,
+                             AT_SYMLINK_NOFOLLOW) == 0 &&
+                   S_ISREG(built.st_mode);
+  std::string const output = work.dir.read("build.log").value_or("");
+  if (status != 0 && passing_failure(status, output)) {
+    std::string why = status >= 128 ? "killed by signal " + std::to_string(status - 128) : output;
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    why = why.substr(why.rfind('\n') + 1);
+    log_record(LogLevel::warning, "one-time setup failed (" + why + "); compiling without a precompiled "
+                           "header this time, the next build tries again");
+    return false;
+  }
+  work.dir.write("verdict", use ? "use" : "skip");
+  return true;
+}
+
 }  // namespace
 
 std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonEnvironment const& python,
@@ -188,71 +263,29 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonE
     return std::nullopt;
   if (tc.identity.find("clang") != std::string::npos) return std::nullopt;
 
-  std::string material = tc.identity + "\n" + module_prelude;
-  for (auto const& f : tc.flags) material += "\n" + f;
-  for (auto const& d : python.include_dirs) material += "\n" + d;
-  material += "\n" + python.abi + "\n" + python.numpy_api;
-  std::string const key = detail::sha256_hex(material).substr(0, 24);
+  std::string const key = pch_key(tc, python);
   std::string const lock_name = "pch-" + key + ".lock";
-  std::string const header_name = "libsection_prelude.h";
   PrivateDir const& headers = cache.headers();
-
-  // What the setup decided: use the header (its .gch is there), skip it, or nothing yet.
-  auto decided = [&]() -> std::optional<bool> {
-    auto const dir = headers.existing(key);
-    if (!dir) return std::nullopt;
-    auto const verdict = dir->read("verdict");
-    struct stat st{};
-    if (verdict == "use" && ::fstatat(dir->fd(), (header_name + ".gch").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISREG(st.st_mode)) {
-      ::futimens(dir->fd(), nullptr);  // recently used, for gc
-      return true;
-    }
-    if (verdict == "skip") return false;
-    return std::nullopt;
-  };
   auto answer = [&](bool use, FileLock lock) -> std::optional<PrecompiledHeader> {
     if (!use) return std::nullopt;
-    return PrecompiledHeader{headers.path() / key / header_name, std::move(lock)};
+    return PrecompiledHeader{headers.path() / key / pch_header_name, std::move(lock)};
   };
   {
     FileLock in_use = cache.lock(lock_name, FileLock::Mode::shared);
-    if (auto use = decided()) return answer(*use, std::move(in_use));
+    if (auto use = pch_decided(headers, key)) return answer(*use, std::move(in_use));
   }
   FileLock in_use = cache.lock(lock_name, FileLock::Mode::exclusive);
-  if (auto use = decided()) return answer(*use, std::move(in_use));
+  if (auto use = pch_decided(headers, key)) return answer(*use, std::move(in_use));
 
   log_record(LogLevel::info, "one-time setup: precompiling the Python and NumPy headers");
   // The setup only saves time: when it fails, the module compiles without it.
   std::optional<WorkDir> work;
   try {
     work.emplace(cache.make_work_dir("pch-" + key));
-    fs::path const work_header = work->dir.path() / header_name;
-    work->dir.write(header_name, module_prelude);
-    fs::path const log = work->dir.path() / "build.log";
-    auto build = base_compile(tc, python, {});
-    build.insert(build.end(), {"-x", "c++-header", work_header.string(), "-o",
-                               work_header.string() + ".gch"});
-    int status = 0;
-    timed_run(build, log, status);
-    // No timing probes: they cost two more compiles on the first build, and a header GCC
-    // cannot use is only slower (GCC then reads the header text beside it), never wrong.
-    struct stat built{};
-    bool const use = status == 0 &&
-                     ::fstatat(work->dir.fd(), (header_name + ".gch").c_str(), &built,
-                               AT_SYMLINK_NOFOLLOW) == 0 &&
-                     S_ISREG(built.st_mode);
-    std::string const output = work->dir.read("build.log").value_or("");
-    if (status != 0 && passing_failure(status, output)) {
-      std::string why = status >= 128 ? "killed by signal " + std::to_string(status - 128) : output;
-      while (!why.empty() && why.back() == '\n') why.pop_back();
-      why = why.substr(why.rfind('\n') + 1);
-      log_record(LogLevel::warning, "one-time setup failed (" + why + "); compiling without a precompiled "
-                             "header this time, the next build tries again");
+    if (!build_pch(tc, python, *work)) {
       cache.discard(*work);
       return std::nullopt;
     }
-    work->dir.write("verdict", use ? "use" : "skip");
     cache.publish(*work, headers, key);
   } catch (std::exception const& e) {
     log_record(LogLevel::warning, std::string("one-time setup failed (") + e.what() +
@@ -261,7 +294,7 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonE
     return std::nullopt;
   }
   in_use.share();  // built: other builds (in this process too) may now use it alongside
-  return answer(decided().value_or(false), std::move(in_use));
+  return answer(pch_decided(headers, key).value_or(false), std::move(in_use));
 }
 
 CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& python,

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "expand/sha256.hpp"
+#include "base/hash.hpp"
 
 namespace section {
 namespace {

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "expand/sha256.hpp"
+#include "base/hash.hpp"
+#include "base/text.hpp"
+#include "linker/compile.hpp"
 #include "linker/files.hpp"
 #include "lint/c_tokens.hpp"
 #include "lint/declarations.hpp"
@@ -50,6 +52,36 @@ bool is_number_type_word(std::string_view word) {
   return word.starts_with("npy_") || word.starts_with("DTYPE_");
 }
 
+/// The parameters between the parentheses of `decl`, split at the top-level commas.
+std::vector<WrittenParameter> written_parameters(std::string_view text,
+                                                 lint_detail::Declaration const& decl) {
+  std::vector<WrittenParameter> out(1);
+  auto const inside = lint_detail::tokenize(text, decl.parameters_begin + 1, decl.parameters_end - 1);
+  int depth = 0;
+  for (auto const& token : inside.tokens) {
+    std::string_view const spelling = text.substr(token.begin, token.end - token.begin);
+    if (spelling == "(" || spelling == "[" || spelling == "{" || spelling == "<") ++depth;
+    if (spelling == ")" || spelling == "]" || spelling == "}" || spelling == ">") --depth;
+    if (depth == 0 && spelling == ",") {
+      out.push_back({});
+      continue;
+    }
+    out.back().pointer = out.back().pointer || spelling == "*" || spelling == "[";
+    bool const qualifier = spelling == "const" || spelling == "volatile";
+    if (!qualifier && !out.back().type_seen) {  // the first word of its type decides
+      out.back().type_seen = true;
+      out.back().number = is_number_type_word(spelling);
+    }
+    if (!out.back().text.empty()) out.back().text += ' ';
+    out.back().text.append(spelling);
+  }
+  return out;
+}
+
+bool is_support_section(std::string const& tag) {
+  return tag == "support_code" || tag == "support_code_apply" || tag == "support_code_struct";
+}
+
 /// The parameters of the function `func_name` as a support section declares or defines it;
 /// nothing when none does (a header may declare it: the compiler then has the last word).
 std::optional<std::vector<WrittenParameter>> main_function_parameters(
@@ -59,9 +91,7 @@ std::optional<std::vector<WrittenParameter>> main_function_parameters(
   for (char c : func_name)
     if (c != ' ' && c != '\t') wanted += c;
   for (auto const& section : sections.sections) {
-    if (section.tag != "support_code" && section.tag != "support_code_apply" &&
-        section.tag != "support_code_struct")
-      continue;
+    if (!is_support_section(section.tag)) continue;
     for (auto const& block : section.blocks) {
       std::string_view const text = sm.file(block.body.file).text();
       auto const body = tokenize(text, block.body.begin, block.body.end);
@@ -69,28 +99,8 @@ std::optional<std::vector<WrittenParameter>> main_function_parameters(
         bool const is_function = decl.kind == Declaration::Kind::function_definition ||
                                  decl.kind == Declaration::Kind::function_declaration;
         if (!is_function || decl.name != wanted || !decl.parameter_count) continue;
-        std::vector<WrittenParameter> out(1);
         if (*decl.parameter_count == 0) return std::vector<WrittenParameter>{};
-        auto const inside = tokenize(text, decl.parameters_begin + 1, decl.parameters_end - 1);
-        int depth = 0;
-        for (auto const& token : inside.tokens) {
-          std::string_view const spelling = text.substr(token.begin, token.end - token.begin);
-          if (spelling == "(" || spelling == "[" || spelling == "{" || spelling == "<") ++depth;
-          if (spelling == ")" || spelling == "]" || spelling == "}" || spelling == ">") --depth;
-          if (depth == 0 && spelling == ",") {
-            out.push_back({});
-            continue;
-          }
-          out.back().pointer = out.back().pointer || spelling == "*" || spelling == "[";
-          bool const qualifier = spelling == "const" || spelling == "volatile";
-          if (!qualifier && !out.back().type_seen) {  // the first word of its type decides
-            out.back().type_seen = true;
-            out.back().number = is_number_type_word(spelling);
-          }
-          if (!out.back().text.empty()) out.back().text += ' ';
-          out.back().text.append(spelling);
-        }
-        return out;
+        return written_parameters(text, decl);
       }
     }
   }
@@ -224,12 +234,6 @@ std::string location_text(Diagnostic const& d, SourceManager const& sm) {
   auto const lc = sm.line_column(d.range.file, d.range.begin);
   return sm.file(d.range.file).path() + ":" + std::to_string(lc.line) + ":" +
          std::to_string(lc.column);
-}
-
-void replace_all(std::string& text, std::string const& from, std::string const& to) {
-  if (from.empty()) return;
-  for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
-    text.replace(pos, from.size(), to);
 }
 
 [[noreturn]] void report_failure(ModuleSource const& module, std::string const& key,

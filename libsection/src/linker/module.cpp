@@ -6,7 +6,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "expand/sha256.hpp"
+#include "base/hash.hpp"
+#include "base/text.hpp"
 #include "section/names.hpp"
 
 namespace section {
@@ -149,215 +150,313 @@ std::string escape_for_c_string(std::string text) {
   return out;
 }
 
-void replace_all(std::string& text, std::string const& from, std::string const& to) {
-  for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
-    text.replace(pos, from.size(), to);
+/// Writes one module: gathers the parts the graph's types and ops give (in the order the
+/// text lists them), then lays out the text part by part. Failure ids number the run-time
+/// blocks (variables, then applies) and, separately, the init-time ones (applies, then
+/// constants).
+class ModuleWriter {
+ public:
+  explicit ModuleWriter(Graph const& graph);
+  ModuleSource write() &&;
+
+ private:
+  // ---- gathering
+  void add_type_parts(CType const& type);
+  void add_op_parts(OpCode const& code);
+  std::string label_of(std::size_t v) const;
+  RunBlock variable_block(std::size_t v);
+  void fill_input_block(RunBlock& b, std::string const& n, CType const& type, Sub const& sub) const;
+  void fill_output_block(RunBlock& b, std::string const& n, CType const& type, Sub const& sub) const;
+  void fill_intermediate_block(RunBlock& b, std::string const& n, CType const& type,
+                               Sub const& sub) const;
+  ApplyContext apply_context(std::size_t a, int id, int init_id, std::string const& what) const;
+  void add_apply(std::size_t a);
+  void add_constant(std::size_t v);
+  // ---- the text
+  std::string heading() const;
+  std::string support_part() const;
+  std::string instance_part() const;
+  std::string init_function() const;
+  std::string cleanup_function() const;
+  std::string entry_points() const;
+  std::string module_init_function() const;
+  std::string instance_functions() const;
+  ModuleSource named(std::string text) &&;
+
+  Graph const& graph_;
+  std::vector<Graph::Variable> const& vars_;
+  std::vector<std::string> names_;   // `V1`, `V2`, ...: the C name of each variable
+  std::vector<std::size_t> cells_;   // storage cells, in the order `libsection_instance_new` gets them
+  std::set<std::size_t> is_output_;
+  ModuleSource module_;
+  // Support code: the types' first, then the ops'; exact duplicates dropped, as PyTensor does.
+  std::vector<std::string> headers_, support_, init_code_;
+  std::vector<RunBlock> run_blocks_;
+  int next_id_ = 1, next_init_id_ = 1;
+  std::string support_apply_, struct_members_, struct_init_, init_apply_;
+  std::vector<std::string> struct_cleanups_;
+  std::string const_members_, const_init_, const_cleanup_;
+};
+
+ModuleWriter::ModuleWriter(Graph const& graph) : graph_(graph), vars_(graph.variables()) {
+  if (graph.applies().empty()) throw std::invalid_argument("a module needs at least one apply");
+  if (graph.outputs().empty()) throw std::invalid_argument("a module needs at least one output");
+  names_.resize(vars_.size());
+  for (std::size_t i = 0; i < vars_.size(); ++i) names_[i] = "V" + std::to_string(i + 1);
+  cells_ = graph.inputs();
+  cells_.insert(cells_.end(), graph.outputs().begin(), graph.outputs().end());
+  cells_.insert(cells_.end(), graph.constants().begin(), graph.constants().end());
+  is_output_.insert(graph.outputs().begin(), graph.outputs().end());
+}
+
+void ModuleWriter::add_type_parts(CType const& t) {
+  for (auto const& h : t.c_headers()) add_unique(headers_, h);
+  for (auto const& d : t.c_header_dirs()) add_unique(module_.header_dirs, d);
+  for (auto const& s : t.c_support_code()) add_unique(support_, s);
+  for (auto const& l : t.c_libraries()) add_unique(module_.libraries, l);
+  for (auto const& d : t.c_lib_dirs()) add_unique(module_.lib_dirs, d);
+  for (auto const& a : t.c_compile_args()) add_unique(module_.compile_args, a);
+  for (auto const& c : t.c_init_code()) add_unique(init_code_, c);
+}
+
+void ModuleWriter::add_op_parts(OpCode const& code) {
+  for (auto const& h : code.headers) add_unique(headers_, h);
+  for (auto const& d : code.header_dirs) add_unique(module_.header_dirs, d);
+  for (auto const& l : code.libraries) add_unique(module_.libraries, l);
+  for (auto const& d : code.lib_dirs) add_unique(module_.lib_dirs, d);
+  for (auto const& c : code.compile_args) add_unique(module_.compile_args, c);
+  for (auto const& s : code.support_code) add_unique(support_, s);
+  for (auto const& c : code.init_code) add_unique(init_code_, c);
+}
+
+std::string ModuleWriter::label_of(std::size_t v) const {
+  auto const& var = vars_[v];
+  for (std::size_t i = 0; i < graph_.inputs().size(); ++i)
+    if (graph_.inputs()[i] == v)
+      return "input " + std::to_string(i) + (var.label.empty() ? "" : " (" + var.label + ")");
+  for (std::size_t i = 0; i < graph_.outputs().size(); ++i)
+    if (graph_.outputs()[i] == v) return "output " + std::to_string(i);
+  return var.label.empty() ? names_[v] : var.label;
+}
+
+// ---- run(): one block per input and intermediate, then one per apply -----------------------
+
+RunBlock ModuleWriter::variable_block(std::size_t v) {
+  auto const& var = vars_[v];
+  std::string const& n = names_[v];
+  int const id = next_id_++;
+  Sub sub{{"fail", run_failure(id, escape_for_c_string(label_of(v)))},
+          {"id", std::to_string(id)},
+          {"failure_var", "__failure"},
+          {"label", label_of(v)}};
+  RunBlock b{"PyObject* py_" + n + ";\n" + var.type->c_declare(n, sub, true), {}, {}, id};
+  if (var.role == Graph::Role::input)
+    fill_input_block(b, n, *var.type, sub);
+  else if (is_output_.count(v))
+    fill_output_block(b, n, *var.type, sub);
+  else
+    fill_intermediate_block(b, n, *var.type, sub);
+  return b;
+}
+
+void ModuleWriter::fill_input_block(RunBlock& b, std::string const& n, CType const& type,
+                                    Sub const& sub) const {
+  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
+               ");\n" + type.c_extract(n, sub, true);
+  b.cleanup = type.c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n";
+}
+
+// The cell still holds the previous output when the caller let go of it: the op may reuse it
+// (the tutorial's `vector_times_vector` does when the shape matches).
+void ModuleWriter::fill_output_block(RunBlock& b, std::string const& n, CType const& type,
+                                     Sub const& sub) const {
+  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
+               ");\nif (py_" + n + " == Py_None) {\n" + type.c_init(n, sub) + "} else {\n" +
+               type.c_extract(n, sub, true) + "}\n";
+  b.cleanup = "if (!__failure) {\n" + type.c_sync(n, sub) +
+              "  PyObject* old_ = PyList_GET_ITEM(storage_" + n + ", 0);\n"
+              "  Py_INCREF(py_" + n + ");\n  PyList_SET_ITEM(storage_" + n + ", 0, py_" + n +
+              ");\n  Py_XDECREF(old_);\n}\n" + type.c_cleanup(n, sub) + "Py_XDECREF(py_" + n +
+              ");\n";
+}
+
+void ModuleWriter::fill_intermediate_block(RunBlock& b, std::string const& n, CType const& type,
+                                           Sub const& sub) const {
+  b.behavior = "py_" + n + " = Py_None;\nPy_INCREF(Py_None);\n" + type.c_init(n, sub);
+  b.cleanup = type.c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n";
+}
+
+// ---- per apply: ask the op for its code ----------------------------------------------------
+
+ApplyContext ModuleWriter::apply_context(std::size_t a, int id, int init_id,
+                                         std::string const& what) const {
+  auto const& apply = graph_.applies()[a];
+  ApplyContext ctx;
+  ctx.node_name = "node_" + std::string(hash_placeholder) + "_" + std::to_string(a);
+  for (auto v : apply.inputs) {
+    ctx.inputs.push_back(names_[v]);
+    ctx.input_types.push_back(vars_[v].type.get());
+  }
+  for (auto v : apply.outputs) {
+    ctx.outputs.push_back(names_[v]);
+    ctx.output_types.push_back(vars_[v].type.get());
+  }
+  if (apply.params) ctx.params = names_[*apply.params];
+  ctx.sub = {{"fail", run_failure(id, what)}, {"id", std::to_string(id)},
+             {"failure_var", "__failure"}};
+  ctx.init_sub = {{"fail", init_failure(init_id, what)}, {"id", std::to_string(init_id)}};
+  if (apply.params) {
+    ctx.sub["params"] = ctx.params;
+    ctx.init_sub["params"] = ctx.params;
+  }
+  return ctx;
+}
+
+void ModuleWriter::add_apply(std::size_t a) {
+  auto const& apply = graph_.applies()[a];
+  std::string const op_name = apply.op->name();
+  module_.op_names.push_back(op_name);
+  int const id = next_id_++;
+  int const init_id = next_init_id_++;
+  std::string const what = escape_for_c_string(op_name + " (node " + std::to_string(a) + ")");
+  OpCode code = apply.op->generate(apply_context(a, id, init_id, what));
+  add_op_parts(code);
+  support_apply_ += code.support_code_apply + "\n";
+  init_apply_ += code.init_code_apply + "\n";
+  struct_members_ += code.support_code_struct + "\n";
+  struct_init_ += "{\n" + code.init_code_struct + "\n}\n";
+  struct_cleanups_.push_back(code.cleanup_code_struct);
+  run_blocks_.push_back({"", "// Op class " + op_name + "\n" + code.code + "\n",
+                         code.code_cleanup + "\n", id,
+                         "__failure = " + std::to_string(id) + ";\nlibsection_set_cxx_error(\"" +
+                             what + "\");\n"});
+}
+
+// ---- constants: members of the struct, extracted once by init() ----------------------------
+
+void ModuleWriter::add_constant(std::size_t v) {
+  std::string const& n = names_[v];
+  CType const& type = *vars_[v].type;
+  int const init_id = next_init_id_++;
+  Sub sub{{"fail", init_failure(init_id, escape_for_c_string(label_of(v)))},
+          {"id", std::to_string(init_id)},
+          {"label", label_of(v)}};
+  const_members_ += "PyObject* py_" + n + ";\n" + type.c_declare(n, sub, true);
+  const_init_ += "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
+                 ");\n" + type.c_extract(n, sub, true);
+  const_cleanup_ = type.c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n" + const_cleanup_;
+}
+
+// ---- the text ------------------------------------------------------------------------------
+
+std::string ModuleWriter::heading() const {
+  std::string t = "// Generated by libsection " LIBSECTION_VERSION " for: ";
+  for (std::size_t i = 0; i < module_.op_names.size(); ++i)
+    t += (i ? ", " : "") + module_.op_names[i];
+  t += "\n";
+  t += module_prelude;
+  t += "#include <exception>\n";
+  for (auto const& h : headers_) t += include_line(h);
+  return t + "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n\n";
+}
+
+std::string ModuleWriter::support_part() const {
+  std::string t = "//////// support code\n";
+  t += exception_helper;
+  for (auto const& s : support_) t += s + "\n";
+  return t + support_apply_;
+}
+
+std::string ModuleWriter::instance_part() const {
+  std::string t = "\n//////// instance\nnamespace {\nstruct " + std::string("op_instance_") +
+                  hash_placeholder + " {\n";
+  for (auto v : cells_) t += "PyObject* storage_" + names_[v] + ";\n";
+  t += const_members_ + struct_members_;
+  t += init_function() + cleanup_function();
+  return t + "\nint run() {\nint __failure = 0;\n" + nest(run_blocks_) +
+         "return __failure;\n}\n};\n}\n";
+}
+
+std::string ModuleWriter::init_function() const {
+  std::string t = "\nint init(PyObject** storage) {\n";
+  for (std::size_t i = 0; i < cells_.size(); ++i)
+    t += "storage_" + names_[cells_[i]] + " = storage[" + std::to_string(i) +
+         "];\nPy_INCREF(storage_" + names_[cells_[i]] + ");\n";
+  return t + const_init_ + struct_init_ + "return 0;\n}\n";
+}
+
+// Cleanup runs in reverse order of init; it also runs after a failed init, on the zeroed
+// members that init did not reach (the same contract as PyTensor's memset struct).
+std::string ModuleWriter::cleanup_function() const {
+  std::string t = "\nvoid cleanup() {\n";
+  for (auto it = struct_cleanups_.rbegin(); it != struct_cleanups_.rend(); ++it)
+    t += "{\n" + *it + "\n}\n";
+  t += const_cleanup_;
+  for (auto v : cells_) t += "Py_XDECREF(storage_" + names_[v] + ");\n";
+  return t + "}\n";
+}
+
+std::string ModuleWriter::entry_points() const {
+  return "\n//////// entry points\n"
+         "LIBSECTION_EXPORT int libsection_abi_version(void) { return " +
+         std::to_string(module_abi_version) + "; }\n\n" + module_init_function() +
+         instance_functions();
+}
+
+// No C++ exception may leave these extern "C" functions: it would abort the process.
+std::string ModuleWriter::module_init_function() const {
+  std::string t =
+      "LIBSECTION_EXPORT PyObject* libsection_module_init(void) {\n"
+      "if (_import_array() < 0) return NULL;\ntry {\n";
+  for (auto const& c : init_code_) t += "{\n" + c + "\n}\n";
+  return t + init_apply_ +
+         "} catch (...) {\n  libsection_set_cxx_error(\"module initialisation\");\n"
+         "  return NULL;\n}\nreturn Py_None;\n}\n\n";
+}
+
+std::string ModuleWriter::instance_functions() const {
+  std::string const instance = "op_instance_" + std::string(hash_placeholder);
+  return "LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {\n" + instance +
+         "* self = NULL;\n"
+         "try { self = new " + instance + "(); } catch (...) { PyErr_NoMemory(); return NULL; }\n"
+         "int failed = 0;\n"
+         "try {\n  failed = self->init(storage);\n} catch (...) {\n"
+         "  libsection_set_cxx_error(\"instance initialisation (init_code_struct)\");\n"
+         "  failed = -1;\n}\n"
+         "if (failed != 0) {\n  try { self->cleanup(); } catch (...) {}\n  delete self;\n"
+         "  return NULL;\n}\n"
+         "return self;\n}\n\n"
+         "LIBSECTION_EXPORT int libsection_instance_run(void* self) {\n  try {\n"
+         "    return static_cast<" + instance + "*>(self)->run();\n  } catch (...) {\n"
+         "    libsection_set_cxx_error(\"run (outside an op's code)\");\n    return -1;\n  }\n}\n\n"
+         "LIBSECTION_EXPORT void libsection_instance_free(void* self) {\n  try {\n"
+         "    static_cast<" + instance + "*>(self)->cleanup();\n  } catch (...) {}\n"
+         "  delete static_cast<" + instance + "*>(self);\n}\n";
+}
+
+ModuleSource ModuleWriter::named(std::string t) && {
+  // Generated code after each user fragment is numbered as lines of the module itself.
+  t = relocate_line_directives(t, module_file_name);
+  // Named after its own content, so that APPLY_SPECIFIC symbols are unique per module.
+  module_.name = "m" + detail::sha256_hex(t);
+  replace_all(t, hash_placeholder, module_.name);
+  module_.text = std::move(t);
+  for (auto v : graph_.inputs()) module_.input_types.push_back(vars_[v].type->describe());
+  for (auto v : graph_.outputs()) module_.output_types.push_back(vars_[v].type->describe());
+  return std::move(module_);
+}
+
+ModuleSource ModuleWriter::write() && {
+  for (auto const& v : vars_) add_type_parts(*v.type);
+  for (std::size_t v = 0; v < vars_.size(); ++v)
+    if (vars_[v].role != Graph::Role::constant) run_blocks_.push_back(variable_block(v));
+  for (std::size_t a = 0; a < graph_.applies().size(); ++a) add_apply(a);
+  for (auto v : graph_.constants()) add_constant(v);
+  return std::move(*this).named(heading() + support_part() + instance_part() + entry_points());
 }
 
 }  // namespace
 
-ModuleSource generate_module(Graph const& graph) {
-  auto const& vars = graph.variables();
-  if (graph.applies().empty()) throw std::invalid_argument("a module needs at least one apply");
-  if (graph.outputs().empty()) throw std::invalid_argument("a module needs at least one output");
-
-  std::vector<std::string> names(vars.size());
-  for (std::size_t i = 0; i < vars.size(); ++i) names[i] = "V" + std::to_string(i + 1);
-
-  // Storage cells, in the order `libsection_instance_new` receives them.
-  std::vector<std::size_t> cells = graph.inputs();
-  cells.insert(cells.end(), graph.outputs().begin(), graph.outputs().end());
-  cells.insert(cells.end(), graph.constants().begin(), graph.constants().end());
-  std::set<std::size_t> const is_output(graph.outputs().begin(), graph.outputs().end());
-
-  ModuleSource module;
-  // Support code: the types' first, then the ops'; exact duplicates dropped, as PyTensor does.
-  std::vector<std::string> headers, support, init_code;
-  auto add_type_parts = [&](CType const& t) {
-    for (auto const& h : t.c_headers()) add_unique(headers, h);
-    for (auto const& d : t.c_header_dirs()) add_unique(module.header_dirs, d);
-    for (auto const& s : t.c_support_code()) add_unique(support, s);
-    for (auto const& l : t.c_libraries()) add_unique(module.libraries, l);
-    for (auto const& d : t.c_lib_dirs()) add_unique(module.lib_dirs, d);
-    for (auto const& a : t.c_compile_args()) add_unique(module.compile_args, a);
-    for (auto const& c : t.c_init_code()) add_unique(init_code, c);
-  };
-  for (auto const& v : vars) add_type_parts(*v.type);
-
-  auto label_of = [&](std::size_t v) {
-    auto const& var = vars[v];
-    for (std::size_t i = 0; i < graph.inputs().size(); ++i)
-      if (graph.inputs()[i] == v)
-        return "input " + std::to_string(i) + (var.label.empty() ? "" : " (" + var.label + ")");
-    for (std::size_t i = 0; i < graph.outputs().size(); ++i)
-      if (graph.outputs()[i] == v) return "output " + std::to_string(i);
-    return var.label.empty() ? names[v] : var.label;
-  };
-
-  // ---- run(): one block per input and intermediate, then one per apply -------------------
-  int next_id = 1;
-  std::vector<RunBlock> run_blocks;
-  for (std::size_t v = 0; v < vars.size(); ++v) {
-    auto const& var = vars[v];
-    if (var.role == Graph::Role::constant) continue;
-    std::string const& n = names[v];
-    int const id = next_id++;
-    Sub sub{{"fail", run_failure(id, escape_for_c_string(label_of(v)))},
-            {"id", std::to_string(id)},
-            {"failure_var", "__failure"},
-            {"label", label_of(v)}};
-    RunBlock b{"PyObject* py_" + n + ";\n" + var.type->c_declare(n, sub, true), {}, {}, id};
-    if (var.role == Graph::Role::input) {
-      b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
-                   ");\n" + var.type->c_extract(n, sub, true);
-      b.cleanup = var.type->c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n";
-    } else if (is_output.count(v)) {
-      // The cell still holds the previous output when the caller let go of it: the op may
-      // reuse it (the tutorial's `vector_times_vector` does when the shape matches).
-      b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
-                   ");\nif (py_" + n + " == Py_None) {\n" + var.type->c_init(n, sub) +
-                   "} else {\n" + var.type->c_extract(n, sub, true) + "}\n";
-      b.cleanup = "if (!__failure) {\n" + var.type->c_sync(n, sub) +
-                  "  PyObject* old_ = PyList_GET_ITEM(storage_" + n + ", 0);\n"
-                  "  Py_INCREF(py_" + n + ");\n  PyList_SET_ITEM(storage_" + n + ", 0, py_" + n +
-                  ");\n  Py_XDECREF(old_);\n}\n" + var.type->c_cleanup(n, sub) + "Py_XDECREF(py_" +
-                  n + ");\n";
-    } else {
-      b.behavior = "py_" + n + " = Py_None;\nPy_INCREF(Py_None);\n" + var.type->c_init(n, sub);
-      b.cleanup = var.type->c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n";
-    }
-    run_blocks.push_back(std::move(b));
-  }
-
-  // ---- per apply: ask the op for its code ---------------------------------------------------
-  std::string support_apply, struct_members, struct_init, init_apply;
-  std::vector<std::string> struct_cleanups;
-  int next_init_id = 1;
-  for (std::size_t a = 0; a < graph.applies().size(); ++a) {
-    auto const& apply = graph.applies()[a];
-    std::string const op_name = apply.op->name();
-    module.op_names.push_back(op_name);
-    ApplyContext ctx;
-    ctx.node_name = "node_" + std::string(hash_placeholder) + "_" + std::to_string(a);
-    for (auto v : apply.inputs) {
-      ctx.inputs.push_back(names[v]);
-      ctx.input_types.push_back(vars[v].type.get());
-    }
-    for (auto v : apply.outputs) {
-      ctx.outputs.push_back(names[v]);
-      ctx.output_types.push_back(vars[v].type.get());
-    }
-    if (apply.params) ctx.params = names[*apply.params];
-    int const id = next_id++;
-    std::string const what = escape_for_c_string(op_name + " (node " + std::to_string(a) + ")");
-    ctx.sub = {{"fail", run_failure(id, what)}, {"id", std::to_string(id)},
-               {"failure_var", "__failure"}};
-    int const init_id = next_init_id++;
-    ctx.init_sub = {{"fail", init_failure(init_id, what)}, {"id", std::to_string(init_id)}};
-    if (apply.params) {
-      ctx.sub["params"] = ctx.params;
-      ctx.init_sub["params"] = ctx.params;
-    }
-
-    OpCode code = apply.op->generate(ctx);
-    for (auto const& h : code.headers) add_unique(headers, h);
-    for (auto const& d : code.header_dirs) add_unique(module.header_dirs, d);
-    for (auto const& l : code.libraries) add_unique(module.libraries, l);
-    for (auto const& d : code.lib_dirs) add_unique(module.lib_dirs, d);
-    for (auto const& c : code.compile_args) add_unique(module.compile_args, c);
-    for (auto const& s : code.support_code) add_unique(support, s);
-    for (auto const& c : code.init_code) add_unique(init_code, c);
-    support_apply += code.support_code_apply + "\n";
-    init_apply += code.init_code_apply + "\n";
-    struct_members += code.support_code_struct + "\n";
-    struct_init += "{\n" + code.init_code_struct + "\n}\n";
-    struct_cleanups.push_back(code.cleanup_code_struct);
-    run_blocks.push_back({"", "// Op class " + op_name + "\n" + code.code + "\n",
-                          code.code_cleanup + "\n", id,
-                          "__failure = " + std::to_string(id) + ";\nlibsection_set_cxx_error(\"" +
-                              what + "\");\n"});
-  }
-
-  // ---- constants: members of the struct, extracted once by init() --------------------------
-  std::string const_members, const_init, const_cleanup;
-  for (auto v : graph.constants()) {
-    std::string const& n = names[v];
-    int const init_id = next_init_id++;
-    Sub sub{{"fail", init_failure(init_id, escape_for_c_string(label_of(v)))},
-            {"id", std::to_string(init_id)},
-            {"label", label_of(v)}};
-    const_members += "PyObject* py_" + n + ";\n" + vars[v].type->c_declare(n, sub, true);
-    const_init += "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
-                  ");\n" + vars[v].type->c_extract(n, sub, true);
-    const_cleanup = vars[v].type->c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n" + const_cleanup;
-  }
-
-  // ---- the text --------------------------------------------------------------------------
-  std::string t;
-  t += "// Generated by libsection " LIBSECTION_VERSION " for: ";
-  for (std::size_t i = 0; i < module.op_names.size(); ++i) t += (i ? ", " : "") + module.op_names[i];
-  t += "\n";
-  t += module_prelude;
-  t += "#include <exception>\n";
-  for (auto const& h : headers) t += include_line(h);
-  t += "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n\n"
-       "//////// support code\n";
-  t += exception_helper;
-  for (auto const& s : support) t += s + "\n";
-  t += support_apply;
-
-  t += "\n//////// instance\nnamespace {\nstruct " + std::string("op_instance_") +
-       hash_placeholder + " {\n";
-  for (auto v : cells) t += "PyObject* storage_" + names[v] + ";\n";
-  t += const_members + struct_members;
-  t += "\nint init(PyObject** storage) {\n";
-  for (std::size_t i = 0; i < cells.size(); ++i)
-    t += "storage_" + names[cells[i]] + " = storage[" + std::to_string(i) + "];\nPy_INCREF(storage_" +
-         names[cells[i]] + ");\n";
-  t += const_init + struct_init + "return 0;\n}\n";
-  // Cleanup runs in reverse order of init; it also runs after a failed init, on the zeroed
-  // members that init did not reach (the same contract as PyTensor's memset struct).
-  t += "\nvoid cleanup() {\n";
-  for (auto it = struct_cleanups.rbegin(); it != struct_cleanups.rend(); ++it)
-    t += "{\n" + *it + "\n}\n";
-  t += const_cleanup;
-  for (auto v : cells) t += "Py_XDECREF(storage_" + names[v] + ");\n";
-  t += "}\n\nint run() {\nint __failure = 0;\n" + nest(run_blocks) + "return __failure;\n}\n};\n}\n";
-
-  std::string const instance = "op_instance_" + std::string(hash_placeholder);
-  t += "\n//////// entry points\n"
-       "LIBSECTION_EXPORT int libsection_abi_version(void) { return " +
-       std::to_string(module_abi_version) + "; }\n\n"
-       "LIBSECTION_EXPORT PyObject* libsection_module_init(void) {\n"
-       "if (_import_array() < 0) return NULL;\ntry {\n";
-  for (auto const& c : init_code) t += "{\n" + c + "\n}\n";
-  // No C++ exception may leave these extern "C" functions: it would abort the process.
-  t += init_apply + "} catch (...) {\n  libsection_set_cxx_error(\"module initialisation\");\n"
-       "  return NULL;\n}\nreturn Py_None;\n}\n\n"
-       "LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {\n" +
-       instance + "* self = NULL;\n"
-       "try { self = new " + instance + "(); } catch (...) { PyErr_NoMemory(); return NULL; }\n"
-       "int failed = 0;\n"
-       "try {\n  failed = self->init(storage);\n} catch (...) {\n"
-       "  libsection_set_cxx_error(\"instance initialisation (init_code_struct)\");\n  failed = -1;\n}\n"
-       "if (failed != 0) {\n  try { self->cleanup(); } catch (...) {}\n  delete self;\n  return NULL;\n}\n"
-       "return self;\n}\n\n"
-       "LIBSECTION_EXPORT int libsection_instance_run(void* self) {\n  try {\n    return static_cast<" +
-       instance + "*>(self)->run();\n  } catch (...) {\n"
-       "    libsection_set_cxx_error(\"run (outside an op's code)\");\n    return -1;\n  }\n}\n\n"
-       "LIBSECTION_EXPORT void libsection_instance_free(void* self) {\n  try {\n    static_cast<" +
-       instance + "*>(self)->cleanup();\n  } catch (...) {}\n  delete static_cast<" + instance +
-       "*>(self);\n}\n";
-
-  // Generated code after each user fragment is numbered as lines of the module itself.
-  t = relocate_line_directives(t, module_file_name);
-  // Named after its own content, so that APPLY_SPECIFIC symbols are unique per module.
-  module.name = "m" + detail::sha256_hex(t);
-  replace_all(t, hash_placeholder, module.name);
-  module.text = std::move(t);
-  for (auto v : graph.inputs()) module.input_types.push_back(vars[v].type->describe());
-  for (auto v : graph.outputs()) module.output_types.push_back(vars[v].type->describe());
-  return module;
-}
+ModuleSource generate_module(Graph const& graph) { return ModuleWriter(graph).write(); }
 
 }  // namespace section

@@ -1,5 +1,5 @@
-// Compiling generated modules: finding the compiler, running it without a shell, and turning
-// its errors into diagnostics in the user's files (through the `#line` directives).
+// Internal: compiling generated modules: finding the compiler, running it without a shell, and
+// turning its errors into diagnostics in the user's files (through the `#line` directives).
 #pragma once
 
 #include <filesystem>
@@ -9,17 +9,11 @@
 
 #include "section/cache.hpp"
 #include "section/diagnostic.hpp"
+#include "section/linker.hpp"
 #include "section/module.hpp"
 #include "section/source.hpp"
 
 namespace section {
-
-/// The Python a module is built for; every field is part of the cache key.
-struct PythonEnvironment {
-  std::vector<std::string> include_dirs;  ///< Python's and NumPy's include directories
-  std::string abi;                        ///< `sysconfig.get_config_var("SOABI")`
-  std::string numpy_api;                  ///< NumPy version and C-API version
-};
 
 /// The compiler and how it is run.
 struct Toolchain {
@@ -78,5 +72,10 @@ std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceMana
 
 /// The argv of a command as one line a user can paste into a shell.
 std::string shell_quote(std::vector<std::string> const& argv);
+
+/// The cache key: hash of the module text, the compiler's identity and flags, the Python ABI,
+/// NumPy's version and C API, and libsection's version.
+std::string module_cache_key(ModuleSource const& module, Toolchain const& toolchain,
+                             PythonEnvironment const& python);
 
 }  // namespace section

@@ -1,4 +1,5 @@
-// Internal: SHA-256, for the content hashes the reference uses (ParamsType names, cache versions).
+// Internal: content hashes (SHA-256) for module names, cache keys, ParamsType names and cache
+// versions. Every caller stores or compares the hex text, so its format never changes.
 #pragma once
 
 #include <string>
