@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/text.hpp"
 #include "expand/sha256.hpp"
 #include "linker/files.hpp"
 #include "lint/c_tokens.hpp"
@@ -219,13 +220,6 @@ std::string join_names(std::vector<std::string> const& names) {
   return out;
 }
 
-std::string location_text(Diagnostic const& d, SourceManager const& sm) {
-  if (!d.range.valid()) return "libsection";
-  auto const lc = sm.line_column(d.range.file, d.range.begin);
-  return sm.file(d.range.file).path() + ":" + std::to_string(lc.line) + ":" +
-         std::to_string(lc.column);
-}
-
 void replace_all(std::string& text, std::string const& from, std::string const& to) {
   if (from.empty()) return;
   for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
@@ -264,7 +258,7 @@ void replace_all(std::string& text, std::string const& from, std::string const& 
   int shown = 0;
   for (auto const& d : diagnostics) {
     if (!d.is_error() || shown == 10) continue;
-    message += "\n" + location_text(d, sm) + ": error: " + d.message;
+    message += "\n" + location_text(d.range, sm) + ": error: " + d.message;
     ++shown;
   }
   if (shown == 0) {
