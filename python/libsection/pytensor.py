@@ -250,7 +250,7 @@ class ExternalCOp(COp):
             signature.function_args = function_args
             expansion = _core.expand(self._sections, signature, self._options())
             errors = [d for d in expansion["diagnostics"] if d.severity == "error"]
-            if errors and not any(d.code == "SE103" for d in errors):
+            if errors and not any(d.code == "SL604" for d in errors):
                 raise ValueError("\n".join(d.message for d in errors))
             if len(memo) >= 64:  # one op serves many applies over a long session
                 memo.clear()
@@ -330,7 +330,7 @@ class ExternalCOp(COp):
         expansion = self._methods(node, name, inp, out, sub, fail=sub["fail"])
         if expansion["c_code"] is None:
             for d in expansion["diagnostics"]:
-                if d.code == "SE103":
+                if d.code == "SL604":
                     raise AssertionError(d.message)
             raise NotImplementedError(
                 f"{type(self).__name__} has no `code` section and no func_name"

@@ -104,7 +104,7 @@ def test_a_code_section_with_a_function_name_exits_2():
     result = run("allsec_a.c", "--inputs", "float64[:],float64[:]", "--outputs", "float64[:]",
                  "--func-name", "f")
     assert result.returncode == 2
-    assert "SE103" in result.stderr
+    assert "SL604" in result.stderr
 
 
 def test_help_exits_0():

@@ -175,7 +175,7 @@ TEST_SUITE("expander") {
     Expansion e = expand(files.sm, files.set, vtv_signature(), reference_mode());
     CHECK_FALSE(e.code);
     REQUIRE(e.diagnostics.size() == 1);
-    CHECK(e.diagnostics[0].code == "SE103");
+    CHECK(e.diagnostics[0].code == "SL604");
     CHECK(e.diagnostics[0].range.valid());
     CHECK(e.support_code == "\ny;\n");
   }

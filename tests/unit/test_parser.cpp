@@ -221,6 +221,28 @@ TEST_SUITE("parser") {
     auto l = load_text("#section support_code\n\n  \n#section code\nx\n");
     CHECK(diagnostic(l, "SL205").severity == Severity::info);
   }
+  TEST_CASE("the reference's error is the first error diagnostic, marker styles across files first") {
+    // An unknown tag in the first file, mixed styles across the second and third.
+    auto l = load_texts({{"a.c", "#section kode\nx\n"},
+                         {"b.c", "#section code\ny\n"},
+                         {"c.c", "PYTENSOR_SUPPORT_CODE_SECTION\nz\n"}});
+    REQUIRE(l.set.error);
+    CHECK(l.set.error->message == diagnostic(l, "SL103").message);
+    auto first = std::find_if(l.set.diagnostics.begin(), l.set.diagnostics.end(),
+                              [](Diagnostic const& d) { return d.is_error(); });
+    CHECK(first->code == "SL201");
+
+    auto unknown = load_texts({{"a.c", "#section kode\nx\n#section tode\n"}});
+    REQUIRE(unknown.set.error);
+    CHECK(unknown.set.error->message == "Unknown section type (in file a.c): kode");
+  }
+
+  TEST_CASE("the reference's stray-code error quotes the text the diagnostic points at") {
+    auto l = load_text("int x;\n#section code\ny\n");
+    REQUIRE(l.set.error);
+    CHECK(diagnostic(l, "SL202").message == "Stray code before first #section statement (in file t.c)");
+    CHECK(l.set.error->message == "Stray code before first #section statement (in file t.c): int x;\n");
+  }
 }
 
 TEST_SUITE("reading files") {

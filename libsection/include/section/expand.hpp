@@ -101,7 +101,7 @@ struct Expansion {
   /// `APPLY_SPECIFIC` and the params macros, and their `#undef`s (each joined with `\n`).
   std::string macro_defines, macro_undefs;
   /// Errors. A bad signature (SE101 unknown dtype, SE102 names and types disagree) leaves every
-  /// string empty; a `code` section together with a func_name (SE103, where the reference
+  /// string empty; a `code` section together with a func_name (SL604, where the reference
   /// raises `AssertionError` in `c_code`) leaves only `code` unset.
   std::vector<Diagnostic> diagnostics;
 };

@@ -9,24 +9,16 @@
 #include <string_view>
 #include <vector>
 
+#include "section/codes.hpp"
 #include "section/diagnostic.hpp"
 #include "section/source.hpp"
 
 namespace section {
 
-/// One lint rule. Codes are stable and never reused: `SL` + family digit + two digits
-/// (SL0 file, SL1 markers, SL2 structure, SL3 macro scope, SL4 apply-specific symbols,
-/// SL5 control flow, SL6 signature, SL9 the linter's own comments).
-struct LintRule {
-  std::string_view code;           ///< `SL301`
-  std::string_view name;           ///< `fail-or-params-out-of-scope`
-  Severity severity;               ///< the severity its diagnostics carry
-  std::string_view summary;        ///< one line, lower-case, no trailing period
-  std::string_view documentation;  ///< Markdown: What it does / Why is this bad? / Example / Use instead
-  bool reported_by_parser;         ///< the parser finds it; the linter passes it through
-};
+/// A lint rule is an entry of the code table (codes.hpp) that the parser or the linter reports.
+using LintRule = DiagnosticCode;
 
-/// Every rule, sorted by code.
+/// Every rule (the `SL` codes of the code table), sorted by code.
 std::span<LintRule const> lint_rules();
 LintRule const* find_lint_rule(std::string_view code);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "section/diagnostic.hpp"
+#include "section/read.hpp"
 #include "section/source.hpp"
 
 namespace section {
@@ -54,18 +55,6 @@ struct ParsedFile {
 /// go on with what was understood.
 ParsedFile parse_file(SourceManager const& sm, FileId file, std::vector<Diagnostic>& diagnostics,
                       std::vector<std::string> const& extra_tags = {});
-
-/// Reads a file from disk into `sm` (as UTF-8, newlines normalised). Reports a missing file, a
-/// directory, binary data and invalid UTF-8 (naming the byte offset), and returns no file then.
-/// `display_path` is the name used in messages (the path as the user wrote it).
-std::optional<FileId> read_source(SourceManager& sm, std::string const& path,
-                                  std::string const& display_path,
-                                  std::vector<Diagnostic>& diagnostics);
-
-/// Adds in-memory text (e.g. from Python) after the same checks as `read_source`.
-std::optional<FileId> add_source(SourceManager& sm, std::string text,
-                                 std::string const& display_path,
-                                 std::vector<Diagnostic>& diagnostics);
 
 /// A merged section: every block of one tag across all files, in order.
 struct Section {

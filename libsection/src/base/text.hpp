@@ -1,9 +1,20 @@
-// Internal: small text helpers shared by the stages.
+// Small text helpers shared by the messages of every stage.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
+
+#include "section/source.hpp"
 
 namespace section {
+
+/// `text` cut to at most about `max_bytes` at a UTF-8 character boundary, with "…" and the
+/// full size appended when cut: messages quote user text, which may be a line of megabytes.
+std::string bounded_quote(std::string_view text, std::size_t max_bytes);
+
+/// `file:line:column` of the start of `r`, or `libsection` when it has no place.
+std::string location_text(SourceRange const& r, SourceManager const& sm);
 
 /// Replaces every occurrence of `from` in `text` by `to`, left to right; text `to` brings in is
 /// not searched again. An empty `from` changes nothing.

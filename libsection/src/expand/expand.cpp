@@ -3,6 +3,8 @@
 
 #include "expand/line_directives.hpp"
 #include "expand/macros.hpp"
+#include "parse/checks.hpp"
+#include "section/codes.hpp"
 #include "section/names.hpp"
 
 namespace section {
@@ -11,10 +13,7 @@ namespace {
 using detail::MacroBlock;
 
 Diagnostic signature_diagnostic(std::string code, std::string message) {
-  Diagnostic d;
-  d.code = std::move(code);
-  d.message = std::move(message);
-  return d;
+  return make_diagnostic(code, std::move(message));
 }
 
 void check_dtypes(std::vector<std::optional<std::string>> const& dtypes, char const* role,
@@ -177,11 +176,8 @@ Expansion expand(SourceManager const& sm, SectionSet const& sections,
 
   Section const* code = sections.find("code");
   if (signature.func_name && code) {
-    Diagnostic d = signature_diagnostic(
-        "SE103", "a `code` section cannot be combined with a function name (`" +
-                     *signature.func_name + "`): remove one of them");
-    if (!code->blocks.empty()) d.range = code->blocks.front().marker;
-    result.diagnostics.push_back(std::move(d));
+    SourceRange const where = code->blocks.empty() ? SourceRange{} : code->blocks.front().marker;
+    result.diagnostics.push_back(detail::code_section_with_func_name(where, *signature.func_name));
   } else if (signature.func_name) {
     result.code = expander.function_call();
   } else if (code) {

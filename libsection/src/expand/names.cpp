@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "read.hpp"
+#include "base/utf8.hpp"
 
 namespace section {
 namespace {
@@ -22,7 +22,7 @@ std::string quoted(std::string_view name) {
     auto const u = static_cast<unsigned char>(c);
     out += u < 0x20 || u == 0x7f ? '?' : c;
   }
-  if (detail::find_invalid_utf8(out)) out = "(not UTF-8)";
+  if (find_invalid_utf8(out)) out = "(not UTF-8)";
   if (name.size() > shown) out += "... (" + std::to_string(name.size()) + " bytes)";
   return "`" + out + "`";
 }
@@ -77,7 +77,7 @@ void check_display_name(std::string_view name, std::string_view what) {
     problem = "is empty";
   } else if (name.size() > max_display_name) {
     problem = "is longer than " + std::to_string(max_display_name) + " bytes";
-  } else if (detail::find_invalid_utf8(name)) {
+  } else if (find_invalid_utf8(name)) {
     problem = "is not valid UTF-8";
   } else {
     for (char c : name) {

@@ -18,7 +18,8 @@
 #include "base/hash.hpp"
 #include "section/log.hpp"
 #include "linker/files.hpp"
-#include "read.hpp"
+#include "parse/read.hpp"
+#include "section/codes.hpp"
 
 extern char** environ;
 
@@ -454,12 +455,8 @@ std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceMana
       if (!out.empty()) out.back().notes.push_back({bounded_message(m->message), range});
       continue;
     }
-    Diagnostic d;
-    d.code = m->kind == "warning" ? "compile-warning" : "compile-error";
-    d.severity = m->kind == "warning" ? Severity::warning : Severity::error;
-    d.message = bounded_message(m->message);
-    d.range = range;
-    out.push_back(std::move(d));
+    out.push_back(make_diagnostic(m->kind == "warning" ? "compile-warning" : "compile-error",
+                                  bounded_message(m->message), range));
   }
   return out;
 }

@@ -229,13 +229,6 @@ std::string join_names(std::vector<std::string> const& names) {
   return out;
 }
 
-std::string location_text(Diagnostic const& d, SourceManager const& sm) {
-  if (!d.range.valid()) return "libsection";
-  auto const lc = sm.line_column(d.range.file, d.range.begin);
-  return sm.file(d.range.file).path() + ":" + std::to_string(lc.line) + ":" +
-         std::to_string(lc.column);
-}
-
 [[noreturn]] void report_failure(ModuleSource const& module, std::string const& key,
                                  ModuleCache& cache, PrivateDir const& work,
                                  std::vector<std::string> const& command, SourceManager& sm) {
@@ -268,7 +261,7 @@ std::string location_text(Diagnostic const& d, SourceManager const& sm) {
   int shown = 0;
   for (auto const& d : diagnostics) {
     if (!d.is_error() || shown == 10) continue;
-    message += "\n" + location_text(d, sm) + ": error: " + d.message;
+    message += "\n" + location_text(d.range, sm) + ": error: " + d.message;
     ++shown;
   }
   if (shown == 0) {

@@ -1,6 +1,7 @@
 // section-lint internals: the view of a parsed file the rule families share, and their entry points.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,15 +33,27 @@ struct FileView {
 
 FileView make_file_view(SourceManager const& sm, ParsedFile const& parsed);
 
-/// A diagnostic for `code` with the rule's severity.
-Diagnostic make_diagnostic(std::string_view code, std::string message, SourceRange range);
+/// The families of macros the expander generates, each defined in some sections only.
+enum class MacroFamily { none, sub, io, apply };
+
+/// What a macro name is to the expander.
+struct GeneratedMacro {
+  MacroFamily family = MacroFamily::none;
+  bool is_input = false;             ///< for indexed macros: input (else output)
+  std::optional<std::size_t> index;  ///< `k` of `INPUT_k`, `DTYPE_OUTPUT_k`, ...
+};
+
+GeneratedMacro classify_macro(std::string_view name);
+/// Whether section `tag` defines the macros of `family`.
+bool macro_in_scope(MacroFamily family, std::string_view tag);
 
 // Rule families. Each appends what it finds; selection and suppressions are applied afterwards.
 void check_structure(FileView const& file, std::vector<Diagnostic>& out);       // SL2xx
-void check_macro_scope(FileView const& file, LintSignature const& signature,
-                       std::vector<Diagnostic>& out);                          // SL3xx, SL601
+void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out);  // SL3xx
 void check_apply_specific(FileView const& file, std::vector<Diagnostic>& out);  // SL4xx
 void check_control_flow(FileView const& file, std::vector<Diagnostic>& out);    // SL5xx
+/// SL601: input/output macros, in sections that define them, beyond the op's arity.
+void check_io_arity(FileView const& file, LintSignature const& signature, std::vector<Diagnostic>& out);
 /// SL602–SL604 over all files of one op (the main function may live in any of them).
 void check_signature(std::span<FileView const> files, LintSignature const& signature,
                      std::vector<Diagnostic>& out);
@@ -49,14 +62,5 @@ void check_signature(std::span<FileView const> files, LintSignature const& signa
 /// `diagnostics` (those of that file), and reports unused or malformed ones (SL9xx).
 void apply_suppressions(SourceManager const& sm, FileView const& file,
                         RuleSelection const& selection, std::vector<Diagnostic>& diagnostics);
-
-// Each family's rule table, for the registry.
-std::span<LintRule const> parser_rules();
-std::span<LintRule const> structure_rules();
-std::span<LintRule const> macro_scope_rules();
-std::span<LintRule const> apply_specific_rules();
-std::span<LintRule const> control_flow_rules();
-std::span<LintRule const> signature_rules();
-std::span<LintRule const> suppression_rules();
 
 }  // namespace section::lint_detail

@@ -47,7 +47,8 @@ std::vector<Diagnostic> lint_inputs(SourceManager const& sm, std::vector<Input> 
     views.push_back(make_file_view(sm, parsed.back()));
     auto const& view = views.back();
     check_structure(view, input.diagnostics);
-    check_macro_scope(view, options.signature, input.diagnostics);
+    check_macro_scope(view, input.diagnostics);
+    check_io_arity(view, options.signature, input.diagnostics);
     check_apply_specific(view, input.diagnostics);
     check_control_flow(view, input.diagnostics);
     view_of_input[i] = views.size() - 1;
@@ -98,10 +99,7 @@ namespace {
 Diagnostic unreadable_folder(std::filesystem::path const& dir, std::error_code const& ec) {
   std::string what = ec.message();
   if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
-  Diagnostic d;
-  d.code = "SL004";
-  d.message = "cannot read folder '" + dir.generic_string() + "': " + what;
-  return d;
+  return make_diagnostic("SL004", "cannot read folder '" + dir.generic_string() + "': " + what);
 }
 
 // Every *.c/*.h below `dir`, hidden folders left out. A folder that cannot be listed is

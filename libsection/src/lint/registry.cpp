@@ -1,4 +1,5 @@
-// section-lint: the rule registry, `--explain` text and `--select`/`--ignore` prefix selection.
+// section-lint: the rules (the SL codes of the code table), `--explain` text and
+// `--select`/`--ignore` prefix selection.
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -8,33 +9,28 @@
 namespace section {
 
 std::span<LintRule const> lint_rules() {
-  static std::vector<LintRule> const all = [] {
-    std::vector<LintRule> rules;
-    for (auto family : {lint_detail::parser_rules(), lint_detail::structure_rules(),
-                        lint_detail::macro_scope_rules(), lint_detail::apply_specific_rules(),
-                        lint_detail::control_flow_rules(), lint_detail::signature_rules(),
-                        lint_detail::suppression_rules()})
-      rules.insert(rules.end(), family.begin(), family.end());
-    std::sort(rules.begin(), rules.end(),
-              [](LintRule const& a, LintRule const& b) { return a.code < b.code; });
-    return rules;
+  static std::span<LintRule const> const rules = [] {
+    auto const all = diagnostic_codes();
+    auto const is_lint = [](DiagnosticCode const& c) { return c.code.starts_with("SL"); };
+    auto const first = std::find_if(all.begin(), all.end(), is_lint);
+    auto const last = std::find_if_not(first, all.end(), is_lint);
+    return all.subspan(static_cast<std::size_t>(first - all.begin()),
+                       static_cast<std::size_t>(last - first));
   }();
-  return all;
+  return rules;
 }
 
 LintRule const* find_lint_rule(std::string_view code) {
-  auto const rules = lint_rules();
-  auto const it = std::lower_bound(rules.begin(), rules.end(), code,
-                                   [](LintRule const& r, std::string_view c) { return r.code < c; });
-  return it != rules.end() && it->code == code ? &*it : nullptr;
+  auto const* entry = find_diagnostic_code(code);
+  return entry && entry->code.starts_with("SL") ? entry : nullptr;
 }
 
 std::string explain_lint_rule(LintRule const& rule) {
   std::string out = "# " + std::string(rule.code) + " (" + std::string(rule.name) + ")\n\n";
   out += std::string(rule.summary) + ".\n\n";
+  bool const by_parser = rule.reported_by == Reporter::parser;
   out += "Severity: " + std::string(to_string(rule.severity)) + ". Reported by " +
-         (rule.reported_by_parser ? "the parser (also when an op is loaded)" : "section-lint") +
-         ".\n\n";
+         (by_parser ? "the parser (also when an op is loaded)" : "section-lint") + ".\n\n";
   out += rule.documentation;
   return out;
 }
@@ -71,17 +67,4 @@ bool RuleSelection::enabled(std::string_view code) const {
   return !ignored || *ignored < *selected;
 }
 
-namespace lint_detail {
-
-Diagnostic make_diagnostic(std::string_view code, std::string message, SourceRange range) {
-  Diagnostic d;
-  d.code = std::string(code);
-  auto const* rule = find_lint_rule(code);
-  d.severity = rule ? rule->severity : Severity::error;
-  d.message = std::move(message);
-  d.range = range;
-  return d;
-}
-
-}  // namespace lint_detail
 }  // namespace section

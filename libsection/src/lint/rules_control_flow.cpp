@@ -7,63 +7,6 @@
 namespace section::lint_detail {
 namespace {
 
-constexpr LintRule rules[] = {
-    {"SL501", "return-in-code", Severity::error, "`return` in a `code` section; use `FAIL`",
-     R"md(## What it does
-Flags `return` statements in a `code` section (outside lambdas and local class members).
-
-## Why is this bad?
-The expander pastes `code` into the body of the module's generated `run()` function, inside
-nested blocks whose cleanup code releases the inputs and outputs and reports errors. A
-`return` leaves `run()` directly: the cleanup never runs (leaking references), outputs are
-not stored, and an error set with `PyErr_SetString` is not reported as the op's failure.
-`FAIL` sets the failure code and jumps to the cleanup.
-
-## Example
-```c
-#section code
-if (PyArray_NDIM(INPUT_0) != 1) {
-    PyErr_SetString(PyExc_ValueError, "x must be 1-d");
-    return 1;
-}
-```
-
-## Use instead
-```c
-#section code
-if (PyArray_NDIM(INPUT_0) != 1) {
-    PyErr_SetString(PyExc_ValueError, "x must be 1-d");
-    FAIL;
-}
-```
-)md",
-     false},
-    {"SL502", "goto-out-of-code", Severity::error,
-     "`goto` to a label the `code` section does not define",
-     R"md(## What it does
-Flags `goto label` in a `code` section when no block of the file's `code` section defines
-`label`.
-
-## Why is this bad?
-The target is either missing (a compile error in the generated module) or a label of the
-generated code such as `__label_7`, whose number changes with the graph. Jumping there skips
-the failure bookkeeping `FAIL` does.
-
-## Example
-```c
-#section code
-if (!ok) goto __label_7;
-```
-
-## Use instead
-```c
-#section code
-if (!ok) FAIL;
-```
-)md",
-     false},
-};
-
 bool is_label_keyword(std::string_view word) {
   return word == "default" || word == "public" || word == "private" || word == "protected" ||
          word == "case";
@@ -158,8 +101,6 @@ class CodeWalker {
 };
 
 }  // namespace
-
-std::span<LintRule const> control_flow_rules() { return rules; }
 
 void check_control_flow(FileView const& file, std::vector<Diagnostic>& out) {
   // A file's `code` blocks are concatenated into one section: labels are shared between them.

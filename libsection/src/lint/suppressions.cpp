@@ -8,69 +8,6 @@
 namespace section::lint_detail {
 namespace {
 
-constexpr LintRule rules[] = {
-    {"SL901", "unused-suppression", Severity::warning, "a suppression comment that suppresses nothing",
-     R"md(## What it does
-Reports codes in `// section-lint: ignore[...]` and `ignore-file[...]` comments that matched
-no finding. Codes of rules turned off with `--select`/`--ignore` are not reported.
-
-## Why is this bad?
-A stale suppression hides the next real problem of that kind on the line (or in the file).
-
-## Example
-```c
-int x = 1;  // section-lint: ignore[SL301]
-```
-
-## Use instead
-Remove the comment (the fix does), or the codes that no longer apply.
-)md",
-     false},
-    {"SL902", "unknown-code-in-suppression", Severity::warning,
-     "a suppression comment names a code that is not a rule",
-     R"md(## What it does
-Reports codes in suppression comments that are not rule codes (`section-lint --list-rules`).
-
-## Why is this bad?
-The comment suppresses nothing; usually the code is misspelled and the finding it was meant
-to silence is still reported, or will be.
-
-## Example
-```c
-FAIL;  // section-lint: ignore[SL31]
-```
-
-## Use instead
-```c
-FAIL;  // section-lint: ignore[SL301]
-```
-)md",
-     false},
-    {"SL903", "malformed-suppression", Severity::warning,
-     "a `section-lint:` comment that is not a valid suppression",
-     R"md(## What it does
-Reports comments containing `section-lint:` that do not continue with `ignore[CODE, ...]` or
-`ignore-file[CODE, ...]`.
-
-## Why is this bad?
-The comment was meant to suppress something and does not.
-
-## Example
-```c
-// section-lint: ignore SL301
-// section-lint: noqa[SL301]
-```
-
-## Use instead
-```c
-// section-lint: ignore[SL301]
-```
-A comment `ignore[...]` applies to findings starting on its line; `ignore-file[...]` to the
-whole file, wherever it is.
-)md",
-     false},
-};
-
 constexpr std::string_view directive_prefix = "section-lint:";
 
 struct SuppressedCode {
@@ -237,8 +174,6 @@ void report_unused(std::vector<Suppression> const& suppressions, FileView const&
 }
 
 }  // namespace
-
-std::span<LintRule const> suppression_rules() { return rules; }
 
 void apply_suppressions(SourceManager const& sm, FileView const& file,
                         RuleSelection const& selection, std::vector<Diagnostic>& diagnostics) {

@@ -10,58 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "read.hpp"
-#include "section/parse.hpp"
+#include "base/utf8.hpp"
+#include "parse/read.hpp"
+#include "section/codes.hpp"
 
 namespace section {
 
-std::optional<detail::Utf8Error> detail::find_invalid_utf8(std::string_view s) {
-  auto const* p = reinterpret_cast<unsigned char const*>(s.data());
-  std::size_t const n = s.size();
-  std::size_t i = 0;
-  while (i < n) {
-    // ASCII fast path, eight bytes at a time.
-    while (i + 8 <= n) {
-      std::uint64_t word;
-      std::memcpy(&word, p + i, 8);
-      if (word & 0x8080808080808080ULL) break;
-      i += 8;
-    }
-    if (i >= n) break;
-    unsigned char const c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;  // no surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return Utf8Error{i, "invalid start byte"};
-    }
-    for (std::size_t k = 1; k < len; ++k) {
-      if (i + k >= n) return Utf8Error{i, "unexpected end of data"};
-      unsigned char const b = p[i + k];
-      bool const ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
-      if (!ok) return Utf8Error{i, "invalid continuation byte"};
-    }
-    i += len;
-  }
-  return std::nullopt;
-}
-
 namespace {
-
-using detail::find_invalid_utf8;
 
 std::string hex_byte(unsigned char b) {
   char buf[8];
@@ -80,10 +35,7 @@ std::size_t normalised_offset(std::string_view raw, std::size_t raw_offset) {
 Diagnostic read_error(std::string const& display_path, detail::ReadFailure const& failure,
                       int* error_out) {
   if (error_out) *error_out = failure.error;
-  Diagnostic d;
-  d.code = "SL004";
-  d.message = "cannot read '" + display_path + "': " + failure.message;
-  return d;
+  return make_diagnostic("SL004", "cannot read '" + display_path + "': " + failure.message);
 }
 
 std::string lower_first(std::string what) {
@@ -122,13 +74,6 @@ std::optional<std::size_t> detail::max_file_bytes(std::string* problem) {
     return std::nullopt;
   }
   return static_cast<std::size_t>(value);
-}
-
-std::string detail::bounded_quote(std::string_view text, std::size_t max_bytes) {
-  if (text.size() <= max_bytes) return std::string(text);
-  std::size_t cut = max_bytes;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return std::string(text.substr(0, cut)) + "… (" + std::to_string(text.size()) + " bytes)";
 }
 
 // Regular files are mapped and copied once (no zero-filled buffer, no second copy through
@@ -189,35 +134,28 @@ std::optional<FileId> add_source(SourceManager& sm, std::string text,
 
   if (bad) {
     auto const at = normalised_offset(raw, bad->offset);
-    Diagnostic d;
-    d.code = "SL001";
-    d.message = "invalid UTF-8 (in file " + display_path + "): can't decode byte " +
-                hex_byte(static_cast<unsigned char>(raw[bad->offset])) + " at byte offset " +
-                std::to_string(bad->offset) + ": " + bad->reason;
-    d.range = {id, at, at + 1};
+    auto d = make_diagnostic("SL001", "invalid UTF-8 (in file " + display_path + "): can't decode byte " +
+                                          hex_byte(static_cast<unsigned char>(raw[bad->offset])) +
+                                          " at byte offset " + std::to_string(bad->offset) + ": " +
+                                          bad->reason,
+                             {id, at, at + 1});
     d.notes.push_back({"section files are read as UTF-8; re-save the file as UTF-8", {}});
     diagnostics.push_back(std::move(d));
     return std::nullopt;
   }
   auto const& stored = sm.file(id).text();
   if (nul != std::string::npos) {
-    Diagnostic d;
-    d.code = "SL003";
-    d.severity = Severity::warning;
-    d.message = "file contains a NUL byte at byte offset " + std::to_string(nul) +
-                "; it looks like binary data, not C source";
     auto const at = stored.find('\0');
-    d.range = {id, at, at + 1};
-    diagnostics.push_back(std::move(d));
+    diagnostics.push_back(make_diagnostic("SL003", "file contains a NUL byte at byte offset " +
+                                                       std::to_string(nul) +
+                                                       "; it looks like binary data, not C source",
+                                          {id, at, at + 1}));
   }
   if (stored.starts_with("\xEF\xBB\xBF")) {
-    Diagnostic d;
-    d.code = "SL002";
-    d.severity = Severity::warning;
-    d.message =
-        "file starts with a UTF-8 byte order mark (U+FEFF); the reference loaders read it as "
-        "text, so the first line is not a section marker";
-    d.range = {id, 0, 3};
+    auto d = make_diagnostic("SL002",
+                             "file starts with a UTF-8 byte order mark (U+FEFF); the reference "
+                             "loaders read it as text, so the first line is not a section marker",
+                             {id, 0, 3});
     d.fix = FixIt{"remove the byte order mark", {id, 0, 3}, "", Applicability::safe};
     diagnostics.push_back(std::move(d));
   }

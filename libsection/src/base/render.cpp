@@ -5,7 +5,8 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
-#include "read.hpp"
+#include "base/text.hpp"
+#include "base/utf8.hpp"
 
 namespace section {
 
@@ -38,18 +39,12 @@ std::string documentation_url(std::string const& code) {
 
 namespace {
 
-std::string location_prefix(SourceRange const& r, SourceManager const& sm) {
-  if (!r.valid()) return "libsection";
-  auto const lc = sm.line_column(r.file, r.begin);
-  return sm.file(r.file).path() + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column);
-}
-
 // Control bytes would garble a terminal and invalid UTF-8 would make the text unusable from
 // Python; both become one-byte placeholders, so columns still line up. Tabs stay so the caret
 // line can copy them.
 std::string printable(std::string_view line) {
   std::string out(line);
-  for (std::size_t from = 0; auto bad = detail::find_invalid_utf8(std::string_view(out).substr(from));) {
+  for (std::size_t from = 0; auto bad = find_invalid_utf8(std::string_view(out).substr(from));) {
     out[from + bad->offset] = '?';
     from += bad->offset + 1;
   }
@@ -107,14 +102,14 @@ void append_excerpt(std::string& out, SourceRange const& r, SourceManager const&
   out += gutter + " | " + lead + paint('^' + std::string(shown_span - 1, '~'), "01;32", color) + '\n';
   if (replacement && !replacement->empty())  // a deletion shows no replacement line
     out += gutter + " | " + lead +
-           paint(printable(detail::bounded_quote(*replacement, excerpt_width)), "32", color) + '\n';
+           paint(printable(bounded_quote(*replacement, excerpt_width)), "32", color) + '\n';
 }
 
 }  // namespace
 
 std::string render_concise(Diagnostic const& d, SourceManager const& sm, bool color) {
   char const* sgr = severity_color(d.severity);
-  return paint(location_prefix(d.range, sm) + ":", "01", color) + " " +
+  return paint(location_text(d.range, sm) + ":", "01", color) + " " +
          paint(std::string(to_string(d.severity)) + ":", sgr, color) + " " + d.message + " " +
          paint("[" + d.code + "]", sgr, color);
 }
@@ -132,14 +127,14 @@ std::string render_text(Diagnostic const& d, SourceManager const& sm, bool color
       out += note + " " + n.message + '\n';
       continue;
     }
-    out += paint(location_prefix(n.range, sm) + ":", "01", color) + " " + note + " " + n.message + '\n';
+    out += paint(location_text(n.range, sm) + ":", "01", color) + " " + note + " " + n.message + '\n';
     append_excerpt(out, n.range, sm, nullptr, color);
   }
   if (d.fix) {
     if (!d.fix->range.valid() || d.fix->range == d.range) {
       out += fix + " " + d.fix->message + '\n';
     } else {
-      out += paint(location_prefix(d.fix->range, sm) + ":", "01", color) + " " + fix + " " +
+      out += paint(location_text(d.fix->range, sm) + ":", "01", color) + " " + fix + " " +
              d.fix->message + '\n';
       append_excerpt(out, d.fix->range, sm, &d.fix->replacement, color);
     }

@@ -3,7 +3,7 @@
 
 #include <boost/fusion/include/adapt_struct.hpp>
 
-#include "parser/marker_ast.hpp"
+#include "parse/x3/marker_ast.hpp"
 
 BOOST_FUSION_ADAPT_STRUCT(section::parser::ast::section_marker, indent, hash, gap_after_hash,
                           keyword, gap_before_tag, tag, trailing)

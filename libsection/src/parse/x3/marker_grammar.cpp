@@ -1,7 +1,7 @@
 // The one translation unit that instantiates the marker grammar.
-#include "parser/marker_grammar.hpp"
+#include "parse/x3/marker_grammar.hpp"
 
-#include "parser/marker_grammar_def.hpp"
+#include "parse/x3/marker_grammar_def.hpp"
 
 namespace section::parser {
 

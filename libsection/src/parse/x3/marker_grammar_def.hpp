@@ -6,8 +6,8 @@
 
 #include <boost/spirit/home/x3.hpp>
 
-#include "parser/marker_ast.hpp"
-#include "parser/marker_ast_adapted.hpp"
+#include "parse/x3/marker_ast.hpp"
+#include "parse/x3/marker_ast_adapted.hpp"
 
 namespace section::parser {
 

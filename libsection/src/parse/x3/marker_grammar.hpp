@@ -5,7 +5,7 @@
 #include <optional>
 #include <string_view>
 
-#include "parser/marker_ast.hpp"
+#include "parse/x3/marker_ast.hpp"
 
 namespace section::parser {
 

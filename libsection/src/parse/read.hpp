@@ -1,24 +1,12 @@
 // Internal: reading a file and reporting the OS error number when it cannot be read.
 #pragma once
 
+#include <string>
 #include <variant>
 
-#include "section/parse.hpp"
+#include "section/read.hpp"
 
 namespace section::detail {
-
-struct Utf8Error {
-  std::size_t offset;
-  char const* reason;  // Python's wording, so users recognise it
-};
-
-/// The first invalid sequence, judged as Python's strict decoder does (no overlongs, no
-/// surrogates, nothing above U+10FFFF).
-std::optional<Utf8Error> find_invalid_utf8(std::string_view s);
-
-/// `text` cut to at most about `max_bytes` at a UTF-8 character boundary, with "…" and the
-/// full size appended when cut: messages quote user text, which may be a line of megabytes.
-std::string bounded_quote(std::string_view text, std::size_t max_bytes);
 
 /// Why a file could not be read: an OS error number, or 0 when `message` says why.
 struct ReadFailure {
