@@ -121,6 +121,12 @@ def _node_graph(node):
     return graph, constants
 
 
+# The graphs prepare_nodes built, each taken by the first compile_node of its node: a graph
+# keeps its generated module, so the node's C code is generated once. Bounded, since a
+# prepared node's thunk may never be built.
+_prepared_graphs: dict = {}
+
+
 def prepare_nodes(nodes, jobs: int | None = None) -> None:
     """Builds (or finds) the modules of several nodes at once, one compiler process each up
     to ``jobs`` (default: the CPUs), so that building their thunks afterwards only loads.
@@ -130,13 +136,17 @@ def prepare_nodes(nodes, jobs: int | None = None) -> None:
 
     def prepare(node):
         try:
-            _core.prepare(_node_graph(node)[0], type(node.op).__name__)
+            graph, constants = _node_graph(node)
+            _core.prepare(graph, type(node.op).__name__)
         except Exception:  # reported where the thunk is built, in PyTensor's order
-            pass
+            return
+        _prepared_graphs[node] = (graph, constants)
 
     nodes = list(nodes)
     if len(nodes) < 2:
         return
+    if len(_prepared_graphs) > 256:
+        _prepared_graphs.clear()
     with ThreadPoolExecutor(min(len(nodes), jobs or os.cpu_count() or 1)) as pool:
         list(pool.map(prepare, nodes))
 
@@ -146,7 +156,8 @@ def compile_node(node, storage=None):
     each instance has its own struct). Called on the node's input values, it returns the
     output (a tuple when there are several). With ``storage`` (the one-element lists of the
     node's inputs, then outputs, as a PyTensor VM holds them) it runs in place on them."""
-    graph, constants = _node_graph(node)
+    prepared = _prepared_graphs.pop(node, None)
+    graph, constants = prepared if prepared is not None else _node_graph(node)
     try:
         return _core.link(graph, constants, type(node.op).__name__, storage)
     except _core.CompileError as e:

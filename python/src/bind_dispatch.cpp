@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "vectorcall_type.hpp"
 
 namespace py = pybind11;
 
@@ -157,22 +158,18 @@ void bind_dispatch(py::module_& m) {
   auto& t = dispatcher_type;
   t.tp_name = "libsection._core.Dispatcher";
   t.tp_basicsize = sizeof(Dispatcher);
-  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC;
+  t.tp_flags = Py_TPFLAGS_HAVE_GC;
   t.tp_doc =
       "Dispatcher(miss): calls the compiled op for its arguments' types, found in a table keyed by "
       "each array's dtype, dimensions and byte order and each number's type; `miss(*args)` gives "
       "the compiled op for types not seen yet.";
-  t.tp_vectorcall_offset = offsetof(Dispatcher, vectorcall);
-  t.tp_call = PyVectorcall_Call;
   t.tp_new = dispatcher_new;
   t.tp_dealloc = dispatcher_dealloc;
   t.tp_traverse = dispatcher_traverse;
   t.tp_clear = dispatcher_clear;
   t.tp_methods = dispatcher_methods;
   t.tp_getset = dispatcher_getset;
-  if (PyType_Ready(&t) < 0) throw py::error_already_set();
-  Py_INCREF(&t);
-  m.add_object("Dispatcher", reinterpret_cast<PyObject*>(&t));
+  add_vectorcall_type(m, t, "Dispatcher", offsetof(Dispatcher, vectorcall));
 }
 
 }  // namespace section::python

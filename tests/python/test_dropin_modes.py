@@ -259,6 +259,27 @@ def test_cvm_builds_every_drop_in_node_of_a_function_at_once(monkeypatch, cache_
         np.testing.assert_array_equal(got, expected)
 
 
+def test_cvm_generates_each_prepared_nodes_module_once(monkeypatch, cache_dir):
+    import libsection._node as node_module
+
+    built = []
+    real_node_graph = node_module._node_graph
+
+    def recording_node_graph(node):
+        built.append(type(node.op).__name__)
+        return real_node_graph(node)
+
+    monkeypatch.setattr(node_module, "_node_graph", recording_node_graph)
+    x, y = pt.dvector(), pt.dvector()
+    outputs = [OURS["Helper"]()(x), OURS["MaybeAdd"](False)(x, y), OURS["Combine"]("mul")(x, y)]
+    f = function([x, y], outputs, "CVM")
+    assert sorted(built) == ["Combine", "Helper", "MaybeAdd"]  # prepared, then only linked
+    assert not node_module._prepared_graphs
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    for got, expected in zip(f(a, b), [a * 3 * 2 + 1, a + b, a * b], strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_importing_the_drop_in_loads_nothing_cvm_does_not_need():
     import subprocess
     import sys

@@ -69,6 +69,30 @@ def test_generated_module_nests_blocks_with_cleanup_labels():
     assert source.index("// Op class Add") < source.index("// Op class Mul")
 
 
+def test_a_graph_generates_its_module_once_for_prepare_link_and_source():
+    from libsection import _core
+
+    generated = []
+
+    class CountingAdd(Add):
+        def c_code(self, name, inputs, outputs, sub):
+            generated.append(name)
+            return super().c_code(name, inputs, outputs, sub)
+
+    double = Double()
+    g = _core.Graph()
+    x, y = g.add_input(double, "x"), g.add_input(double, "y")
+    (a,) = g.add_apply(CountingAdd(), [x, y], [double])
+    g.add_output(a)
+    _core.prepare(g, "counting")
+    assert _core.link(g, [], "counting")(1.0, 2.0) == 3.0
+    assert "// Op class CountingAdd" in g.source()
+    assert len(generated) == 1
+    g.add_input(double, "unused")  # a changed graph is generated again
+    assert _core.link(g, [], "counting")(1.0, 2.0, 0.0) == 3.0
+    assert len(generated) == 2
+
+
 def test_failure_in_the_middle_node_runs_exactly_the_entered_cleanups():
     double = TracedDouble()
     m = Module("traced")

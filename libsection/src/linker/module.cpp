@@ -201,8 +201,7 @@ class ModuleWriter {
 ModuleWriter::ModuleWriter(Graph const& graph) : graph_(graph), vars_(graph.variables()) {
   if (graph.applies().empty()) throw std::invalid_argument("a module needs at least one apply");
   if (graph.outputs().empty()) throw std::invalid_argument("a module needs at least one output");
-  names_.resize(vars_.size());
-  for (std::size_t i = 0; i < vars_.size(); ++i) names_[i] = "V" + std::to_string(i + 1);
+  for (std::size_t i = 0; i < vars_.size(); ++i) names_.push_back('V' + std::to_string(i + 1));
   cells_ = graph.inputs();
   cells_.insert(cells_.end(), graph.outputs().begin(), graph.outputs().end());
   cells_.insert(cells_.end(), graph.constants().begin(), graph.constants().end());

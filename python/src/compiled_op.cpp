@@ -1,0 +1,302 @@
+// `CompiledOp`: one instance of a loaded module and its storage cells (one-element lists).
+#include "compiled_op.hpp"
+
+#include <cstdint>
+#include <new>
+#include <vector>
+
+#include "vectorcall_type.hpp"
+
+namespace py = pybind11;
+
+namespace section::python {
+namespace {
+
+struct CompiledOp {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  LoadedLibrary const* library;
+  void* instance;
+  Py_ssize_t n_inputs, n_outputs, n_cells;
+  PyObject** cells;  // one-element lists: inputs, outputs, constants
+  PyObject* info;    // dict: what was built, from where
+  PyObject* name;    // str, for messages
+  // One call at a time uses the instance and its cells. A thread that finds the op busy waits
+  // with the GIL released (the running op may release it too); only the thread already running
+  // the op (its C code calling back into it) is refused, since waiting would deadlock.
+  PyThread_type_lock lock;
+  unsigned long running_thread;  // 0: not running
+};
+
+PyTypeObject compiled_op_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+void set_cell(PyObject* cell, PyObject* value) {
+  PyObject* old = PyList_GET_ITEM(cell, 0);
+  Py_INCREF(value);
+  PyList_SET_ITEM(cell, 0, value);
+  Py_XDECREF(old);
+}
+
+/// Runs the op on `inputs` (borrowed, one per input) and stores new references to its outputs
+/// in `outputs`: 0, or -1 with an exception set. The one call path: the vectorcall and the
+/// native entry Numba calls both come here.
+int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** outputs) {
+  unsigned long const me = PyThread_get_thread_ident();
+  if (self->running_thread == me) {
+    PyErr_Format(PyExc_RuntimeError, "%U is already running in this thread (its C code cannot "
+                 "call it re-entrantly)", self->name);
+    return -1;
+  }
+  if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+  }
+  self->running_thread = me;
+  struct Release {  // every return below gives the op back
+    CompiledOp* self;
+    ~Release() {
+      self->running_thread = 0;
+      PyThread_release_lock(self->lock);
+    }
+  } release{self};
+  for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], inputs[i]);
+  // An output still held by the caller must not be overwritten: give the op an empty cell.
+  // One the caller dropped is handed back, so the op can reuse its memory.
+  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
+    PyObject* cell = self->cells[self->n_inputs + j];
+    PyObject* previous = PyList_GET_ITEM(cell, 0);
+    if (previous != Py_None && Py_REFCNT(previous) > 1) set_cell(cell, Py_None);
+  }
+  int const failure = self->library->run(self->instance);
+  for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], Py_None);
+  if (failure) {
+    // Forget kept outputs: one the op cannot take back (wrong type) must not fail every call.
+    for (Py_ssize_t j = 0; j < self->n_outputs; ++j) set_cell(self->cells[self->n_inputs + j], Py_None);
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
+                   self->name, failure);
+    return -1;
+  }
+  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
+    outputs[j] = PyList_GET_ITEM(self->cells[self->n_inputs + j], 0);
+    Py_INCREF(outputs[j]);
+  }
+  return 0;
+}
+
+PyObject* compiled_op_call(PyObject* callable, PyObject* const* args, size_t nargsf,
+                           PyObject* kwnames) {
+  auto* self = reinterpret_cast<CompiledOp*>(callable);
+  Py_ssize_t const nargs = PyVectorcall_NARGS(nargsf);
+  if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+    PyErr_Format(PyExc_TypeError, "%U takes positional arguments only", self->name);
+    return nullptr;
+  }
+  if (nargs != self->n_inputs) {
+    PyErr_Format(PyExc_TypeError, "%U takes %zd input%s, got %zd", self->name, self->n_inputs,
+                 self->n_inputs == 1 ? "" : "s", nargs);
+    return nullptr;
+  }
+  PyObject* small[8];
+  std::vector<PyObject*> many;
+  PyObject** outputs = small;
+  if (self->n_outputs > 8) {
+    many.resize(static_cast<std::size_t>(self->n_outputs));
+    outputs = many.data();
+  }
+  if (run_with_inputs(self, args, outputs) != 0) return nullptr;
+  if (self->n_outputs == 1) return outputs[0];
+  PyObject* result = PyTuple_New(self->n_outputs);
+  if (!result) {
+    for (Py_ssize_t j = 0; j < self->n_outputs; ++j) Py_DECREF(outputs[j]);
+    return nullptr;
+  }
+  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) PyTuple_SET_ITEM(result, j, outputs[j]);
+  return result;
+}
+
+void compiled_op_dealloc(PyObject* object) {
+  auto* self = reinterpret_cast<CompiledOp*>(object);
+  if (self->instance) self->library->instance_free(self->instance);
+  for (Py_ssize_t i = 0; i < self->n_cells; ++i) Py_XDECREF(self->cells[i]);
+  PyMem_Free(self->cells);
+  Py_XDECREF(self->info);
+  Py_XDECREF(self->name);
+  if (self->lock) PyThread_free_lock(self->lock);
+  Py_TYPE(object)->tp_free(object);
+}
+
+PyObject* compiled_op_repr(PyObject* object) {
+  auto* self = reinterpret_cast<CompiledOp*>(object);
+  return PyUnicode_FromFormat("<libsection compiled op %U>", self->name);
+}
+
+PyObject* compiled_op_info(PyObject* object, void*) {
+  auto* self = reinterpret_cast<CompiledOp*>(object);
+  Py_INCREF(self->info);
+  return self->info;
+}
+
+// ---- running in place: PyTensor's VM calls C thunks natively -------------------------------
+
+/// What a PyTensor VM hands a C thunk: its first member is the `__ERROR` list `[type, value,
+/// traceback]` that the VM reads after a failure (CLinker's layout, lazylinker_c.c).
+struct CThunkData {
+  PyObject* error;   // a three-element list
+  PyObject* op;      // the CompiledOp, kept alive by the capsule
+};
+
+int run_cthunk(void* data) {
+  auto* d = static_cast<CThunkData*>(data);
+  auto* self = reinterpret_cast<CompiledOp*>(d->op);
+  int const failure = self->library->run(self->instance);
+  if (failure) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
+                   self->name, failure);
+    PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject* parts[3] = {type, value, traceback};
+    for (Py_ssize_t i = 0; i < 3; ++i) {  // steals the fetched references
+      if (!parts[i]) parts[i] = Py_NewRef(Py_None);
+      PyList_SetItem(d->error, i, parts[i]);
+    }
+  }
+  return failure;
+}
+
+void free_cthunk(PyObject* capsule) {
+  auto* d = static_cast<CThunkData*>(PyCapsule_GetContext(capsule));
+  if (!d) return;
+  Py_XDECREF(d->error);
+  Py_XDECREF(d->op);
+  delete d;
+}
+
+PyObject* compiled_op_cthunk(PyObject* object, PyObject*) {
+  auto* d = new (std::nothrow) CThunkData{PyList_New(3), Py_NewRef(object)};
+  if (!d) return PyErr_NoMemory();
+  if (!d->error) {
+    Py_DECREF(d->op);
+    delete d;
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < 3; ++i) PyList_SET_ITEM(d->error, i, Py_NewRef(Py_None));
+  PyObject* capsule = PyCapsule_New(reinterpret_cast<void*>(&run_cthunk), nullptr, free_cthunk);
+  if (!capsule || PyCapsule_SetContext(capsule, d) != 0) {
+    Py_XDECREF(capsule);
+    Py_DECREF(d->error);
+    Py_DECREF(d->op);
+    delete d;
+    return nullptr;
+  }
+  return capsule;
+}
+
+PyObject* compiled_op_run_in_place(PyObject* object, PyObject*) {
+  auto* self = reinterpret_cast<CompiledOp*>(object);
+  int const failure = self->library->run(self->instance);
+  if (failure) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
+                   self->name, failure);
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef compiled_op_methods[] = {
+    {"run_in_place", compiled_op_run_in_place, METH_NOARGS,
+     "Runs the op on the values its cells hold (an instance linked with `storage`), writing its "
+     "outputs to them."},
+    {"cthunk", compiled_op_cthunk, METH_NOARGS,
+     "A capsule PyTensor's VM calls natively, as it calls CLinker's thunks (CLinker's calling "
+     "convention: the function pointer, and data starting with the error list). Keep it as "
+     "the thunk's `cthunk` attribute."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyGetSetDef compiled_op_getset[] = {
+    {"info", compiled_op_info, nullptr,
+     "What was built: cache key, library path, whether this call compiled it, ops and types.",
+     nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+}  // namespace
+
+void add_compiled_op_type(py::module_& m) {
+  auto& t = compiled_op_type;
+  t.tp_name = "libsection._core.CompiledOp";
+  t.tp_basicsize = sizeof(CompiledOp);
+  t.tp_doc = "A compiled op: call it with one value per input; returns the output (or a tuple).";
+  t.tp_dealloc = compiled_op_dealloc;
+  t.tp_repr = compiled_op_repr;
+  t.tp_getset = compiled_op_getset;
+  t.tp_methods = compiled_op_methods;
+  add_vectorcall_type(m, t, "CompiledOp", offsetof(CompiledOp, vectorcall));
+}
+
+// ---- the native entry: a CompiledOp called from compiled code ------------------------------
+// Numba's nopython code (python/libsection/_numba.py) calls a node's CompiledOp through this
+// function's address, without the Python call protocol: no argument tuple, no result tuple.
+// The caller holds the GIL and passes borrowed inputs; it receives new references to the
+// outputs. The cells are handled as compiled_op_call handles them.
+
+namespace {
+
+int compiled_op_run_native(PyObject* callable, PyObject* const* inputs, PyObject** outputs) {
+  return run_with_inputs(reinterpret_cast<CompiledOp*>(callable), inputs, outputs);
+}
+
+}  // namespace
+
+py::tuple native_entry(py::handle op) {
+  if (!PyObject_TypeCheck(op.ptr(), &compiled_op_type))
+    throw py::type_error("native_entry takes a CompiledOp, not " +
+                         std::string(py::str(py::type::handle_of(op).attr("__name__"))));
+  auto* self = reinterpret_cast<CompiledOp*>(op.ptr());
+  return py::make_tuple(reinterpret_cast<std::uintptr_t>(&compiled_op_run_native),
+                        reinterpret_cast<std::uintptr_t>(op.ptr()), self->n_inputs,
+                        self->n_outputs);
+}
+
+py::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
+                           std::size_t n_outputs, std::vector<py::object> const& constants,
+                           std::optional<std::vector<py::object>> const& storage, py::dict info,
+                           std::string const& name) {
+  std::size_t const n_io = n_inputs + n_outputs;
+  auto* self = PyObject_New(CompiledOp, &compiled_op_type);
+  if (!self) throw py::error_already_set();
+  self->vectorcall = compiled_op_call;
+  self->library = &library;
+  self->instance = nullptr;
+  self->n_inputs = static_cast<Py_ssize_t>(n_inputs);
+  self->n_outputs = static_cast<Py_ssize_t>(n_outputs);
+  Py_ssize_t const n_cells =
+      self->n_inputs + self->n_outputs + static_cast<Py_ssize_t>(constants.size());
+  self->cells = static_cast<PyObject**>(PyMem_Calloc(n_cells, sizeof(PyObject*)));
+  self->n_cells = self->cells ? n_cells : 0;  // what dealloc may release
+  self->info = info.release().ptr();
+  self->name = py::str(name).release().ptr();
+  self->running_thread = 0;
+  self->lock = PyThread_allocate_lock();
+  py::object owner = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
+  if (!self->cells || !self->lock) throw std::bad_alloc();
+  for (Py_ssize_t i = 0; i < self->n_cells; ++i) {
+    if (storage && static_cast<std::size_t>(i) < n_io) {  // the caller's cells, shared
+      self->cells[i] = (*storage)[static_cast<std::size_t>(i)].inc_ref().ptr();
+      continue;
+    }
+    std::size_t const c = static_cast<std::size_t>(i - self->n_inputs - self->n_outputs);
+    PyObject* value = i < self->n_inputs + self->n_outputs ? Py_None : constants[c].ptr();
+    self->cells[i] = PyList_New(1);
+    if (!self->cells[i]) throw py::error_already_set();
+    Py_INCREF(value);
+    PyList_SET_ITEM(self->cells[i], 0, value);
+  }
+  self->instance = library.instance_new(self->cells);
+  if (!self->instance) throw py::error_already_set();
+  return owner;
+}
+
+}  // namespace section::python

@@ -1,0 +1,32 @@
+// `CompiledOp`, the C-implemented callable over one instance of a loaded module: its vectorcall
+// runs the module's `run` directly; PyTensor's VM (`cthunk`) and Numba (`native_entry`) call it
+// without the Python call protocol.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loader.hpp"
+
+namespace section::python {
+
+/// Adds the `CompiledOp` type to `m`.
+void add_compiled_op_type(pybind11::module_& m);
+
+/// A new instance of `library`'s module. Its storage cells: one per input and output (the
+/// caller's one-element lists when `storage` is given, shared), then one per constant, holding
+/// its value. `info` is what `CompiledOp.info` returns; `name` names it in messages.
+pybind11::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
+                                 std::size_t n_outputs,
+                                 std::vector<pybind11::object> const& constants,
+                                 std::optional<std::vector<pybind11::object>> const& storage,
+                                 pybind11::dict info, std::string const& name);
+
+/// (entry address, op address, inputs, outputs): what compiled code needs to call `op`
+/// natively. The caller keeps `op` alive while the addresses are in use.
+pybind11::tuple native_entry(pybind11::handle op);
+
+}  // namespace section::python

@@ -1,0 +1,135 @@
+// Loading built modules: each module's library is verified (by the cache), opened through the
+// verified descriptor, checked for the module ABI and initialised once per process.
+#include "loader.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pybind11/gil_safe_call_once.h>
+#include <pybind11/stl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "link_errors.hpp"
+
+namespace py = pybind11;
+
+namespace section::python {
+
+// ---- the Python this process runs -------------------------------------------------------
+
+/// Computed once. Not a function-local static: its initialisation imports modules, which can
+/// release the GIL, and a second thread waiting on the static's guard while holding the GIL
+/// would deadlock the two.
+PythonEnvironment const& python_environment() {
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<PythonEnvironment> storage;
+  return storage.call_once_and_store_result([] {
+    py::module_ sysconfig = py::module_::import("sysconfig");
+    py::module_ numpy = py::module_::import("numpy");
+    py::module_ multiarray = py::module_::import("numpy._core._multiarray_umath");
+    PythonEnvironment e;
+    e.include_dirs = {py::str(sysconfig.attr("get_config_var")("INCLUDEPY")),
+                      py::str(numpy.attr("get_include")())};
+    e.abi = py::str(sysconfig.attr("get_config_var")("SOABI"));
+    e.numpy_api = std::string(py::str(numpy.attr("__version__"))) + " C-API " +
+                  std::string(py::str(multiarray.attr("_get_ndarray_c_version")()));
+    return e;
+  }).get_stored();
+}
+
+namespace {
+
+using InitFn = PyObject* (*)();
+
+/// Loads the module of cache entry `key` from `verified_fd`, the descriptor its SHA-256 was
+/// checked through (`/proc/self/fd/N` reopens that same file, whatever `path` names by now), so
+/// nothing can be swapped in between. The descriptor stays open: glibc knows the module by
+/// that name, and a reused number would make a later dlopen return this module again.
+LoadedLibrary const& load_library(std::string const& key, std::filesystem::path const& path,
+                                  int verified_fd) {
+  static std::map<std::string, LoadedLibrary> loaded;  // by cache key; guarded by the GIL
+  if (auto it = loaded.find(key); it != loaded.end()) return it->second;
+  if (verified_fd < 0) throw LinkError("cannot load " + path.string() + ": it was not verified");
+  int const fd = ::fcntl(verified_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) throw LinkError("cannot load " + path.string() + ": " + std::strerror(errno));
+  std::string const by_fd = "/proc/self/fd/" + std::to_string(fd);
+  LoadedLibrary lib;
+  lib.handle = ::dlopen(by_fd.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib.handle) {
+    std::string const why = ::dlerror();
+    ::close(fd);
+    throw LinkError("cannot load " + path.string() + " (through " + by_fd + "): " + why);
+  }
+  auto symbol = [&](char const* name) {
+    void* s = ::dlsym(lib.handle, name);
+    if (!s) throw LinkError(path.string() + " is not a libsection module: no " + name);
+    return s;
+  };
+  auto abi = reinterpret_cast<int (*)()>(symbol("libsection_abi_version"));
+  if (abi() != module_abi_version)
+    throw LinkError(path.string() + " was built for module ABI " + std::to_string(abi()) +
+                    ", this libsection loads ABI " + std::to_string(module_abi_version));
+  auto init = reinterpret_cast<InitFn>(symbol("libsection_module_init"));
+  lib.instance_new = reinterpret_cast<NewFn>(symbol("libsection_instance_new"));
+  lib.run = reinterpret_cast<RunFn>(symbol("libsection_instance_run"));
+  lib.instance_free = reinterpret_cast<FreeFn>(symbol("libsection_instance_free"));
+  if (!init()) throw py::error_already_set();
+  return loaded.emplace(key, lib).first->second;
+}
+
+// The in-process memo: a module already verified and loaded is not hashed again.
+// Never destroyed: it holds Python objects, which must not be released after finalisation.
+std::map<std::string, std::pair<std::filesystem::path, py::dict>>& loaded_modules() {
+  static auto* memo = new std::map<std::string, std::pair<std::filesystem::path, py::dict>>();
+  return *memo;
+}
+
+/// What was built, for `CompiledOp.info`.
+py::dict build_info(ModuleSource const& module, BuiltModule const& built) {
+  py::dict info;
+  info["key"] = built.entry.key;
+  info["library"] = built.entry.library.string();
+  info["module"] = module.name;
+  info["ops"] = module.op_names;
+  info["inputs"] = module.input_types;
+  info["outputs"] = module.output_types;
+  info["compiled"] = built.compiled;
+  return info;
+}
+
+}  // namespace
+
+LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
+  PythonEnvironment const& python = python_environment();
+  std::filesystem::path library;
+  std::string key;
+  FileHandle verified_library;  // the module's bytes as verified; loaded through this
+  py::dict info;
+  auto& memo = loaded_modules();
+  if (auto it = memo.find(module.text); it != memo.end()) {
+    library = it->second.first;
+    info = py::dict(it->second.second);
+    info["compiled"] = false;
+    key = info["key"].cast<std::string>();
+  } else {
+    BuiltModule built;
+    try {
+      py::gil_scoped_release release;
+      ModuleCache cache;
+      built = build_module(module, python, cache, sm);
+    } catch (LinkError const& e) {
+      raise_python(e, sm);
+    }
+    library = built.entry.library;
+    key = built.entry.key;
+    verified_library = built.entry.library_file;
+    info = build_info(module, built);
+  }
+  LoadedLibrary const& lib = load_library(key, library, verified_library.get());
+  memo.emplace(module.text, std::make_pair(library, py::dict(info)));
+  return {&lib, std::move(info)};
+}
+
+}  // namespace section::python

@@ -1,0 +1,39 @@
+// Loading built modules into this process: the Python they are built for, dlopen with the
+// module ABI check, and the in-process memo of modules already verified and loaded.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "section/linker.hpp"
+
+namespace section::python {
+
+using NewFn = void* (*)(PyObject**);
+using RunFn = int (*)(void*);
+using FreeFn = void (*)(void*);
+
+/// A shared object loaded and initialised once per process; never unloaded, since instances
+/// and the Python objects they created may outlive any handle we could count.
+struct LoadedLibrary {
+  void* handle = nullptr;
+  NewFn instance_new = nullptr;
+  RunFn run = nullptr;
+  FreeFn instance_free = nullptr;
+};
+
+/// The Python this process runs (include directories, ABI, NumPy), computed once.
+PythonEnvironment const& python_environment();
+
+/// A module loaded into this process, and what was built (`CompiledOp.info`: cache key,
+/// library, module name, ops, types, whether this call compiled it).
+struct LoadedModule {
+  LoadedLibrary const* library;
+  pybind11::dict info;
+};
+
+/// Finds `module` among those this process loaded, else builds it (or finds it in the cache,
+/// the GIL released meanwhile) and loads it. Raises the Python form of a `LinkError`, its
+/// diagnostics resolved against `sm`.
+LoadedModule load_module(ModuleSource const& module, SourceManager& sm);
+
+}  // namespace section::python

@@ -1,0 +1,20 @@
+// Types and ops written in Python, as the linker core's CType and COp: their `c_*` methods are
+// called (with the GIL held) when a module is generated.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "section/ctype.hpp"
+#include "section/module.hpp"
+
+namespace section::python {
+
+/// A type string (`"float64[:]"`), or a Python object with the CType methods
+/// (`c_declare(name, sub)`, `c_extract`, ...).
+CTypePtr to_type(pybind11::handle value);
+
+/// A Python object with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*`
+/// methods of PyTensor's COp, minus their `node` argument.
+COpPtr to_op(pybind11::object op);
+
+}  // namespace section::python
