@@ -234,8 +234,11 @@ void check_file(SourceManager const& sm, ScannedFile const& file,
   FileChecks(sm, file, extra_tags, out).run();
 }
 
-void check_files(std::vector<ScannedFile> const& files, std::span<Diagnostic const> judged,
-                 std::vector<Diagnostic>& out) {
+void check_files(std::vector<ScannedFile> const& files, std::vector<Diagnostic>& diagnostics,
+                 std::size_t judged_from) {
+  auto const is_error = [](Diagnostic const& d) { return d.is_error(); };
+  bool const any_error = std::any_of(diagnostics.begin() + static_cast<std::ptrdiff_t>(judged_from),
+                                     diagnostics.end(), is_error);
   auto const first_using = [&](MarkerStyle style) {
     return std::find_if(files.begin(), files.end(),
                         [&](ScannedFile const& f) { return uses(f, style); });
@@ -243,17 +246,15 @@ void check_files(std::vector<ScannedFile> const& files, std::span<Diagnostic con
   auto const legacy = first_using(MarkerStyle::legacy), section = first_using(MarkerStyle::section);
   // Within one file, check_file reported it already.
   if (legacy != files.end() && section != files.end() && legacy != section)
-    out.push_back(mixed_styles(legacy->parsed.blocks.front().marker,
-                               section->parsed.blocks.front().marker));
+    diagnostics.push_back(mixed_styles(legacy->parsed.blocks.front().marker,
+                                       section->parsed.blocks.front().marker));
   bool const any_block = std::any_of(files.begin(), files.end(),
                                      [](ScannedFile const& f) { return !f.parsed.blocks.empty(); });
-  bool const any_error =
-      std::any_of(judged.begin(), judged.end(), [](Diagnostic const& d) { return d.is_error(); });
-  if (!any_block && !any_error) {
+  if (!any_block && !any_error) {  // without blocks, no marker styles to mix either
     // sic: the reference's wording
     auto d = make_diagnostic("SL204", "No sections where defined in the C files");
     d.notes.push_back({"give at least one section file", {}});
-    out.push_back(std::move(d));
+    diagnostics.push_back(std::move(d));
   }
 }
 

@@ -81,9 +81,9 @@ SectionSet merge_sections(SourceManager const& sm, std::vector<FileId> const& fi
     scanned.push_back(detail::scan_file(sm, id));
     detail::check_file(sm, scanned.back(), extra_tags, set.diagnostics);
   }
-  auto const judged = [&] { return std::span(set.diagnostics).subspan(judged_from); };
-  detail::check_files(scanned, judged(), set.diagnostics);
-  set.error = detail::reference_error(sm, scanned, judged());
+  detail::check_files(scanned, set.diagnostics, judged_from);
+  set.error =
+      detail::reference_error(sm, scanned, std::span(set.diagnostics).subspan(judged_from));
   merge_blocks(sm, scanned, extra_tags, set);
   return set;
 }
