@@ -27,7 +27,7 @@ struct DiagnosticCode {
   std::string_view name;           ///< `fail-or-params-out-of-scope`
   Severity severity;               ///< the severity its diagnostics carry
   std::string_view summary;        ///< one line, lower-case, no trailing period
-  std::string_view documentation;  ///< Markdown: What it does / Why is this bad? / Example / Use instead
+  std::string_view documentation;  ///< Markdown: What it does, Why is this bad?, Example, Use instead
   Reporter reported_by;
 };
 

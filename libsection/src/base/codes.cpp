@@ -635,8 +635,7 @@ if (APPLY_SPECIFIC(f)(INPUT_0, &OUTPUT_0) != 0) FAIL;
 together with `func_name = "APPLY_SPECIFIC(f)"`.
 
 ## Use instead
-Keep one of the two: drop the `code` section, or drop `func_name`. The expander reports the
-same code when it is asked to expand such an op.
+Keep one of the two: drop the `code` section, or drop `func_name`.
 )md",
      Reporter::linter},
     {"SL901", "unused-suppression", Severity::warning, "a suppression comment that suppresses nothing",
@@ -733,14 +732,16 @@ Fix the C code at the reported line.
 std::span<DiagnosticCode const> diagnostic_codes() { return codes; }
 
 DiagnosticCode const* find_diagnostic_code(std::string_view code) {
-  auto const it = std::lower_bound(std::begin(codes), std::end(codes), code,
-                                   [](DiagnosticCode const& c, std::string_view k) { return c.code < k; });
+  auto const it =
+      std::lower_bound(std::begin(codes), std::end(codes), code,
+                       [](DiagnosticCode const& c, std::string_view k) { return c.code < k; });
   return it != std::end(codes) && it->code == code ? &*it : nullptr;
 }
 
 Diagnostic make_diagnostic(std::string_view code, std::string message, SourceRange range) {
   auto const* entry = find_diagnostic_code(code);
-  if (!entry) throw std::logic_error("diagnostic code `" + std::string(code) + "` is not in the code table");
+  if (!entry)
+    throw std::logic_error("diagnostic code `" + std::string(code) + "` is not in the code table");
   Diagnostic d;
   d.code = std::string(code);
   d.severity = entry->severity;

@@ -1,6 +1,7 @@
 // section-lint internals: the view of a parsed file the rule families share, and their entry points.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -44,8 +45,18 @@ struct GeneratedMacro {
 };
 
 GeneratedMacro classify_macro(std::string_view name);
-/// Whether section `tag` defines the macros of `family`.
-bool macro_in_scope(MacroFamily family, std::string_view tag);
+
+/// One use of a generated macro in a section of a known tag.
+struct MacroUse {
+  std::string_view name;
+  GeneratedMacro macro;
+  std::string_view tag;
+  SourceRange range;
+  bool in_scope;  ///< whether the expander defines it in that section
+};
+
+/// Calls `visit` for every use of a generated macro in `file`, in file order.
+void for_each_macro_use(FileView const& file, std::function<void(MacroUse const&)> const& visit);
 
 // Rule families. Each appends what it finds; selection and suppressions are applied afterwards.
 void check_structure(FileView const& file, std::vector<Diagnostic>& out);       // SL2xx
@@ -53,7 +64,8 @@ void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out);  // 
 void check_apply_specific(FileView const& file, std::vector<Diagnostic>& out);  // SL4xx
 void check_control_flow(FileView const& file, std::vector<Diagnostic>& out);    // SL5xx
 /// SL601: input/output macros, in sections that define them, beyond the op's arity.
-void check_io_arity(FileView const& file, LintSignature const& signature, std::vector<Diagnostic>& out);
+void check_io_arity(FileView const& file, LintSignature const& signature,
+                    std::vector<Diagnostic>& out);
 /// SL602–SL604 over all files of one op (the main function may live in any of them).
 void check_signature(std::span<FileView const> files, LintSignature const& signature,
                      std::vector<Diagnostic>& out);

@@ -60,6 +60,16 @@ void report_out_of_scope(std::string_view name, MacroFamily family, std::string_
   }
 }
 
+bool in_scope(MacroFamily family, std::string_view tag) {
+  switch (family) {
+    case MacroFamily::sub: return tag == "init_code_struct" || tag == "code" || tag == "code_cleanup";
+    case MacroFamily::io: return tag == "code" || tag == "code_cleanup";
+    case MacroFamily::apply: return tag != "init_code" && tag != "support_code";
+    case MacroFamily::none: return true;
+  }
+  return true;
+}
+
 }  // namespace
 
 GeneratedMacro classify_macro(std::string_view name) {
@@ -76,26 +86,26 @@ GeneratedMacro classify_macro(std::string_view name) {
   return {};
 }
 
-bool macro_in_scope(MacroFamily family, std::string_view tag) {
-  switch (family) {
-    case MacroFamily::sub: return tag == "init_code_struct" || tag == "code" || tag == "code_cleanup";
-    case MacroFamily::io: return tag == "code" || tag == "code_cleanup";
-    case MacroFamily::apply: return tag != "init_code" && tag != "support_code";
-    case MacroFamily::none: return true;
-  }
-  return true;
-}
-
-void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out) {
+void for_each_macro_use(FileView const& file, std::function<void(MacroUse const&)> const& visit) {
   for (auto const& block : file.blocks) {
     std::string_view const tag = block.block.tag;
     if (!is_section_tag(tag)) continue;  // SL201 already; its scope is unknown
     for (auto const& token : block.body.tokens) {
       if (token.kind != TokenKind::identifier) continue;
       auto const name = file.spelling(token);
-      auto const family = classify_macro(name).family;
-      if (!macro_in_scope(family, tag)) report_out_of_scope(name, family, tag, file.range(token), out);
+      auto const macro = classify_macro(name);
+      if (macro.family == MacroFamily::none) continue;
+      visit({name, macro, tag, file.range(token), in_scope(macro.family, tag)});
     }
+  }
+}
+
+void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out) {
+  for_each_macro_use(file, [&](MacroUse const& use) {
+    if (!use.in_scope) report_out_of_scope(use.name, use.macro.family, use.tag, use.range, out);
+  });
+  for (auto const& block : file.blocks) {
+    if (!is_section_tag(block.block.tag)) continue;
     for (auto const& directive : block.body.directives) {
       if (directive.name != "define" || !directive.macro) continue;
       auto const name = file.spelling(*directive.macro);

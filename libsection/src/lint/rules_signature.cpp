@@ -25,30 +25,22 @@ void check_arity(std::string_view name, GeneratedMacro const& m, LintSignature c
   auto const arity = m.is_input ? signature.inputs : signature.outputs;
   if (!m.index || !arity || *m.index < *arity) return;
   std::string const what = m.is_input ? "input" : "output";
-  std::string message = "`" + std::string(name) + "` refers to " + what + " " + std::to_string(*m.index) +
-                        " but the op has " + std::to_string(*arity) + " " + what +
-                        (*arity == 1 ? "" : "s");
+  std::string message = "`" + std::string(name) + "` refers to " + what + " " +
+                        std::to_string(*m.index) + " but the op has " + std::to_string(*arity) +
+                        " " + what + (*arity == 1 ? "" : "s");
   auto d = make_diagnostic("SL601", std::move(message), range);
   if (*arity > 0)
     d.notes.push_back({what + " indices run from 0 to " + std::to_string(*arity - 1), {}});
   out.push_back(std::move(d));
 }
 
-
 }  // namespace
 
-void check_io_arity(FileView const& file, LintSignature const& signature, std::vector<Diagnostic>& out) {
-  for (auto const& block : file.blocks) {
-    std::string_view const tag = block.block.tag;
-    if (!is_section_tag(tag)) continue;  // SL201 already; its scope is unknown
-    for (auto const& token : block.body.tokens) {
-      if (token.kind != TokenKind::identifier) continue;
-      auto const name = file.spelling(token);
-      auto const macro = classify_macro(name);
-      if (macro.family == MacroFamily::none || !macro_in_scope(macro.family, tag)) continue;
-      check_arity(name, macro, signature, file.range(token), out);  // out of scope: SL30x
-    }
-  }
+void check_io_arity(FileView const& file, LintSignature const& signature,
+                    std::vector<Diagnostic>& out) {
+  for_each_macro_use(file, [&](MacroUse const& use) {  // uses out of scope are SL30x
+    if (use.in_scope) check_arity(use.name, use.macro, signature, use.range, out);
+  });
 }
 
 void check_signature(std::span<FileView const> files, LintSignature const& signature,
@@ -63,7 +55,8 @@ void check_signature(std::span<FileView const> files, LintSignature const& signa
   for (auto const& file : files) {
     for (auto const& block : file.blocks) {
       if (block.block.tag == "code") {
-        out.push_back(detail::code_section_with_func_name(block.block.marker, *signature.func_name));
+        out.push_back(
+            detail::code_section_with_func_name(block.block.marker, *signature.func_name));
       }
       if (!may_declare_main_function(block.block.tag)) continue;
       for (auto const& decl : file_scope_declarations(file.text, block.body.tokens)) {

@@ -30,16 +30,19 @@ std::string join_reasons(std::vector<std::string> const& why) {
 
 Diagnostic near_miss_diagnostic(NearMiss const& m) {
   if (m.kind == MarkerKind::section) {
-    auto d = make_diagnostic("SL101",
-                             "line looks like a section marker but is not one, so it is read as C code: " +
-                                 join_reasons(m.why),
-                             m.line);
+    auto d = make_diagnostic(
+        "SL101",
+        "line looks like a section marker but is not one, so it is read as C code: " +
+            join_reasons(m.why),
+        m.line);
     d.fix = FixIt{"write the marker exactly as `" + bounded_quote(m.marker, max_quoted_bytes) + "`",
                   m.line, m.marker};
     return d;
   }
   auto d = make_diagnostic(
-      "SL101", "line looks like a legacy section marker but is not one, so it is ignored: " + join_reasons(m.why),
+      "SL101",
+      "line looks like a legacy section marker but is not one, so it is ignored: " +
+          join_reasons(m.why),
       m.line);
   d.fix = FixIt{"write the marker alone on its line", m.line, m.marker};
   return d;
@@ -62,7 +65,8 @@ bool only_lint_comments(std::string_view text) {
     if (!line.starts_with("//")) return false;
     line.remove_prefix(2);
     auto const word = first_non_python_space(line);
-    if (word == std::string_view::npos || !line.substr(word).starts_with("section-lint:")) return false;
+    if (word == std::string_view::npos || !line.substr(word).starts_with("section-lint:"))
+      return false;
     text.remove_prefix(end);
   }
   return true;
@@ -93,7 +97,8 @@ class FileChecks {
     for (auto const& m : file_.near_misses)
       d.notes.push_back({"this line looks like a marker but is not one", m.line});
     if (file_.near_misses.empty())
-      d.notes.push_back({"a section file is split by lines `#section <tag>`, e.g. `#section support_code`", {}});
+      d.notes.push_back(
+          {"a section file is split by lines `#section <tag>`, e.g. `#section support_code`", {}});
     out_.push_back(std::move(d));
   }
 
@@ -104,7 +109,8 @@ class FileChecks {
   }
 
   void mixed_in_file() {
-    out_.push_back(mixed_styles(first_marker(MarkerKind::legacy), first_marker(MarkerKind::section)));
+    out_.push_back(
+        mixed_styles(first_marker(MarkerKind::legacy), first_marker(MarkerKind::section)));
   }
 
   void check_prelude() {
@@ -114,10 +120,12 @@ class FileChecks {
     if (stray == std::string_view::npos) return;
     auto line_end = text.find('\n', stray);
     if (line_end == std::string_view::npos) line_end = text.size();
-    auto d = make_diagnostic("SL202", "Stray code before first #section statement (in file " + path_ + ")",
-                             {parsed_.file, prelude.begin + stray, prelude.begin + line_end});
+    auto d = make_diagnostic(
+        "SL202", "Stray code before first #section statement (in file " + path_ + ")",
+        {parsed_.file, prelude.begin + stray, prelude.begin + line_end});
     for (auto const& m : file_.near_misses)
-      if (m.line.end <= prelude.end) d.notes.push_back({"this line looks like a marker but is not one", m.line});
+      if (m.line.end <= prelude.end)
+        d.notes.push_back({"this line looks like a marker but is not one", m.line});
     if (text.substr(stray).starts_with("\xEF\xBB\xBF")) {
       d.notes.push_back({"the file starts with a UTF-8 byte order mark; save it without one", {}});
     } else if (only_lint_comments(text.substr(stray))) {
@@ -133,11 +141,13 @@ class FileChecks {
   void move_lint_comments(Diagnostic& d, std::string_view comments_text, std::size_t begin) {
     auto const prelude_end = parsed_.prelude.end;
     d.notes.push_back({"PyTensor refuses any text before the first `#section` line, comments "
-                       "included; a `section-lint:` comment applies wherever it is in the file", {}});
+                       "included; a `section-lint:` comment applies wherever it is in the file",
+                       {}});
     auto marker_end = text_.find('\n', prelude_end);
     if (marker_end == std::string::npos) marker_end = text_.size();
     std::string comments(comments_text);
-    while (!comments.empty() && (comments.back() == '\n' || comments.back() == ' ')) comments.pop_back();
+    while (!comments.empty() && (comments.back() == '\n' || comments.back() == ' '))
+      comments.pop_back();
     d.fix = FixIt{"move the comment below the first `#section` line",
                   {parsed_.file, begin, marker_end},
                   text_.substr(prelude_end, marker_end - prelude_end) + "\n" + comments,
@@ -145,8 +155,8 @@ class FileChecks {
   }
 
   void legacy_marker(Block const& b) {
-    auto d = make_diagnostic("SL102", "legacy section marker; write `#section " + b.tag + "` instead",
-                             b.marker);
+    auto d = make_diagnostic(
+        "SL102", "legacy section marker; write `#section " + b.tag + "` instead", b.marker);
     d.notes.push_back({"a later legacy marker of the same kind replaces this block, while "
                        "repeated `#section` blocks are concatenated", {}});
     d.fix = FixIt{"replace with `#section " + b.tag + "`", b.marker, "#section " + b.tag};
@@ -195,8 +205,10 @@ class FileChecks {
     for (auto const& b : parsed_.blocks) {
       auto const it = seen.find(b.tag);
       if (it == seen.end() || it->second.count < 2 || !(it->second.first == b.marker)) continue;
-      auto d = make_diagnostic("SL206", "section `" + b.tag + "` appears " + std::to_string(it->second.count) +
-                                            " times; its blocks are concatenated in order",
+      auto d = make_diagnostic("SL206",
+                               "section `" + b.tag + "` appears " +
+                                   std::to_string(it->second.count) +
+                                   " times; its blocks are concatenated in order",
                                it->second.second);
       d.notes.push_back({"first `" + b.tag + "` block is here", it->second.first});
       out_.push_back(std::move(d));
@@ -222,23 +234,27 @@ void check_file(SourceManager const& sm, ScannedFile const& file,
   FileChecks(sm, file, extra_tags, out).run();
 }
 
-void check_files(std::vector<ScannedFile> const& files, std::span<Diagnostic const> judged,
-                 std::vector<Diagnostic>& out) {
-  auto const legacy = std::find_if(files.begin(), files.end(),
-                                   [](ScannedFile const& f) { return uses(f, MarkerStyle::legacy); });
-  auto const section = std::find_if(files.begin(), files.end(),
-                                    [](ScannedFile const& f) { return uses(f, MarkerStyle::section); });
+void check_files(std::vector<ScannedFile> const& files, std::vector<Diagnostic>& diagnostics,
+                 std::size_t judged_from) {
+  auto const is_error = [](Diagnostic const& d) { return d.is_error(); };
+  bool const any_error = std::any_of(diagnostics.begin() + static_cast<std::ptrdiff_t>(judged_from),
+                                     diagnostics.end(), is_error);
+  auto const first_using = [&](MarkerStyle style) {
+    return std::find_if(files.begin(), files.end(),
+                        [&](ScannedFile const& f) { return uses(f, style); });
+  };
+  auto const legacy = first_using(MarkerStyle::legacy), section = first_using(MarkerStyle::section);
   // Within one file, check_file reported it already.
   if (legacy != files.end() && section != files.end() && legacy != section)
-    out.push_back(mixed_styles(legacy->parsed.blocks.front().marker, section->parsed.blocks.front().marker));
+    diagnostics.push_back(mixed_styles(legacy->parsed.blocks.front().marker,
+                                       section->parsed.blocks.front().marker));
   bool const any_block = std::any_of(files.begin(), files.end(),
                                      [](ScannedFile const& f) { return !f.parsed.blocks.empty(); });
-  bool const any_error =
-      std::any_of(judged.begin(), judged.end(), [](Diagnostic const& d) { return d.is_error(); });
-  if (!any_block && !any_error) {
-    auto d = make_diagnostic("SL204", "No sections where defined in the C files");  // sic: the reference's wording
+  if (!any_block && !any_error) {  // without blocks, no marker styles to mix either
+    // sic: the reference's wording
+    auto d = make_diagnostic("SL204", "No sections where defined in the C files");
     d.notes.push_back({"give at least one section file", {}});
-    out.push_back(std::move(d));
+    diagnostics.push_back(std::move(d));
   }
 }
 
@@ -255,17 +271,18 @@ std::optional<LoadError> reference_error(SourceManager const& sm,
                                          std::span<Diagnostic const> judged) {
   // The reference checks the marker styles of all files before it splits any of them, then
   // raises on the first problem of the first file that has one: the order the checks report in.
+  auto const is_error = [](Diagnostic const& d) { return d.is_error(); };
   auto first = std::find_if(judged.begin(), judged.end(),
-                            [](Diagnostic const& d) { return d.is_error() && d.code == "SL103"; });
-  if (first == judged.end())
-    first = std::find_if(judged.begin(), judged.end(), [](Diagnostic const& d) { return d.is_error(); });
+                            [&](Diagnostic const& d) { return is_error(d) && d.code == "SL103"; });
+  if (first == judged.end()) first = std::find_if(judged.begin(), judged.end(), is_error);
   if (first == judged.end()) return std::nullopt;
   LoadError error{0, first->message, {}};
   if (first->code == "SL202") {  // the reference quotes the stray text itself; ours points at it
     auto const& file = *std::find_if(files.begin(), files.end(), [&](ScannedFile const& f) {
       return f.parsed.file == first->range.file;
     });
-    auto const prelude = std::string_view(sm.file(file.parsed.file).text()).substr(0, file.parsed.prelude.end);
+    auto const& text = sm.file(file.parsed.file).text();
+    auto const prelude = std::string_view(text).substr(0, file.parsed.prelude.end);
     error.message += ": " + bounded_quote(prelude, max_quoted_bytes);
   }
   return error;

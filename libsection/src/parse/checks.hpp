@@ -16,10 +16,10 @@ namespace section::detail {
 void check_file(SourceManager const& sm, ScannedFile const& file,
                 std::vector<std::string> const& extra_tags, std::vector<Diagnostic>& out);
 
-/// Judges files together, after each was judged alone: marker styles across files, and no
-/// sections at all.
-void check_files(std::vector<ScannedFile> const& files, std::span<Diagnostic const> judged,
-                 std::vector<Diagnostic>& out);
+/// Judges files together, after check_file judged each alone (what it reported is
+/// `diagnostics` from `judged_from` on): marker styles across files, and no sections at all.
+void check_files(std::vector<ScannedFile> const& files, std::vector<Diagnostic>& diagnostics,
+                 std::size_t judged_from);
 
 /// The error the reference loader raises, derived from what the checks reported (`judged`,
 /// in the order check_file and check_files report). None when they found no error.

@@ -11,7 +11,8 @@ namespace section {
 namespace {
 
 std::string_view body_text(SourceManager const& sm, Block const& b) {
-  return std::string_view(sm.file(b.body.file).text()).substr(b.body.begin, b.body.end - b.body.begin);
+  auto const& text = sm.file(b.body.file).text();
+  return std::string_view(text).substr(b.body.begin, b.body.end - b.body.begin);
 }
 
 Section& section_for(SectionSet& set, std::string const& tag) {
@@ -80,9 +81,9 @@ SectionSet merge_sections(SourceManager const& sm, std::vector<FileId> const& fi
     scanned.push_back(detail::scan_file(sm, id));
     detail::check_file(sm, scanned.back(), extra_tags, set.diagnostics);
   }
-  auto const judged = [&] { return std::span(set.diagnostics).subspan(judged_from); };
-  detail::check_files(scanned, judged(), set.diagnostics);
-  set.error = detail::reference_error(sm, scanned, judged());
+  detail::check_files(scanned, set.diagnostics, judged_from);
+  set.error =
+      detail::reference_error(sm, scanned, std::span(set.diagnostics).subspan(judged_from));
   merge_blocks(sm, scanned, extra_tags, set);
   return set;
 }
@@ -99,9 +100,11 @@ SectionSet load_sections(SourceManager& sm, std::vector<SourceSpec> const& files
     if (auto id = detail::read_source(sm, spec.path, shown, diagnostics, &os_errno)) {
       ids.push_back(*id);
     } else if (!read_error) {  // the reference reads every file before parsing any
-      auto const failure = std::find_if(diagnostics.begin() + static_cast<std::ptrdiff_t>(before),
-                                        diagnostics.end(), [](Diagnostic const& d) { return d.is_error(); });
-      read_error = LoadError{os_errno, failure != diagnostics.end() ? failure->message : "", spec.path};
+      auto const failure =
+          std::find_if(diagnostics.begin() + static_cast<std::ptrdiff_t>(before), diagnostics.end(),
+                       [](Diagnostic const& d) { return d.is_error(); });
+      read_error =
+          LoadError{os_errno, failure != diagnostics.end() ? failure->message : "", spec.path};
     }
   }
   if (read_error && ids.empty()) {  // nothing to merge: "no sections" would only add noise

@@ -134,10 +134,11 @@ std::optional<FileId> add_source(SourceManager& sm, std::string text,
 
   if (bad) {
     auto const at = normalised_offset(raw, bad->offset);
-    auto d = make_diagnostic("SL001", "invalid UTF-8 (in file " + display_path + "): can't decode byte " +
-                                          hex_byte(static_cast<unsigned char>(raw[bad->offset])) +
-                                          " at byte offset " + std::to_string(bad->offset) + ": " +
-                                          bad->reason,
+    auto d = make_diagnostic("SL001",
+                             "invalid UTF-8 (in file " + display_path + "): can't decode byte " +
+                                 hex_byte(static_cast<unsigned char>(raw[bad->offset])) +
+                                 " at byte offset " + std::to_string(bad->offset) + ": " +
+                                 bad->reason,
                              {id, at, at + 1});
     d.notes.push_back({"section files are read as UTF-8; re-save the file as UTF-8", {}});
     diagnostics.push_back(std::move(d));

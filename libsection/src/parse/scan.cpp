@@ -81,7 +81,8 @@ class FileScanner {
     auto& parsed = out.parsed;
     parsed.file = file_;
     auto const has = [&](MarkerKind kind) {
-      return std::any_of(markers_.begin(), markers_.end(), [&](Marker const& m) { return m.kind == kind; });
+      return std::any_of(markers_.begin(), markers_.end(),
+                         [&](Marker const& m) { return m.kind == kind; });
     };
     bool const has_section = has(MarkerKind::section), has_legacy = has(MarkerKind::legacy);
     parsed.style = has_section && has_legacy ? MarkerStyle::mixed
@@ -95,7 +96,8 @@ class FileScanner {
     for (std::size_t i = 0; i < markers_.size(); ++i) {
       auto& m = markers_[i];  // its tag moves to the block
       auto const body_end = i + 1 < markers_.size() ? markers_[i + 1].line.begin : text_.size();
-      parsed.blocks.push_back({std::move(m.tag), m.line, m.tag_range, {file_, m.line.end, body_end}, m.line_no});
+      parsed.blocks.push_back(
+          {std::move(m.tag), m.line, m.tag_range, {file_, m.line.end, body_end}, m.line_no});
       out.block_kinds.push_back(m.kind);
     }
     return out;
@@ -203,8 +205,8 @@ class FileScanner {
       markers_.push_back({MarkerKind::legacy, tag, whole, whole, line_no});
       return;
     }
-    near_misses_.push_back({MarkerKind::legacy, {file_, begin, end},
-                            {m.indent.empty() ? "there are blanks after it" : "it is indented"}, exact});
+    std::string why = m.indent.empty() ? "there are blanks after it" : "it is indented";
+    near_misses_.push_back({MarkerKind::legacy, {file_, begin, end}, {std::move(why)}, exact});
   }
 
   FileId file_;
