@@ -237,27 +237,25 @@ ModuleSource generate_module(Graph const& graph) {
     auto const& apply = graph.applies()[a];
     std::string const op_name = apply.op->name();
     module.op_names.push_back(op_name);
-    ApplyContext ctx;
+    NodeContext ctx;
     ctx.node_name = "node_" + std::string(hash_placeholder) + "_" + std::to_string(a);
     for (auto v : apply.inputs) {
       ctx.inputs.push_back(names[v]);
       ctx.input_types.push_back(vars[v].type.get());
+      ctx.input_dtypes.push_back(dtype_name(*vars[v].type));
     }
     for (auto v : apply.outputs) {
       ctx.outputs.push_back(names[v]);
       ctx.output_types.push_back(vars[v].type.get());
+      ctx.output_dtypes.push_back(dtype_name(*vars[v].type));
     }
-    if (apply.params) ctx.params = names[*apply.params];
     int const id = next_id++;
     std::string const what = escape_for_c_string(op_name + " (node " + std::to_string(a) + ")");
     ctx.sub = {{"fail", run_failure(id, what)}, {"id", std::to_string(id)},
                {"failure_var", "__failure"}};
     int const init_id = next_init_id++;
     ctx.init_sub = {{"fail", init_failure(init_id, what)}, {"id", std::to_string(init_id)}};
-    if (apply.params) {
-      ctx.sub["params"] = ctx.params;
-      ctx.init_sub["params"] = ctx.params;
-    }
+    if (apply.params) ctx.sub["params"] = ctx.init_sub["params"] = names[*apply.params];
 
     OpCode code = apply.op->generate(ctx);
     for (auto const& h : code.headers) add_unique(headers, h);

@@ -1,6 +1,7 @@
 // section-lint internals: the view of a parsed file the rule families share, and their entry points.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,6 +31,11 @@ struct FileView {
   SourceRange range(Token const& t) const { return {file, t.begin, t.end}; }
 };
 
+/// How many inputs (outputs) the op has, when its signature is known.
+inline std::optional<std::size_t> arity(std::optional<std::vector<TypeSpec>> const& types) {
+  return types ? std::optional<std::size_t>(types->size()) : std::nullopt;
+}
+
 FileView make_file_view(SourceManager const& sm, ParsedFile const& parsed);
 
 /// A diagnostic for `code` with the rule's severity.
@@ -37,12 +43,12 @@ Diagnostic make_diagnostic(std::string_view code, std::string message, SourceRan
 
 // Rule families. Each appends what it finds; selection and suppressions are applied afterwards.
 void check_structure(FileView const& file, std::vector<Diagnostic>& out);       // SL2xx
-void check_macro_scope(FileView const& file, LintSignature const& signature,
+void check_macro_scope(FileView const& file, OpDescription const& op,
                        std::vector<Diagnostic>& out);                          // SL3xx, SL601
 void check_apply_specific(FileView const& file, std::vector<Diagnostic>& out);  // SL4xx
 void check_control_flow(FileView const& file, std::vector<Diagnostic>& out);    // SL5xx
 /// SL602–SL604 over all files of one op (the main function may live in any of them).
-void check_signature(std::span<FileView const> files, LintSignature const& signature,
+void check_signature(std::span<FileView const> files, OpDescription const& op,
                      std::vector<Diagnostic>& out);
 
 /// Applies `// section-lint: ignore[...]` and `ignore-file[...]` comments of `file` to

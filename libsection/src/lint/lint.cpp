@@ -47,7 +47,7 @@ std::vector<Diagnostic> lint_inputs(SourceManager const& sm, std::vector<Input> 
     views.push_back(make_file_view(sm, parsed.back()));
     auto const& view = views.back();
     check_structure(view, input.diagnostics);
-    check_macro_scope(view, options.signature, input.diagnostics);
+    check_macro_scope(view, options.op, input.diagnostics);
     check_apply_specific(view, input.diagnostics);
     check_control_flow(view, input.diagnostics);
     view_of_input[i] = views.size() - 1;
@@ -55,7 +55,7 @@ std::vector<Diagnostic> lint_inputs(SourceManager const& sm, std::vector<Input> 
   }
 
   std::vector<Diagnostic> across_files;
-  check_signature(views, options.signature, across_files);
+  check_signature(views, options.op, across_files);
   std::vector<Diagnostic> unplaced;
   for (auto& d : across_files) {
     auto const it = d.range.valid() ? input_of_file.find(d.range.file) : input_of_file.end();

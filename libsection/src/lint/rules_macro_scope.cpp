@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "lint/checks.hpp"
+#include "section/expand.hpp"
 
 namespace section::lint_detail {
 namespace {
@@ -186,14 +187,30 @@ GeneratedMacro classify(std::string_view name) {
   return {};
 }
 
+/// Whether the expander defines `family` around section `tag`, from its method table.
 bool in_scope(MacroFamily family, std::string_view tag) {
+  ExpansionMethod const* method = expansion_method_of(tag);
+  if (!method) return true;  // an extra tag: pasted by its own op class, macros unknown
   switch (family) {
-    case MacroFamily::sub: return tag == "init_code_struct" || tag == "code" || tag == "code_cleanup";
-    case MacroFamily::io: return tag == "code" || tag == "code_cleanup";
-    case MacroFamily::apply: return tag != "init_code" && tag != "support_code";
+    case MacroFamily::sub: return method->macros.sub;
+    case MacroFamily::io: return method->macros.io;
+    case MacroFamily::apply: return method->macros.apply;
     case MacroFamily::none: return true;
   }
   return true;
+}
+
+/// The tags whose text sees `family`, for messages: "`code` and `code_cleanup`".
+std::string tags_with(MacroFamily family) {
+  std::vector<std::string_view> tags;
+  for (ExpansionMethod const& m : expansion_methods())
+    if (family == MacroFamily::sub ? m.macros.sub : m.macros.io) tags.push_back(m.tag);
+  std::string out;
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    out += i == 0 ? "" : i + 1 == tags.size() ? " and " : ", ";
+    out += "`" + std::string(tags[i]) + "`";
+  }
+  return out;
 }
 
 std::string quoted(std::string_view s) {
@@ -209,13 +226,13 @@ void report_out_of_scope(std::string_view name, MacroFamily family, std::string_
     case MacroFamily::sub:
       out.push_back(make_diagnostic(
           "SL301", quoted(name) + " is not defined in section " + quoted(tag) +
-                       "; only `init_code_struct`, `code` and `code_cleanup` have it",
+                       "; only " + tags_with(family) + " have it",
           range));
       break;
     case MacroFamily::io:
       out.push_back(make_diagnostic(
           "SL302", quoted(name) + " is not defined in section " + quoted(tag) +
-                       "; only `code` and `code_cleanup` have it",
+                       "; only " + tags_with(family) + " have it",
           range));
       break;
     case MacroFamily::apply: {
@@ -230,17 +247,17 @@ void report_out_of_scope(std::string_view name, MacroFamily family, std::string_
   }
 }
 
-void check_arity(std::string_view name, GeneratedMacro const& m, LintSignature const& signature,
+void check_arity(std::string_view name, GeneratedMacro const& m, OpDescription const& op,
                  SourceRange range, std::vector<Diagnostic>& out) {
-  auto const arity = m.is_input ? signature.inputs : signature.outputs;
-  if (!m.index || !arity || *m.index < *arity) return;
+  auto const n = arity(m.is_input ? op.inputs : op.outputs);
+  if (!m.index || !n || *m.index < *n) return;
   std::string const what = m.is_input ? "input" : "output";
   std::string message = quoted(name) + " refers to " + what + " " + std::to_string(*m.index) +
-                        " but the op has " + std::to_string(*arity) + " " + what +
-                        (*arity == 1 ? "" : "s");
+                        " but the op has " + std::to_string(*n) + " " + what +
+                        (*n == 1 ? "" : "s");
   auto d = make_diagnostic("SL601", std::move(message), range);
-  if (*arity > 0)
-    d.notes.push_back({what + " indices run from 0 to " + std::to_string(*arity - 1), {}});
+  if (*n > 0)
+    d.notes.push_back({what + " indices run from 0 to " + std::to_string(*n - 1), {}});
   out.push_back(std::move(d));
 }
 
@@ -248,7 +265,7 @@ void check_arity(std::string_view name, GeneratedMacro const& m, LintSignature c
 
 std::span<LintRule const> macro_scope_rules() { return rules; }
 
-void check_macro_scope(FileView const& file, LintSignature const& signature,
+void check_macro_scope(FileView const& file, OpDescription const& op,
                        std::vector<Diagnostic>& out) {
   for (auto const& block : file.blocks) {
     std::string_view const tag = block.block.tag;
@@ -261,7 +278,7 @@ void check_macro_scope(FileView const& file, LintSignature const& signature,
       if (!in_scope(macro.family, tag)) {
         report_out_of_scope(name, macro.family, tag, file.range(token), out);
       } else {
-        check_arity(name, macro, signature, file.range(token), out);
+        check_arity(name, macro, op, file.range(token), out);
       }
     }
     for (auto const& directive : block.body.directives) {

@@ -101,13 +101,13 @@ bool may_declare_main_function(std::string_view tag) {
 
 std::span<LintRule const> signature_rules() { return rules; }
 
-void check_signature(std::span<FileView const> files, LintSignature const& signature,
+void check_signature(std::span<FileView const> files, OpDescription const& op,
                      std::vector<Diagnostic>& out) {
-  if (!signature.func_name) return;
-  std::string const func_name = without_blanks(*signature.func_name);
+  if (!op.func_name) return;
+  std::string const func_name = without_blanks(*op.func_name);
+  auto const inputs = arity(op.inputs), outputs = arity(op.outputs);
   std::optional<std::size_t> expected;
-  if (signature.inputs && signature.outputs)
-    expected = *signature.inputs + *signature.outputs + (signature.has_params ? 1 : 0);
+  if (inputs && outputs) expected = *inputs + *outputs + (op.has_params ? 1 : 0);
 
   bool found = false;
   for (auto const& file : files) {
@@ -115,7 +115,7 @@ void check_signature(std::span<FileView const> files, LintSignature const& signa
       if (block.block.tag == "code") {
         auto d = make_diagnostic("SL604",
                                  "section `code` is ignored because the op calls `" +
-                                     *signature.func_name + "` instead",
+                                     *op.func_name + "` instead",
                                  block.block.marker);
         d.notes.push_back({"the reference `ExternalCOp.c_code` raises `AssertionError` for this", {}});
         out.push_back(std::move(d));
@@ -131,9 +131,9 @@ void check_signature(std::span<FileView const> files, LintSignature const& signa
                               " parameters but the op calls it with " + std::to_string(*expected);
         auto d = make_diagnostic("SL603", std::move(message),
                                  {file.file, decl.parameters_begin, decl.parameters_end});
-        d.notes.push_back({std::to_string(*signature.inputs) + " inputs, " +
-                               std::to_string(*signature.outputs) + " outputs" +
-                               (signature.has_params ? ", 1 params struct" : ""),
+        d.notes.push_back({std::to_string(*inputs) + " inputs, " +
+                               std::to_string(*outputs) + " outputs" +
+                               (op.has_params ? ", 1 params struct" : ""),
                            {}});
         out.push_back(std::move(d));
       }
@@ -143,7 +143,7 @@ void check_signature(std::span<FileView const> files, LintSignature const& signa
     SourceRange where = files.empty() ? SourceRange{} : SourceRange{files.front().file, 0, 0};
     out.push_back(make_diagnostic("SL602",
                                   "no section declares the main function `" +
-                                      *signature.func_name + "`",
+                                      *op.func_name + "`",
                                   where));
   }
 }
