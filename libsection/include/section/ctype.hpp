@@ -17,6 +17,9 @@ namespace section {
 /// human description of the variable ("input 0") for error messages.
 using Sub = std::map<std::string, std::string>;
 
+/// `sub[key]`, or empty when `sub` has no such entry (an op without params has no `params`).
+std::string sub_value(Sub const& sub, std::string const& key);
+
 /// C support for a type (seed `003`): each method returns C code for the variable `name`, whose
 /// Python object is `py_<name>`. Either `c_init` or `c_extract` runs; `c_cleanup` always runs,
 /// also after a failure inside `c_extract`, so it must cope with a half-extracted variable.

@@ -44,9 +44,6 @@ struct NodeContext {
   /// The call's argument list when the op overrides `format_c_function_args` (Theano's cuDNN
   /// RNN ops pass NULL for an optional input); nullopt: inputs, `&`outputs and the padding.
   std::optional<std::string> function_args;
-
-  /// `sub['fail']` and `sub['params']` (empty when not given), of `sub` or `init_sub`.
-  static std::string entry(Sub const& sub, char const* key);
 };
 
 /// The context PyTensor's `CLinker` gives the only node of a single-node graph of `op` (its

@@ -119,7 +119,7 @@ class Expander {
   std::string function_call() const {
     MacroBlock macros = detail::apply_macros(op_, node_, false);
     std::string const i16(16, ' '), i18(18, ' '), i20(20, ' ');
-    std::string const params_name = NodeContext::entry(node_.sub, "params");
+    std::string const params_name = sub_value(node_.sub, "params");
     std::string params = params_name.empty() ? "" : ", " + params_name;
     // One line of the template per statement; multi-line macros and FAIL keep their own
     // indentation after the first line, as in the reference.
@@ -128,7 +128,7 @@ class Expander {
     std::string const args =
         node_.function_args ? *node_.function_args : detail::function_arguments(op_, node_);
     out += i18 + "if (" + *op_.func_name + "(" + args + params + ") != 0) {\n";
-    out += i20 + NodeContext::entry(node_.sub, "fail") + "\n";
+    out += i20 + sub_value(node_.sub, "fail") + "\n";
     out += i18 + "}\n";
     out += i16 + "}\n";
     return out + i16 + macros.undefs + "\n" + i16;

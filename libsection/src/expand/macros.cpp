@@ -74,8 +74,8 @@ MacroBlock apply_macros(OpDescription const& op, NodeContext const& node, bool c
 
 MacroBlock sub_macros(Sub const& sub) {
   MacroBuilder macros;
-  macros.add("FAIL", line_continued(NodeContext::entry(sub, "fail")));
-  std::string const params_name = NodeContext::entry(sub, "params");
+  macros.add("FAIL", line_continued(sub_value(sub, "fail")));
+  std::string const params_name = sub_value(sub, "params");
   if (!params_name.empty()) macros.add("PARAMS", params_name);
   return macros.take();
 }

@@ -381,6 +381,11 @@ CTypePtr ctype_for(TypeSpec const& spec) {
   return tensor_type(*dtype, spec.ndim);
 }
 
+std::string sub_value(Sub const& sub, std::string const& key) {
+  auto const it = sub.find(key);
+  return it == sub.end() ? std::string() : it->second;
+}
+
 std::optional<std::string> dtype_name(CType const& type) {
   auto const d = type.dtype();
   return d ? std::optional<std::string>(d->name) : std::nullopt;

@@ -3,11 +3,6 @@
 
 namespace section {
 
-std::string NodeContext::entry(Sub const& sub, char const* key) {
-  auto const it = sub.find(key);
-  return it == sub.end() ? std::string() : it->second;
-}
-
 NodeContext single_node_context(OpDescription const& op) {
   static std::vector<TypeSpec> const none;
   auto const& inputs = op.inputs ? *op.inputs : none;
