@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "expand/sha256.hpp"
+#include "base/sha256.hpp"
 #include "section/expand.hpp"
 #include "section/op.hpp"
 #include "section/signature.hpp"

@@ -1,7 +1,7 @@
 // The op cache version: a content hash of everything the op's generated code depends on.
 #include <string>
 
-#include "expand/sha256.hpp"
+#include "base/sha256.hpp"
 #include "section/expand.hpp"
 #include "section/version.hpp"
 

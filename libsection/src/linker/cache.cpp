@@ -28,7 +28,7 @@
 #include <random>
 #include <thread>
 
-#include "expand/sha256.hpp"
+#include "base/sha256.hpp"
 #include "linker/files.hpp"
 #include "section/module.hpp"
 

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <sstream>
 
-#include "expand/sha256.hpp"
+#include "base/sha256.hpp"
 #include "section/log.hpp"
 #include "linker/files.hpp"
 #include "read.hpp"

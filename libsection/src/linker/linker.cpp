@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "expand/sha256.hpp"
+#include "base/sha256.hpp"
 #include "linker/files.hpp"
 #include "lint/c_tokens.hpp"
 #include "lint/declarations.hpp"

@@ -6,7 +6,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "expand/sha256.hpp"
+#include "base/sha256.hpp"
 #include "section/names.hpp"
 
 namespace section {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "expand/sha256.hpp"
+#include "base/sha256.hpp"
 
 namespace section {
 namespace {

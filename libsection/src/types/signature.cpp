@@ -5,7 +5,7 @@
 #include <cctype>
 #include <set>
 
-#include "expand/sha256.hpp"
+#include "base/sha256.hpp"
 #include "section/names.hpp"
 
 namespace section {

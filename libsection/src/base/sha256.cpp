@@ -1,5 +1,5 @@
 // SHA-256 (FIPS 180-4), self-contained so the library needs no crypto dependency.
-#include "expand/sha256.hpp"
+#include "base/sha256.hpp"
 
 #include <array>
 #include <cstdint>
