@@ -4,6 +4,7 @@
 #include <array>
 
 #include "expand/methods.hpp"
+#include "section/parse.hpp"
 
 namespace section {
 namespace {
@@ -25,6 +26,18 @@ constexpr std::array<ExpansionMethod, 9> methods = {{
     {"c_code", "code", all},
     {"c_code_cleanup", "code_cleanup", all},
 }};
+
+// One method per section tag of the parser, and no other.
+constexpr bool one_method_per_tag() {
+  if (methods.size() != section_tags.size()) return false;
+  for (std::string_view tag : section_tags) {
+    if (std::find_if(methods.begin(), methods.end(),
+                     [&](ExpansionMethod const& m) { return m.tag == tag; }) == methods.end())
+      return false;
+  }
+  return true;
+}
+static_assert(one_method_per_tag(), "expansion_methods() must name each of section_tags once");
 
 // Where each single-string method's result lives (`c_init_code` is a list, `c_code` optional).
 constexpr std::array<std::pair<std::string_view, std::string Expansion::*>, 7> text_members = {{
