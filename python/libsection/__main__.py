@@ -74,10 +74,11 @@ def _run_standalone(example) -> tuple[str, bool]:
     parse = time.perf_counter() - start
     input_types = [type_of(v) for v in values]
     types = [_core.parse_type(t) for t in input_types + list(op.output_types(*input_types))]
-    signature = _core.single_node_signature(types[: len(values)], types[len(values):])
-    signature.func_name = op.func_name
+    description = _core.OpDescription()
+    description.inputs, description.outputs = types[: len(values)], types[len(values):]
+    description.func_name = op.func_name
     start = time.perf_counter()
-    _core.expand(loaded, signature)
+    _core.expand(loaded, description, _core.single_node_context(description))
     expand = time.perf_counter() - start
     start = time.perf_counter()
     compiled = op.compiled(*input_types)

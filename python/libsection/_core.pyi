@@ -4,7 +4,7 @@ libsection's C++ core: parser, expander, linker core
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['ApplySignature', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'Graph', 'LinkError', 'LoadedSections', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'expand', 'link', 'load_sections', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'relocate_line_directives', 'single_node_signature']
+__all__: list[str] = ['CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -173,32 +173,23 @@ class ParamsSpec:
     @fields.setter
     def fields(self, arg0: collections.abc.Sequence[ParamField]) -> None:
         ...
-class ApplySignature:
+class OpDescription:
     """
-    Everything the expansion of one apply depends on besides the sections (names as in the
-    C++ ``section::ApplySignature``). List fields are copied on assignment: assign whole lists.
+    What an op is, whatever node it is applied to (names as in the C++ ``section::OpDescription``).
+    List fields are copied on assignment: assign whole lists.
     """
     check_input: bool
-    fail: str
     func_name: str | None
-    function_args: str | None
-    init_fail: str
-    node_name: str
+    has_params: bool
+    name: str
     params: ParamsSpec | None
-    params_name: str
     def __init__(self) -> None:
         ...
     @property
-    def input_dtypes(self) -> list[str | None]:
+    def inputs(self) -> list[TypeSpec] | None:
         ...
-    @input_dtypes.setter
-    def input_dtypes(self, arg0: collections.abc.Sequence[str | None]) -> None:
-        ...
-    @property
-    def input_names(self) -> list[str]:
-        ...
-    @input_names.setter
-    def input_names(self, arg0: collections.abc.Sequence[str]) -> None:
+    @inputs.setter
+    def inputs(self, arg0: collections.abc.Sequence[TypeSpec] | None) -> None:
         ...
     @property
     def num_inputs(self) -> int | None:
@@ -213,16 +204,74 @@ class ApplySignature:
     def num_outputs(self, arg0: typing.SupportsInt | typing.SupportsIndex | None) -> None:
         ...
     @property
+    def outputs(self) -> list[TypeSpec] | None:
+        ...
+    @outputs.setter
+    def outputs(self, arg0: collections.abc.Sequence[TypeSpec] | None) -> None:
+        ...
+class NodeContext:
+    """
+    One application of an op: C names, dtypes and ``sub`` dicts (names as in the C++
+    ``section::NodeContext``). List and dict fields are copied on assignment: assign whole values.
+    """
+    function_args: str | None
+    node_name: str
+    def __init__(self) -> None:
+        ...
+    @property
+    def init_sub(self) -> dict[str, str]:
+        ...
+    @init_sub.setter
+    def init_sub(self, arg0: collections.abc.Mapping[str, str]) -> None:
+        ...
+    @property
+    def input_dtypes(self) -> list[str | None]:
+        ...
+    @input_dtypes.setter
+    def input_dtypes(self, arg0: collections.abc.Sequence[str | None]) -> None:
+        ...
+    @property
+    def inputs(self) -> list[str]:
+        ...
+    @inputs.setter
+    def inputs(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
     def output_dtypes(self) -> list[str | None]:
         ...
     @output_dtypes.setter
     def output_dtypes(self, arg0: collections.abc.Sequence[str | None]) -> None:
         ...
     @property
-    def output_names(self) -> list[str]:
+    def outputs(self) -> list[str]:
         ...
-    @output_names.setter
-    def output_names(self, arg0: collections.abc.Sequence[str]) -> None:
+    @outputs.setter
+    def outputs(self, arg0: collections.abc.Sequence[str]) -> None:
+        ...
+    @property
+    def sub(self) -> dict[str, str]:
+        ...
+    @sub.setter
+    def sub(self, arg0: collections.abc.Mapping[str, str]) -> None:
+        ...
+class ExpansionMethod:
+    """
+    A c_* method: its name, its section and the macros around it.
+    """
+    @property
+    def apply_macros(self) -> bool:
+        ...
+    @property
+    def io_macros(self) -> bool:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def sub_macros(self) -> bool:
+        ...
+    @property
+    def tag(self) -> str:
         ...
 class ExpandOptions:
     line_directives: bool
@@ -310,10 +359,14 @@ def cache_dir() -> str:
     """
     The module cache directory this process uses.
     """
-def expand(sections: LoadedSections, signature: ApplySignature, options: ExpandOptions = ...) -> dict:
+def expand(sections: LoadedSections, op: OpDescription, node: NodeContext, options: ExpandOptions = ...) -> dict:
     """
     Every c_* method's string for one apply, as a dict keyed by method name
     (``c_code`` is None where the reference raises), plus ``diagnostics``.
+    """
+def expansion_methods() -> list[ExpansionMethod]:
+    """
+    The c_* methods of an expansion, in the order the reference documents them.
     """
 def link(graph: Graph, constants: collections.abc.Sequence[typing.Any] = [], name: str = 'module', storage: collections.abc.Sequence[typing.Any] | None = None) -> typing.Any:
     """
@@ -337,7 +390,7 @@ def native_entry(op: typing.Any) -> tuple:
     """
     (entry address, op address, inputs, outputs): how compiled code (Numba) calls a CompiledOp natively; see python/libsection/_numba.py.
     """
-def op_cache_version(sections: LoadedSections, signature: ApplySignature, options: ExpandOptions = ...) -> str:
+def op_cache_version(sections: LoadedSections, op: OpDescription, options: ExpandOptions = ...) -> str:
     """
     The op's cache version: a hash of files, func_name, padding, check_input, params.
     """
@@ -367,8 +420,8 @@ def prepare(graph: Graph, name: str = 'module') -> None:
     """
 def relocate_line_directives(module_text: str, module_path: str, resume_file: str = '<libsection-generated>') -> str:
     ...
-def single_node_signature(inputs: collections.abc.Sequence[TypeSpec], outputs: collections.abc.Sequence[TypeSpec], params: ParamsSpec | None = None) -> ApplySignature:
+def single_node_context(op: OpDescription) -> NodeContext:
     """
-    The signature PyTensor's CLinker gives the only node of a single-node graph.
+    The context PyTensor's CLinker gives the only node of a single-node graph of the op.
     """
 __version__: str = '0.1.0'

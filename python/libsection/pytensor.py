@@ -52,9 +52,11 @@ __all__ = ["ExternalCOp", "compile_node", "pytensor_op"]
 # reads the files afresh).
 _loaded_cache: dict[tuple, _core.LoadedSections] = {}
 
-_NINE_SECTIONS = frozenset({
-    "init_code", "init_code_apply", "init_code_struct", "support_code", "support_code_apply",
-    "support_code_struct", "cleanup_code_struct", "code", "code_cleanup"})
+_NINE_SECTIONS = frozenset(method.tag for method in _core.expansion_methods())
+# The methods whose strings carry the generated per-apply macros (c_code is handled apart: with
+# a func_name its call is wrapped in other macros).
+_MACRO_METHODS = tuple(method.name for method in _core.expansion_methods()
+                       if method.apply_macros and method.name != "c_code")
 
 
 def _file_key(path: Path) -> tuple:
@@ -199,17 +201,18 @@ class ExternalCOp(COp):
         ]
         return _core.ParamsSpec(wrapper.name, fields)
 
-    def _op_signature(self, check_input: bool | None = None):
-        """The signature fields that come from the op rather than from a node."""
-        signature = _core.ApplySignature()
-        signature.params = self._params_spec()
+    def _op_description(self, check_input: bool | None = None):
+        """What the op is, whatever node it is applied to."""
+        op = _core.OpDescription()
+        op.has_params = self.params_type is not None
+        op.params = self._params_spec()
         if check_input is None:
             check_input = getattr(self, "check_input", True)
-        signature.check_input = bool(check_input)
-        signature.func_name = self.func_name
-        signature.num_inputs = self._cop_num_inputs
-        signature.num_outputs = self._cop_num_outputs
-        return signature
+        op.check_input = bool(check_input)
+        op.func_name = self.func_name
+        op.num_inputs = self._cop_num_inputs
+        op.num_outputs = self._cop_num_outputs
+        return op
 
     def _expansion(self, node=None, name="", inputs=(), outputs=(), sub=None, fail="",
                    init_fail="", check_input=None):
@@ -241,14 +244,16 @@ class ExternalCOp(COp):
         memo = self.__dict__.setdefault("_expansions", {})
         expansion = memo.get(key)
         if expansion is None:
-            signature = self._op_signature(check_input)
-            (signature.node_name, signature.input_dtypes, signature.output_dtypes,
-             signature.input_names, signature.output_names, signature.params_name,
-             signature.fail, signature.init_fail) = (
-                key[0], list(key[1]), list(key[2]), list(key[3]), list(key[4]), key[5],
-                key[6], key[7])
-            signature.function_args = function_args
-            expansion = _core.expand(self._sections, signature, self._options())
+            node_context = _core.NodeContext()
+            (node_context.node_name, node_context.input_dtypes, node_context.output_dtypes,
+             node_context.inputs, node_context.outputs) = (
+                key[0], list(key[1]), list(key[2]), list(key[3]), list(key[4]))
+            params = {"params": key[5]} if key[5] else {}
+            node_context.sub = {"fail": fail, **params}
+            node_context.init_sub = {"fail": init_fail, **params}
+            node_context.function_args = function_args
+            expansion = _core.expand(self._sections, self._op_description(check_input),
+                                     node_context, self._options())
             errors = [d for d in expansion["diagnostics"] if d.severity == "error"]
             if errors and not any(d.code == "SL604" for d in errors):
                 raise ValueError("\n".join(d.message for d in errors))
@@ -265,8 +270,7 @@ class ExternalCOp(COp):
             return expansion
         expansion = dict(expansion)
         generated, wanted = expansion["macros"], self.get_c_macros(node, name)
-        for method in ("c_init_code_apply", "c_support_code_apply", "c_support_code_struct",
-                       "c_cleanup_code_struct", "c_init_code_struct", "c_code_cleanup"):
+        for method in _MACRO_METHODS:
             expansion[method] = _swap_macros(expansion[method], generated, wanted)
         if expansion["c_code"] is not None:
             if self.func_name is not None:  # the call is wrapped in the check_input=False macros
@@ -294,10 +298,7 @@ class ExternalCOp(COp):
         return ", ".join(inp + out)
 
     def c_code_cache_version(self):
-        signature = self._op_signature()
-        if self.params_type is not None:
-            signature.params_name = "params"  # the call passes a params argument
-        version = (_core.op_cache_version(self._sections, signature, self._options()),)
+        version = (_core.op_cache_version(self._sections, self._op_description(), self._options()),)
         if self.params_type is not None:
             version += (self.params_type.c_code_cache_version(),)
         for method in ("format_c_function_args", "get_c_macros"):  # their code shapes ours

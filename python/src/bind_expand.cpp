@@ -1,10 +1,11 @@
-// Python bindings of the expander: signatures, expand, op cache version, signature strings.
+// Python bindings of the expander: op descriptions, node contexts, expand, op cache version, signature strings.
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
 #include "diagnostic_record.hpp"
 #include "loaded.hpp"
 #include "section/expand.hpp"
+#include "section/op.hpp"
 #include "section/signature.hpp"
 
 namespace py = pybind11;
@@ -15,15 +16,8 @@ namespace {
 
 py::dict expansion_dict(Expansion const& e, SourceManager const& sm) {
   py::dict out;
-  out["c_init_code"] = e.init_code;
-  out["c_support_code"] = e.support_code;
-  out["c_init_code_apply"] = e.init_code_apply;
-  out["c_support_code_apply"] = e.support_code_apply;
-  out["c_support_code_struct"] = e.support_code_struct;
-  out["c_cleanup_code_struct"] = e.cleanup_code_struct;
-  out["c_init_code_struct"] = e.init_code_struct;
-  out["c_code"] = e.code ? py::object(py::str(*e.code)) : py::object(py::none());
-  out["c_code_cleanup"] = e.code_cleanup;
+  for (ExpansionMethod const& method : expansion_methods())
+    out[py::str(std::string(method.name))] = py::cast(method_result(e, method));
   out["macros"] = py::make_tuple(e.macro_defines, e.macro_undefs);
   out["diagnostics"] = make_records(e.diagnostics, sm);
   return out;
@@ -79,24 +73,46 @@ void bind_expand(py::module_& m) {
       .def_readwrite("type_name", &ParamsSpec::type_name)
       .def_readwrite("fields", &ParamsSpec::fields);
 
-  py::class_<ApplySignature>(m, "ApplySignature", R"doc(
-Everything the expansion of one apply depends on besides the sections (names as in the
-C++ ``section::ApplySignature``). List fields are copied on assignment: assign whole lists.)doc")
+  py::class_<OpDescription>(m, "OpDescription", R"doc(
+What an op is, whatever node it is applied to (names as in the C++ ``section::OpDescription``).
+List fields are copied on assignment: assign whole lists.)doc")
       .def(py::init<>())
-      .def_readwrite("node_name", &ApplySignature::node_name)
-      .def_readwrite("input_dtypes", &ApplySignature::input_dtypes)
-      .def_readwrite("output_dtypes", &ApplySignature::output_dtypes)
-      .def_readwrite("input_names", &ApplySignature::input_names)
-      .def_readwrite("output_names", &ApplySignature::output_names)
-      .def_readwrite("params", &ApplySignature::params)
-      .def_readwrite("params_name", &ApplySignature::params_name)
-      .def_readwrite("check_input", &ApplySignature::check_input)
-      .def_readwrite("func_name", &ApplySignature::func_name)
-      .def_readwrite("num_inputs", &ApplySignature::num_inputs)
-      .def_readwrite("num_outputs", &ApplySignature::num_outputs)
-      .def_readwrite("function_args", &ApplySignature::function_args)
-      .def_readwrite("fail", &ApplySignature::fail)
-      .def_readwrite("init_fail", &ApplySignature::init_fail);
+      .def_readwrite("name", &OpDescription::name)
+      .def_readwrite("func_name", &OpDescription::func_name)
+      .def_readwrite("num_inputs", &OpDescription::num_inputs)
+      .def_readwrite("num_outputs", &OpDescription::num_outputs)
+      .def_readwrite("check_input", &OpDescription::check_input)
+      .def_readwrite("has_params", &OpDescription::has_params)
+      .def_readwrite("params", &OpDescription::params)
+      .def_readwrite("inputs", &OpDescription::inputs)
+      .def_readwrite("outputs", &OpDescription::outputs);
+
+  py::class_<NodeContext>(m, "NodeContext", R"doc(
+One application of an op: C names, dtypes and ``sub`` dicts (names as in the C++
+``section::NodeContext``). List and dict fields are copied on assignment: assign whole values.)doc")
+      .def(py::init<>())
+      .def_readwrite("node_name", &NodeContext::node_name)
+      .def_readwrite("inputs", &NodeContext::inputs)
+      .def_readwrite("outputs", &NodeContext::outputs)
+      .def_readwrite("input_dtypes", &NodeContext::input_dtypes)
+      .def_readwrite("output_dtypes", &NodeContext::output_dtypes)
+      .def_readwrite("sub", &NodeContext::sub)
+      .def_readwrite("init_sub", &NodeContext::init_sub)
+      .def_readwrite("function_args", &NodeContext::function_args);
+
+  py::class_<ExpansionMethod>(m, "ExpansionMethod",
+                              "A c_* method: its name, its section and the macros around it.")
+      .def_property_readonly("name", [](ExpansionMethod const& e) { return std::string(e.name); })
+      .def_property_readonly("tag", [](ExpansionMethod const& e) { return std::string(e.tag); })
+      .def_property_readonly("apply_macros", [](ExpansionMethod const& e) { return e.macros.apply; })
+      .def_property_readonly("sub_macros", [](ExpansionMethod const& e) { return e.macros.sub; })
+      .def_property_readonly("io_macros", [](ExpansionMethod const& e) { return e.macros.io; });
+  m.def("expansion_methods",
+        [] {
+          auto const methods = expansion_methods();
+          return std::vector<ExpansionMethod>(methods.begin(), methods.end());
+        },
+        "The c_* methods of an expansion, in the order the reference documents them.");
 
   py::class_<ExpandOptions>(m, "ExpandOptions")
       .def(py::init<>())
@@ -125,26 +141,24 @@ C++ ``section::ApplySignature``). List fields are copied on assignment: assign w
         "load_sections merges files.");
 
   m.def("expand",
-        [](LoadedSections const& loaded, ApplySignature const& signature,
+        [](LoadedSections const& loaded, OpDescription const& op, NodeContext const& node,
            ExpandOptions const& options) {
-          Expansion e = expand(*loaded.sources, loaded.set, signature, options);
+          Expansion e = expand(*loaded.sources, loaded.set, op, node, options);
           return expansion_dict(e, *loaded.sources);
         },
-        py::arg("sections"), py::arg("signature"), py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
+        py::arg("sections"), py::arg("op"), py::arg("node"), py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
         R"doc(Every c_* method's string for one apply, as a dict keyed by method name
 (``c_code`` is None where the reference raises), plus ``diagnostics``.)doc");
 
   m.def("op_cache_version",
-        [](LoadedSections const& loaded, ApplySignature const& signature,
-           ExpandOptions const& options) {
-          return op_cache_version(*loaded.sources, loaded.set, signature, options);
+        [](LoadedSections const& loaded, OpDescription const& op, ExpandOptions const& options) {
+          return op_cache_version(*loaded.sources, loaded.set, op, options);
         },
-        py::arg("sections"), py::arg("signature"), py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
+        py::arg("sections"), py::arg("op"), py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
         "The op's cache version: a hash of files, func_name, padding, check_input, params.");
 
-  m.def("single_node_signature", &single_node_signature, py::arg("inputs"), py::arg("outputs"),
-        py::arg("params") = std::nullopt,
-        "The signature PyTensor's CLinker gives the only node of a single-node graph.");
+  m.def("single_node_context", &single_node_context, py::arg("op"),
+        "The context PyTensor's CLinker gives the only node of a single-node graph of the op.");
   m.def("params_spec",
         [](std::vector<std::pair<std::string, TypeSpec>> const& fields) {
           std::vector<NamedType> named;

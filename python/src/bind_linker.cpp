@@ -192,48 +192,30 @@ void bind_linker(py::module_& m) {
            bool check_input) {
           if (!loaded.set.ok())
             raise_python(LinkError(loaded.set.error->message, loaded.set.diagnostics), *loaded.sources);
-          std::vector<CTypePtr> in, out;
-          for (std::size_t i = 0; i < inputs.size(); ++i) {
-            try {
-              in.push_back(parse_ctype(inputs[i]));
-            } catch (std::invalid_argument const& e) {
-              throw py::value_error("inputs[" + std::to_string(i) + "]: " + e.what());
-            }
-          }
-          for (std::size_t i = 0; i < outputs.size(); ++i) {
-            try {
-              out.push_back(parse_ctype(outputs[i]));
-            } catch (std::invalid_argument const& e) {
-              throw py::value_error("outputs[" + std::to_string(i) + "]: " + e.what());
-            }
-          }
-          SectionOpSpec spec;
+          OpDescription spec;
           spec.name = name;
           spec.func_name = func_name;
           spec.num_inputs = num_inputs;
           spec.num_outputs = num_outputs;
           spec.check_input = check_input;
+          spec.inputs = parse_type_strings(inputs, "inputs");
+          spec.outputs = parse_type_strings(outputs, "outputs");
+          std::vector<CTypePtr> const in = ctypes_for(*spec.inputs), out = ctypes_for(*spec.outputs);
+          std::vector<std::pair<std::string, std::string>> field_types;
+          py::dict values;
+          for (auto const& [field, type, value] : params) {
+            field_types.emplace_back(field, type);
+            values[py::str(field)] = value;
+          }
+          auto const params_type = make_params_type(parse_param_strings(field_types));
           std::vector<py::object> constants;
-          if (!params.empty()) {
-            std::vector<NamedType> fields;
-            py::dict values;
-            for (auto const& [field, type, value] : params) {
-              try {
-                fields.push_back({field, parse_type(type)});
-              } catch (std::invalid_argument const& e) {
-                throw py::value_error("params[" + field + "]: " + e.what());
-              }
-              values[py::str(field)] = value;
-            }
-            try {
-              spec.params = std::make_shared<ParamsType>(std::move(fields));
-            } catch (std::invalid_argument const& e) {
-              throw py::value_error(std::string("params: ") + e.what());
-            }
+          if (params_type) {
+            spec.has_params = true;
+            spec.params = params_type->spec();
             constants.push_back(values);
           }
           auto op = std::make_shared<SectionOp>(spec, loaded.sources, loaded.set);
-          Graph graph = single_op_graph(op, in, out, spec.params);
+          Graph graph = single_op_graph(op, in, out, params_type);
           return link(graph, constants, *loaded.sources, signature_text(name, in, out));
         },
         py::arg("loaded"), py::arg("inputs"), py::arg("outputs"), py::arg("func_name") = py::none(),

@@ -93,7 +93,7 @@ class PythonOp final : public COp {
       return op_.attr("name").cast<std::string>();
     return py::str(py::type::handle_of(op_).attr("__name__"));
   }
-  OpCode generate(ApplyContext const& ctx) const override {
+  OpCode generate(NodeContext const& ctx) const override {
     py::str const node(ctx.node_name);
     py::list inputs = py::cast(ctx.inputs), outputs = py::cast(ctx.outputs);
     py::dict const sub = sub_dict(ctx.sub);

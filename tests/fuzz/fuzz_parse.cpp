@@ -7,6 +7,7 @@
 
 #include "section/expand.hpp"
 #include "section/lint.hpp"
+#include "section/op.hpp"
 #include "section/parse.hpp"
 #include "section/render.hpp"
 #include "section/signature.hpp"
@@ -36,16 +37,22 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
 
   if (set.ok()) {
     auto const f64 = section::parse_type("float64[:]");
-    auto signature = section::single_node_signature({f64, f64}, {f64});
-    (void)section::expand(sm, set, signature);
-    signature.func_name = "APPLY_SPECIFIC(f)";
-    signature.num_inputs = 3;
-    (void)section::expand(sm, set, signature, {.line_directives = false, .newline_fix = false});
+    section::OpDescription op;
+    op.inputs = std::vector<section::TypeSpec>{f64, f64};
+    op.outputs = std::vector<section::TypeSpec>{f64};
+    auto const node = section::single_node_context(op);
+    (void)section::expand(sm, set, op, node);
+    op.func_name = "APPLY_SPECIFIC(f)";
+    op.num_inputs = 3;
+    (void)section::expand(sm, set, op, node, {.line_directives = false, .newline_fix = false});
   }
 
   section::LintOptions options;
   auto lint = section::lint_text(sm, texts[0], "lint.c", options);
-  options.signature = {2, 1, true, std::string("APPLY_SPECIFIC(f)")};
+  options.op.inputs = std::vector<section::TypeSpec>(2);
+  options.op.outputs = std::vector<section::TypeSpec>(1);
+  options.op.has_params = true;
+  options.op.func_name = "APPLY_SPECIFIC(f)";
   auto more = section::lint_text(sm, texts[0], "lint_signature.c", options);
   lint.insert(lint.end(), more.begin(), more.end());
   (void)section::render_sarif(lint, sm);

@@ -25,18 +25,19 @@ def test_signature_strings_parse_and_report_bad_characters_as_value_errors():
 
 
 def test_python_expansion_and_version_equal_the_tool_output():
-    signature = _core.single_node_signature(
-        _core.parse_types("float64[:],float64[:]"), _core.parse_types("float64[:]", "output"))
-    signature.func_name = "APPLY_SPECIFIC(vector_times_vector)"
+    op = _core.OpDescription()
+    op.inputs = _core.parse_types("float64[:],float64[:]")
+    op.outputs = _core.parse_types("float64[:]", "output")
+    op.func_name = "APPLY_SPECIFIC(vector_times_vector)"
     options = _core.ExpandOptions()
     options.line_directives = False
     options.newline_fix = False
     loaded = libsection.load(GOLDEN / "vtv.c")
-    expansion = _core.expand(loaded, signature, options)
+    expansion = _core.expand(loaded, op, _core.single_node_context(op), options)
     expected = json.loads((GOLDEN / "vtv_float64.expected.json").read_text())
     for method, text in expected.items():
         if method == "c_code_cache_version":
-            assert _core.op_cache_version(loaded, signature, options) == text
+            assert _core.op_cache_version(loaded, op, options) == text
         else:
             assert expansion[method] == text, method
     assert expansion["diagnostics"] == []
@@ -52,9 +53,10 @@ def test_tool_and_bindings_share_one_cache_version():
         [section_expand(), "vtv.c", "--inputs", "float64[:],float64[:]", "--outputs",
          "float64[:]", "--func-name", "APPLY_SPECIFIC(vector_times_vector)", "--format", "json"],
         cwd=GOLDEN, capture_output=True, text=True, check=True)
-    signature = _core.single_node_signature(
-        _core.parse_types("float64[:],float64[:]"), _core.parse_types("float64[:]", "output"))
-    signature.func_name = "APPLY_SPECIFIC(vector_times_vector)"
+    op = _core.OpDescription()
+    op.inputs = _core.parse_types("float64[:],float64[:]")
+    op.outputs = _core.parse_types("float64[:]", "output")
+    op.func_name = "APPLY_SPECIFIC(vector_times_vector)"
     loaded = libsection.load(GOLDEN / "vtv.c")
     assert json.loads(run.stdout)["c_code_cache_version"] == _core.op_cache_version(
-        loaded, signature)
+        loaded, op)

@@ -106,13 +106,15 @@ TEST_SUITE("code table") {
     REQUIRE(id);
     auto const set = merge_sections(sm, {*id});
     auto vector = parse_type("float64[:]");
-    ApplySignature signature = single_node_signature({vector}, {vector});
-    signature.func_name = "f";
-    auto const expanded = expand(sm, set, signature, {});
+    OpDescription op;
+    op.inputs = {vector};
+    op.outputs = {vector};
+    op.func_name = "f";
+    auto const expanded = expand(sm, set, op, single_node_context(op), {});
     REQUIRE(expanded.diagnostics.size() == 1);
 
     LintOptions options;
-    options.signature.func_name = "f";
+    options.op.func_name = "f";
     SourceManager lint_sm;
     auto const linted = lint_text(lint_sm, text, "a.c", options);
     auto const it = std::find_if(linted.begin(), linted.end(),

@@ -54,7 +54,7 @@ class TextOp final : public COp {
   TextOp(std::string name, std::string code, std::string cleanup = {})
       : name_(std::move(name)), code_(std::move(code)), cleanup_(std::move(cleanup)) {}
   std::string name() const override { return name_; }
-  OpCode generate(ApplyContext const&) const override {
+  OpCode generate(NodeContext const&) const override {
     OpCode c;
     c.code = code_;
     c.code_cleanup = cleanup_;
@@ -110,24 +110,26 @@ TEST_SUITE("names in generated source") {
     auto id = add_source(sm, "#section support_code\nint f(PyArrayObject*) { return 0; }\n", "f.c", ds);
     auto const set = merge_sections(sm, {*id}, ds);
     auto const vector = parse_type("float64[:]");
-    auto sig = single_node_signature({vector}, {vector});
+    OpDescription sig;
+    sig.inputs = sig.outputs = std::vector<TypeSpec>{vector};
+    NodeContext const node = single_node_context(sig);
     sig.func_name = "";
-    auto e = expand(sm, set, sig);
+    auto e = expand(sm, set, sig, node);
     REQUIRE_FALSE(e.diagnostics.empty());
     CHECK(e.diagnostics[0].code == "SE104");
     CHECK_FALSE(e.code.has_value());
     sig.func_name = "f";
     sig.num_inputs = -1;
-    e = expand(sm, set, sig);
+    e = expand(sm, set, sig, node);
     REQUIRE_FALSE(e.diagnostics.empty());
     CHECK(e.diagnostics[0].code == "SE105");
     sig.num_inputs = 1'000'000'000;
     auto const start = std::chrono::steady_clock::now();
-    e = expand(sm, set, sig);
+    e = expand(sm, set, sig, node);
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
     CHECK(e.diagnostics[0].code == "SE105");
     sig.num_inputs = 3;
-    CHECK(expand(sm, set, sig).code.has_value());
+    CHECK(expand(sm, set, sig, node).code.has_value());
   }
 
   TEST_CASE("op names and labels shown in the module are printable, short, without backslashes") {
@@ -142,7 +144,7 @@ TEST_SUITE("names in generated source") {
                                 {parse_ctype("float64[:]")}),
                     signature_error);
     SourceManager sm;
-    SectionOpSpec spec;
+    OpDescription spec;
     spec.name = "x\n";
     CHECK_THROWS_AS(SectionOp(spec, std::make_shared<SourceManager>(), {}), signature_error);
     spec.name = "ok";
@@ -295,7 +297,7 @@ TEST_SUITE("generated module") {
                                "int f(PyArrayObject* x, const double k, Arr y, PyArrayObject** z);\n",
                                "f.c", ds);
     auto const set = merge_sections(*sm, {*id}, ds);
-    SectionOpSpec spec;
+    OpDescription spec;
     spec.name = "F";
     spec.func_name = "f";
     auto const op = std::make_shared<SectionOp>(spec, sm, set);

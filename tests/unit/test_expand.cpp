@@ -10,6 +10,7 @@
 
 #include "base/hash.hpp"
 #include "section/expand.hpp"
+#include "section/op.hpp"
 #include "section/signature.hpp"
 
 namespace fs = std::filesystem;
@@ -37,10 +38,33 @@ struct Loaded {
   }
 };
 
-ApplySignature vtv_signature() {
+/// An op and one node of it, as the expander takes them.
+struct Apply {
+  OpDescription op;
+  NodeContext node;
+};
+
+/// The only node of a single-node graph of an op with these types, as PyTensor names it.
+Apply single_node(std::vector<TypeSpec> inputs, std::vector<TypeSpec> outputs,
+                  std::optional<ParamsSpec> params = std::nullopt) {
+  Apply a;
+  a.op.inputs = std::move(inputs);
+  a.op.outputs = std::move(outputs);
+  a.op.has_params = params.has_value();
+  a.op.params = std::move(params);
+  a.node = single_node_context(a.op);
+  return a;
+}
+
+Expansion expand_apply(SourceManager const& sm, SectionSet const& set, Apply const& a,
+                       ExpandOptions const& options = {}) {
+  return expand(sm, set, a.op, a.node, options);
+}
+
+Apply vtv_signature() {
   auto vector = parse_type("float64[:]");
-  ApplySignature s = single_node_signature({vector, vector}, {vector});
-  s.func_name = "APPLY_SPECIFIC(vector_times_vector)";
+  Apply s = single_node({vector, vector}, {vector});
+  s.op.func_name = "APPLY_SPECIFIC(vector_times_vector)";
   return s;
 }
 
@@ -60,16 +84,15 @@ std::string read_file(fs::path const& path) {
 }
 
 nlohmann::json expansion_json(Expansion const& e, std::string const& cache_version) {
-  return {{"c_init_code", e.init_code},
-          {"c_support_code", e.support_code},
-          {"c_init_code_apply", e.init_code_apply},
-          {"c_support_code_apply", e.support_code_apply},
-          {"c_support_code_struct", e.support_code_struct},
-          {"c_cleanup_code_struct", e.cleanup_code_struct},
-          {"c_init_code_struct", e.init_code_struct},
-          {"c_code", e.code ? nlohmann::json(*e.code) : nlohmann::json(nullptr)},
-          {"c_code_cleanup", e.code_cleanup},
-          {"c_code_cache_version", cache_version}};
+  nlohmann::json out = nlohmann::json::object();
+  for (ExpansionMethod const& method : expansion_methods()) {
+    MethodResult const result = method_result(e, method);
+    nlohmann::json& value = out[std::string(method.name)];
+    if (auto const* text = std::get_if<std::string>(&result)) value = *text;
+    if (auto const* list = std::get_if<std::vector<std::string>>(&result)) value = *list;
+  }
+  out["c_code_cache_version"] = cache_version;
+  return out;
 }
 
 /// The reference `c_code` of the tutorial op (reference §2.6), byte for byte.
@@ -95,17 +118,17 @@ std::string const vtv_reference_c_code =
 TEST_SUITE("expander") {
   TEST_CASE("generates the tutorial op's c_code exactly as the reference does") {
     Loaded files(Files{{"vtv.c", "#section support_code_apply\nint f;\n"}});
-    Expansion e = expand(files.sm, files.set, vtv_signature(), reference_mode());
+    Expansion e = expand_apply(files.sm, files.set, vtv_signature(), reference_mode());
     REQUIRE(e.code);
     CHECK(*e.code == vtv_reference_c_code);
   }
 
   TEST_CASE("wraps apply sections in dtype, APPLY_SPECIFIC and params macros in LIFO pairs") {
     Loaded files(Files{{"a.c", "#section support_code_apply\nint x;\n"}});
-    ApplySignature s = single_node_signature({parse_type("int32[:]"), parse_type("object")},
+    Apply s = single_node({parse_type("int32[:]"), parse_type("object")},
                                              {parse_type("float32")});
-    s.params = ParamsSpec{"_Params_x", {{"k", "npy_int64"}, {"g", ""}}};
-    Expansion e = expand(files.sm, files.set, s, reference_mode());
+    s.op.params = ParamsSpec{"_Params_x", {{"k", "npy_int64"}, {"g", ""}}};
+    Expansion e = expand(files.sm, files.set, s.op, s.node, reference_mode());
     CHECK(e.support_code_apply ==
           "\n#define DTYPE_INPUT_0 npy_int32\n#define TYPENUM_INPUT_0 5\n"
           "#define ITEMSIZE_INPUT_0 4\n"
@@ -121,11 +144,11 @@ TEST_SUITE("expander") {
 
   TEST_CASE("continues a multi-line FAIL with backslashes and defines PARAMS in init_code_struct") {
     Loaded files(Files{{"a.c", "#section init_code_struct\nFAIL;\n"}});
-    ApplySignature s = vtv_signature();
-    s.check_input = false;
-    s.init_fail = "{\nreturn 7;\n}";
-    s.params_name = "V7";
-    Expansion e = expand(files.sm, files.set, s, reference_mode());
+    Apply s = vtv_signature();
+    s.op.check_input = false;
+    s.node.init_sub["fail"] = "{\nreturn 7;\n}";
+    s.node.sub["params"] = s.node.init_sub["params"] = "V7";
+    Expansion e = expand(files.sm, files.set, s.op, s.node, reference_mode());
     CHECK(e.init_code_struct ==
           "\n#define APPLY_SPECIFIC(str) str##_node_<<<<HASH_PLACEHOLDER>>>>_0\n"
           "#define FAIL { \\\nreturn 7; \\\n}\n#define PARAMS V7\n\nFAIL;\n\n"
@@ -134,11 +157,11 @@ TEST_SUITE("expander") {
 
   TEST_CASE("pads the function call with NULL and passes params last") {
     Loaded files(Files{{"a.c", "#section support_code\n"}});
-    ApplySignature s = vtv_signature();
-    s.num_inputs = 3;
-    s.num_outputs = 2;
-    s.params_name = "V7";
-    Expansion e = expand(files.sm, files.set, s, reference_mode());
+    Apply s = vtv_signature();
+    s.op.num_inputs = 3;
+    s.op.num_outputs = 2;
+    s.node.sub["params"] = s.node.init_sub["params"] = "V7";
+    Expansion e = expand(files.sm, files.set, s.op, s.node, reference_mode());
     REQUIRE(e.code);
     CHECK(e.code->find("(APPLY_SPECIFIC(vector_times_vector)(V5, V3, NULL, &V1, NULL, V7) != 0)") !=
           std::string::npos);
@@ -146,12 +169,12 @@ TEST_SUITE("expander") {
 
   TEST_CASE("ends code and code_cleanup with a newline unless the fix is off") {
     Loaded files(Files{{"a.c", "#section code\nx;\n#section code_cleanup\ny;\n"}});
-    ApplySignature s = vtv_signature();
-    s.func_name.reset();
+    Apply s = vtv_signature();
+    s.op.func_name.reset();
     ExpandOptions fixed;
     fixed.line_directives = false;
-    Expansion with_fix = expand(files.sm, files.set, s, fixed);
-    Expansion without = expand(files.sm, files.set, s, reference_mode());
+    Expansion with_fix = expand(files.sm, files.set, s.op, s.node, fixed);
+    Expansion without = expand(files.sm, files.set, s.op, s.node, reference_mode());
     REQUIRE(with_fix.code);
     REQUIRE(without.code);
     CHECK(without.code->ends_with("#undef APPLY_SPECIFIC"));
@@ -161,9 +184,9 @@ TEST_SUITE("expander") {
 
   TEST_CASE("defines INPUT_i and OUTPUT_i only in code and code_cleanup") {
     Loaded files(Files{{"a.c", "#section code\nx;\n#section support_code_struct\ny;\n"}});
-    ApplySignature s = vtv_signature();
-    s.func_name.reset();
-    Expansion e = expand(files.sm, files.set, s, reference_mode());
+    Apply s = vtv_signature();
+    s.op.func_name.reset();
+    Expansion e = expand(files.sm, files.set, s.op, s.node, reference_mode());
     REQUIRE(e.code);
     CHECK(e.code->find("#define INPUT_0 V5\n#define INPUT_1 V3\n#define OUTPUT_0 V1\n") !=
           std::string::npos);
@@ -172,7 +195,7 @@ TEST_SUITE("expander") {
 
   TEST_CASE("reports a code section combined with a function name and leaves c_code unset") {
     Loaded files(Files{{"a.c", "#section code\nx;\n#section support_code\ny;\n"}});
-    Expansion e = expand(files.sm, files.set, vtv_signature(), reference_mode());
+    Expansion e = expand_apply(files.sm, files.set, vtv_signature(), reference_mode());
     CHECK_FALSE(e.code);
     REQUIRE(e.diagnostics.size() == 1);
     CHECK(e.diagnostics[0].code == "SL604");
@@ -182,19 +205,19 @@ TEST_SUITE("expander") {
 
   TEST_CASE("leaves c_code unset without a code section or a function name") {
     Loaded files(Files{{"a.c", "#section support_code\ny;\n"}});
-    ApplySignature s = vtv_signature();
-    s.func_name.reset();
-    Expansion e = expand(files.sm, files.set, s, reference_mode());
+    Apply s = vtv_signature();
+    s.op.func_name.reset();
+    Expansion e = expand(files.sm, files.set, s.op, s.node, reference_mode());
     CHECK_FALSE(e.code);
     CHECK(e.diagnostics.empty());
   }
 
   TEST_CASE("rejects an unknown dtype and names that do not match the types") {
     Loaded files(Files{{"a.c", "#section support_code\n"}});
-    ApplySignature s = vtv_signature();
-    s.input_dtypes[1] = "float128";
-    s.output_names.push_back("V9");
-    Expansion e = expand(files.sm, files.set, s);
+    Apply s = vtv_signature();
+    s.node.input_dtypes[1] = "float128";
+    s.node.outputs.push_back("V9");
+    Expansion e = expand(files.sm, files.set, s.op, s.node);
     REQUIRE(e.diagnostics.size() == 2);
     CHECK(e.diagnostics[0].code == "SE101");
     CHECK(e.diagnostics[0].message.find("`float128` for input 1") != std::string::npos);
@@ -216,7 +239,7 @@ TEST_SUITE("line directives") {
   TEST_CASE("precedes each block with the line of its file and resumes after the fragment") {
     Loaded files(Files{{"a.c", "#section support_code_apply\nint a;\n"},
                   {"dir/b.c", "\n#section support_code_apply\nint b;\n"}});
-    Expansion e = expand(files.sm, files.set, vtv_signature());
+    Expansion e = expand_apply(files.sm, files.set, vtv_signature());
     std::string const& s = e.support_code_apply;
     CHECK(s.starts_with("\n#line 3 \"<libsection-generated> c_support_code_apply\"\n"
                         "#define DTYPE_INPUT_0 npy_float64\n"));
@@ -233,7 +256,7 @@ TEST_SUITE("line directives") {
   TEST_CASE("starts a directive on its own line when a file does not end with a newline") {
     Loaded files(Files{{"a.c", "#section support_code\nint a;"},
                        {"b.c", "#section support_code\nint b;"}});
-    Expansion e = expand(files.sm, files.set, vtv_signature());
+    Expansion e = expand_apply(files.sm, files.set, vtv_signature());
     CHECK(e.support_code ==
           "#line 2 \"a.c\"\nint a;\n#line 2 \"b.c\"\nint b;\n"
           "#line 6 \"<libsection-generated> c_support_code\"\n");
@@ -243,15 +266,15 @@ TEST_SUITE("line directives") {
     Loaded files(Files{{"a.c", "#section init_code\nx();\n"}});
     ExpandOptions o;
     o.line_paths = {"/abs/we\"ird\\a.c"};
-    Expansion e = expand(files.sm, files.set, vtv_signature(), o);
+    Expansion e = expand_apply(files.sm, files.set, vtv_signature(), o);
     REQUIRE(e.init_code.size() == 1);
     CHECK(e.init_code[0].starts_with("#line 2 \"/abs/we\\\"ird\\\\a.c\"\nx();\n"));
   }
 
   TEST_CASE("names no file for an empty section, only the generated lines") {
     Loaded files(Files{{"a.c", "#section support_code\nint a;\n#section code_cleanup"}});
-    ApplySignature s = vtv_signature();
-    Expansion e = expand(files.sm, files.set, s);
+    Apply s = vtv_signature();
+    Expansion e = expand(files.sm, files.set, s.op, s.node);
     CHECK(e.code_cleanup.starts_with("\n#line 3 \"<libsection-generated> c_code_cleanup\"\n"));
     CHECK(e.code_cleanup.find("a.c") == std::string::npos);
     CHECK(e.code_cleanup.find("#line", 2) == std::string::npos);
@@ -259,7 +282,7 @@ TEST_SUITE("line directives") {
 
   TEST_CASE("numbers the generated call of func_name as the lines of c_code") {
     Loaded files(Files{{"a.c", "#section support_code\n"}});
-    Expansion e = expand(files.sm, files.set, vtv_signature());
+    Expansion e = expand_apply(files.sm, files.set, vtv_signature());
     REQUIRE(e.code);
     std::string reference = vtv_reference_c_code;
     CHECK(*e.code == "\n#line 3 \"<libsection-generated> c_code\"" + reference);
@@ -351,14 +374,14 @@ TEST_SUITE("signature strings") {
 
   TEST_CASE("numbers a single node's variables as PyTensor's CLinker does") {
     auto v = parse_type("float64[:]");
-    ApplySignature s = single_node_signature({v, v, v}, {v, v});
-    CHECK(s.input_names == std::vector<std::string>{"V9", "V7", "V5"});
-    CHECK(s.output_names == std::vector<std::string>{"V3", "V1"});
-    CHECK(s.fail.find("__failure = 11;") != std::string::npos);
-    ApplySignature p = single_node_signature({v, v}, {v}, params_spec(parse_params("k:int64")));
-    CHECK(p.params_name == "V7");
-    CHECK(p.fail.find("goto __label_9;}") != std::string::npos);
-    CHECK(p.init_fail.find("return 9;\n}") != std::string::npos);
+    NodeContext s = single_node({v, v, v}, {v, v}).node;
+    CHECK(s.inputs == std::vector<std::string>{"V9", "V7", "V5"});
+    CHECK(s.outputs == std::vector<std::string>{"V3", "V1"});
+    CHECK(s.sub.at("fail").find("__failure = 11;") != std::string::npos);
+    NodeContext p = single_node({v, v}, {v}, params_spec(parse_params("k:int64"))).node;
+    CHECK(p.sub.at("params") == "V7");
+    CHECK(p.sub.at("fail").find("goto __label_9;}") != std::string::npos);
+    CHECK(p.init_sub.at("fail").find("return 9;\n}") != std::string::npos);
   }
 }
 
@@ -366,26 +389,26 @@ TEST_SUITE("cache version") {
   TEST_CASE("changes with the files, the function name, padding, check_input and params") {
     Loaded a(Files{{"a.c", "#section support_code_apply\nint a;\n"}});
     Loaded edited(Files{{"a.c", "#section support_code_apply\nint b;\n"}});
-    ApplySignature s = vtv_signature();
-    std::string base = op_cache_version(a.sm, a.set, s);
+    Apply s = vtv_signature();
+    std::string base = op_cache_version(a.sm, a.set, s.op);
     CHECK(base.starts_with("ls"));
     CHECK(base.size() == 66);
-    CHECK(op_cache_version(a.sm, a.set, s) == base);
-    CHECK(op_cache_version(edited.sm, edited.set, s) != base);
+    CHECK(op_cache_version(a.sm, a.set, s.op) == base);
+    CHECK(op_cache_version(edited.sm, edited.set, s.op) != base);
 
     auto differs = [&](auto change) {
-      ApplySignature t = vtv_signature();
+      Apply t = vtv_signature();
       change(t);
-      return op_cache_version(a.sm, a.set, t) != base;
+      return op_cache_version(a.sm, a.set, t.op) != base;
     };
-    CHECK(differs([](ApplySignature& t) { t.func_name = "APPLY_SPECIFIC(other)"; }));
-    CHECK(differs([](ApplySignature& t) { t.num_inputs = 3; }));
-    CHECK(differs([](ApplySignature& t) { t.num_outputs = 1; }));
-    CHECK(differs([](ApplySignature& t) { t.check_input = false; }));
-    CHECK(differs([](ApplySignature& t) { t.params = params_spec(parse_params("k:int64")); }));
+    CHECK(differs([](Apply& t) { t.op.func_name = "APPLY_SPECIFIC(other)"; }));
+    CHECK(differs([](Apply& t) { t.op.num_inputs = 3; }));
+    CHECK(differs([](Apply& t) { t.op.num_outputs = 1; }));
+    CHECK(differs([](Apply& t) { t.op.check_input = false; }));
+    CHECK(differs([](Apply& t) { t.op.params = params_spec(parse_params("k:int64")); }));
     // C symbols and node names belong to the linker's key, not the op's version.
-    CHECK_FALSE(differs([](ApplySignature& t) { t.node_name = "node_x_1"; }));
-    CHECK(op_cache_version(a.sm, a.set, s, reference_mode()) != base);
+    CHECK_FALSE(differs([](Apply& t) { t.node.node_name = "node_x_1"; }));
+    CHECK(op_cache_version(a.sm, a.set, s.op, reference_mode()) != base);
   }
 
   TEST_CASE("does not depend on where the files are") {
@@ -393,9 +416,9 @@ TEST_SUITE("cache version") {
     Loaded there(Files{{"/elsewhere/a.c", "#section support_code\nint a;\n"}});
     ExpandOptions moved;
     moved.line_paths = {"/moved/a.c"};
-    std::string base = op_cache_version(here.sm, here.set, vtv_signature());
-    CHECK(op_cache_version(there.sm, there.set, vtv_signature()) == base);
-    CHECK(op_cache_version(here.sm, here.set, vtv_signature(), moved) == base);
+    std::string base = op_cache_version(here.sm, here.set, vtv_signature().op);
+    CHECK(op_cache_version(there.sm, there.set, vtv_signature().op) == base);
+    CHECK(op_cache_version(here.sm, here.set, vtv_signature().op, moved) == base);
   }
 
   TEST_CASE("hashes with SHA-256") {
@@ -437,21 +460,21 @@ TEST_SUITE("golden") {
       SectionSet set = load_sections(sm, specs);
       REQUIRE(set.ok());
       auto params = parse_params(spec.value("params", ""));
-      ApplySignature s = single_node_signature(
+      Apply s = single_node(
           parse_type_list(spec.at("inputs").get<std::string>(), "input"),
           parse_type_list(spec.at("outputs").get<std::string>(), "output"),
           params.empty() ? std::nullopt : std::optional(params_spec(params)));
-      if (spec.contains("func_name")) s.func_name = spec["func_name"].get<std::string>();
-      if (spec.contains("num_inputs")) s.num_inputs = spec["num_inputs"].get<int>();
-      if (spec.contains("num_outputs")) s.num_outputs = spec["num_outputs"].get<int>();
-      s.check_input = spec.value("check_input", true);
+      if (spec.contains("func_name")) s.op.func_name = spec["func_name"].get<std::string>();
+      if (spec.contains("num_inputs")) s.op.num_inputs = spec["num_inputs"].get<int>();
+      if (spec.contains("num_outputs")) s.op.num_outputs = spec["num_outputs"].get<int>();
+      s.op.check_input = spec.value("check_input", true);
 
       for (auto const& [suffix, options] : {std::pair{".expected.json", reference_mode()},
                                             std::pair{".line.expected.json", ExpandOptions{}}}) {
-        Expansion e = expand(sm, set, s, options);
+        Expansion e = expand(sm, set, s.op, s.node, options);
         CHECK(e.diagnostics.empty());
         std::string const actual =
-            expansion_json(e, op_cache_version(sm, set, s, options)).dump(2) + "\n";
+            expansion_json(e, op_cache_version(sm, set, s.op, options)).dump(2) + "\n";
         fs::path const expected_path = dir / (name + suffix);
         if (update) {
           std::ofstream(expected_path, std::ios::binary) << actual;

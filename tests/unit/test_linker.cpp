@@ -46,7 +46,7 @@ class TemplateOp final : public COp {
  public:
   TemplateOp(std::string name, std::string symbol) : name_(std::move(name)), symbol_(std::move(symbol)) {}
   std::string name() const override { return name_; }
-  OpCode generate(ApplyContext const& ctx) const override {
+  OpCode generate(NodeContext const& ctx) const override {
     OpCode code;
     code.code = "if (" + ctx.inputs[0] + " < 0) " + ctx.sub.at("fail") + "\n" + ctx.outputs[0] +
                 " = " + ctx.inputs[0] + " " + symbol_ + " " + ctx.inputs[1] + ";";

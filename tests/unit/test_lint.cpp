@@ -2,6 +2,7 @@
 // signature checks, renderers, and robustness on arbitrary bytes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 
 #include "lint/c_tokens.hpp"
 #include "lint/declarations.hpp"
+#include "section/expand.hpp"
 #include "section/lint.hpp"
 
 using namespace section;
@@ -27,6 +29,17 @@ std::vector<std::string> codes_of(std::vector<Diagnostic> const& ds) {
   std::vector<std::string> out;
   for (auto const& d : ds) out.push_back(d.code);
   return out;
+}
+
+/// An op with `inputs` and `outputs` variables (of type `object`: the checks count them).
+OpDescription op_with(std::size_t inputs, std::size_t outputs, bool has_params,
+                      std::optional<std::string> func_name) {
+  OpDescription op;
+  op.inputs = std::vector<TypeSpec>(inputs);
+  op.outputs = std::vector<TypeSpec>(outputs);
+  op.has_params = has_params;
+  op.func_name = std::move(func_name);
+  return op;
 }
 
 std::vector<std::string> lint_codes(std::string text, LintOptions const& options = {}) {
@@ -187,6 +200,43 @@ TEST_SUITE("lint rules") {
     CHECK(lint_codes("#section init_code\nint APPLY_SPECIFIC(x);\n") == std::vector<std::string>{"SL303"});
   }
 
+  TEST_CASE("macro scope is what the expander defines around each section") {
+    // Expands each of the nine sections and lints a use of each macro family there: the linter
+    // must flag exactly the families the expander's string for that section does not define.
+    for (ExpansionMethod const& method : expansion_methods()) {
+      std::string const tag(method.tag);
+      CAPTURE(tag);
+      SourceManager sm;
+      std::vector<Diagnostic> diagnostics;
+      auto const file = add_source(sm, "#section " + tag + "\nx;\n", "t.c", diagnostics);
+      REQUIRE(file);
+      SectionSet const set = merge_sections(sm, {*file});
+      OpDescription op;
+      op.inputs = op.outputs = std::vector<TypeSpec>{parse_type("float64[:]")};
+      op.has_params = true;
+      op.params = params_spec(parse_params("k:int64"));
+      Expansion const e = expand(sm, set, op, single_node_context(op));
+      MethodResult const result = method_result(e, method);
+      std::string text;
+      if (auto const* s = std::get_if<std::string>(&result)) text = *s;
+      if (auto const* list = std::get_if<std::vector<std::string>>(&result)) text = list->at(0);
+      REQUIRE_FALSE(text.empty());
+      auto defines = [&](char const* name) {
+        return text.find(std::string("#define ") + name) != std::string::npos;
+      };
+      auto flagged = [&](char const* use, char const* code) {
+        auto const codes = lint_codes("#section " + tag + "\n" + use + "\n");
+        return std::find(codes.begin(), codes.end(), code) != codes.end();
+      };
+      CHECK(flagged("int APPLY_SPECIFIC(v);", "SL303") == !defines("APPLY_SPECIFIC"));
+      CHECK(flagged("PARAMS_TYPE* p;", "SL303") == !defines("PARAMS_TYPE"));
+      CHECK(flagged("FAIL;", "SL301") == !defines("FAIL"));
+      CHECK(flagged("int k = PARAMS->k;", "SL301") == !defines("PARAMS "));
+      CHECK(flagged("f(INPUT_0);", "SL302") == !defines("INPUT_0"));
+      CHECK(flagged("f(OUTPUT_0);", "SL302") == !defines("OUTPUT_0"));
+    }
+  }
+
   TEST_CASE("a #define body may use macros of other sections") {
     CHECK(lint_codes("#section support_code\n#define CHECK(c) if (!(c)) FAIL\n").empty());
   }
@@ -205,7 +255,7 @@ TEST_SUITE("lint rules") {
     std::string const text = "#section code\nx = INPUT_5;\n";
     CHECK(lint_codes(text).empty());
     LintOptions options;
-    options.signature.inputs = 2;
+    options.op.inputs = std::vector<TypeSpec>(2);
     CHECK(lint_codes(text, options) == std::vector<std::string>{"SL601"});
   }
 
@@ -217,11 +267,11 @@ TEST_SUITE("lint rules") {
     std::ofstream(dir / "b.c") << "#section support_code_apply\n"
                                   "int APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) { return 0; }\n";
     LintOptions options;
-    options.signature = {1, 1, false, "APPLY_SPECIFIC( f )"};
+    options.op = op_with(1, 1, false, "APPLY_SPECIFIC( f )");
     CHECK(lint_files(sm, {(dir / "a.c").string(), (dir / "b.c").string()}, options).empty());
     SourceManager sm2;
     CHECK(codes_of(lint_files(sm2, {(dir / "a.c").string()}, options)) == std::vector<std::string>{"SL602"});
-    options.signature.has_params = true;
+    options.op.has_params = true;
     SourceManager sm3;
     CHECK(codes_of(lint_files(sm3, {dir.string()}, options)) == std::vector<std::string>{"SL603"});
     std::filesystem::remove_all(dir);
@@ -319,7 +369,7 @@ TEST_SUITE("lint robustness") {
         text += round % 3 ? alphabet[rng() % alphabet.size()] : static_cast<char>(rng() % 256);
       SourceManager sm;
       LintOptions options;
-      options.signature = {1, 1, true, "f"};
+      options.op = op_with(1, 1, true, "f");
       CHECK_NOTHROW(lint_text(sm, text, "fuzz.c", options));
     }
   }

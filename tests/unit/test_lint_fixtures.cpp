@@ -35,10 +35,10 @@ LintOptions options_of(std::string const& text) {
   std::istringstream args(text.substr(at + 18, text.find('\n', at) - at - 18));
   std::string flag, value;
   while (args >> flag >> value) {
-    if (flag == "--inputs") options.signature.inputs = parse_type_list(value, "input").size();
-    else if (flag == "--outputs") options.signature.outputs = parse_type_list(value, "output").size();
-    else if (flag == "--params") options.signature.has_params = !parse_params(value).empty();
-    else if (flag == "--func-name") options.signature.func_name = value;
+    if (flag == "--inputs") options.op.inputs = parse_type_list(value, "input");
+    else if (flag == "--outputs") options.op.outputs = parse_type_list(value, "output");
+    else if (flag == "--params") options.op.has_params = !parse_params(value).empty();
+    else if (flag == "--func-name") options.op.func_name = value;
     else FAIL("unknown option in fixture: " << flag);
   }
   return options;

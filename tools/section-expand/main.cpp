@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "section/expand.hpp"
+#include "section/op.hpp"
 #include "section/names.hpp"
 #include "section/parse.hpp"
 #include "section/render.hpp"
@@ -29,19 +30,11 @@ struct Options {
   std::string format = "text";
 };
 
-/// The methods in the order the reference documents them, with their strings.
-std::vector<std::pair<std::string, nlohmann::json>> method_strings(
-    section::Expansion const& e) {
-  nlohmann::json code = e.code ? nlohmann::json(*e.code) : nlohmann::json(nullptr);
-  return {{"c_init_code", e.init_code},
-          {"c_support_code", e.support_code},
-          {"c_init_code_apply", e.init_code_apply},
-          {"c_support_code_apply", e.support_code_apply},
-          {"c_support_code_struct", e.support_code_struct},
-          {"c_cleanup_code_struct", e.cleanup_code_struct},
-          {"c_init_code_struct", e.init_code_struct},
-          {"c_code", code},
-          {"c_code_cleanup", e.code_cleanup}};
+/// A method's result as JSON: a string, a list (`c_init_code`) or null.
+nlohmann::json method_json(section::MethodResult const& result) {
+  if (auto const* text = std::get_if<std::string>(&result)) return *text;
+  if (auto const* list = std::get_if<std::vector<std::string>>(&result)) return *list;
+  return nullptr;
 }
 
 void print_text_block(std::string const& title, std::string const& text) {
@@ -50,7 +43,9 @@ void print_text_block(std::string const& title, std::string const& text) {
 }
 
 void print_text(section::Expansion const& e, std::string const& cache_version) {
-  for (auto const& [method, value] : method_strings(e)) {
+  for (auto const& m : section::expansion_methods()) {
+    std::string const method(m.name);
+    nlohmann::json const value = method_json(section::method_result(e, m));
     if (value.is_array()) {
       if (value.empty()) print_text_block(method, "");
       for (std::size_t i = 0; i < value.size(); ++i) {
@@ -66,14 +61,15 @@ void print_text(section::Expansion const& e, std::string const& cache_version) {
 }
 
 int run(Options const& o) {
-  section::ApplySignature signature;
+  section::OpDescription op;
+  section::NodeContext node;
   try {
-    auto inputs = section::parse_type_list(o.inputs, "input");
-    auto outputs = section::parse_type_list(o.outputs, "output");
+    op.inputs = section::parse_type_list(o.inputs, "input");
+    op.outputs = section::parse_type_list(o.outputs, "output");
     auto params = section::parse_params(o.params);
-    std::optional<section::ParamsSpec> spec;
-    if (!params.empty()) spec = section::params_spec(params);
-    signature = section::single_node_signature(inputs, outputs, spec);
+    op.has_params = !params.empty();
+    if (op.has_params) op.params = section::params_spec(params);
+    node = section::single_node_context(op);
     if (o.func_name) section::check_func_name(*o.func_name);
     section::check_padding(o.num_inputs, "--num-inputs");
     section::check_padding(o.num_outputs, "--num-outputs");
@@ -83,11 +79,11 @@ int run(Options const& o) {
     std::cerr << "section-expand: error: " << e.what() << "\n";
     return exit_usage;
   }
-  if (o.node_name) signature.node_name = *o.node_name;
-  signature.func_name = o.func_name;
-  signature.num_inputs = o.num_inputs;
-  signature.num_outputs = o.num_outputs;
-  signature.check_input = o.check_input;
+  if (o.node_name) node.node_name = *o.node_name;
+  op.func_name = o.func_name;
+  op.num_inputs = o.num_inputs;
+  op.num_outputs = o.num_outputs;
+  op.check_input = o.check_input;
 
   section::SourceManager sm;
   std::vector<section::SourceSpec> specs;
@@ -105,14 +101,15 @@ int run(Options const& o) {
   section::ExpandOptions options;
   options.line_directives = !o.no_line_directives;
   options.newline_fix = !o.no_newline_fix;
-  section::Expansion expansion = section::expand(sm, sections, signature, options);
+  section::Expansion expansion = section::expand(sm, sections, op, node, options);
   if (!expansion.diagnostics.empty()) std::cerr << section::render_text(expansion.diagnostics, sm);
   if (section::has_errors(expansion.diagnostics)) return exit_usage;
 
-  std::string cache_version = section::op_cache_version(sm, sections, signature, options);
+  std::string cache_version = section::op_cache_version(sm, sections, op, options);
   if (o.format == "json") {
     nlohmann::json out = nlohmann::json::object();
-    for (auto const& [method, value] : method_strings(expansion)) out[method] = value;
+    for (auto const& m : section::expansion_methods())
+      out[std::string(m.name)] = method_json(section::method_result(expansion, m));
     out["c_code_cache_version"] = cache_version;
     std::cout << out.dump(2) << "\n";
   } else {

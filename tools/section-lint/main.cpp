@@ -61,9 +61,9 @@ void list_rules() {
   }
 }
 
-/// The signature as the SL6xx checks need it (arities, whether there are params): each part from
-/// the command line when given there, else from the settings' `signatures` entry for the files.
-section::LintSignature read_signature(Options const& o, CLI::App const& app,
+/// The op as the SL6xx checks need it (its types, whether there are params): each part from the
+/// command line when given there, else from the settings' `signatures` entry for the files.
+section::OpDescription read_signature(Options const& o, CLI::App const& app,
                                       lint_config::Config const& config,
                                       lint_config::Config::Signature const* configured) {
   auto pick = [&](char const* option, std::string const& given,
@@ -75,10 +75,10 @@ section::LintSignature read_signature(Options const& o, CLI::App const& app,
   auto const outputs = pick("--outputs", o.outputs, &lint_config::Config::Signature::outputs);
   auto const params = pick("--params", o.params, &lint_config::Config::Signature::params);
   auto const func_name = pick("--func-name", o.func_name, &lint_config::Config::Signature::func_name);
-  section::LintSignature s;
+  section::OpDescription s;
   try {
-    if (inputs) s.inputs = section::parse_type_list(*inputs, "input").size();
-    if (outputs) s.outputs = section::parse_type_list(*outputs, "output").size();
+    if (inputs) s.inputs = section::parse_type_list(*inputs, "input");
+    if (outputs) s.outputs = section::parse_type_list(*outputs, "output");
     if (params) s.has_params = !section::parse_params(*params).empty();
     if (func_name) {
       section::check_func_name(*func_name);
@@ -216,7 +216,7 @@ section::LintOptions options_for(Options const& o, CLI::App const& app,
     if (config.file.empty()) throw;
     throw std::invalid_argument(config.file.string() + ": " + e.what());
   }
-  options.signature = read_signature(o, app, config, configured);
+  options.op = read_signature(o, app, config, configured);
   auto extra = config.extra_sections;
   extra.insert(extra.end(), o.extra_sections.begin(), o.extra_sections.end());
   for (auto const& tag : extra)

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "section/expand.hpp"
+#include "section/dtype.hpp"
 #include "section/signature.hpp"
 
 namespace section {
@@ -16,6 +16,9 @@ namespace section {
 /// (the failure code for this block), `id` and, in run blocks, `failure_var`; it adds `label`, a
 /// human description of the variable ("input 0") for error messages.
 using Sub = std::map<std::string, std::string>;
+
+/// `sub[key]`, or empty when `sub` has no such entry (an op without params has no `params`).
+std::string sub_value(Sub const& sub, std::string const& key);
 
 /// C support for a type (seed `003`): each method returns C code for the variable `name`, whose
 /// Python object is `py_<name>`. Either `c_init` or `c_extract` runs; `c_cleanup` always runs,
@@ -53,6 +56,9 @@ class CType {
 
 using CTypePtr = std::shared_ptr<CType const>;
 
+/// The name of `type`'s dtype (`float64`), as the expander's macros need it; nothing without one.
+std::optional<std::string> dtype_name(CType const& type);
+
 /// A NumPy array (`PyArrayObject*`) of one dtype and number of dimensions, checked on extract.
 CTypePtr tensor_type(DtypeInfo dtype, int ndim);
 /// A NumPy scalar held as `npy_<dtype>`; accepts Python and NumPy numbers, returns NumPy scalars.
@@ -88,6 +94,10 @@ class ParamsType : public CType {
   ParamsSpec spec_;
 };
 
+/// The `ParamsType` of params fields given as strings (`build()`'s `params`); nothing when there
+/// are none. Throws `signature_error` (`params: ...`) where `ParamsType` refuses the fields.
+std::shared_ptr<ParamsType const> make_params_type(std::vector<NamedType> fields);
+
 /// A type whose C code is `%(name)s`-style templates, as the seed's `Double` writes them:
 /// `%(name)s` and `%(<sub key>)s` are replaced, `%%` becomes `%`.
 struct TemplateTypeSpec {
@@ -107,5 +117,7 @@ std::string fill_template(std::string const& text, Sub const& values);
 CTypePtr ctype_for(TypeSpec const& spec);
 /// `ctype_for(parse_type(text))`; throws `signature_error` saying what is wrong.
 CTypePtr parse_ctype(std::string_view text);
+/// `ctype_for` of each.
+std::vector<CTypePtr> ctypes_for(std::vector<TypeSpec> const& specs);
 
 }  // namespace section

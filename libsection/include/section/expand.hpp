@@ -5,9 +5,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "section/diagnostic.hpp"
+#include "section/op.hpp"
 #include "section/parse.hpp"
 
 namespace section {
@@ -18,54 +20,6 @@ inline constexpr int expander_generator_version = 1;
 
 /// The file the `#line` after each user fragment names, unless `ExpandOptions` says otherwise.
 inline constexpr std::string_view default_resume_file = "<libsection-generated>";
-
-/// A NumPy dtype as the generated C code sees it.
-struct DtypeInfo {
-  std::string name;      ///< `float64`
-  std::string c_type;    ///< `npy_float64`
-  int typenum = 0;       ///< NumPy type number on this platform (`np.dtype(name).num`)
-  int itemsize = 0;
-};
-
-/// Looks up a NumPy dtype name (`float64`, `int32`, `bool`, ...); nothing for unknown names.
-std::optional<DtypeInfo> dtype_info(std::string const& name);
-
-/// Every dtype `dtype_info` knows (PyTensor's fourteen), in NumPy type-number order.
-std::span<DtypeInfo const> known_dtypes();
-
-/// One field of an op's `ParamsType`.
-struct ParamField {
-  std::string name;
-  std::string c_element_type;  ///< `npy_int64`; empty when the type has none (no `DTYPE_PARAM_`)
-};
-
-/// The op's params, when it has a `ParamsType`.
-struct ParamsSpec {
-  std::string type_name;          ///< the `PARAMS_TYPE` value (the params struct's C name)
-  std::vector<ParamField> fields; ///< sorted by name, as `ParamsType` sorts them
-};
-
-/// Everything the expansion of one apply depends on besides the sections.
-struct ApplySignature {
-  std::string node_name;                    ///< `name` in `c_*(node, name, ...)`
-  std::vector<std::optional<std::string>> input_dtypes;   ///< nullopt: no dtype (generic, ...)
-  std::vector<std::optional<std::string>> output_dtypes;
-  /// C symbols of the inputs (`V5`) and outputs (`V1`); only `c_code` and `c_code_cleanup`
-  /// use them, so they may be left empty for the other methods.
-  std::vector<std::string> input_names;
-  std::vector<std::string> output_names;
-  std::optional<ParamsSpec> params;         ///< the op has a `ParamsType`
-  std::string params_name;                  ///< `sub['params']` (C symbol); empty: no params
-  bool check_input = true;
-  std::optional<std::string> func_name;
-  std::optional<int> num_inputs;            ///< `_cop_num_inputs`
-  std::optional<int> num_outputs;           ///< `_cop_num_outputs`
-  /// The call's argument list when the op overrides `format_c_function_args` (Theano's cuDNN
-  /// RNN ops pass NULL for an optional input); nullopt: inputs, `&`outputs and the padding.
-  std::optional<std::string> function_args;
-  std::string fail;                         ///< `sub['fail']` for `c_code`/`c_code_cleanup`
-  std::string init_fail;                    ///< `sub['fail']` for `c_init_code_struct`
-};
 
 struct ExpandOptions {
   /// `#line N "file.c"` before each user fragment; generated lines are numbered as the lines
@@ -86,17 +40,21 @@ struct ExpandOptions {
   std::vector<std::string> line_paths;
 };
 
-/// The string of every `c_*` method for one apply.
-struct Expansion {
+/// The strings of the per-apply `c_*` methods that the expander and every linked op share.
+struct ApplyCode {
   std::vector<std::string> init_code;   ///< `c_init_code()` (a list, empty when absent)
-  std::string support_code;
   std::string init_code_apply;
   std::string support_code_apply;
   std::string support_code_struct;
   std::string cleanup_code_struct;
   std::string init_code_struct;
-  std::optional<std::string> code;      ///< nullopt where the reference raises (no code, no func)
   std::string code_cleanup;
+};
+
+/// The string of every `c_*` method for one apply.
+struct Expansion : ApplyCode {
+  std::string support_code;             ///< one string (an op linked from Python may give a list)
+  std::optional<std::string> code;      ///< nullopt where the reference raises (no code, no func)
   /// `get_c_macros(node, name)` with the signature's `check_input`: the dtype macros,
   /// `APPLY_SPECIFIC` and the params macros, and their `#undef`s (each joined with `\n`).
   std::string macro_defines, macro_undefs;
@@ -106,21 +64,47 @@ struct Expansion {
   std::vector<Diagnostic> diagnostics;
 };
 
+/// The generated macros the expander defines around a section's text.
+struct MacroScope {
+  bool apply = false;  ///< `APPLY_SPECIFIC`, `DTYPE_`/`TYPENUM_`/`ITEMSIZE_`, the params types
+  bool sub = false;    ///< `FAIL`, `PARAMS`
+  bool io = false;     ///< `INPUT_i`, `OUTPUT_i`
+};
+
+/// One `c_*` method of an expansion: its name, the section whose text it pastes, and the macros
+/// defined around that text (the linter's SL3xx checks read the same table).
+struct ExpansionMethod {
+  std::string_view name;  ///< `c_support_code_apply`
+  std::string_view tag;   ///< `support_code_apply`
+  MacroScope macros;
+};
+
+/// The nine methods, in the order the reference documents them.
+std::span<ExpansionMethod const> expansion_methods();
+
+/// The method that pastes section `tag`; nothing for a tag that is not one of the nine.
+ExpansionMethod const* expansion_method_of(std::string_view tag);
+
+/// A method's result: its string, its list (`c_init_code`), or nothing (`c_code` where the
+/// reference raises).
+using MethodResult = std::variant<std::monostate, std::string, std::vector<std::string>>;
+MethodResult method_result(Expansion const& expansion, ExpansionMethod const& method);
+
 /// Expands `sections` for one apply, exactly as the reference `ExternalCOp` methods do when
 /// `options` turns `#line` and the newline fix off.
 ///
 /// **Example**: the tutorial's `support_code_apply` for two float64 vectors becomes
 /// `"\n#define DTYPE_INPUT_0 npy_float64\n..." + text + "\n#undef DTYPE_INPUT_0\n..."`.
-Expansion expand(SourceManager const& sm, SectionSet const& sections,
-                 ApplySignature const& signature, ExpandOptions const& options = {});
+Expansion expand(SourceManager const& sm, SectionSet const& sections, OpDescription const& op,
+                 NodeContext const& node, ExpandOptions const& options = {});
 
 /// The op's cache version: `"ls"` + a SHA-256 over the file texts, the function name, the
 /// padding counts, `check_input`, the params, the options that change the generated code and
-/// the generator version. Only op-level fields of `signature` count (not node names, dtypes or
-/// C symbols, which the linker's key covers), and not the file paths (`#line` debug
-/// information). Stable across processes, machines and checkout locations.
+/// the generator version. Not the op's name or types (node names, dtypes and C symbols are
+/// covered by the linker's key), nor the file paths (`#line` debug information). Stable
+/// across processes, machines and checkout locations.
 std::string op_cache_version(SourceManager const& sm, SectionSet const& sections,
-                             ApplySignature const& signature, ExpandOptions const& options = {});
+                             OpDescription const& op, ExpandOptions const& options = {});
 
 /// Rewrites every `#line N "<resume_file> <method>"` line of an assembled module into `#line M
 /// "<module_path>"`, M being the physical line that follows it, so compiler messages about

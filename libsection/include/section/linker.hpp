@@ -11,6 +11,7 @@
 #include "section/cache.hpp"
 #include "section/ctype.hpp"
 #include "section/module.hpp"
+#include "section/op.hpp"
 #include "section/parse.hpp"
 
 namespace section {
@@ -43,24 +44,16 @@ class InputTypeError : public LinkError {
 };
 
 /// An op implemented by section files (an `ExternalCOp` without PyTensor).
-struct SectionOpSpec {
-  std::string name = "SectionOp";         ///< shown in the module and in messages
-  std::optional<std::string> func_name;   ///< the main function; none: a `code` section
-  std::optional<int> num_inputs, num_outputs;  ///< `_cop_num_inputs` / `_cop_num_outputs`
-  bool check_input = true;
-  std::shared_ptr<ParamsType const> params;
-};
-
 class SectionOp final : public COp {
  public:
   /// `sm` holds the files `sections` were loaded from (also used to map compile errors).
   /// Throws `signature_error` for a name, func_name or padding that cannot go into C.
-  SectionOp(SectionOpSpec spec, std::shared_ptr<SourceManager const> sm, SectionSet sections);
-  std::string name() const override { return spec_.name; }
-  OpCode generate(ApplyContext const& context) const override;
+  SectionOp(OpDescription op, std::shared_ptr<SourceManager const> sm, SectionSet sections);
+  std::string name() const override { return op_.name; }
+  OpCode generate(NodeContext const& node) const override;
 
  private:
-  SectionOpSpec spec_;
+  OpDescription op_;
   std::shared_ptr<SourceManager const> sm_;
   SectionSet sections_;
 };

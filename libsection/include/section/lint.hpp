@@ -11,6 +11,7 @@
 
 #include "section/codes.hpp"
 #include "section/diagnostic.hpp"
+#include "section/op.hpp"
 #include "section/source.hpp"
 
 namespace section {
@@ -40,17 +41,11 @@ class RuleSelection {
   std::vector<std::string> ignore_;
 };
 
-/// What the signature checks (SL6xx) know about the op the files implement.
-struct LintSignature {
-  std::optional<std::size_t> inputs;   ///< arity, when `--inputs` was given
-  std::optional<std::size_t> outputs;  ///< arity, when `--outputs` was given
-  bool has_params = false;             ///< the op has a params struct (one more argument)
-  std::optional<std::string> func_name;
-};
-
 struct LintOptions {
   RuleSelection selection;
-  LintSignature signature;
+  /// The op the files implement, as far as it is known: the signature checks (SL6xx) read its
+  /// `inputs`/`outputs` (their number), `has_params` and `func_name`.
+  OpDescription op;
   /// Section tags accepted besides the nine, as an op's base class declares them (Theano's
   /// `CGpuKernelBase` adds `kernels`). Their text is not checked as C.
   std::vector<std::string> extra_sections;

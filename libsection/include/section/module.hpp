@@ -10,38 +10,21 @@
 #include <vector>
 
 #include "section/ctype.hpp"
+#include "section/op.hpp"
 #include "section/diagnostic.hpp"
+#include "section/expand.hpp"
 
 namespace section {
 
-/// What the linker tells an op about one application of it.
-struct ApplyContext {
-  std::string node_name;             ///< for `APPLY_SPECIFIC`: unique within the module
-  std::vector<std::string> inputs;   ///< C names of the input variables (`V5`)
-  std::vector<std::string> outputs;  ///< C names of the output variables (`V1`)
-  std::vector<CType const*> input_types;
-  std::vector<CType const*> output_types;
-  std::string params;                ///< C name of the params variable; empty when none
-  Sub sub;                           ///< for `code`/`code_cleanup`: `fail` (goto), `id`, `failure_var`
-  Sub init_sub;                      ///< for `init_code_struct`: `fail` (`return id;`), `id`
-};
-
 /// The C code one op contributes for one apply (the reference's `c_*` methods).
-struct OpCode {
+struct OpCode : ApplyCode {
   std::vector<std::string> headers;       ///< `<x.h>` or `"x.h"`, or a bare name (gets `<>`)
   std::vector<std::string> header_dirs;   ///< searched for headers (`-I`)
   std::vector<std::string> libraries;     ///< `m` for `-lm`
   std::vector<std::string> lib_dirs;      ///< searched for libraries (`-L`, and the run path)
   std::vector<std::string> compile_args;
   std::vector<std::string> support_code;  ///< module-wide, deduplicated
-  std::vector<std::string> init_code;     ///< module init, deduplicated
-  std::string support_code_apply;
-  std::string init_code_apply;
-  std::string support_code_struct;
-  std::string init_code_struct;
-  std::string cleanup_code_struct;
   std::string code;
-  std::string code_cleanup;
 };
 
 /// Raised when an op cannot produce its code, or a module cannot be built; carries diagnostics
@@ -63,7 +46,7 @@ class COp {
   /// Shown in the generated source (`// Op class <name>`) and in progress messages.
   virtual std::string name() const = 0;
   /// Throws `LinkError` when the op cannot generate code for this apply.
-  virtual OpCode generate(ApplyContext const& context) const = 0;
+  virtual OpCode generate(NodeContext const& node) const = 0;
 };
 
 using COpPtr = std::shared_ptr<COp const>;

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "section/expand.hpp"
+#include "section/dtype.hpp"
 
 namespace section {
 
@@ -36,6 +36,18 @@ struct NamedType {
   TypeSpec type;
 };
 
+/// One field of an op's `ParamsType`.
+struct ParamField {
+  std::string name;
+  std::string c_element_type;  ///< `npy_int64`; empty when the type has none (no `DTYPE_PARAM_`)
+};
+
+/// The op's params, when it has a `ParamsType`.
+struct ParamsSpec {
+  std::string type_name;          ///< the `PARAMS_TYPE` value (the params struct's C name)
+  std::vector<ParamField> fields; ///< sorted by name, as `ParamsType` sorts them
+};
+
 /// A signature string that cannot be read; the message names the item and the character.
 class signature_error : public std::invalid_argument {
  public:
@@ -50,9 +62,20 @@ TypeSpec parse_type(std::string_view text);
 /// blank string is an empty list. Throws `signature_error`.
 std::vector<TypeSpec> parse_type_list(std::string_view text, std::string_view role);
 
+/// Parses a list of separate type strings (`build()`'s `inputs`); `role` (`inputs`, `outputs`)
+/// names each item in errors as `inputs[1]: type ...`. Throws `signature_error`.
+std::vector<TypeSpec> parse_type_strings(std::vector<std::string> const& texts,
+                                         std::string_view role);
+
 /// Parses params fields `k:int64,a:float64[:]`. Throws `signature_error` (also on a repeated
 /// or non-identifier name).
 std::vector<NamedType> parse_params(std::string_view text);
+
+/// Parses params fields given as (name, type string) pairs (`build()`'s `params`); errors name
+/// the field as `params[k]: type ...`. The names are checked by `ParamsType`/`params_spec`.
+/// Throws `signature_error`.
+std::vector<NamedType> parse_param_strings(
+    std::vector<std::pair<std::string, std::string>> const& fields);
 
 /// The `ParamsType` PyTensor builds from these fields: sorted by name, struct name
 /// `_Params_<sha256(names)>_<sha256(type strings)>`. Throws `signature_error` for a name that
@@ -63,12 +86,5 @@ ParamsSpec params_spec(std::vector<NamedType> fields);
 std::string pytensor_failure_code(int id);
 /// PyTensor's `failure_code_init(sub)`: the `FAIL` of `c_init_code_struct` (returns `id`).
 std::string pytensor_failure_code_init(int id);
-
-/// The signature PyTensor's `CLinker` gives the only node of a single-node graph: node name
-/// `node_<<<<HASH_PLACEHOLDER>>>>_0`, variables `V1, V3, ...` numbered from the last output
-/// back to the first input, then the params constant, then the run id.
-ApplySignature single_node_signature(std::vector<TypeSpec> const& inputs,
-                                     std::vector<TypeSpec> const& outputs,
-                                     std::optional<ParamsSpec> params = std::nullopt);
 
 }  // namespace section

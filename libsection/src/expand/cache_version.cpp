@@ -32,7 +32,7 @@ class Fingerprint {
 }  // namespace
 
 std::string op_cache_version(SourceManager const& sm, SectionSet const& sections,
-                             ApplySignature const& signature, ExpandOptions const& options) {
+                             OpDescription const& op, ExpandOptions const& options) {
   Fingerprint f;
   f.add("generator", std::to_string(expander_generator_version));
   f.add("libsection", std::string_view(version));
@@ -40,16 +40,16 @@ std::string op_cache_version(SourceManager const& sm, SectionSet const& sections
   // information, and leaving them out lets checkouts at different paths (and machines) share
   // compiled modules.
   for (FileId file : sections.files) f.add("file", sm.file(file).text());
-  f.add("func_name", signature.func_name.has_value());
-  if (signature.func_name) f.add("func_name_text", *signature.func_name);
-  f.add("num_inputs", signature.num_inputs);
-  f.add("num_outputs", signature.num_outputs);
-  f.add("check_input", signature.check_input);
-  f.add("has_params_symbol", !signature.params_name.empty());
-  f.add("params", signature.params.has_value());
-  if (signature.params) {
-    f.add("params_type", signature.params->type_name);
-    for (ParamField const& field : signature.params->fields) {
+  f.add("func_name", op.func_name.has_value());
+  if (op.func_name) f.add("func_name_text", *op.func_name);
+  f.add("num_inputs", op.num_inputs);
+  f.add("num_outputs", op.num_outputs);
+  f.add("check_input", op.check_input);
+  f.add("has_params_symbol", op.has_params);
+  f.add("params", op.params.has_value());
+  if (op.params) {
+    f.add("params_type", op.params->type_name);
+    for (ParamField const& field : op.params->fields) {
       f.add("param", field.name);
       f.add("param_c_type", field.c_element_type);
     }

@@ -3,6 +3,7 @@
 
 #include "expand/line_directives.hpp"
 #include "expand/macros.hpp"
+#include "expand/methods.hpp"
 #include "parse/checks.hpp"
 #include "section/codes.hpp"
 #include "section/names.hpp"
@@ -28,30 +29,31 @@ void check_dtypes(std::vector<std::optional<std::string>> const& dtypes, char co
   }
 }
 
-void check_signature(ApplySignature const& s, std::vector<Diagnostic>& diagnostics) {
-  check_dtypes(s.input_dtypes, "input", diagnostics);
-  check_dtypes(s.output_dtypes, "output", diagnostics);
-  if (!s.input_names.empty() && s.input_names.size() != s.input_dtypes.size()) {
+void check_signature(OpDescription const& op, NodeContext const& node,
+                     std::vector<Diagnostic>& diagnostics) {
+  check_dtypes(node.input_dtypes, "input", diagnostics);
+  check_dtypes(node.output_dtypes, "output", diagnostics);
+  if (!node.inputs.empty() && node.inputs.size() != node.input_dtypes.size()) {
     diagnostics.push_back(signature_diagnostic(
-        "SE102", "the signature has " + std::to_string(s.input_dtypes.size()) +
-                     " input types but " + std::to_string(s.input_names.size()) +
+        "SE102", "the signature has " + std::to_string(node.input_dtypes.size()) +
+                     " input types but " + std::to_string(node.inputs.size()) +
                      " input names"));
   }
-  if (!s.output_names.empty() && s.output_names.size() != s.output_dtypes.size()) {
+  if (!node.outputs.empty() && node.outputs.size() != node.output_dtypes.size()) {
     diagnostics.push_back(signature_diagnostic(
-        "SE102", "the signature has " + std::to_string(s.output_dtypes.size()) +
-                     " output types but " + std::to_string(s.output_names.size()) +
+        "SE102", "the signature has " + std::to_string(node.output_dtypes.size()) +
+                     " output types but " + std::to_string(node.outputs.size()) +
                      " output names"));
   }
   // The function name and the padding reach the generated call: checked before any of it is.
   try {
-    if (s.func_name) check_func_name(*s.func_name);
+    if (op.func_name) check_func_name(*op.func_name);
   } catch (section::signature_error const& e) {
     diagnostics.push_back(signature_diagnostic("SE104", e.what()));
   }
   try {
-    check_padding(s.num_inputs, "num_inputs (_cop_num_inputs)");
-    check_padding(s.num_outputs, "num_outputs (_cop_num_outputs)");
+    check_padding(op.num_inputs, "num_inputs (_cop_num_inputs)");
+    check_padding(op.num_outputs, "num_outputs (_cop_num_outputs)");
   } catch (section::signature_error const& e) {
     diagnostics.push_back(signature_diagnostic("SE105", e.what()));
   }
@@ -60,11 +62,21 @@ void check_signature(ApplySignature const& s, std::vector<Diagnostic>& diagnosti
 /// Builds the method strings; `sm`, `sections` and `options` are the same for every method.
 class Expander {
  public:
-  Expander(SourceManager const& sm, SectionSet const& sections, ApplySignature const& signature,
-           ExpandOptions const& options)
-      : sm_(sm), sections_(sections), sig_(signature), options_(options),
-        macros_(detail::apply_macros(signature, signature.check_input)) {}
+  Expander(SourceManager const& sm, SectionSet const& sections, OpDescription const& op,
+           NodeContext const& node, ExpandOptions const& options)
+      : sm_(sm), sections_(sections), op_(op), node_(node), options_(options),
+        macros_(detail::apply_macros(op, node, op.check_input)) {}
 
+  /// A method's string from its section, with the macros the method table gives it.
+  std::string method_string(Section const& section, ExpansionMethod const& method) const {
+    MacroScope const scope = method.macros;
+    if (scope.io) return with_io_macros(section, method.name);
+    if (scope.sub) return init_code_struct(section, method.name);
+    if (scope.apply) return with_apply_macros(section, method.name);
+    return plain(section, method.name);
+  }
+
+ private:
   /// `c_init_code` / `c_support_code`: the text alone, no macros.
   std::string plain(Section const& section, std::string_view method) const {
     std::string out;
@@ -80,19 +92,19 @@ class Expander {
     return out + "\n" + macros_.undefs;
   }
 
-  std::string init_code_struct(Section const& section) const {
-    MacroBlock sub = detail::sub_macros(sig_.init_fail, sig_.params_name);
-    std::string out =
-        opening("c_init_code_struct", true) + macros_.defines + "\n" + sub.defines + "\n";
-    append_text(out, section, "c_init_code_struct");
+  /// `c_init_code_struct`: the apply macros and the init `sub`'s `FAIL`/`PARAMS`.
+  std::string init_code_struct(Section const& section, std::string_view method) const {
+    MacroBlock sub = detail::sub_macros(node_.init_sub);
+    std::string out = opening(method, true) + macros_.defines + "\n" + sub.defines + "\n";
+    append_text(out, section, method);
     return out + "\n" + sub.undefs + "\n" + macros_.undefs;
   }
 
   /// `c_code` from a `code` section, and `c_code_cleanup`: no leading newline, and in the
   /// reference no trailing one either.
   std::string with_io_macros(Section const& section, std::string_view method) const {
-    MacroBlock sub = detail::sub_macros(sig_.fail, sig_.params_name);
-    MacroBlock io = detail::io_macros(sig_.input_names, sig_.output_names);
+    MacroBlock sub = detail::sub_macros(node_.sub);
+    MacroBlock io = detail::io_macros(node_.inputs, node_.outputs);
     std::string out = opening(method, false) + macros_.defines + "\n" + sub.defines + "\n" +
                       io.defines + "\n";
     append_text(out, section, method);
@@ -101,19 +113,21 @@ class Expander {
     return out;
   }
 
+ public:
   /// `c_code` with a func_name: the reference's indented call template, byte for byte.
   std::string function_call() const {
-    MacroBlock macros = detail::apply_macros(sig_, false);
+    MacroBlock macros = detail::apply_macros(op_, node_, false);
     std::string const i16(16, ' '), i18(18, ' '), i20(20, ' ');
-    std::string params = sig_.params_name.empty() ? "" : ", " + sig_.params_name;
+    std::string const params_name = sub_value(node_.sub, "params");
+    std::string params = params_name.empty() ? "" : ", " + params_name;
     // One line of the template per statement; multi-line macros and FAIL keep their own
     // indentation after the first line, as in the reference.
     std::string out = opening("c_code", true) + i16 + macros.defines + "\n";
     out += i16 + "{\n";
-    std::string const args = sig_.function_args ? *sig_.function_args : detail::function_arguments(sig_);
-    out += i18 + "if (" + *sig_.func_name + "(" + args + params +
-           ") != 0) {\n";
-    out += i20 + sig_.fail + "\n";
+    std::string const args =
+        node_.function_args ? *node_.function_args : detail::function_arguments(op_, node_);
+    out += i18 + "if (" + *op_.func_name + "(" + args + params + ") != 0) {\n";
+    out += i20 + sub_value(node_.sub, "fail") + "\n";
     out += i18 + "}\n";
     out += i16 + "}\n";
     return out + i16 + macros.undefs + "\n" + i16;
@@ -135,56 +149,43 @@ class Expander {
 
   SourceManager const& sm_;
   SectionSet const& sections_;
-  ApplySignature const& sig_;
+  OpDescription const& op_;
+  NodeContext const& node_;
   ExpandOptions const& options_;
   MacroBlock macros_;
 };
 
 }  // namespace
 
-Expansion expand(SourceManager const& sm, SectionSet const& sections,
-                 ApplySignature const& signature, ExpandOptions const& options) {
+Expansion expand(SourceManager const& sm, SectionSet const& sections, OpDescription const& op,
+                 NodeContext const& node, ExpandOptions const& options) {
   Expansion result;
-  check_signature(signature, result.diagnostics);
+  check_signature(op, node, result.diagnostics);
   if (has_errors(result.diagnostics)) return result;
 
-  Expander expander(sm, sections, signature, options);
-  auto macros = detail::apply_macros(signature, signature.check_input);
+  Expander expander(sm, sections, op, node, options);
+  auto macros = detail::apply_macros(op, node, op.check_input);
   result.macro_defines = std::move(macros.defines);
   result.macro_undefs = std::move(macros.undefs);
-  if (Section const* s = sections.find("init_code")) {
-    result.init_code.push_back(expander.plain(*s, "c_init_code"));
-  }
-  if (Section const* s = sections.find("support_code")) {
-    result.support_code = expander.plain(*s, "c_support_code");
-  }
-  if (Section const* s = sections.find("init_code_apply")) {
-    result.init_code_apply = expander.with_apply_macros(*s, "c_init_code_apply");
-  }
-  if (Section const* s = sections.find("support_code_apply")) {
-    result.support_code_apply = expander.with_apply_macros(*s, "c_support_code_apply");
-  }
-  if (Section const* s = sections.find("support_code_struct")) {
-    result.support_code_struct = expander.with_apply_macros(*s, "c_support_code_struct");
-  }
-  if (Section const* s = sections.find("cleanup_code_struct")) {
-    result.cleanup_code_struct = expander.with_apply_macros(*s, "c_cleanup_code_struct");
-  }
-  if (Section const* s = sections.find("init_code_struct")) {
-    result.init_code_struct = expander.init_code_struct(*s);
+  for (ExpansionMethod const& method : expansion_methods()) {
+    Section const* s = sections.find(method.tag);
+    if (!s || method.tag == "code") continue;  // `code` may also come from func_name: below
+    std::string text = expander.method_string(*s, method);
+    if (method.tag == "init_code") {
+      result.init_code.push_back(std::move(text));
+    } else {
+      *detail::method_text(result, method.tag) = std::move(text);
+    }
   }
 
   Section const* code = sections.find("code");
-  if (signature.func_name && code) {
+  if (op.func_name && code) {
     SourceRange const where = code->blocks.empty() ? SourceRange{} : code->blocks.front().marker;
-    result.diagnostics.push_back(detail::code_section_with_func_name(where, *signature.func_name));
-  } else if (signature.func_name) {
+    result.diagnostics.push_back(detail::code_section_with_func_name(where, *op.func_name));
+  } else if (op.func_name) {
     result.code = expander.function_call();
   } else if (code) {
-    result.code = expander.with_io_macros(*code, "c_code");
-  }
-  if (Section const* s = sections.find("code_cleanup")) {
-    result.code_cleanup = expander.with_io_macros(*s, "c_code_cleanup");
+    result.code = expander.method_string(*code, *expansion_method_of("code"));
   }
   return result;
 }

@@ -50,20 +50,20 @@ std::string line_continued(std::string const& text) {
 
 }  // namespace
 
-MacroBlock apply_macros(ApplySignature const& signature, bool check_input) {
+MacroBlock apply_macros(OpDescription const& op, NodeContext const& node, bool check_input) {
   MacroBuilder macros;
   if (check_input) {
-    for (std::size_t i = 0; i < signature.input_dtypes.size(); ++i) {
-      add_dtype_macros(macros, "INPUT_" + std::to_string(i), signature.input_dtypes[i]);
+    for (std::size_t i = 0; i < node.input_dtypes.size(); ++i) {
+      add_dtype_macros(macros, "INPUT_" + std::to_string(i), node.input_dtypes[i]);
     }
-    for (std::size_t i = 0; i < signature.output_dtypes.size(); ++i) {
-      add_dtype_macros(macros, "OUTPUT_" + std::to_string(i), signature.output_dtypes[i]);
+    for (std::size_t i = 0; i < node.output_dtypes.size(); ++i) {
+      add_dtype_macros(macros, "OUTPUT_" + std::to_string(i), node.output_dtypes[i]);
     }
   }
-  macros.add_raw("#define APPLY_SPECIFIC(str) str##_" + signature.node_name, "APPLY_SPECIFIC");
-  if (signature.params) {
-    macros.add("PARAMS_TYPE", signature.params->type_name);
-    for (ParamField const& field : signature.params->fields) {
+  macros.add_raw("#define APPLY_SPECIFIC(str) str##_" + node.node_name, "APPLY_SPECIFIC");
+  if (op.params) {
+    macros.add("PARAMS_TYPE", op.params->type_name);
+    for (ParamField const& field : op.params->fields) {
       if (!field.c_element_type.empty()) {
         macros.add("DTYPE_PARAM_" + field.name, field.c_element_type);
       }
@@ -72,9 +72,10 @@ MacroBlock apply_macros(ApplySignature const& signature, bool check_input) {
   return macros.take();
 }
 
-MacroBlock sub_macros(std::string const& fail, std::string const& params_name) {
+MacroBlock sub_macros(Sub const& sub) {
   MacroBuilder macros;
-  macros.add("FAIL", line_continued(fail));
+  macros.add("FAIL", line_continued(sub_value(sub, "fail")));
+  std::string const params_name = sub_value(sub, "params");
   if (!params_name.empty()) macros.add("PARAMS", params_name);
   return macros.take();
 }
@@ -91,15 +92,13 @@ MacroBlock io_macros(std::vector<std::string> const& inputs,
   return macros.take();
 }
 
-std::string function_arguments(ApplySignature const& signature) {
-  std::vector<std::string> arguments = signature.input_names;
-  for (int i = static_cast<int>(signature.input_names.size());
-       i < signature.num_inputs.value_or(0); ++i) {
+std::string function_arguments(OpDescription const& op, NodeContext const& node) {
+  std::vector<std::string> arguments = node.inputs;
+  for (int i = static_cast<int>(node.inputs.size()); i < op.num_inputs.value_or(0); ++i) {
     arguments.push_back("NULL");
   }
-  for (std::string const& output : signature.output_names) arguments.push_back("&" + output);
-  for (int i = static_cast<int>(signature.output_names.size());
-       i < signature.num_outputs.value_or(0); ++i) {
+  for (std::string const& output : node.outputs) arguments.push_back("&" + output);
+  for (int i = static_cast<int>(node.outputs.size()); i < op.num_outputs.value_or(0); ++i) {
     arguments.push_back("NULL");
   }
   std::string joined;

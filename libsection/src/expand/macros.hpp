@@ -16,16 +16,16 @@ struct MacroBlock {
 
 /// `get_c_macros`: DTYPE_/TYPENUM_/ITEMSIZE_ per input then output (when `check_input`),
 /// `APPLY_SPECIFIC`, then `PARAMS_TYPE` and `DTYPE_PARAM_*`. Dtypes must be known.
-MacroBlock apply_macros(ApplySignature const& signature, bool check_input);
+MacroBlock apply_macros(OpDescription const& op, NodeContext const& node, bool check_input);
 
 /// `get_sub_macros`: `FAIL` (multi-line failure code continued with ` \`), then `PARAMS`.
-MacroBlock sub_macros(std::string const& fail, std::string const& params_name);
+MacroBlock sub_macros(Sub const& sub);
 
 /// `get_io_macros`: `INPUT_i`, then `OUTPUT_i`.
 MacroBlock io_macros(std::vector<std::string> const& inputs,
                      std::vector<std::string> const& outputs);
 
 /// `format_c_function_args`: inputs, then `&output`s, each padded with `NULL` to its count.
-std::string function_arguments(ApplySignature const& signature);
+std::string function_arguments(OpDescription const& op, NodeContext const& node);
 
 }  // namespace section::detail

@@ -21,14 +21,14 @@ namespace fs = std::filesystem;
 
 // ---- ops from section files ----------------------------------------------------------------
 
-SectionOp::SectionOp(SectionOpSpec spec, std::shared_ptr<SourceManager const> sm,
+SectionOp::SectionOp(OpDescription op, std::shared_ptr<SourceManager const> sm,
                      SectionSet sections)
-    : spec_(std::move(spec)), sm_(std::move(sm)), sections_(std::move(sections)) {
+    : op_(std::move(op)), sm_(std::move(sm)), sections_(std::move(sections)) {
   if (!sm_) throw std::invalid_argument("SectionOp needs the SourceManager of its files");
-  check_display_name(spec_.name, "op name");
-  if (spec_.func_name) check_func_name(*spec_.func_name);
-  check_padding(spec_.num_inputs, "num_inputs");
-  check_padding(spec_.num_outputs, "num_outputs");
+  check_display_name(op_.name, "op name");
+  if (op_.func_name) check_func_name(*op_.func_name);
+  check_padding(op_.num_inputs, "num_inputs");
+  check_padding(op_.num_outputs, "num_outputs");
 }
 
 namespace {
@@ -109,8 +109,8 @@ std::optional<std::vector<WrittenParameter>> main_function_parameters(
 
 // A value passed as a scalar where the function takes an array (or the other way round) would
 // only show up as a compile error in generated code: say which input, and what it needs.
-void check_main_function_inputs(SectionOpSpec const& spec, SourceManager const& sm,
-                                SectionSet const& sections, ApplyContext const& ctx) {
+void check_main_function_inputs(OpDescription const& spec, SourceManager const& sm,
+                                SectionSet const& sections, NodeContext const& ctx) {
   if (!spec.func_name) return;
   auto const parameters = main_function_parameters(sm, sections, *spec.func_name);
   if (!parameters) return;
@@ -134,32 +134,11 @@ void check_main_function_inputs(SectionOpSpec const& spec, SourceManager const& 
 
 }  // namespace
 
-OpCode SectionOp::generate(ApplyContext const& ctx) const {
-  check_main_function_inputs(spec_, *sm_, sections_, ctx);
-  ApplySignature sig;
-  sig.node_name = ctx.node_name;
-  for (auto const* t : ctx.input_types) {
-    auto d = t->dtype();
-    sig.input_dtypes.push_back(d ? std::optional<std::string>(d->name) : std::nullopt);
-  }
-  for (auto const* t : ctx.output_types) {
-    auto d = t->dtype();
-    sig.output_dtypes.push_back(d ? std::optional<std::string>(d->name) : std::nullopt);
-  }
-  sig.input_names = ctx.inputs;
-  sig.output_names = ctx.outputs;
-  if (spec_.params) sig.params = spec_.params->spec();
-  sig.params_name = ctx.params;
-  sig.check_input = spec_.check_input;
-  sig.func_name = spec_.func_name;
-  sig.num_inputs = spec_.num_inputs;
-  sig.num_outputs = spec_.num_outputs;
-  sig.fail = ctx.sub.at("fail");
-  sig.init_fail = ctx.init_sub.at("fail");
-
-  Expansion e = expand(*sm_, sections_, sig);
+OpCode SectionOp::generate(NodeContext const& node) const {
+  check_main_function_inputs(op_, *sm_, sections_, node);
+  Expansion e = expand(*sm_, sections_, op_, node);
   if (has_errors(e.diagnostics) || !e.code) {
-    std::string message = spec_.name + ": cannot expand its sections";
+    std::string message = op_.name + ": cannot expand its sections";
     for (auto const& d : e.diagnostics)
       if (d.is_error()) message += "\n  " + d.message;
     if (!e.code && e.diagnostics.empty())
@@ -167,15 +146,9 @@ OpCode SectionOp::generate(ApplyContext const& ctx) const {
     throw LinkError(message, e.diagnostics);
   }
   OpCode code;
-  code.support_code = {e.support_code};
-  code.init_code = e.init_code;
-  code.support_code_apply = e.support_code_apply;
-  code.init_code_apply = e.init_code_apply;
-  code.support_code_struct = e.support_code_struct;
-  code.init_code_struct = e.init_code_struct;
-  code.cleanup_code_struct = e.cleanup_code_struct;
-  code.code = *e.code;
-  code.code_cleanup = e.code_cleanup;
+  static_cast<ApplyCode&>(code) = std::move(e);  // the strings both share
+  code.support_code = {std::move(e.support_code)};
+  code.code = std::move(*e.code);
   return code;
 }
 

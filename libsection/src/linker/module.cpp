@@ -169,7 +169,7 @@ class ModuleWriter {
   void fill_output_block(RunBlock& b, std::string const& n, CType const& type, Sub const& sub) const;
   void fill_intermediate_block(RunBlock& b, std::string const& n, CType const& type,
                                Sub const& sub) const;
-  ApplyContext apply_context(std::size_t a, int id, int init_id, std::string const& what) const;
+  NodeContext apply_context(std::size_t a, int id, int init_id, std::string const& what) const;
   void add_apply(std::size_t a);
   void add_constant(std::size_t v);
   // ---- the text
@@ -287,27 +287,25 @@ void ModuleWriter::fill_intermediate_block(RunBlock& b, std::string const& n, CT
 
 // ---- per apply: ask the op for its code ----------------------------------------------------
 
-ApplyContext ModuleWriter::apply_context(std::size_t a, int id, int init_id,
-                                         std::string const& what) const {
+NodeContext ModuleWriter::apply_context(std::size_t a, int id, int init_id,
+                                        std::string const& what) const {
   auto const& apply = graph_.applies()[a];
-  ApplyContext ctx;
+  NodeContext ctx;
   ctx.node_name = "node_" + std::string(hash_placeholder) + "_" + std::to_string(a);
   for (auto v : apply.inputs) {
     ctx.inputs.push_back(names_[v]);
     ctx.input_types.push_back(vars_[v].type.get());
+    ctx.input_dtypes.push_back(dtype_name(*vars_[v].type));
   }
   for (auto v : apply.outputs) {
     ctx.outputs.push_back(names_[v]);
     ctx.output_types.push_back(vars_[v].type.get());
+    ctx.output_dtypes.push_back(dtype_name(*vars_[v].type));
   }
-  if (apply.params) ctx.params = names_[*apply.params];
   ctx.sub = {{"fail", run_failure(id, what)}, {"id", std::to_string(id)},
              {"failure_var", "__failure"}};
   ctx.init_sub = {{"fail", init_failure(init_id, what)}, {"id", std::to_string(init_id)}};
-  if (apply.params) {
-    ctx.sub["params"] = ctx.params;
-    ctx.init_sub["params"] = ctx.params;
-  }
+  if (apply.params) ctx.sub["params"] = ctx.init_sub["params"] = names_[*apply.params];
   return ctx;
 }
 

@@ -32,6 +32,11 @@ struct FileView {
   SourceRange range(Token const& t) const { return {file, t.begin, t.end}; }
 };
 
+/// How many inputs (outputs) the op has, when its signature is known.
+inline std::optional<std::size_t> arity(std::optional<std::vector<TypeSpec>> const& types) {
+  return types ? std::optional<std::size_t>(types->size()) : std::nullopt;
+}
+
 FileView make_file_view(SourceManager const& sm, ParsedFile const& parsed);
 
 /// The families of macros the expander generates, each defined in some sections only.
@@ -64,10 +69,9 @@ void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out);  // 
 void check_apply_specific(FileView const& file, std::vector<Diagnostic>& out);  // SL4xx
 void check_control_flow(FileView const& file, std::vector<Diagnostic>& out);    // SL5xx
 /// SL601: input/output macros, in sections that define them, beyond the op's arity.
-void check_io_arity(FileView const& file, LintSignature const& signature,
-                    std::vector<Diagnostic>& out);
+void check_io_arity(FileView const& file, OpDescription const& op, std::vector<Diagnostic>& out);
 /// SL602–SL604 over all files of one op (the main function may live in any of them).
-void check_signature(std::span<FileView const> files, LintSignature const& signature,
+void check_signature(std::span<FileView const> files, OpDescription const& op,
                      std::vector<Diagnostic>& out);
 
 /// Applies `// section-lint: ignore[...]` and `ignore-file[...]` comments of `file` to

@@ -48,7 +48,7 @@ std::vector<Diagnostic> lint_inputs(SourceManager const& sm, std::vector<Input> 
     auto const& view = views.back();
     check_structure(view, input.diagnostics);
     check_macro_scope(view, input.diagnostics);
-    check_io_arity(view, options.signature, input.diagnostics);
+    check_io_arity(view, options.op, input.diagnostics);
     check_apply_specific(view, input.diagnostics);
     check_control_flow(view, input.diagnostics);
     view_of_input[i] = views.size() - 1;
@@ -56,7 +56,7 @@ std::vector<Diagnostic> lint_inputs(SourceManager const& sm, std::vector<Input> 
   }
 
   std::vector<Diagnostic> across_files;
-  check_signature(views, options.signature, across_files);
+  check_signature(views, options.op, across_files);
   std::vector<Diagnostic> unplaced;
   for (auto& d : across_files) {
     auto const it = d.range.valid() ? input_of_file.find(d.range.file) : input_of_file.end();

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "lint/checks.hpp"
+#include "section/expand.hpp"
 
 namespace section::lint_detail {
 namespace {
@@ -26,6 +27,19 @@ std::optional<std::pair<bool, std::size_t>> io_index(std::string_view name) {
   return std::nullopt;
 }
 
+/// The tags whose text sees `family`, for messages: "`code` and `code_cleanup`".
+std::string tags_with(MacroFamily family) {
+  std::vector<std::string_view> tags;
+  for (ExpansionMethod const& m : expansion_methods())
+    if (family == MacroFamily::sub ? m.macros.sub : m.macros.io) tags.push_back(m.tag);
+  std::string out;
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    out += i == 0 ? "" : i + 1 == tags.size() ? " and " : ", ";
+    out += "`" + std::string(tags[i]) + "`";
+  }
+  return out;
+}
+
 std::string quoted(std::string_view s) {
   std::string out(1, '`');
   out.append(s);
@@ -39,13 +53,13 @@ void report_out_of_scope(std::string_view name, MacroFamily family, std::string_
     case MacroFamily::sub:
       out.push_back(make_diagnostic(
           "SL301", quoted(name) + " is not defined in section " + quoted(tag) +
-                       "; only `init_code_struct`, `code` and `code_cleanup` have it",
+                       "; only " + tags_with(family) + " have it",
           range));
       break;
     case MacroFamily::io:
       out.push_back(make_diagnostic(
           "SL302", quoted(name) + " is not defined in section " + quoted(tag) +
-                       "; only `code` and `code_cleanup` have it",
+                       "; only " + tags_with(family) + " have it",
           range));
       break;
     case MacroFamily::apply: {
@@ -60,11 +74,14 @@ void report_out_of_scope(std::string_view name, MacroFamily family, std::string_
   }
 }
 
+/// Whether the expander defines `family` around section `tag`, from its method table.
 bool in_scope(MacroFamily family, std::string_view tag) {
+  ExpansionMethod const* method = expansion_method_of(tag);
+  if (!method) return true;  // an extra tag: pasted by its own op class, macros unknown
   switch (family) {
-    case MacroFamily::sub: return tag == "init_code_struct" || tag == "code" || tag == "code_cleanup";
-    case MacroFamily::io: return tag == "code" || tag == "code_cleanup";
-    case MacroFamily::apply: return tag != "init_code" && tag != "support_code";
+    case MacroFamily::sub: return method->macros.sub;
+    case MacroFamily::io: return method->macros.io;
+    case MacroFamily::apply: return method->macros.apply;
     case MacroFamily::none: return true;
   }
   return true;

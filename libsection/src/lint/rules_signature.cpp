@@ -20,43 +20,42 @@ bool may_declare_main_function(std::string_view tag) {
   return tag == "support_code" || tag == "support_code_apply" || tag == "support_code_struct";
 }
 
-void check_arity(std::string_view name, GeneratedMacro const& m, LintSignature const& signature,
+void check_arity(std::string_view name, GeneratedMacro const& m, OpDescription const& op,
                  SourceRange range, std::vector<Diagnostic>& out) {
-  auto const arity = m.is_input ? signature.inputs : signature.outputs;
-  if (!m.index || !arity || *m.index < *arity) return;
+  auto const count = arity(m.is_input ? op.inputs : op.outputs);
+  if (!m.index || !count || *m.index < *count) return;
   std::string const what = m.is_input ? "input" : "output";
   std::string message = "`" + std::string(name) + "` refers to " + what + " " +
-                        std::to_string(*m.index) + " but the op has " + std::to_string(*arity) +
-                        " " + what + (*arity == 1 ? "" : "s");
+                        std::to_string(*m.index) + " but the op has " + std::to_string(*count) +
+                        " " + what + (*count == 1 ? "" : "s");
   auto d = make_diagnostic("SL601", std::move(message), range);
-  if (*arity > 0)
-    d.notes.push_back({what + " indices run from 0 to " + std::to_string(*arity - 1), {}});
+  if (*count > 0)
+    d.notes.push_back({what + " indices run from 0 to " + std::to_string(*count - 1), {}});
   out.push_back(std::move(d));
 }
 
 }  // namespace
 
-void check_io_arity(FileView const& file, LintSignature const& signature,
-                    std::vector<Diagnostic>& out) {
+void check_io_arity(FileView const& file, OpDescription const& op, std::vector<Diagnostic>& out) {
   for_each_macro_use(file, [&](MacroUse const& use) {  // uses out of scope are SL30x
-    if (use.in_scope) check_arity(use.name, use.macro, signature, use.range, out);
+    if (use.in_scope) check_arity(use.name, use.macro, op, use.range, out);
   });
 }
 
-void check_signature(std::span<FileView const> files, LintSignature const& signature,
+void check_signature(std::span<FileView const> files, OpDescription const& op,
                      std::vector<Diagnostic>& out) {
-  if (!signature.func_name) return;
-  std::string const func_name = without_blanks(*signature.func_name);
+  if (!op.func_name) return;
+  std::string const func_name = without_blanks(*op.func_name);
+  auto const inputs = arity(op.inputs), outputs = arity(op.outputs);
   std::optional<std::size_t> expected;
-  if (signature.inputs && signature.outputs)
-    expected = *signature.inputs + *signature.outputs + (signature.has_params ? 1 : 0);
+  if (inputs && outputs) expected = *inputs + *outputs + (op.has_params ? 1 : 0);
 
   bool found = false;
   for (auto const& file : files) {
     for (auto const& block : file.blocks) {
       if (block.block.tag == "code") {
         out.push_back(
-            detail::code_section_with_func_name(block.block.marker, *signature.func_name));
+            detail::code_section_with_func_name(block.block.marker, *op.func_name));
       }
       if (!may_declare_main_function(block.block.tag)) continue;
       for (auto const& decl : file_scope_declarations(file.text, block.body.tokens)) {
@@ -69,9 +68,9 @@ void check_signature(std::span<FileView const> files, LintSignature const& signa
                               " parameters but the op calls it with " + std::to_string(*expected);
         auto d = make_diagnostic("SL603", std::move(message),
                                  {file.file, decl.parameters_begin, decl.parameters_end});
-        d.notes.push_back({std::to_string(*signature.inputs) + " inputs, " +
-                               std::to_string(*signature.outputs) + " outputs" +
-                               (signature.has_params ? ", 1 params struct" : ""),
+        d.notes.push_back({std::to_string(*inputs) + " inputs, " +
+                               std::to_string(*outputs) + " outputs" +
+                               (op.has_params ? ", 1 params struct" : ""),
                            {}});
         out.push_back(std::move(d));
       }
@@ -81,7 +80,7 @@ void check_signature(std::span<FileView const> files, LintSignature const& signa
     SourceRange where = files.empty() ? SourceRange{} : SourceRange{files.front().file, 0, 0};
     out.push_back(make_diagnostic("SL602",
                                   "no section declares the main function `" +
-                                      *signature.func_name + "`",
+                                      *op.func_name + "`",
                                   where));
   }
 }

@@ -381,6 +381,31 @@ CTypePtr ctype_for(TypeSpec const& spec) {
   return tensor_type(*dtype, spec.ndim);
 }
 
+std::string sub_value(Sub const& sub, std::string const& key) {
+  auto const it = sub.find(key);
+  return it == sub.end() ? std::string() : it->second;
+}
+
+std::optional<std::string> dtype_name(CType const& type) {
+  auto const d = type.dtype();
+  return d ? std::optional<std::string>(d->name) : std::nullopt;
+}
+
 CTypePtr parse_ctype(std::string_view text) { return ctype_for(parse_type(text)); }
+
+std::vector<CTypePtr> ctypes_for(std::vector<TypeSpec> const& specs) {
+  std::vector<CTypePtr> out;
+  for (TypeSpec const& spec : specs) out.push_back(ctype_for(spec));
+  return out;
+}
+
+std::shared_ptr<ParamsType const> make_params_type(std::vector<NamedType> fields) {
+  if (fields.empty()) return nullptr;
+  try {
+    return std::make_shared<ParamsType>(std::move(fields));
+  } catch (std::invalid_argument const& e) {
+    throw signature_error(std::string("params: ") + e.what());
+  }
+}
 
 }  // namespace section

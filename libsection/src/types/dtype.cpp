@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <array>
 
-#include "section/expand.hpp"
+#include "section/dtype.hpp"
 
 namespace section {
 namespace {

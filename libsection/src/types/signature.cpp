@@ -221,6 +221,32 @@ std::vector<NamedType> parse_params(std::string_view text) {
   return fields;
 }
 
+std::vector<TypeSpec> parse_type_strings(std::vector<std::string> const& texts,
+                                         std::string_view role) {
+  std::vector<TypeSpec> types;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    try {
+      types.push_back(parse_type(texts[i]));
+    } catch (signature_error const& e) {
+      throw signature_error(std::string(role) + "[" + std::to_string(i) + "]: " + e.what());
+    }
+  }
+  return types;
+}
+
+std::vector<NamedType> parse_param_strings(
+    std::vector<std::pair<std::string, std::string>> const& fields) {
+  std::vector<NamedType> out;
+  for (auto const& [name, type] : fields) {
+    try {
+      out.push_back({name, parse_type(type)});
+    } catch (signature_error const& e) {
+      throw signature_error("params[" + name + "]: " + e.what());
+    }
+  }
+  return out;
+}
+
 ParamsSpec params_spec(std::vector<NamedType> fields) {
   // Field names become struct members and `DTYPE_PARAM_<name>` macros in generated C.
   for (NamedType const& field : fields) check_c_identifier(field.name, "params field");
@@ -261,36 +287,6 @@ std::string pytensor_failure_code_init(int id) {
          "            }\n"
          "        return " + std::to_string(id) + ";\n"
          "}";
-}
-
-ApplySignature single_node_signature(std::vector<TypeSpec> const& inputs,
-                                     std::vector<TypeSpec> const& outputs,
-                                     std::optional<ParamsSpec> params) {
-  ApplySignature s;
-  s.node_name = "node_<<<<HASH_PLACEHOLDER>>>>_0";
-  // CLinker numbers variables in its DFS order from the outputs (last output first, then the
-  // inputs from last to first), two ids per variable: V1, V3, ...
-  int const variables = static_cast<int>(inputs.size() + outputs.size());
-  auto symbol = [](int position_from_end) {
-    return "V" + std::to_string(2 * position_from_end + 1);
-  };
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    s.input_dtypes.push_back(inputs[i].dtype_name());
-    s.input_names.push_back(symbol(variables - 1 - static_cast<int>(i)));
-  }
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    s.output_dtypes.push_back(outputs[i].dtype_name());
-    s.output_names.push_back(symbol(static_cast<int>(outputs.size() - 1 - i)));
-  }
-  int next_id = 2 * variables + 1;
-  if (params) {
-    s.params_name = "V" + std::to_string(next_id);
-    s.params = std::move(params);
-    next_id += 2;
-  }
-  s.fail = pytensor_failure_code(next_id);
-  s.init_fail = pytensor_failure_code_init(next_id);  // the run id, as the reference (§7.6)
-  return s;
 }
 
 }  // namespace section

@@ -1,0 +1,55 @@
+// What an op is, and what one application of it (a node) gives its code: the two descriptions the
+// expander, the linker, the linter, the tools and the bindings share.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "section/ctype.hpp"
+#include "section/signature.hpp"
+
+namespace section {
+
+/// What an op is, whatever node it is applied to (its sections come with it, loaded apart).
+struct OpDescription {
+  std::string name = "SectionOp";        ///< shown in the generated module and in messages
+  std::optional<std::string> func_name;  ///< the main function; none: a `code` section
+  std::optional<int> num_inputs;         ///< `_cop_num_inputs`: the call is padded to it
+  std::optional<int> num_outputs;        ///< `_cop_num_outputs`
+  bool check_input = true;               ///< `DTYPE_`/`TYPENUM_`/`ITEMSIZE_` macros
+  /// The op takes a params argument (`params_type` is set); `params` describes it when it is a
+  /// `ParamsType` (a PyTensor op may have another params type: `PARAMS` but no `PARAMS_TYPE`).
+  bool has_params = false;
+  std::optional<ParamsSpec> params;
+  /// The op's one signature, when it has one (the tools' `--inputs`/`--outputs`, `build()`);
+  /// nothing when each node brings its own types (PyTensor).
+  std::optional<std::vector<TypeSpec>> inputs, outputs;
+};
+
+/// One application of an op: the names and types its code sees, as the reference `c_*(node,
+/// name, inputs, outputs, sub)` methods get them.
+struct NodeContext {
+  std::string node_name;             ///< `name`; `APPLY_SPECIFIC` appends it: unique per module
+  std::vector<std::string> inputs;   ///< C names of the input variables (`V5`)
+  std::vector<std::string> outputs;  ///< C names of the output variables (`V1`)
+  std::vector<std::optional<std::string>> input_dtypes;  ///< nullopt: no dtype (`object`, ...)
+  std::vector<std::optional<std::string>> output_dtypes;
+  /// The linker's types of the inputs and outputs (empty where only dtypes are known).
+  std::vector<CType const*> input_types, output_types;
+  /// `sub` of `c_code`/`c_code_cleanup`: `fail` (the failure code), `params` (the params
+  /// variable, when the op has one), and the linker's `id` and `failure_var`.
+  Sub sub;
+  Sub init_sub;  ///< `sub` of `c_init_code_struct`: `fail` (returns the id), `params`, `id`
+  /// The call's argument list when the op overrides `format_c_function_args` (Theano's cuDNN
+  /// RNN ops pass NULL for an optional input); nullopt: inputs, `&`outputs and the padding.
+  std::optional<std::string> function_args;
+};
+
+/// The context PyTensor's `CLinker` gives the only node of a single-node graph of `op` (its
+/// `inputs` and `outputs`; none: no variables): node name `node_<<<<HASH_PLACEHOLDER>>>>_0`,
+/// variables `V1, V3, ...` numbered from the last output back to the first input, then the
+/// params constant when `op.has_params`, then the run id.
+NodeContext single_node_context(OpDescription const& op);
+
+}  // namespace section
