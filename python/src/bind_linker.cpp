@@ -61,8 +61,8 @@ py::dict sub_dict(Sub const& sub) {
   return d;
 }
 
-/// A type object from Python with the seed's methods (`c_declare(name, sub)`, ...). The GIL is
-/// held: the linker only generates code while the caller holds it.
+/// A type object from Python with PyTensor's `CType` methods (`c_declare(name, sub)`, ...). The
+/// GIL is held: the linker only generates code while the caller holds it.
 class PythonType final : public CType {
  public:
   explicit PythonType(py::object type) : type_(std::move(type)) {

@@ -78,8 +78,8 @@ def test_code_section_op_compiles_and_runs_as_the_last_node():
 
 
 def test_pytensor_own_code_section_op_fails_when_the_node_is_last():
-    """The bug the newline fix removes (reference §7.1): PyTensor glues the next label onto
-    the last `#undef` line of `c_code`."""
+    """The bug the newline fix removes: PyTensor's `c_code` ends without a newline, so the C
+    linker glues the next label onto its last `#undef` line."""
     x = pt.dvector("x")
     with pytest.raises(CompileError, match="__label_"):
         pytensor.function([x], PyTensorUnaryOp(str(DATA / "double_it.c"))(x), mode=C_BACKEND)

@@ -17,9 +17,10 @@ namespace section {
 /// human description of the variable ("input 0") for error messages.
 using Sub = std::map<std::string, std::string>;
 
-/// C support for a type (seed `003`): each method returns C code for the variable `name`, whose
-/// Python object is `py_<name>`. Either `c_init` or `c_extract` runs; `c_cleanup` always runs,
-/// also after a failure inside `c_extract`, so it must cope with a half-extracted variable.
+/// C support for a type, as PyTensor's `CType` gives it: each method returns C code for the
+/// variable `name`, whose Python object is `py_<name>`. Either `c_init` or `c_extract` runs;
+/// `c_cleanup` always runs, also after a failure inside `c_extract`, so it must cope with a
+/// half-extracted variable.
 class CType {
  public:
   virtual ~CType() = default;
@@ -88,7 +89,7 @@ class ParamsType : public CType {
   ParamsSpec spec_;
 };
 
-/// A type whose C code is `%(name)s`-style templates, as the seed's `Double` writes them:
+/// A type whose C code is `%(name)s`-style templates, as a Python `CType` writes them:
 /// `%(name)s` and `%(<sub key>)s` are replaced, `%%` becomes `%`.
 struct TemplateTypeSpec {
   std::string description;

@@ -289,7 +289,7 @@ ApplySignature single_node_signature(std::vector<TypeSpec> const& inputs,
     next_id += 2;
   }
   s.fail = pytensor_failure_code(next_id);
-  s.init_fail = pytensor_failure_code_init(next_id);  // the run id, as the reference (§7.6)
+  s.init_fail = pytensor_failure_code_init(next_id);  // CLinker gives init the run block's id
   return s;
 }
 
