@@ -251,7 +251,8 @@ std::string describe(Holder const& h) {
 }
 
 bool same_file(int fd, int dir, std::string const& name) {
-  struct stat held{}, current{};
+  struct stat held{};
+  struct stat current{};
   return ::fstat(fd, &held) == 0 && ::fstatat(dir, name.c_str(), &current, AT_SYMLINK_NOFOLLOW) == 0 &&
          held.st_ino == current.st_ino && held.st_dev == current.st_dev;
 }
