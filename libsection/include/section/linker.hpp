@@ -51,7 +51,7 @@ class SectionOp final : public COp {
   /// Throws `signature_error` for a name, func_name or padding that cannot go into C.
   SectionOp(SectionOpSpec spec, std::shared_ptr<SourceManager const> sm, SectionSet sections);
   std::string name() const override { return spec_.name; }
-  OpCode generate(ApplyContext const& context) const override;
+  OpCode generate(ApplyContext const& ctx) const override;
 
  private:
   SectionOpSpec spec_;
@@ -67,7 +67,7 @@ Graph single_op_graph(COpPtr op, std::vector<CTypePtr> const& inputs,
 
 /// The cache key: hash of the module text, the compiler's identity and flags, the Python ABI,
 /// NumPy's version and C API, and libsection's version.
-std::string module_cache_key(ModuleSource const& module, Toolchain const& toolchain,
+std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
                              PythonEnvironment const& python);
 
 /// A module found in or added to the cache.

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -467,7 +468,7 @@ FileLock::FileLock(PrivateDir const& dir, std::string const& name, Mode mode, do
     }
     if (waited() >= timeout) {
       ::close(fd);
-      throw LinkError("timed out after " + std::to_string(static_cast<long>(timeout + 0.5)) +
+      throw LinkError("timed out after " + std::to_string(std::lround(timeout)) +
                       " s waiting for the lock " + path.string() + ", held by " + describe(holder) +
                       ". Another process is building or using the same cache entry; wait for it "
                       "or end it. LIBSECTION_LOCK_TIMEOUT sets how many seconds to wait");
@@ -575,7 +576,7 @@ struct ModuleCache::Verified {
   std::string problem;  // why the entry is corrupt; empty (and no entry): it does not exist
 };
 
-ModuleCache::ModuleCache(fs::path root) : ModuleCache(root, true) {}
+ModuleCache::ModuleCache(fs::path const& root) : ModuleCache(root, true) {}
 
 ModuleCache::ModuleCache(fs::path const& root, bool create)
     : max_bytes_(default_max_bytes()), lock_timeout_(default_lock_timeout()) {
