@@ -19,7 +19,7 @@ CompileError = _core.CompileError
 LinkError = _core.LinkError
 CompiledOp = _core.CompiledOp
 
-__all__ = ["build", "build_many", "Module", "CompileError", "LinkError", "CompiledOp"]
+__all__ = ["CompileError", "CompiledOp", "LinkError", "Module", "build", "build_many"]
 
 
 def _sections(files) -> tuple[LoadedSections, str]:

@@ -27,8 +27,8 @@ GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "expand"
 VTV = Path(__file__).resolve().parents[2] / "ops" / "vector_times_vector" / "vectorTimesVector.c"
 sys.path[:0] = [str(DATA), str(DATA / "subclass")]
 
-from expand_ops import DoubleIt, UnaryVectorOp, VectorTimesVector  # noqa: E402
-from relocated_ops import RelocatedDoubleIt  # noqa: E402
+from expand_ops import DoubleIt, UnaryVectorOp, VectorTimesVector
+from relocated_ops import RelocatedDoubleIt
 
 C_BACKEND = "CVM"
 
