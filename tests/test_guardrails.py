@@ -91,8 +91,8 @@ def test_pre_commit_hooks_check_the_same_files():
     cpp_suffixes = {".cpp", ".hpp", ".h", ".cc", ".cxx", ".hxx"}
     tracked = [p for p in guardrails.ROOT.rglob("*")
                if p.suffix in cpp_suffixes and "build" not in p.relative_to(guardrails.ROOT).parts]
-    in_hook = {p for p in tracked
-               if re.match(hooks["clang-format"]["files"], p.relative_to(guardrails.ROOT).as_posix())}
+    pattern = hooks["clang-format"]["files"]
+    in_hook = {p for p in tracked if re.match(pattern, p.relative_to(guardrails.ROOT).as_posix())}
     assert in_hook == set(guardrails.cxx_files())
     package = guardrails.PYTHON_PACKAGE + "/"
     for hook_id in ("ruff-check", "ruff-format", "mypy"):
