@@ -1,6 +1,6 @@
 #section support_code_apply
 
-// z = x * a for a vector x and a scalar a (the seed tutorial's first op, as a section file).
+// z = x * a for a vector x and a scalar a (PyTensor's COp tutorial op, as a section file).
 int APPLY_SPECIFIC(vector_times_scalar)(PyArrayObject* x, DTYPE_INPUT_1 a,
                                         PyArrayObject** z)
 {

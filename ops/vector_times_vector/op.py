@@ -1,4 +1,4 @@
-"""VectorTimesVector: the seed tutorial's op, z = x * y elementwise for two vectors."""
+"""VectorTimesVector: PyTensor's COp tutorial op, z = x * y elementwise for two vectors."""
 
 import libsection
 from libsection import tensor, upcast

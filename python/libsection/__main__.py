@@ -117,7 +117,7 @@ def _run_pytensor(example) -> tuple[str, bool]:
 
 def run(ops_dir: Path) -> int:
     spec = importlib.util.spec_from_file_location("examples", ops_dir / "examples.py")
-    if spec is None or not (ops_dir / "examples.py").is_file():
+    if spec is None or spec.loader is None or not (ops_dir / "examples.py").is_file():
         print(f"{ops_dir}: no examples.py describing the ops to run", file=sys.stderr)
         return 2
     examples = importlib.util.module_from_spec(spec)
@@ -151,7 +151,8 @@ def run(ops_dir: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m libsection", description=__doc__.split("\n")[0])
+    description = __doc__.split("\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m libsection", description=description)
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="lint, build and run a folder of example ops")
     run_parser.add_argument("ops_dir", nargs="?", type=Path, default=Path("ops"))

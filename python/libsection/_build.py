@@ -19,7 +19,7 @@ CompileError = _core.CompileError
 LinkError = _core.LinkError
 CompiledOp = _core.CompiledOp
 
-__all__ = ["build", "build_many", "Module", "CompileError", "LinkError", "CompiledOp"]
+__all__ = ["CompileError", "CompiledOp", "LinkError", "Module", "build", "build_many"]
 
 
 def _sections(files) -> tuple[LoadedSections, str]:
@@ -135,7 +135,7 @@ class Module:
     """A module of one or more applies of ops written in Python, compiled as one unit.
 
     Types are type strings or objects with the CType methods (``c_declare(name, sub)``,
-    ``c_init``, ``c_extract``, ``c_sync``, ``c_cleanup``, ...), like the seed's ``Double``.
+    ``c_init``, ``c_extract``, ``c_sync``, ``c_cleanup``, ...), as PyTensor's ``CType`` has.
     Ops have ``c_code(name, inputs, outputs, sub)`` and optionally the other ``c_*`` methods
     (``c_code_cleanup``, ``c_support_code``, ``c_init_code_struct(name, sub)``, ...).
 

@@ -69,7 +69,7 @@ def jax_function(node, own_perform: bool):
         outputs = None
         for index in itertools.product(*map(range, batch_shape)):
             # `...` keeps 0-d elements arrays (a full integer index gives NumPy scalars).
-            results = run_once([a[index + (...,)] for a in arrays])
+            results = run_once([a[(*index, ...)] for a in arrays])
             if outputs is None:
                 outputs = [np.empty(batch_shape + r.shape, r.dtype) for r in results]
             for out, r in zip(outputs, results, strict=True):

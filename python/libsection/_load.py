@@ -115,13 +115,16 @@ def load(files: PathLike | bytes | Iterable[PathLike | bytes],
     base class's own sections).
     """
     paths = _file_paths(files)
-    loaded = _core.load_sections([raw for raw, _ in paths], [shown for _, shown in paths],
+    # pybind11 takes bytes for std::string (file names need not be UTF-8); the stub says str.
+    loaded = _core.load_sections([raw for raw, _ in paths],  # type: ignore[misc]
+                                 [shown for _, shown in paths],
                                  list(extra_tags))
     raise_for(loaded, [raw for raw, _ in paths])
     return loaded
 
 
-def load_texts(texts: list[str], names: list[str], extra_tags: Iterable[str] = ()) -> LoadedSections:
+def load_texts(texts: list[str], names: list[str],
+               extra_tags: Iterable[str] = ()) -> LoadedSections:
     """Merges section-file texts already in memory (an unpickled op's ``func_codes``)."""
     loaded = _core.load_texts(list(texts), list(names), list(extra_tags))
     raise_for(loaded)

@@ -18,8 +18,9 @@ from . import _core
 __all__ = ["NodeRunner", "compile_node", "make_c_thunk", "make_thunk", "prepare_nodes", "store"]
 
 
-def _node_compile_error(error: _core.CompileError) -> Exception:
-    """A node that did not compile: libsection's ``CompileError`` (``.diagnostics``,
+def _node_compile_error(error: Any) -> Exception:
+    """A node that did not compile (``error``, a ``_core.CompileError``, carries attributes its
+    stub does not declare): libsection's ``CompileError`` (``.diagnostics``,
     ``.kept_dir``) that is also PyTensor's, so code that catches either keeps working.
     PyTensor's class is imported only here: its module imports setuptools (0.2 s)."""
     global NodeCompileError
@@ -28,7 +29,7 @@ def _node_compile_error(error: _core.CompileError) -> Exception:
 
         NodeCompileError = type("NodeCompileError", (_core.CompileError, PyTensorCompileError),
                                 {"__module__": __name__, "__doc__": _node_compile_error.__doc__})
-    out = NodeCompileError(str(error))
+    out: Any = NodeCompileError(str(error))
     out.diagnostics, out.kept_dir = error.diagnostics, error.kept_dir
     return out
 

@@ -17,6 +17,7 @@ function that calls it: the function object keeps it.
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +45,8 @@ def _array_layout() -> tuple[int, int, int] | None:
         if ctypes.c_int.from_address(a + nd).value != value.ndim:
             return None
         d = ctypes.c_void_p.from_address(a + descr).value
+        if d is None:
+            return None
         kind_char = ctypes.c_char.from_address(d + kind).value
         if d != id(value.dtype) or kind_char != value.dtype.kind.encode():
             return None
@@ -86,7 +89,7 @@ def register(op_class, own_perform) -> None:
     """Numba runs nodes of ``op_class`` natively; ``own_perform(op)`` tells whether the op's
     class has its own ``perform`` (then the runner calls it, as PyTensor would)."""
     try:
-        import numba  # noqa: F401
+        import numba  # noqa: F401  (imported only to learn whether Numba is installed)
         from pytensor.link.numba.dispatch.basic import numba_funcify
     except ImportError:  # PyTensor without Numba: nothing to register
         return
@@ -103,7 +106,7 @@ def node_function(node, own_perform: bool):
 
     if own_perform:
         keep = NodeRunner(node, True)
-        target = ("python", id(keep))  # kept alive by the function, below
+        target: tuple[str, int] | tuple[str, int, int] = ("python", id(keep))  # kept alive below
     else:
         keep = compile_node(node)
         entry, op_address, n_in, n_out = _core.native_entry(keep)
@@ -114,7 +117,7 @@ def node_function(node, own_perform: bool):
     namespace = {"call": call}
     # Explicit arity: Numba types each argument on its own.
     exec(f"def run_{type(node.op).__name__}({names}):\n    return call({names})\n", namespace)
-    function = numba_njit(namespace[f"run_{type(node.op).__name__}"])
+    function: Any = numba_njit(namespace[f"run_{type(node.op).__name__}"])
     # The struct lives as long as the function, which every compiled caller reaches (PyTensor's
     # graph function names it as a global); dropping the last caller frees it.
     function.libsection_instance = keep

@@ -47,7 +47,7 @@ class ExternalCOp:
     those names, seen by the C code as ``params->field``.
     """
 
-    func_files: str | Path | list[str | Path] = ()
+    func_files: str | Path | Sequence[str | Path] = ()
     func_name: str | None = None
     _cop_num_inputs: int | None = None
     _cop_num_outputs: int | None = None
@@ -64,7 +64,7 @@ class ExternalCOp:
         if func_name is not None:
             self.func_name = func_name
         self._compiled: dict[tuple, Any] = {}
-        self._loaded = None
+        self._loaded: _core.LoadedSections | None = None
         self._dispatch = _core.Dispatcher(self._compiled_for_values)
 
     if TYPE_CHECKING:
@@ -97,16 +97,21 @@ class ExternalCOp:
             raise AttributeError(f"{type(self).__name__}: missing params attributes {missing}")
         return {name: (type_, getattr(self, name)) for name, type_ in self.params.items()}
 
+    def _files(self) -> list[Path]:
+        """``func_files`` as a list of Paths (a class attribute may give a single path)."""
+        files = self.func_files
+        return [Path(files)] if isinstance(files, (str, Path)) else [Path(f) for f in files]
+
     def compiled(self, *input_types: str):
         """The compiled op for these input types: built once, then reused."""
         params = self._params()
         key = (input_types, tuple((k, t, _hashable(v)) for k, (t, v) in params.items()))
-        op = self._compiled.get(key)
+        op: Any = self._compiled.get(key)  # a CompiledOp; its stub lacks the `info` getter
         if op is None:
             outputs = list(self.output_types(*input_types))
             start = time.perf_counter()
             if self._loaded is None:  # read once; every signature builds from the same texts
-                self._loaded = load([self.get_path(f) for f in self.func_files])
+                self._loaded = load([self.get_path(f) for f in self._files()])
             op = build(self._loaded, self.func_name,
                        list(input_types), outputs, params or None, name=type(self).__name__,
                        num_inputs=self._cop_num_inputs, num_outputs=self._cop_num_outputs,
@@ -131,7 +136,7 @@ class ExternalCOp:
     def __repr__(self) -> str:
         # What makes this op this op: its files, function and params (the compiled signatures
         # are in `compiled(...)` and change as it is called).
-        files = [str(f) for f in self.func_files]
+        files = [str(f) for f in self._files()]
         parts = [f"func_files={files!r}", f"func_name={self.func_name!r}"]
         parts += [f"{name}={getattr(self, name, '<unset>')!r}" for name in self.params]
         return f"{type(self).__name__}({', '.join(parts)})"

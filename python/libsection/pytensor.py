@@ -38,8 +38,7 @@ from pytensor.link.c.params_type import ParamsType
 from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
-from . import _core
-from . import _backends, _numba
+from . import _backends, _core, _numba
 from ._load import load_texts, raise_for
 from ._node import NodeRunner, compile_node, make_c_thunk, make_thunk, prepare_nodes, store
 from ._types import tensor
@@ -505,9 +504,9 @@ def _static_shapes(op, node) -> list[tuple | None]:
                                    for i, s in enumerate(v.type.shape)))
         else:
             in_shapes.append(())
-    out = []
+    out: list[tuple | None] = []
     for shape in _standalone_infer_shape(op.standalone, None, node, in_shapes):
-        dims = []
+        dims: list[int | None] = []
         for d in shape:
             try:
                 dims.append(int(get_underlying_scalar_constant_value(d)))

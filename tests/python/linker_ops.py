@@ -8,7 +8,7 @@ VTV_FUNC = "APPLY_SPECIFIC(vector_times_vector)"
 
 
 class Double:
-    """The seed's final `Double` type (003), without PyTensor's `Type` base."""
+    """A C `double` with PyTensor's `CType` methods, without PyTensor's `Type` base."""
 
     def __str__(self):
         return "double"
@@ -73,7 +73,7 @@ class TracedDouble(Double):
 
 
 class BinaryOp:
-    """`z = x <op> y` on doubles, in the style of seed 004's `Add`."""
+    """`z = x <op> y` on doubles, written as a PyTensor `COp`'s `c_code`."""
 
     symbol = "+"
 

@@ -17,12 +17,12 @@ import pytest
 
 pytensor = pytest.importorskip("pytensor")
 numba = pytest.importorskip("numba")
-import pytensor.tensor as pt  # noqa: E402
+import pytensor.tensor as pt
 
-from backend_ops import VecMul, VecMulNoShape, VecMulWithPerform  # noqa: E402
-from examples import EXAMPLES  # noqa: E402
-from libsection import _backends  # noqa: E402
-from libsection.pytensor import pytensor_op  # noqa: E402
+from backend_ops import VecMul, VecMulNoShape, VecMulWithPerform
+from examples import EXAMPLES
+from libsection import _backends
+from libsection.pytensor import pytensor_op
 
 HERE = Path(__file__).resolve().parent
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 pytensor = pytest.importorskip("pytensor")
-import pytensor.tensor as pt  # noqa: E402
+import pytensor.tensor as pt
 
-from dropin_ops import OURS, THEIRS, PyTensorCOp, pytensor_base  # noqa: E402
-from dropin_ops import DATA  # noqa: E402
-from libsection.pytensor import ExternalCOp  # noqa: E402
+from dropin_ops import OURS, THEIRS, PyTensorCOp, pytensor_base
+from dropin_ops import DATA
+from libsection.pytensor import ExternalCOp
 
 MODES = ["CVM", "FAST_COMPILE", "NUMBA", "FAST_RUN"]  # FAST_RUN is Numba in PyTensor 3
 

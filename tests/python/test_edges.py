@@ -39,7 +39,7 @@ def vtv(**kwargs):
 
 def run_limited(argv, timeout=20, memory=1 << 30, **kwargs):
     """A tool run that can neither hang nor take the machine's memory (the old code did both)."""
-    limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (memory, memory))  # noqa: E731
+    limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                           preexec_fn=limit, **kwargs)
 
@@ -362,7 +362,7 @@ def test_threads_calling_a_gil_releasing_op_wait_their_turn(tmp_path):
             try:
                 if op(np.full(4, float(k * 1000 + i))).tolist() != [float(k * 1000 + i)] * 4:
                     wrong.append((k, i))
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 errors.append(repr(e))
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]

@@ -8,7 +8,7 @@ import pytest
 
 import libsection
 from libsection import _core
-from test_expand_cli import section_expand
+from test_expand_cli import VTV, section_expand
 
 GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "expand"
 
@@ -32,7 +32,7 @@ def test_python_expansion_and_version_equal_the_tool_output():
     options = _core.ExpandOptions()
     options.line_directives = False
     options.newline_fix = False
-    loaded = libsection.load(GOLDEN / "vtv.c")
+    loaded = libsection.load((GOLDEN / VTV).resolve())
     expansion = _core.expand(loaded, op, _core.single_node_context(op), options)
     expected = json.loads((GOLDEN / "vtv_float64.expected.json").read_text())
     for method, text in expected.items():
@@ -50,13 +50,13 @@ def test_relocates_resume_directives_into_a_module():
 
 def test_tool_and_bindings_share_one_cache_version():
     run = subprocess.run(
-        [section_expand(), "vtv.c", "--inputs", "float64[:],float64[:]", "--outputs",
+        [section_expand(), VTV, "--inputs", "float64[:],float64[:]", "--outputs",
          "float64[:]", "--func-name", "APPLY_SPECIFIC(vector_times_vector)", "--format", "json"],
         cwd=GOLDEN, capture_output=True, text=True, check=True)
     op = _core.OpDescription()
     op.inputs = _core.parse_types("float64[:],float64[:]")
     op.outputs = _core.parse_types("float64[:]", "output")
     op.func_name = "APPLY_SPECIFIC(vector_times_vector)"
-    loaded = libsection.load(GOLDEN / "vtv.c")
+    loaded = libsection.load((GOLDEN / VTV).resolve())
     assert json.loads(run.stdout)["c_code_cache_version"] == _core.op_cache_version(
         loaded, op)

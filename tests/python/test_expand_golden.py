@@ -16,6 +16,7 @@ from pytensor.link.c.op import ExternalCOp as PyTensorExternalCOp
 import libsection
 from expand_reference import METHODS, linker_strings, make_op_class, split_types
 from libsection.pytensor import ExternalCOp
+from test_expand_cli import VTV
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "expand"
@@ -86,7 +87,7 @@ DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dtype_macros_equal_installed_pytensor_for_every_dtype(dtype):
-    spec = {"files": ["vtv.c"], "inputs": f"{dtype}[:],{dtype}[:,:]", "outputs": f"{dtype}[:]",
+    spec = {"files": [VTV], "inputs": f"{dtype}[:],{dtype}[:,:]", "outputs": f"{dtype}[:]",
             "func_name": "f"}
     reference_op, drop_in_op = case_ops(spec, GOLDEN)
     reference = linker_strings(reference_op)["c_support_code_apply"]

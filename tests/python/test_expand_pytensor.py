@@ -24,10 +24,11 @@ from libsection.pytensor import ExternalCOp
 
 DATA = Path(__file__).resolve().parent / "data" / "expand"
 GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "expand"
+VTV = Path(__file__).resolve().parents[2] / "ops" / "vector_times_vector" / "vectorTimesVector.c"
 sys.path[:0] = [str(DATA), str(DATA / "subclass")]
 
-from expand_ops import DoubleIt, UnaryVectorOp, VectorTimesVector  # noqa: E402
-from relocated_ops import RelocatedDoubleIt  # noqa: E402
+from expand_ops import DoubleIt, UnaryVectorOp, VectorTimesVector
+from relocated_ops import RelocatedDoubleIt
 
 C_BACKEND = "CVM"
 
@@ -78,8 +79,8 @@ def test_code_section_op_compiles_and_runs_as_the_last_node():
 
 
 def test_pytensor_own_code_section_op_fails_when_the_node_is_last():
-    """The bug the newline fix removes (reference §7.1): PyTensor glues the next label onto
-    the last `#undef` line of `c_code`."""
+    """The bug the newline fix removes: PyTensor's `c_code` ends without a newline, so the C
+    linker glues the next label onto its last `#undef` line."""
     x = pt.dvector("x")
     with pytest.raises(CompileError, match="__label_"):
         pytensor.function([x], PyTensorUnaryOp(str(DATA / "double_it.c"))(x), mode=C_BACKEND)
@@ -150,7 +151,7 @@ def test_a_c_error_is_reported_at_the_section_file_and_line():
 def test_a_call_that_does_not_match_the_function_is_reported_at_the_call():
     """Errors in generated code point at the kept module source, at the generated call."""
     x = pt.dvector("x")
-    op = UnaryVectorOp("vectorTimesVector.c", "APPLY_SPECIFIC(vector_times_vector)")
+    op = UnaryVectorOp(str(VTV), "APPLY_SPECIFIC(vector_times_vector)")
     with pytest.raises(CompileError) as error:
         pytensor.function([x], op(x), mode=C_BACKEND)
     found = re.search(r"^(/\S+/source\.cpp):(\d+):\d+: error: cannot convert", str(error.value), re.M)
@@ -176,8 +177,8 @@ def test_without_line_directives_the_error_points_into_the_generated_module():
 
 def test_has_pytensor_externalcop_attributes():
     ours = VectorTimesVector()
-    theirs = PyTensorUnaryOp(str(DATA / "vectorTimesVector.c"), ours.func_name)
-    assert ours.func_files == [Path("vectorTimesVector.c")]
+    theirs = PyTensorUnaryOp(str(VTV), ours.func_name)
+    assert ours.func_files == [Path(VectorTimesVector.func_file)]
     assert ours.func_codes == theirs.func_codes
     assert ours.code_sections == theirs.code_sections
     assert ours.func_name == "APPLY_SPECIFIC(vector_times_vector)"
@@ -316,9 +317,9 @@ def test_cache_version_includes_the_params_type_version():
         params_type = ParamsType(k=int64)
         k = 3
 
-    op = WithParams(str(DATA / "vectorTimesVector.c"), "f")
+    op = WithParams(str(VTV), "f")
     version = op.c_code_cache_version()
     assert len(version) == 2
     assert version[1] == op.params_type.c_code_cache_version()
-    without_params = UnaryVectorOp(str(DATA / "vectorTimesVector.c"), "f")
+    without_params = UnaryVectorOp(str(VTV), "f")
     assert version[0] != without_params.c_code_cache_version()[0]

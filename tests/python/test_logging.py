@@ -12,7 +12,7 @@ import numpy as np
 
 from examples import OPS_DIR, load_op_module
 
-import libsection  # noqa: F401  (the logging sink is set on import)
+import libsection  # the logging sink is set on import
 
 SCRIPT = """
 import contextlib, io, json, logging, sys

@@ -17,9 +17,9 @@ import pytest
 from examples import EXAMPLES
 
 pytensor = pytest.importorskip("pytensor")
-import pytensor.tensor as pt  # noqa: E402
+import pytensor.tensor as pt
 
-from libsection.pytensor import pytensor_op  # noqa: E402
+from libsection.pytensor import pytensor_op
 
 MODES = ["CVM", "FAST_COMPILE", "NUMBA", "FAST_RUN"]  # FAST_RUN is Numba in PyTensor 3
 TUTORIAL = Path(__file__).resolve().parent / "data/tutorial"

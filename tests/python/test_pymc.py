@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 pm = pytest.importorskip("pymc", reason="PyMC is installed on the py312 stack only (deps/stack-py312.txt)")
-import pytensor.tensor as pt  # noqa: E402
+import pytensor.tensor as pt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "pymc"))
-from gaussian_ops import NegHalfSquare  # noqa: E402
+from gaussian_ops import NegHalfSquare
 
 M0, S0, SIGMA, N = 0.0, 5.0, 2.0, 40
 Y = np.random.default_rng(20261122).normal(1.5, SIGMA, N)

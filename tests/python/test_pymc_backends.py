@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 pm = pytest.importorskip("pymc", reason="PyMC is not installed (the Python 3.12 stack has it)")
-import arviz as az  # noqa: E402
+import arviz as az
 
-from backend_ops import GaussLogLike  # noqa: E402
+from backend_ops import GaussLogLike
 
 N = 20
 Y = np.random.default_rng(42).normal(1.5, 1.0, size=N)

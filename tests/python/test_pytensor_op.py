@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 pytensor = pytest.importorskip("pytensor")
-import pytensor.tensor as pt  # noqa: E402
+import pytensor.tensor as pt
 
-from libsection.pytensor import pytensor_op  # noqa: E402
-from vector_times_vector import op as vtv_module  # noqa: E402
-from vector_times_vector.op import VectorTimesVector  # noqa: E402
+from libsection.pytensor import pytensor_op
+from vector_times_vector import op as vtv_module
+from vector_times_vector.op import VectorTimesVector
 
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 
 
 class WithGradient(VectorTimesVector):

@@ -95,7 +95,7 @@ nlohmann::json expansion_json(Expansion const& e, std::string const& cache_versi
   return out;
 }
 
-/// The reference `c_code` of the tutorial op (reference §2.6), byte for byte.
+/// PyTensor's `c_code` for ops/vector_times_vector on two float64 vectors, byte for byte.
 std::string const vtv_reference_c_code =
     "\n                #define APPLY_SPECIFIC(str) str##_node_<<<<HASH_PLACEHOLDER>>>>_0\n"
     "                {\n"
@@ -361,7 +361,7 @@ TEST_SUITE("signature strings") {
   }
 
   TEST_CASE("names the params struct as PyTensor's ParamsType does") {
-    // reference §2.6: ParamsType(k=int64)
+    // the struct name PyTensor gives ParamsType(k=int64)
     ParamsSpec spec = params_spec(parse_params("k:int64"));
     CHECK(spec.type_name ==
           "_Params_8254c329a92850f6d539dd376f4816ee2764517da5e0235514af433164480d7a_"

@@ -27,7 +27,7 @@ using namespace section;
 
 namespace {
 
-// The seed's `Double` written as templates.
+// A C `double` type (declare, init to 0.0, extract from a Python float, sync back) as templates.
 CTypePtr double_type() {
   TemplateTypeSpec spec;
   spec.description = "double";
@@ -41,7 +41,7 @@ CTypePtr double_type() {
   return template_type(spec);
 }
 
-// seed 004's `Add`: `z = x + y`, failing on negative inputs.
+// `z = x <symbol> y` on doubles, failing on negative inputs.
 class TemplateOp final : public COp {
  public:
   TemplateOp(std::string name, std::string symbol) : name_(std::move(name)), symbol_(std::move(symbol)) {}

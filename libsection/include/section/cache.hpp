@@ -133,7 +133,7 @@ class ModuleCache {
   /// Opens the cache, creating what is missing (mode 0700), and reads the size cap and lock
   /// timeout from the environment. Throws `LinkError` when a directory is not trustworthy or
   /// a setting is malformed, before anything is built.
-  explicit ModuleCache(std::filesystem::path root = default_root());
+  explicit ModuleCache(std::filesystem::path const& root = default_root());
   /// The cache at `root` if that directory exists; creates nothing when it does not.
   static std::optional<ModuleCache> open_existing(std::filesystem::path const& root);
 

@@ -20,9 +20,10 @@ using Sub = std::map<std::string, std::string>;
 /// `sub[key]`, or empty when `sub` has no such entry (an op without params has no `params`).
 std::string sub_value(Sub const& sub, std::string const& key);
 
-/// C support for a type (seed `003`): each method returns C code for the variable `name`, whose
-/// Python object is `py_<name>`. Either `c_init` or `c_extract` runs; `c_cleanup` always runs,
-/// also after a failure inside `c_extract`, so it must cope with a half-extracted variable.
+/// C support for a type, as PyTensor's `CType` gives it: each method returns C code for the
+/// variable `name`, whose Python object is `py_<name>`. Either `c_init` or `c_extract` runs;
+/// `c_cleanup` always runs, also after a failure inside `c_extract`, so it must cope with a
+/// half-extracted variable.
 class CType {
  public:
   virtual ~CType() = default;
@@ -98,7 +99,7 @@ class ParamsType : public CType {
 /// are none. Throws `signature_error` (`params: ...`) where `ParamsType` refuses the fields.
 std::shared_ptr<ParamsType const> make_params_type(std::vector<NamedType> fields);
 
-/// A type whose C code is `%(name)s`-style templates, as the seed's `Double` writes them:
+/// A type whose C code is `%(name)s`-style templates, as a Python `CType` writes them:
 /// `%(name)s` and `%(<sub key>)s` are replaced, `%%` becomes `%`.
 struct TemplateTypeSpec {
   std::string description;

@@ -25,8 +25,8 @@ struct ExpandOptions {
   /// `#line N "file.c"` before each user fragment; generated lines are numbered as the lines
   /// of their method's string, in a file named `<resume_file> <method>` (see `resume_file`).
   bool line_directives = true;
-  /// End `code`/`code_cleanup` with a newline (the reference glues the next label onto its last
-  /// `#undef` line, reference §7.1).
+  /// End `code`/`code_cleanup` with a newline (PyTensor's end without one, so the C linker glues
+  /// the next `__label_N:` onto the last `#undef` line, which then fails to compile).
   bool newline_fix = true;
   /// Names the generated lines: each method string with macros starts with
   /// `#line 3 "<resume_file> <method>"` and each fragment ends with `#line N "<resume_file>

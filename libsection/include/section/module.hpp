@@ -1,5 +1,6 @@
-// Generating the C++ source of a module for one or more applies (seed `004`: the C struct with
-// storage cells, nested blocks, `__label_N` cleanup labels and a `__failure` code).
+// Generating the C++ source of a module for one or more applies, laid out as PyTensor's CLinker
+// lays it out: the C struct with storage cells, nested blocks, `__label_N` cleanup labels and a
+// `__failure` code.
 #pragma once
 
 #include <cstddef>
@@ -98,7 +99,7 @@ inline constexpr int module_abi_version = 1;
 ///   `void* libsection_instance_new(PyObject** storage)`  (cells: inputs, outputs, constants)
 ///   `int libsection_instance_run(void*)`  (0, or a failure code with an exception set)
 ///   `void libsection_instance_free(void*)`
-/// Each storage cell is a one-element list, as in the seed.
+/// Each storage cell is a one-element list, as in PyTensor's CLinker.
 struct ModuleSource {
   std::string text;
   std::string name;  ///< `m<sha256>` of the text before naming, substituted for the placeholders

@@ -1,4 +1,5 @@
-// The `c_*` method strings of the reference `ExternalCOp` for one apply (reference §2.3, §2.4).
+// The `c_*` method strings PyTensor's `ExternalCOp` returns for one apply: each section wrapped
+// in its macro blocks, and the main function call built from `func_name`.
 #include "section/expand.hpp"
 
 #include "expand/line_directives.hpp"

@@ -13,7 +13,7 @@ class MacroBuilder {
     add_raw("#define " + name + " " + value, name);
   }
   /// `name` may carry a parameter list (`APPLY_SPECIFIC(str)`); `#undef` takes the bare name.
-  void add_raw(std::string define_line, std::string const& undef_name) {
+  void add_raw(std::string const& define_line, std::string const& undef_name) {
     append(block_.defines, define_line);
     append(block_.undefs, "#undef " + undef_name);
   }

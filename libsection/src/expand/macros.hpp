@@ -1,4 +1,5 @@
-// Internal: the `#define`/`#undef` blocks of the reference `ExternalCOp` (reference §2.1, §2.2).
+// Internal: the `#define`/`#undef` blocks PyTensor's `ExternalCOp` wraps around each section
+// (`get_c_macros`, `get_sub_macros`, `get_io_macros`) and its main function's argument list.
 #pragma once
 
 #include <string>

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -231,7 +232,8 @@ std::string describe(Holder const& h) {
 }
 
 bool same_file(int fd, int dir, std::string const& name) {
-  struct stat held{}, current{};
+  struct stat held{};
+  struct stat current{};
   return ::fstat(fd, &held) == 0 && ::fstatat(dir, name.c_str(), &current, AT_SYMLINK_NOFOLLOW) == 0 &&
          held.st_ino == current.st_ino && held.st_dev == current.st_dev;
 }
@@ -446,7 +448,7 @@ class LockWait {
   void pause(int fd, Holder const& holder) {
     if (waited() >= timeout_) {
       ::close(fd);
-      throw LinkError("timed out after " + std::to_string(static_cast<long>(timeout_ + 0.5)) +
+      throw LinkError("timed out after " + std::to_string(std::lround(timeout_)) +
                       " s waiting for the lock " + path_.string() + ", held by " +
                       describe(holder) +
                       ". Another process is building or using the same cache entry; wait for it "
@@ -600,7 +602,7 @@ struct ModuleCache::Verified {
   std::string problem;  // why the entry is corrupt; empty (and no entry): it does not exist
 };
 
-ModuleCache::ModuleCache(fs::path root) : ModuleCache(root, true) {}
+ModuleCache::ModuleCache(fs::path const& root) : ModuleCache(root, true) {}
 
 ModuleCache::ModuleCache(fs::path const& root, bool create)
     : max_bytes_(default_max_bytes()), lock_timeout_(default_lock_timeout()) {

@@ -65,7 +65,7 @@ std::string compiler_identity(fs::path const& compiler, PrivateDir const& state)
   first_line = first_line.substr(0, first_line.find('\n'));
   if (status != 0 || first_line.empty())
     throw LinkError("the compiler " + compiler.string() + " does not answer `--version`");
-  std::string const identity = compiler.string() + ": " + first_line;
+  std::string identity = compiler.string() + ": " + first_line;
   state.write(remembered, identity);
   return identity;
 }

@@ -47,7 +47,7 @@ struct PrecompiledHeader {
 /// with a launcher (ccache and distcc need extra configuration for precompiled headers);
 /// `LIBSECTION_PCH=0` turns it off. A setup that fails for a passing reason (a full disk, an
 /// I/O error, a signal) is not remembered. Returns the header to `-include`, or nothing.
-std::optional<PrecompiledHeader> precompiled_header(Toolchain const& toolchain,
+std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc,
                                                     PythonEnvironment const& python,
                                                     ModuleCache const& cache);
 
@@ -56,7 +56,7 @@ struct CompileCommands {
   std::vector<std::string> compile;
   std::vector<std::string> link;
 };
-CompileCommands compile_commands(Toolchain const& toolchain, PythonEnvironment const& python,
+CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& python,
                                  ModuleSource const& module, std::filesystem::path const& source,
                                  std::filesystem::path const& object,
                                  std::filesystem::path const& library,

@@ -160,7 +160,7 @@ Graph single_op_graph(COpPtr op, std::vector<CTypePtr> const& inputs,
   std::vector<std::size_t> ins;
   for (std::size_t i = 0; i < inputs.size(); ++i) ins.push_back(g.add_input(inputs[i]));
   std::optional<std::size_t> params_var;
-  if (params) params_var = g.add_constant(params, "params");
+  if (params) params_var = g.add_constant(std::move(params), "params");
   for (auto v : g.add_apply(std::move(op), ins, outputs, params_var)) g.add_output(v);
   return g;
 }

@@ -141,7 +141,7 @@ constexpr char const* exception_helper =
     "    PyErr_Format(PyExc_RuntimeError, \"%s: C++ exception of an unknown type\", where);\n"
     "  }\n}\n";
 
-std::string escape_for_c_string(std::string text) {
+std::string escape_for_c_string(std::string const& text) {
   std::string out;
   for (char c : text) {
     if (c == '"' || c == '\\') out += '\\';

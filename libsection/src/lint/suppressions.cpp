@@ -101,7 +101,7 @@ class SuppressionReader {
     found_.push_back(std::move(s));
   }
 
-  void malformed(Comment const& c, std::string why) {
+  void malformed(Comment const& c, std::string const& why) {
     meta_.push_back(make_diagnostic("SL903", "malformed suppression comment: " + why,
                                     {file_.file, c.begin, c.end}));
   }

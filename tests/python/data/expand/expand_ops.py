@@ -13,7 +13,7 @@ class VectorTimesVector(ExternalCOp):
 
     __props__ = ()
 
-    func_file = "./vectorTimesVector.c"
+    func_file = "../../../../ops/vector_times_vector/vectorTimesVector.c"  # relative to this file
     func_name = "APPLY_SPECIFIC(vector_times_vector)"
 
     def __init__(self):

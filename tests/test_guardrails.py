@@ -1,0 +1,99 @@
+"""The project's guardrails: formatting, static analysis and type checks (tests/guardrails.py).
+
+A failure prints the tool's own findings; `./dev format` fixes the formatting ones.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+
+import pytest
+
+import guardrails
+
+STACK = "py%d%d" % sys.version_info[:2]
+# The library's C++ is the same on every stack: clang-tidy runs once, on the lower bound's build.
+TIDY_STACK = "py311"
+
+
+def require(tool: str) -> None:
+    if shutil.which(tool) is None:
+        pytest.fail(f"{tool} not found: deps/install.sh installs it (deps/apt-packages.txt)")
+
+
+def report(result) -> str:
+    return f"exit {result.returncode}\n{result.stdout}{result.stderr}"
+
+
+def test_cxx_sources_are_clang_formatted():
+    require(guardrails.CLANG_FORMAT)
+    assert len(guardrails.cxx_files()) > 50
+    result = guardrails.clang_format()
+    assert result.returncode == 0, "run ./dev format\n" + report(result)
+
+
+def test_clang_format_style_rejects_a_misformatted_file(tmp_path):
+    """The check above can fail: the same style refuses code laid out otherwise."""
+    require(guardrails.CLANG_FORMAT)
+    bad = tmp_path / "bad.cpp"
+    bad.write_text("int  f( int x ){return x;}\n")
+    style = f"--style=file:{guardrails.ROOT / '.clang-format'}"
+    result = guardrails.run([guardrails.CLANG_FORMAT, style, "--dry-run", "--Werror", str(bad)])
+    assert result.returncode != 0
+
+
+def test_every_clang_tidy_check_named_in_the_config_is_enabled():
+    """A misspelt check name would silently check nothing."""
+    require(guardrails.CLANG_TIDY)
+    config = (guardrails.ROOT / ".clang-tidy").read_text()
+    checks_value = config.split("Checks:", 1)[1].split("WarningsAsErrors:", 1)[0]
+    named = set(re.findall(r"^\s+([a-z][a-z0-9.-]+),?$", checks_value, re.M))
+    listed = guardrails.run([guardrails.CLANG_TIDY, "--list-checks",
+                             str(guardrails.tidy_files()[0])])
+    enabled = set(re.findall(r"^\s+([a-z][a-z0-9.-]+)$", listed.stdout, re.M))
+    assert len(named) >= 10
+    assert named == enabled
+
+
+@pytest.mark.skipif(STACK != TIDY_STACK, reason=f"clang-tidy runs on the {TIDY_STACK} build only")
+def test_library_passes_clang_tidy():
+    require(guardrails.CLANG_TIDY)
+    build_dir = guardrails.ROOT / f"build/wheel-{STACK}"
+    if not (build_dir / "compile_commands.json").is_file():
+        pytest.fail(f"no {build_dir}/compile_commands.json: build with ./dev test")
+    failed, output = guardrails.clang_tidy(build_dir)
+    assert failed == 0, output
+
+
+def test_python_package_passes_ruff_check():
+    result = guardrails.ruff_check()
+    assert result.returncode == 0, report(result)
+
+
+def test_python_package_is_ruff_formatted():
+    result = guardrails.ruff_format()
+    assert result.returncode == 0, "run ./dev format\n" + report(result)
+
+
+def test_python_package_passes_mypy():
+    result = guardrails.mypy()
+    assert result.returncode == 0, report(result)
+
+
+def test_pre_commit_hooks_check_the_same_files():
+    """.pre-commit-config.yaml's hooks cover exactly the files the checks above look at."""
+    yaml = pytest.importorskip("yaml")
+    config = yaml.safe_load((guardrails.ROOT / ".pre-commit-config.yaml").read_text())
+    hooks = {hook["id"]: hook for repo in config["repos"] for hook in repo["hooks"]}
+    assert set(hooks) == {"clang-format", "ruff-check", "ruff-format", "mypy"}
+    cpp_suffixes = {".cpp", ".hpp", ".h", ".cc", ".cxx", ".hxx"}
+    tracked = [p for p in guardrails.ROOT.rglob("*")
+               if p.suffix in cpp_suffixes and "build" not in p.relative_to(guardrails.ROOT).parts]
+    pattern = hooks["clang-format"]["files"]
+    in_hook = {p for p in tracked if re.match(pattern, p.relative_to(guardrails.ROOT).as_posix())}
+    assert in_hook == set(guardrails.cxx_files())
+    package = guardrails.PYTHON_PACKAGE + "/"
+    for hook_id in ("ruff-check", "ruff-format", "mypy"):
+        assert hooks[hook_id]["files"] == "^" + package
