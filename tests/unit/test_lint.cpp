@@ -8,13 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "lint/c_tokens.hpp"
-#include "lint/declarations.hpp"
+#include "parse/c_tokens.hpp"
+#include "parse/declarations.hpp"
 #include "section/expand.hpp"
 #include "section/lint.hpp"
 
 using namespace section;
-using namespace section::lint_detail;
+using namespace section::c_scan;
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include "base/text.hpp"
 #include "linker/compile.hpp"
 #include "linker/files.hpp"
-#include "lint/c_tokens.hpp"
-#include "lint/declarations.hpp"
+#include "parse/c_tokens.hpp"
+#include "parse/declarations.hpp"
 #include "section/expand.hpp"
 #include "section/log.hpp"
 #include "section/names.hpp"
@@ -54,9 +54,9 @@ bool is_number_type_word(std::string_view word) {
 
 /// The parameters between the parentheses of `decl`, split at the top-level commas.
 std::vector<WrittenParameter> written_parameters(std::string_view text,
-                                                 lint_detail::Declaration const& decl) {
+                                                 c_scan::Declaration const& decl) {
   std::vector<WrittenParameter> out(1);
-  auto const inside = lint_detail::tokenize(text, decl.parameters_begin + 1, decl.parameters_end - 1);
+  auto const inside = c_scan::tokenize(text, decl.parameters_begin + 1, decl.parameters_end - 1);
   int depth = 0;
   for (auto const& token : inside.tokens) {
     std::string_view const spelling = text.substr(token.begin, token.end - token.begin);
@@ -86,7 +86,7 @@ bool is_support_section(std::string const& tag) {
 /// nothing when none does (a header may declare it: the compiler then has the last word).
 std::optional<std::vector<WrittenParameter>> main_function_parameters(
     SourceManager const& sm, SectionSet const& sections, std::string const& func_name) {
-  using namespace lint_detail;
+  using namespace c_scan;
   std::string wanted;
   for (char c : func_name)
     if (c != ' ' && c != '\t') wanted += c;

@@ -8,12 +8,23 @@
 #include <string_view>
 #include <vector>
 
-#include "lint/c_tokens.hpp"
-#include "lint/declarations.hpp"
+#include "parse/c_tokens.hpp"
+#include "parse/declarations.hpp"
 #include "section/lint.hpp"
 #include "section/parse.hpp"
 
 namespace section::lint_detail {
+
+// The rules read section bodies through the C scanner of the parse layer.
+using c_scan::Comment;
+using c_scan::Declaration;
+using c_scan::Directive;
+using c_scan::file_scope_declarations;
+using c_scan::match_brackets;
+using c_scan::Token;
+using c_scan::TokenizedBody;
+using c_scan::TokenKind;
+using c_scan::tokenize;
 
 /// One block with its tokens.
 struct BlockView {

@@ -1,4 +1,5 @@
-// section-lint: what a block of file-scope C/C++ declares (functions, globals, types), by name.
+// What a block of file-scope C/C++ declares (functions, globals, types), by name: the linter
+// checks the main function with it, the linker reads its parameters.
 #pragma once
 
 #include <cstddef>
@@ -8,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "lint/c_tokens.hpp"
+#include "parse/c_tokens.hpp"
 
-namespace section::lint_detail {
+namespace section::c_scan {
 
 struct Declaration {
   enum class Kind { function_definition, function_declaration, variable, type };
@@ -33,4 +34,4 @@ std::vector<Declaration> file_scope_declarations(std::string_view text, std::spa
 /// `tokens.size()` for an unmatched opener; non-brackets map to themselves.
 std::vector<std::uint32_t> match_brackets(std::string_view text, std::span<Token const> tokens);
 
-}  // namespace section::lint_detail
+}  // namespace section::c_scan

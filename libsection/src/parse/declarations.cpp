@@ -1,10 +1,10 @@
 // section-lint: reading file-scope declarations out of a token stream.
-#include "lint/declarations.hpp"
+#include "parse/declarations.hpp"
 
 #include <algorithm>
 #include <array>
 
-namespace section::lint_detail {
+namespace section::c_scan {
 namespace {
 
 // Words that can precede a declarator but never name one.
@@ -265,4 +265,4 @@ std::vector<Declaration> file_scope_declarations(std::string_view text, std::spa
   return Reader(text, tokens).run();
 }
 
-}  // namespace section::lint_detail
+}  // namespace section::c_scan

@@ -1,5 +1,5 @@
-// A small, forgiving C/C++ tokenizer for the linter: identifiers, punctuation, comments and
-// preprocessor directives of one section body, with byte offsets into the file.
+// A small, forgiving C/C++ tokenizer: identifiers, punctuation, comments and preprocessor
+// directives of one section body, with byte offsets into the file (for the linter and linker).
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace section::lint_detail {
+namespace section::c_scan {
 
 enum class TokenKind : std::uint32_t { identifier, number, literal, punct };
 
@@ -47,4 +47,4 @@ struct TokenizedBody {
 /// `::` and `->` are single tokens; every other punctuation character is its own token.
 TokenizedBody tokenize(std::string_view text, std::size_t begin, std::size_t end);
 
-}  // namespace section::lint_detail
+}  // namespace section::c_scan

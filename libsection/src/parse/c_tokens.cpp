@@ -1,10 +1,10 @@
 // section-lint: the C/C++ tokenizer the rules look at section bodies through.
-#include "lint/c_tokens.hpp"
+#include "parse/c_tokens.hpp"
 
 #include <algorithm>
 #include <string>
 
-namespace section::lint_detail {
+namespace section::c_scan {
 namespace {
 
 bool is_identifier_start(unsigned char c) {
@@ -227,4 +227,4 @@ TokenizedBody tokenize(std::string_view text, std::size_t begin, std::size_t end
   return Scanner(text, begin, end).run();
 }
 
-}  // namespace section::lint_detail
+}  // namespace section::c_scan
