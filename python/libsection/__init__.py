@@ -34,4 +34,3 @@ __all__ = [
     "type_of",
     "upcast",
 ]
-

@@ -43,8 +43,10 @@ def show(paths: list[Path]) -> int:
         print(f"== {', '.join(map(str, files))}  (parsed in {elapsed_ms:.2f} ms)")
         for block in loaded.blocks:
             lines = block["text"].count("\n")
-            print(f"  {block['filename']}:{block['line']}:{block['column']}: "
-                  f"#section {block['tag']}  ({lines} lines)")
+            print(
+                f"  {block['filename']}:{block['line']}:{block['column']}: "
+                f"#section {block['tag']}  ({lines} lines)"
+            )
         for diagnostic in loaded.diagnostics:
             print("  " + diagnostic.render().rstrip("\n").replace("\n", "\n  "))
         failed |= loaded.error is not None
@@ -75,7 +77,7 @@ def _run_standalone(example) -> tuple[str, bool]:
     input_types = [type_of(v) for v in values]
     types = [_core.parse_type(t) for t in input_types + list(op.output_types(*input_types))]
     description = _core.OpDescription()
-    description.inputs, description.outputs = types[: len(values)], types[len(values):]
+    description.inputs, description.outputs = types[: len(values)], types[len(values) :]
     description.func_name = op.func_name
     start = time.perf_counter()
     _core.expand(loaded, description, _core.single_node_context(description))
@@ -91,8 +93,10 @@ def _run_standalone(example) -> tuple[str, bool]:
     call = (time.perf_counter() - start) / calls
     how = "compiled" if compiled.info.get("compiled") else "cache hit"
     ok = _same(result, example.expected(*values))
-    return (f"parse {_ms(parse)} | expand {_ms(expand)} | {how} {_ms(build)} | call {_ms(call)}"
-            f" | {'matches NumPy' if ok else 'DIFFERS FROM NUMPY'}"), ok
+    return (
+        f"parse {_ms(parse)} | expand {_ms(expand)} | {how} {_ms(build)} | call {_ms(call)}"
+        f" | {'matches NumPy' if ok else 'DIFFERS FROM NUMPY'}"
+    ), ok
 
 
 def _run_pytensor(example) -> tuple[str, bool]:
@@ -102,8 +106,12 @@ def _run_pytensor(example) -> tuple[str, bool]:
     from .pytensor import pytensor_op
 
     values = example.inputs()
-    variables = [pt.tensor(dtype=v.dtype.name, shape=(None,) * v.ndim) if isinstance(v, np.ndarray)
-                 else pt.dscalar() for v in values]
+    variables = [
+        pt.tensor(dtype=v.dtype.name, shape=(None,) * v.ndim)
+        if isinstance(v, np.ndarray)
+        else pt.dscalar()
+        for v in values
+    ]
     parts, all_ok = [], True
     for mode in ("CVM", "FAST_COMPILE", "NUMBA"):
         start = time.perf_counter()
@@ -131,10 +139,13 @@ def run(ops_dir: Path) -> int:
         ok = False
     else:
         start = time.perf_counter()
-        result = subprocess.run([lint, "--output-format", "concise", str(ops_dir)],
-                                capture_output=True, text=True)
-        print(f"== lint {ops_dir}: {'clean' if result.returncode == 0 else 'FINDINGS'} "
-              f"({_ms(time.perf_counter() - start)})")
+        result = subprocess.run(
+            [lint, "--output-format", "concise", str(ops_dir)], capture_output=True, text=True
+        )
+        print(
+            f"== lint {ops_dir}: {'clean' if result.returncode == 0 else 'FINDINGS'} "
+            f"({_ms(time.perf_counter() - start)})"
+        )
         if result.returncode != 0:
             print(result.stdout + result.stderr)
             ok = False

@@ -36,8 +36,11 @@ def _run(callback, module) -> None:
     try:
         callback(module)
     except Exception as e:  # a registration must never break PyTensor's own import
-        warnings.warn(f"libsection could not register with {module.__name__}: {e!r}",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"libsection could not register with {module.__name__}: {e!r}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -81,18 +84,22 @@ def unsupported(backend: str, op) -> NotImplementedError:
     return NotImplementedError(
         f"libsection: {type(op).__name__} runs C code, which PyTensor's {backend} backend cannot "
         f"call. Compile this function with one of the modes that run it: "
-        f"{', '.join(RUNNING_MODES)}.")
+        f"{', '.join(RUNNING_MODES)}."
+    )
 
 
 def register(op_class, own_perform) -> None:
     """Every backend but Numba (python/libsection/_numba.py) for ``op_class``."""
     from . import _jax
 
-    when_imported("pytensor.link.jax.dispatch.basic",
-                  lambda m: _jax.register(m.jax_funcify, op_class, own_perform))
+    when_imported(
+        "pytensor.link.jax.dispatch.basic",
+        lambda m: _jax.register(m.jax_funcify, op_class, own_perform),
+    )
     for backend, module, dispatcher in (
-            ("PyTorch", "pytensor.link.pytorch.dispatch.basic", "pytorch_funcify"),
-            ("MLX", "pytensor.link.mlx.dispatch.basic", "mlx_funcify")):
+        ("PyTorch", "pytensor.link.pytorch.dispatch.basic", "pytorch_funcify"),
+        ("MLX", "pytensor.link.mlx.dispatch.basic", "mlx_funcify"),
+    ):
         when_imported(module, _refuse(backend, op_class, dispatcher))
 
 

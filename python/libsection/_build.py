@@ -56,7 +56,8 @@ def _param_type(name: str, value) -> str:
     except TypeError:
         raise TypeError(
             f"params[{name!r}]: cannot infer a C type for {type(value).__name__}; "
-            "give (type string, value), e.g. ('int32', 3)") from None
+            "give (type string, value), e.g. ('int32', 3)"
+        ) from None
 
 
 def _params(params) -> list[tuple[str, str, object]]:

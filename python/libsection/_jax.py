@@ -76,8 +76,9 @@ def jax_function(node, own_perform: bool):
                 out[index] = r
         if outputs is None:  # an empty batch: element shapes from the shape function
             shapes = output_shapes([a.shape[batch_ndim:] for a in arrays])
-            outputs = [np.empty(batch_shape + s, d)
-                       for s, d in zip(shapes, out_dtypes, strict=True)]
+            outputs = [
+                np.empty(batch_shape + s, d) for s, d in zip(shapes, out_dtypes, strict=True)
+            ]
         return tuple(outputs)
 
     def forward(*xs):
@@ -134,9 +135,12 @@ class _Gradient:
         self.known = [j for j, v in enumerate(outputs) if not _integer(v.type.dtype)]
         cotangents = [outputs[j].type() for j in self.known]
         grads = pytensor.gradient.grad(
-            cost=None, wrt=[inputs[i] for i in self.wrt],
+            cost=None,
+            wrt=[inputs[i] for i in self.wrt],
             known_grads=dict(zip([outputs[j] for j in self.known], cotangents, strict=True)),
-            disconnected_inputs="ignore", return_disconnected="zero")
+            disconnected_inputs="ignore",
+            return_disconnected="zero",
+        )
         # The backward pass gets the forward outputs: use them rather than running the op again.
         free_outputs = [o.type() for o in outputs]
         grads = graph_replace(grads, dict(zip(outputs, free_outputs, strict=True)), strict=False)
@@ -173,7 +177,8 @@ def _shape_function(node):
         raise NotImplementedError(
             f"libsection: JAX needs the shapes of {type(op).__name__}'s outputs {unknown} before "
             f"running it: define infer_shape(self, fgraph, node, input_shapes) on "
-            f"{type(op).__name__}, or give its outputs static shapes")
+            f"{type(op).__name__}, or give its outputs static shapes"
+        )
     memo: dict[tuple, list[tuple[int, ...]]] = {}
 
     def output_shapes(in_shapes):
@@ -194,8 +199,11 @@ def _infer(node, in_shapes) -> list[tuple[int, ...]]:
     symbolic = [tuple(pt.constant(d, dtype="int64") for d in s) for s in in_shapes]
     shapes = [tuple(shape) for shape in _call_infer_shape(node, symbolic)]
     dims = [d for shape in shapes for d in shape if not isinstance(d, (int, np.integer))]
-    values = pytensor.function([], dims, mode=Mode(linker="py", optimizer="fast_compile"))() \
-        if dims else []
+    values = (
+        pytensor.function([], dims, mode=Mode(linker="py", optimizer="fast_compile"))()
+        if dims
+        else []
+    )
     evaluated = dict(zip(map(id, dims), values, strict=True))
     return [tuple(int(evaluated.get(id(d), d)) for d in shape) for shape in shapes]
 

@@ -13,8 +13,15 @@ from typing import NamedTuple
 from . import _core
 from ._core import Diagnostic, LoadedSections
 
-__all__ = ["LoadError", "SectionDecodeError", "SectionError", "load", "load_sections",
-           "load_texts", "parse_text"]
+__all__ = [
+    "LoadError",
+    "SectionDecodeError",
+    "SectionError",
+    "load",
+    "load_sections",
+    "load_texts",
+    "parse_text",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -50,10 +57,12 @@ class SectionDecodeError(SectionError, UnicodeDecodeError):
     own decoder gives (PyTensor reads files with ``read_text(encoding="utf-8")``, so code that
     catches ``UnicodeDecodeError`` keeps working)."""
 
-    def __init__(self, message: str, diagnostics: Iterable[Diagnostic],
-                 cause: UnicodeDecodeError) -> None:
-        UnicodeDecodeError.__init__(self, cause.encoding, cause.object, cause.start, cause.end,
-                                    cause.reason)
+    def __init__(
+        self, message: str, diagnostics: Iterable[Diagnostic], cause: UnicodeDecodeError
+    ) -> None:
+        UnicodeDecodeError.__init__(
+            self, cause.encoding, cause.object, cause.start, cause.end, cause.reason
+        )
         self.message = message
         self.diagnostics = list(diagnostics)
 
@@ -105,8 +114,9 @@ def _file_paths(files: PathLike | bytes | Iterable[PathLike | bytes]) -> list[tu
     return [_file_path(f) for f in files]
 
 
-def load(files: PathLike | bytes | Iterable[PathLike | bytes],
-         extra_tags: Iterable[str] = ()) -> LoadedSections:
+def load(
+    files: PathLike | bytes | Iterable[PathLike | bytes], extra_tags: Iterable[str] = ()
+) -> LoadedSections:
     """Reads and merges section files like the reference ``load_c_code``; raises on bad files.
 
     A single path or an iterable of paths (str, bytes or path-like); relative paths are
@@ -116,15 +126,18 @@ def load(files: PathLike | bytes | Iterable[PathLike | bytes],
     """
     paths = _file_paths(files)
     # pybind11 takes bytes for std::string (file names need not be UTF-8); the stub says str.
-    loaded = _core.load_sections([raw for raw, _ in paths],  # type: ignore[misc]
-                                 [shown for _, shown in paths],
-                                 list(extra_tags))
+    loaded = _core.load_sections(
+        [raw for raw, _ in paths],  # type: ignore[misc]
+        [shown for _, shown in paths],
+        list(extra_tags),
+    )
     raise_for(loaded, [raw for raw, _ in paths])
     return loaded
 
 
-def load_texts(texts: list[str], names: list[str],
-               extra_tags: Iterable[str] = ()) -> LoadedSections:
+def load_texts(
+    texts: list[str], names: list[str], extra_tags: Iterable[str] = ()
+) -> LoadedSections:
     """Merges section-file texts already in memory (an unpickled op's ``func_codes``)."""
     loaded = _core.load_texts(list(texts), list(names), list(extra_tags))
     raise_for(loaded)

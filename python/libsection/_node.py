@@ -27,8 +27,11 @@ def _node_compile_error(error: Any) -> Exception:
     if NodeCompileError is None:
         from pytensor.link.c.exceptions import CompileError as PyTensorCompileError
 
-        NodeCompileError = type("NodeCompileError", (_core.CompileError, PyTensorCompileError),
-                                {"__module__": __name__, "__doc__": _node_compile_error.__doc__})
+        NodeCompileError = type(
+            "NodeCompileError",
+            (_core.CompileError, PyTensorCompileError),
+            {"__module__": __name__, "__doc__": _node_compile_error.__doc__},
+        )
     out: Any = NodeCompileError(str(error))
     out.diagnostics, out.kept_dir = error.diagnostics, error.kept_dir
     return out
@@ -108,15 +111,17 @@ def _node_graph(node):
     """The linker core's graph of one node, and its constant values (the params)."""
     op = node.op
     graph = _core.Graph()
-    inputs = [graph.add_input(v.type, str(v.name or f"input {i}"))
-              for i, v in enumerate(node.inputs)]
+    inputs = [
+        graph.add_input(v.type, str(v.name or f"input {i}")) for i, v in enumerate(node.inputs)
+    ]
     constants, params_var = [], None
     params = _params(op, node)
     if params is not None:
         params_var = graph.add_constant(params[1], "params")
         constants.append(params[0])
-    outputs = graph.add_apply(_NodeCode(op, node), inputs, [v.type for v in node.outputs],
-                              params_var)
+    outputs = graph.add_apply(
+        _NodeCode(op, node), inputs, [v.type for v in node.outputs], params_var
+    )
     for o in outputs:
         graph.add_output(o)
     return graph, constants
@@ -205,8 +210,11 @@ class NodeRunner:
         self.node = node
         self.compiled = None if own_perform else compile_node(node)
         # Numba boxes scalars as Python numbers; PyTensor's scalar C code takes NumPy scalars.
-        self.scalars = [(i, np.dtype(v.type.dtype).type) for i, v in enumerate(node.inputs)
-                        if isinstance(v.type, ScalarType)]
+        self.scalars = [
+            (i, np.dtype(v.type.dtype).type)
+            for i, v in enumerate(node.inputs)
+            if isinstance(v.type, ScalarType)
+        ]
 
     def __call__(self, *inputs):
         """The output, or a tuple of outputs when the node has several."""

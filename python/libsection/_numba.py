@@ -80,7 +80,8 @@ def _kinds(variables):
         except NotImplementedError as e:
             raise NotImplementedError(
                 f"libsection: Numba cannot pass a {v.type} to the C code ({e}); run this op "
-                f"in mode='CVM' or mode='FAST_COMPILE'") from None
+                f"in mode='CVM' or mode='FAST_COMPILE'"
+            ) from None
         kinds.append(_Kind(v.type, numba_type))
     return kinds
 
@@ -134,8 +135,11 @@ def _intrinsic(name, in_kinds, out_kinds, target):
     from numba.core.errors import TypingError
     from numba.extending import intrinsic
 
-    ret_type = (out_kinds[0].numba_type if len(out_kinds) == 1
-                else numba.types.Tuple([k.numba_type for k in out_kinds]))
+    ret_type = (
+        out_kinds[0].numba_type
+        if len(out_kinds) == 1
+        else numba.types.Tuple([k.numba_type for k in out_kinds])
+    )
 
     def accepts(kind, ty) -> bool:
         if isinstance(ty, numba.types.Array):
@@ -150,16 +154,19 @@ def _intrinsic(name, in_kinds, out_kinds, target):
                 raise TypingError(f"{name}: input {i} must be a {kind.describe()}, got {ty}")
 
         def codegen(context, builder, sig, llargs):
-            return _call_node(context, builder, sig, llargs, name, in_kinds, out_kinds, target,
-                              ir, cgutils)
+            return _call_node(
+                context, builder, sig, llargs, name, in_kinds, out_kinds, target, ir, cgutils
+            )
 
         return ret_type(*args), codegen
 
     # Numba types an intrinsic by its parameters: one per input, no *args.
     names = ", ".join(f"x{i}" for i in range(len(in_kinds)))
     namespace = {"typer": typer}
-    exec(f"def call(typingctx, {names}):\n    return typer(({names}{',' if names else ''}))\n",
-         namespace)
+    exec(
+        f"def call(typingctx, {names}):\n    return typer(({names}{',' if names else ''}))\n",
+        namespace,
+    )
     call = intrinsic(namespace["call"])
     return call
 
@@ -202,8 +209,9 @@ def _call_node(context, builder, sig, llargs, name, in_kinds, out_kinds, target,
         with builder.if_then(builder.icmp_signed("!=", status, ir.Constant(i32, 0)), likely=False):
             fail()
     else:
-        result = pyapi.call_function_objargs(constant(target[1], f"libsection {name} runner"),
-                                             boxed)
+        result = pyapi.call_function_objargs(
+            constant(target[1], f"libsection {name} runner"), boxed
+        )
         with builder.if_then(cgutils.is_null(builder, result), likely=False):
             fail()
         if n_out == 1:
@@ -233,7 +241,8 @@ def _call_node(context, builder, sig, llargs, name, in_kinds, out_kinds, target,
             with builder.if_then(bad, likely=False):
                 pyapi.err_set_string(
                     "PyExc_TypeError",
-                    f"{name}: output {j} is not a {kind.describe()}, as the node declares")
+                    f"{name}: output {j} is not a {kind.describe()}, as the node declares",
+                )
                 fail_with_outputs()
         native = pyapi.to_native_value(kind.numba_type, obj)
         with builder.if_then(native.is_error, likely=False):
@@ -262,23 +271,35 @@ def _box(context, builder, pyapi, kind, ty, value, constant):
         i32 = ir.IntType(32)
         adapt = pyapi._get_function(
             ir.FunctionType(pyapi.pyobj, [pyapi.voidptr, pyapi.pyobj, i32, i32, pyapi.pyobj]),
-            name="NRT_adapt_ndarray_to_python_acqref")
+            name="NRT_adapt_ndarray_to_python_acqref",
+        )
         struct = cgutils.alloca_once_value(builder, value)
-        obj = builder.call(adapt, [
-            builder.bitcast(struct, pyapi.voidptr),
-            constant(_address(ty.box_type), "array type"),
-            ir.Constant(i32, ty.ndim), ir.Constant(i32, int(ty.mutable)),
-            constant(_address(as_dtype(ty.dtype)), "dtype")])
+        obj = builder.call(
+            adapt,
+            [
+                builder.bitcast(struct, pyapi.voidptr),
+                constant(_address(ty.box_type), "array type"),
+                ir.Constant(i32, ty.ndim),
+                ir.Constant(i32, int(ty.mutable)),
+                constant(_address(as_dtype(ty.dtype)), "dtype"),
+            ],
+        )
         if kind.tensor:
             return obj
     else:
         obj = pyapi.from_native_value(ty, value)
         if kind.tensor:  # a number for a 0-d tensor: np.asarray(x, dtype)
-            return _call_then_decref(builder, pyapi, constant(_address(np.asarray), "np.asarray"),
-                                     obj, constant(_address(kind.dtype), "dtype"))
+            return _call_then_decref(
+                builder,
+                pyapi,
+                constant(_address(np.asarray), "np.asarray"),
+                obj,
+                constant(_address(kind.dtype), "dtype"),
+            )
     # PyTensor's scalar C code takes exactly its NumPy scalar type: np.float64(x).
-    return _call_then_decref(builder, pyapi, constant(_address(kind.dtype.type), "scalar type"),
-                             obj)
+    return _call_then_decref(
+        builder, pyapi, constant(_address(kind.dtype.type), "scalar type"), obj
+    )
 
 
 def _call_then_decref(builder, pyapi, function, obj, *more):
@@ -295,8 +316,9 @@ def _call_then_decref(builder, pyapi, function, obj, *more):
 def _not_array_of(context, builder, pyapi, obj, kind, constant, ir, cgutils):
     """True unless ``obj`` is an ndarray of the kind's ndim and dtype kind (Numba's unboxing
     checks only the item size, and would write past its array struct on a wrong ndim)."""
-    isinstance_ = pyapi._get_function(ir.FunctionType(ir.IntType(32), [pyapi.pyobj, pyapi.pyobj]),
-                                      name="PyObject_IsInstance")
+    isinstance_ = pyapi._get_function(
+        ir.FunctionType(ir.IntType(32), [pyapi.pyobj, pyapi.pyobj]), name="PyObject_IsInstance"
+    )
     is_array = builder.call(isinstance_, [obj, constant(_address(np.ndarray), "np.ndarray")])
     bad = builder.icmp_signed("!=", is_array, ir.Constant(is_array.type, 1))
     if _LAYOUT is None:
@@ -307,14 +329,18 @@ def _not_array_of(context, builder, pyapi, obj, kind, constant, ir, cgutils):
     flag = cgutils.alloca_once_value(builder, bad)
     with builder.if_then(builder.not_(bad), likely=True):
         base = builder.bitcast(obj, i8p)
-        nd = builder.load(builder.bitcast(builder.gep(base, [ir.Constant(i32, nd_offset)]),
-                                          i32.as_pointer()))
-        descr = builder.load(builder.bitcast(builder.gep(base, [ir.Constant(i32, descr_offset)]),
-                                             i8p.as_pointer()))
+        nd = builder.load(
+            builder.bitcast(builder.gep(base, [ir.Constant(i32, nd_offset)]), i32.as_pointer())
+        )
+        descr = builder.load(
+            builder.bitcast(builder.gep(base, [ir.Constant(i32, descr_offset)]), i8p.as_pointer())
+        )
         dtype_kind = builder.load(builder.gep(descr, [ir.Constant(i32, kind_offset)]))
         wrong = builder.or_(
             builder.icmp_signed("!=", nd, ir.Constant(i32, kind.ndim)),
-            builder.icmp_unsigned("!=", dtype_kind,
-                                  ir.Constant(ir.IntType(8), ord(kind.dtype.kind))))
+            builder.icmp_unsigned(
+                "!=", dtype_kind, ir.Constant(ir.IntType(8), ord(kind.dtype.kind))
+            ),
+        )
         builder.store(wrong, flag)
     return builder.load(flag)

@@ -46,5 +46,6 @@ def type_of(value: Any) -> str:
         return "float64"
     if isinstance(value, np.generic):
         return value.dtype.name
-    raise TypeError(f"cannot pass a {type(value).__name__} to an op: "
-                    "give a NumPy array or a number")
+    raise TypeError(
+        f"cannot pass a {type(value).__name__} to an op: give a NumPy array or a number"
+    )

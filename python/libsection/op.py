@@ -72,6 +72,7 @@ class ExternalCOp:
         # (`def output_types(self, x: str, y: str) -> list[str]`) and still type-check.
         output_types: Callable[..., Sequence[str]]
     else:
+
         def output_types(self, *input_types: str) -> list[str]:
             """The output type strings for these input type strings (``"float64[:]"``,
             ``"int64"``); raise ``TypeError`` for inputs the C code cannot take."""
@@ -88,7 +89,8 @@ class ExternalCOp:
             raise TypeError(
                 f"{cls.__name__} was defined where Python records no file, so its relative "
                 f"func_files ({f}) cannot be found: give absolute paths, or define the class "
-                "in a module") from None
+                "in a module"
+            ) from None
         return (Path(defined_in).parent / f).resolve()
 
     def _params(self) -> dict[str, tuple[str, Any]]:
@@ -112,14 +114,26 @@ class ExternalCOp:
             start = time.perf_counter()
             if self._loaded is None:  # read once; every signature builds from the same texts
                 self._loaded = load([self.get_path(f) for f in self._files()])
-            op = build(self._loaded, self.func_name,
-                       list(input_types), outputs, params or None, name=type(self).__name__,
-                       num_inputs=self._cop_num_inputs, num_outputs=self._cop_num_outputs,
-                       check_input=bool(self.check_input))
+            op = build(
+                self._loaded,
+                self.func_name,
+                list(input_types),
+                outputs,
+                params or None,
+                name=type(self).__name__,
+                num_inputs=self._cop_num_inputs,
+                num_outputs=self._cop_num_outputs,
+                check_input=bool(self.check_input),
+            )
             # The core logs each compile (one INFO record with its time); a cache hit only here.
             if not op.info.get("compiled"):
-                log.debug("%s(%s) -> %s: loaded from cache in %.3f s", type(self).__name__,
-                          ", ".join(input_types), ", ".join(outputs), time.perf_counter() - start)
+                log.debug(
+                    "%s(%s) -> %s: loaded from cache in %.3f s",
+                    type(self).__name__,
+                    ", ".join(input_types),
+                    ", ".join(outputs),
+                    time.perf_counter() - start,
+                )
             self._compiled[key] = op
         return op
 
@@ -148,8 +162,9 @@ class ExternalCOp:
 
     def __getstate__(self) -> dict:
         # No C handles: a new process reads the files and builds (or finds) the modules again.
-        return {k: v for k, v in self.__dict__.items()
-                if k not in ("_compiled", "_loaded", "_dispatch")}
+        return {
+            k: v for k, v in self.__dict__.items() if k not in ("_compiled", "_loaded", "_dispatch")
+        }
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)

@@ -54,8 +54,11 @@ _loaded_cache: dict[tuple, _core.LoadedSections] = {}
 _NINE_SECTIONS = frozenset(method.tag for method in _core.expansion_methods())
 # The methods whose strings carry the generated per-apply macros (c_code is handled apart: with
 # a func_name its call is wrapped in other macros).
-_MACRO_METHODS = tuple(method.name for method in _core.expansion_methods()
-                       if method.apply_macros and method.name != "c_code")
+_MACRO_METHODS = tuple(
+    method.name
+    for method in _core.expansion_methods()
+    if method.apply_macros and method.name != "c_code"
+)
 
 
 def _file_key(path: Path) -> tuple:
@@ -132,8 +135,11 @@ class ExternalCOp(COp):
         resolved = [self.get_path(f) for f in files]
         loaded = _load(resolved, [str(f) for f in files], self._extra_tags())
         if self.func_codes:  # appended to what an earlier call loaded: merge all texts again
-            loaded = load_texts(self.func_codes + loaded.codes,
-                                self._code_names + [str(f) for f in files], self._extra_tags())
+            loaded = load_texts(
+                self.func_codes + loaded.codes,
+                self._code_names + [str(f) for f in files],
+                self._extra_tags(),
+            )
         self._loaded = loaded
         self._resolved_files += resolved
         self._code_names += [str(f) for f in files]
@@ -177,8 +183,9 @@ class ExternalCOp(COp):
     def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
         """The Python linker's thunk: the node's own runner (its struct lives as long as the
         thunk)."""
-        return make_thunk(NodeRunner(node, _own(type(self), "perform")), node, storage_map,
-                          compute_map)
+        return make_thunk(
+            NodeRunner(node, _own(type(self), "perform")), node, storage_map, compute_map
+        )
 
     # ---------------------------------------------------------------- expansion
 
@@ -213,8 +220,17 @@ class ExternalCOp(COp):
         op.num_outputs = self._cop_num_outputs
         return op
 
-    def _expansion(self, node=None, name="", inputs=(), outputs=(), sub=None, fail="",
-                   init_fail="", check_input=None):
+    def _expansion(
+        self,
+        node=None,
+        name="",
+        inputs=(),
+        outputs=(),
+        sub=None,
+        fail="",
+        init_fail="",
+        check_input=None,
+    ):
         """Every c_* string for one apply. CLinker asks for them one method at a time, so the
         result is kept for the calls that follow with the same arguments."""
         function_args = None
@@ -244,15 +260,20 @@ class ExternalCOp(COp):
         expansion = memo.get(key)
         if expansion is None:
             node_context = _core.NodeContext()
-            (node_context.node_name, node_context.input_dtypes, node_context.output_dtypes,
-             node_context.inputs, node_context.outputs) = (
-                key[0], list(key[1]), list(key[2]), list(key[3]), list(key[4]))
+            (
+                node_context.node_name,
+                node_context.input_dtypes,
+                node_context.output_dtypes,
+                node_context.inputs,
+                node_context.outputs,
+            ) = (key[0], list(key[1]), list(key[2]), list(key[3]), list(key[4]))
             params = {"params": key[5]} if key[5] else {}
             node_context.sub = {"fail": fail, **params}
             node_context.init_sub = {"fail": init_fail, **params}
             node_context.function_args = function_args
-            expansion = _core.expand(self._sections, self._op_description(check_input),
-                                     node_context, self._options())
+            expansion = _core.expand(
+                self._sections, self._op_description(check_input), node_context, self._options()
+            )
             errors = [d for d in expansion["diagnostics"] if d.severity == "error"]
             if errors and not any(d.code == "SL604" for d in errors):
                 raise ValueError("\n".join(d.message for d in errors))
@@ -338,21 +359,19 @@ class ExternalCOp(COp):
         return expansion["c_code"]
 
     def c_code_cleanup(self, node, name, inputs, outputs, sub):
-        return self._methods(node, name, inputs, outputs, sub, fail=sub["fail"])[
-            "c_code_cleanup"
-        ]
+        return self._methods(node, name, inputs, outputs, sub, fail=sub["fail"])["c_code_cleanup"]
 
 
 # Compiled instances of nodes whose op's perform was called directly (not through a thunk).
 _node_instances: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-
 # Numba costs half a second to import: register with PyTensor's Numba backend only when that
 # backend is loaded (the CVM backend never loads it); JAX, PyTorch and MLX likewise.
 _backends.when_imported(
     "pytensor.link.numba.dispatch.basic",
-    lambda _module: _numba.register(ExternalCOp, lambda op: _own(type(op), "perform")))
+    lambda _module: _numba.register(ExternalCOp, lambda op: _own(type(op), "perform")),
+)
 _backends.register(ExternalCOp, lambda op: _own(type(op), "perform"))
 
 
@@ -371,8 +390,11 @@ def _prepare_function(storage_map) -> None:
     if len(_prepared) > 256:
         _prepared.clear()
     _prepared.add(key)
-    nodes = {v.owner for v in storage_map if getattr(v, "owner", None) is not None
-             and isinstance(v.owner.op, ExternalCOp)}
+    nodes = {
+        v.owner
+        for v in storage_map
+        if getattr(v, "owner", None) is not None and isinstance(v.owner.op, ExternalCOp)
+    }
     prepare_nodes(nodes)
 
 
@@ -397,6 +419,7 @@ def _code_fingerprint(function) -> str:
 
 
 # ---------------------------------------------------------------- standalone ops in PyTensor
+
 
 def type_string(type_) -> str:
     """libsection's type string for a PyTensor type (``TensorType`` or ``ScalarType``)."""
@@ -431,8 +454,11 @@ def _standalone_infer_shape(standalone, fgraph, node, shapes):
     ``(fgraph, node, shapes)`` (PyTensor before 3.3) or ``(node, shapes)`` (3.3 on)."""
     method = standalone.infer_shape
     try:
-        positional = [p for p in inspect.signature(method).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        positional = [
+            p
+            for p in inspect.signature(method).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         positional = [None] * 3
     return method(node, shapes) if len(positional) == 2 else method(fgraph, node, shapes)
@@ -483,12 +509,16 @@ def _add_gradient(bridged, standalone_cls) -> None:
     if hasattr(standalone_cls, "pullback"):
         bridged.pullback = _forward("pullback")
     elif hasattr(standalone_cls, "L_op"):
+
         def pullback(self, inputs, outputs, cotangents):
             return self.standalone.L_op(inputs, outputs, cotangents)
+
         bridged.pullback = pullback
     elif hasattr(standalone_cls, "grad"):
+
         def pullback(self, inputs, outputs, cotangents):
             return self.standalone.grad(inputs, cotangents)
+
         bridged.pullback = pullback
 
 
@@ -500,8 +530,9 @@ def _static_shapes(op, node) -> list[tuple | None]:
     in_shapes = []
     for v in node.inputs:
         if isinstance(v.type, TensorType):
-            in_shapes.append(tuple(s if s is not None else v.shape[i]
-                                   for i, s in enumerate(v.type.shape)))
+            in_shapes.append(
+                tuple(s if s is not None else v.shape[i] for i, s in enumerate(v.type.shape))
+            )
         else:
             in_shapes.append(())
     out: list[tuple | None] = []
@@ -554,9 +585,12 @@ def _bridge_class(standalone_cls):
             if not hasattr(self.standalone, "infer_shape"):
                 return node
             shapes = _static_shapes(self, node)
-            typed = [pytensor_type(t, s) if isinstance(ty, TensorType) and len(s) == ty.ndim
-                     else ty for t, ty, s in zip(self.standalone.output_types(*types), outputs,
-                                                 shapes, strict=True)]
+            typed = [
+                pytensor_type(t, s) if isinstance(ty, TensorType) and len(s) == ty.ndim else ty
+                for t, ty, s in zip(
+                    self.standalone.output_types(*types), outputs, shapes, strict=True
+                )
+            ]
             return Apply(self, variables, [t() for t in typed])
 
         def __reduce__(self):

@@ -16,10 +16,10 @@ namespace {
 
 /// One argument's type, as the compiled ops tell them apart.
 struct ArgKey {
-  PyTypeObject* type;      // the argument's Python type
-  int type_num = -1;       // arrays: NumPy type number
-  int ndim = -1;           // arrays: number of dimensions
-  char byteorder = 0;      // arrays: '=', '|', '<' or '>'
+  PyTypeObject* type;  // the argument's Python type
+  int type_num = -1;   // arrays: NumPy type number
+  int ndim = -1;       // arrays: number of dimensions
+  char byteorder = 0;  // arrays: '=', '|', '<' or '>'
   bool operator==(ArgKey const& o) const {
     return type == o.type && type_num == o.type_num && ndim == o.ndim && byteorder == o.byteorder;
   }
@@ -33,8 +33,7 @@ struct Entry {
 constexpr std::size_t max_entries = 32;  // a long session with many signatures starts afresh
 
 struct Dispatcher {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  PyObject_HEAD vectorcallfunc vectorcall;
   PyObject* miss;  // Python callable: *args -> compiled op
   std::vector<Entry>* entries;
 };

@@ -1,4 +1,5 @@
-// Python bindings of the expander: op descriptions, node contexts, expand, op cache version, signature strings.
+// Python bindings of the expander: op descriptions, node contexts, expand, op cache version,
+// signature strings.
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
@@ -43,13 +44,14 @@ A variable type in signature syntax: tensor ``float64[:]``, scalar ``int64`` or 
         "Parses one type (``float64[:]``); raises ValueError naming the bad character.");
   m.def("parse_types", &parse_type_list, py::arg("text"), py::arg("role") = "input",
         "Parses ``float64[:],int64``; raises ValueError naming the item and character.");
-  m.def("parse_params",
-        [](std::string_view text) {
-          std::vector<std::pair<std::string, TypeSpec>> out;
-          for (auto& field : parse_params(text)) out.emplace_back(field.name, field.type);
-          return out;
-        },
-        py::arg("text"), "Parses params fields ``k:int64,a:float64[:]`` into (name, TypeSpec).");
+  m.def(
+      "parse_params",
+      [](std::string_view text) {
+        std::vector<std::pair<std::string, TypeSpec>> out;
+        for (auto& field : parse_params(text)) out.emplace_back(field.name, field.type);
+        return out;
+      },
+      py::arg("text"), "Parses params fields ``k:int64,a:float64[:]`` into (name, TypeSpec).");
 }
 
 }  // namespace
@@ -104,15 +106,17 @@ One application of an op: C names, dtypes and ``sub`` dicts (names as in the C++
                               "A c_* method: its name, its section and the macros around it.")
       .def_property_readonly("name", [](ExpansionMethod const& e) { return std::string(e.name); })
       .def_property_readonly("tag", [](ExpansionMethod const& e) { return std::string(e.tag); })
-      .def_property_readonly("apply_macros", [](ExpansionMethod const& e) { return e.macros.apply; })
+      .def_property_readonly("apply_macros",
+                             [](ExpansionMethod const& e) { return e.macros.apply; })
       .def_property_readonly("sub_macros", [](ExpansionMethod const& e) { return e.macros.sub; })
       .def_property_readonly("io_macros", [](ExpansionMethod const& e) { return e.macros.io; });
-  m.def("expansion_methods",
-        [] {
-          auto const methods = expansion_methods();
-          return std::vector<ExpansionMethod>(methods.begin(), methods.end());
-        },
-        "The c_* methods of an expansion, in the order the reference documents them.");
+  m.def(
+      "expansion_methods",
+      [] {
+        auto const methods = expansion_methods();
+        return std::vector<ExpansionMethod>(methods.begin(), methods.end());
+      },
+      "The c_* methods of an expansion, in the order the reference documents them.");
 
   py::class_<ExpandOptions>(m, "ExpandOptions")
       .def(py::init<>())
@@ -121,51 +125,56 @@ One application of an op: C names, dtypes and ``sub`` dicts (names as in the C++
       .def_readwrite("resume_file", &ExpandOptions::resume_file)
       .def_readwrite("line_paths", &ExpandOptions::line_paths);
 
-  m.def("load_texts",
-        [](std::vector<std::string> texts, std::vector<std::string> const& names,
-           std::vector<std::string> const& extra_tags) {
-          if (names.size() != texts.size())
-            throw py::value_error("load_texts: one name per text is needed");
-          LoadedSections out{std::make_shared<SourceManager>(), {}};
-          std::vector<Diagnostic> diagnostics;
-          std::vector<FileId> ids;
-          for (std::size_t i = 0; i < texts.size(); ++i) {
-            if (auto id = add_source(*out.sources, std::move(texts[i]), names[i], diagnostics))
-              ids.push_back(*id);
-          }
-          out.set = merge_sections(*out.sources, ids, std::move(diagnostics), extra_tags);
-          return out;
-        },
-        py::arg("texts"), py::arg("names"), py::arg("extra_tags") = std::vector<std::string>{},
-        "Merges section-file texts held in memory (e.g. an unpickled op's func_codes) as "
-        "load_sections merges files.");
+  m.def(
+      "load_texts",
+      [](std::vector<std::string> texts, std::vector<std::string> const& names,
+         std::vector<std::string> const& extra_tags) {
+        if (names.size() != texts.size())
+          throw py::value_error("load_texts: one name per text is needed");
+        LoadedSections out{std::make_shared<SourceManager>(), {}};
+        std::vector<Diagnostic> diagnostics;
+        std::vector<FileId> ids;
+        for (std::size_t i = 0; i < texts.size(); ++i) {
+          if (auto id = add_source(*out.sources, std::move(texts[i]), names[i], diagnostics))
+            ids.push_back(*id);
+        }
+        out.set = merge_sections(*out.sources, ids, std::move(diagnostics), extra_tags);
+        return out;
+      },
+      py::arg("texts"), py::arg("names"), py::arg("extra_tags") = std::vector<std::string>{},
+      "Merges section-file texts held in memory (e.g. an unpickled op's func_codes) as "
+      "load_sections merges files.");
 
-  m.def("expand",
-        [](LoadedSections const& loaded, OpDescription const& op, NodeContext const& node,
-           ExpandOptions const& options) {
-          Expansion e = expand(*loaded.sources, loaded.set, op, node, options);
-          return expansion_dict(e, *loaded.sources);
-        },
-        py::arg("sections"), py::arg("op"), py::arg("node"), py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
-        R"doc(Every c_* method's string for one apply, as a dict keyed by method name
+  m.def(
+      "expand",
+      [](LoadedSections const& loaded, OpDescription const& op, NodeContext const& node,
+         ExpandOptions const& options) {
+        Expansion e = expand(*loaded.sources, loaded.set, op, node, options);
+        return expansion_dict(e, *loaded.sources);
+      },
+      py::arg("sections"), py::arg("op"), py::arg("node"),
+      py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
+      R"doc(Every c_* method's string for one apply, as a dict keyed by method name
 (``c_code`` is None where the reference raises), plus ``diagnostics``.)doc");
 
-  m.def("op_cache_version",
-        [](LoadedSections const& loaded, OpDescription const& op, ExpandOptions const& options) {
-          return op_cache_version(*loaded.sources, loaded.set, op, options);
-        },
-        py::arg("sections"), py::arg("op"), py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
-        "The op's cache version: a hash of files, func_name, padding, check_input, params.");
+  m.def(
+      "op_cache_version",
+      [](LoadedSections const& loaded, OpDescription const& op, ExpandOptions const& options) {
+        return op_cache_version(*loaded.sources, loaded.set, op, options);
+      },
+      py::arg("sections"), py::arg("op"), py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
+      "The op's cache version: a hash of files, func_name, padding, check_input, params.");
 
   m.def("single_node_context", &single_node_context, py::arg("op"),
         "The context PyTensor's CLinker gives the only node of a single-node graph of the op.");
-  m.def("params_spec",
-        [](std::vector<std::pair<std::string, TypeSpec>> const& fields) {
-          std::vector<NamedType> named;
-          for (auto const& [name, type] : fields) named.push_back({name, type});
-          return params_spec(std::move(named));
-        },
-        py::arg("fields"), "The ParamsType PyTensor builds from (name, TypeSpec) fields.");
+  m.def(
+      "params_spec",
+      [](std::vector<std::pair<std::string, TypeSpec>> const& fields) {
+        std::vector<NamedType> named;
+        for (auto const& [name, type] : fields) named.push_back({name, type});
+        return params_spec(std::move(named));
+      },
+      py::arg("fields"), "The ParamsType PyTensor builds from (name, TypeSpec) fields.");
   m.def("relocate_line_directives", &relocate_line_directives, py::arg("module_text"),
         py::arg("module_path"), py::arg("resume_file") = std::string(default_resume_file));
 }

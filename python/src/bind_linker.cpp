@@ -56,8 +56,8 @@ py::object link_module(Graph const& graph, ModuleSource const& module,
                        bool instantiate = true) {
   LoadedModule loaded = load_module(module, sm);
   if (!instantiate) return py::none();
-  return new_compiled_op(*loaded.library, graph.inputs().size(), graph.outputs().size(),
-                         constants, storage, std::move(loaded.info), display_name);
+  return new_compiled_op(*loaded.library, graph.inputs().size(), graph.outputs().size(), constants,
+                         storage, std::move(loaded.info), display_name);
 }
 
 /// Generates, builds (or finds) and loads the module for `graph`, and instantiates it with the
@@ -110,8 +110,9 @@ void log_to_python(LogRecord const& record) {
                                                           : 20;
     py::dict extra;
     if (record.seconds >= 0) extra["seconds"] = record.seconds;
-    py::module_::import("logging").attr("getLogger")("libsection").attr("log")(
-        level, record.message, py::arg("extra") = extra);
+    py::module_::import("logging")
+        .attr("getLogger")("libsection")
+        .attr("log")(level, record.message, py::arg("extra") = extra);
   } catch (py::error_already_set& e) {
     e.discard_as_unraisable("libsection logging");
   }
@@ -124,53 +125,58 @@ A graph of applies for one compiled module. Types are type strings (`"float64[:]
 objects with the CType methods (`c_declare(name, sub)`, `c_extract`, ...); ops are Python
 objects with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*` methods.)doc")
       .def(py::init<>())
-      .def("add_input",
-           [](PyGraph& g, py::object type, std::string label) {
-             return g.edit().add_input(to_type(type), std::move(label));
-           },
-           py::arg("type"), py::arg("label") = "")
-      .def("add_constant",
-           [](PyGraph& g, py::object type, std::string label) {
-             return g.edit().add_constant(to_type(type), std::move(label));
-           },
-           py::arg("type"), py::arg("label") = "")
-      .def("add_apply",
-           [](PyGraph& g, py::object op, std::vector<std::size_t> inputs, py::list output_types,
-              std::optional<std::size_t> params) {
-             std::vector<CTypePtr> types;
-             for (auto t : output_types) types.push_back(to_type(t));
-             return g.edit().add_apply(to_op(std::move(op)), std::move(inputs), std::move(types),
-                                       params);
-           },
-           py::arg("op"), py::arg("inputs"), py::arg("output_types"),
-           py::arg("params") = py::none(), "Adds an apply; returns its output variables.")
+      .def(
+          "add_input",
+          [](PyGraph& g, py::object type, std::string label) {
+            return g.edit().add_input(to_type(type), std::move(label));
+          },
+          py::arg("type"), py::arg("label") = "")
+      .def(
+          "add_constant",
+          [](PyGraph& g, py::object type, std::string label) {
+            return g.edit().add_constant(to_type(type), std::move(label));
+          },
+          py::arg("type"), py::arg("label") = "")
+      .def(
+          "add_apply",
+          [](PyGraph& g, py::object op, std::vector<std::size_t> inputs, py::list output_types,
+             std::optional<std::size_t> params) {
+            std::vector<CTypePtr> types;
+            for (auto t : output_types) types.push_back(to_type(t));
+            return g.edit().add_apply(to_op(std::move(op)), std::move(inputs), std::move(types),
+                                      params);
+          },
+          py::arg("op"), py::arg("inputs"), py::arg("output_types"), py::arg("params") = py::none(),
+          "Adds an apply; returns its output variables.")
       .def("add_output", [](PyGraph& g, std::size_t v) { g.edit().add_output(v); })
-      .def("source",
-           [](PyGraph& g) { return g.module(SourceManager())->text; },
-           "The generated C++ source of the module.");
+      .def(
+          "source", [](PyGraph& g) { return g.module(SourceManager())->text; },
+          "The generated C++ source of the module.");
 
-  m.def("link",
-        [](PyGraph& g, std::vector<py::object> const& constants, std::string const& name,
-           std::optional<std::vector<py::object>> const& storage) {
-          SourceManager sm;
-          check_link_arguments(g.graph(), constants, storage);
-          return link_module(g.graph(), *g.module(sm), constants, sm, name, storage);
-        },
-        py::arg("graph"), py::arg("constants") = std::vector<py::object>{},
-        py::arg("name") = "module", py::arg("storage") = py::none(),
-        R"doc(Builds (or finds in the cache) and loads the graph's module; returns a CompiledOp.
+  m.def(
+      "link",
+      [](PyGraph& g, std::vector<py::object> const& constants, std::string const& name,
+         std::optional<std::vector<py::object>> const& storage) {
+        SourceManager sm;
+        check_link_arguments(g.graph(), constants, storage);
+        return link_module(g.graph(), *g.module(sm), constants, sm, name, storage);
+      },
+      py::arg("graph"), py::arg("constants") = std::vector<py::object>{},
+      py::arg("name") = "module", py::arg("storage") = py::none(),
+      R"doc(Builds (or finds in the cache) and loads the graph's module; returns a CompiledOp.
 ``storage``: one-element lists to use as the input and output cells (a PyTensor VM's
 storage), for an instance run in place with ``run_in_place`` or through ``cthunk()``.)doc");
 
-  m.def("prepare",
-        [](PyGraph& g, std::string const& name) {
-          SourceManager sm;
-          link_module(g.graph(), *g.module(sm), {}, sm, name, std::nullopt, false);
-        },
-        py::arg("graph"), py::arg("name") = "module",
-        "Builds (or finds in the cache) and loads the graph's module without instantiating it, so "
-        "a later `link` of the same graph only instantiates. Releases the GIL while compiling: "
-        "threads prepare several graphs at once.");
+  m.def(
+      "prepare",
+      [](PyGraph& g, std::string const& name) {
+        SourceManager sm;
+        link_module(g.graph(), *g.module(sm), {}, sm, name, std::nullopt, false);
+      },
+      py::arg("graph"), py::arg("name") = "module",
+      "Builds (or finds in the cache) and loads the graph's module without instantiating it, so "
+      "a later `link` of the same graph only instantiates. Releases the GIL while compiling: "
+      "threads prepare several graphs at once.");
 }
 
 }  // namespace
@@ -184,52 +190,55 @@ void bind_linker(py::module_& m) {
 
   bind_graphs(m);
 
-  m.def("build_sections",
-        [](LoadedSections& loaded, std::vector<std::string> const& inputs,
-           std::vector<std::string> const& outputs, std::optional<std::string> func_name,
-           std::vector<std::tuple<std::string, std::string, py::object>> const& params,
-           std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
-           bool check_input) {
-          if (!loaded.set.ok())
-            raise_python(LinkError(loaded.set.error->message, loaded.set.diagnostics), *loaded.sources);
-          OpDescription spec;
-          spec.name = name;
-          spec.func_name = func_name;
-          spec.num_inputs = num_inputs;
-          spec.num_outputs = num_outputs;
-          spec.check_input = check_input;
-          spec.inputs = parse_type_strings(inputs, "inputs");
-          spec.outputs = parse_type_strings(outputs, "outputs");
-          std::vector<CTypePtr> const in = ctypes_for(*spec.inputs), out = ctypes_for(*spec.outputs);
-          std::vector<std::pair<std::string, std::string>> field_types;
-          py::dict values;
-          for (auto const& [field, type, value] : params) {
-            field_types.emplace_back(field, type);
-            values[py::str(field)] = value;
-          }
-          auto const params_type = make_params_type(parse_param_strings(field_types));
-          std::vector<py::object> constants;
-          if (params_type) {
-            spec.has_params = true;
-            spec.params = params_type->spec();
-            constants.push_back(values);
-          }
-          auto op = std::make_shared<SectionOp>(spec, loaded.sources, loaded.set);
-          Graph graph = single_op_graph(op, in, out, params_type);
-          return link(graph, constants, *loaded.sources, signature_text(name, in, out));
-        },
-        py::arg("loaded"), py::arg("inputs"), py::arg("outputs"), py::arg("func_name") = py::none(),
-        py::arg("params") = std::vector<std::tuple<std::string, std::string, py::object>>{},
-        py::arg("name") = "SectionOp", py::arg("num_inputs") = py::none(),
-        py::arg("num_outputs") = py::none(), py::arg("check_input") = true,
-        "Builds the op of loaded section files for the given input/output type strings.");
+  m.def(
+      "build_sections",
+      [](LoadedSections& loaded, std::vector<std::string> const& inputs,
+         std::vector<std::string> const& outputs, std::optional<std::string> func_name,
+         std::vector<std::tuple<std::string, std::string, py::object>> const& params,
+         std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
+         bool check_input) {
+        if (!loaded.set.ok())
+          raise_python(LinkError(loaded.set.error->message, loaded.set.diagnostics),
+                       *loaded.sources);
+        OpDescription spec;
+        spec.name = name;
+        spec.func_name = func_name;
+        spec.num_inputs = num_inputs;
+        spec.num_outputs = num_outputs;
+        spec.check_input = check_input;
+        spec.inputs = parse_type_strings(inputs, "inputs");
+        spec.outputs = parse_type_strings(outputs, "outputs");
+        std::vector<CTypePtr> const in = ctypes_for(*spec.inputs), out = ctypes_for(*spec.outputs);
+        std::vector<std::pair<std::string, std::string>> field_types;
+        py::dict values;
+        for (auto const& [field, type, value] : params) {
+          field_types.emplace_back(field, type);
+          values[py::str(field)] = value;
+        }
+        auto const params_type = make_params_type(parse_param_strings(field_types));
+        std::vector<py::object> constants;
+        if (params_type) {
+          spec.has_params = true;
+          spec.params = params_type->spec();
+          constants.push_back(values);
+        }
+        auto op = std::make_shared<SectionOp>(spec, loaded.sources, loaded.set);
+        Graph graph = single_op_graph(op, in, out, params_type);
+        return link(graph, constants, *loaded.sources, signature_text(name, in, out));
+      },
+      py::arg("loaded"), py::arg("inputs"), py::arg("outputs"), py::arg("func_name") = py::none(),
+      py::arg("params") = std::vector<std::tuple<std::string, std::string, py::object>>{},
+      py::arg("name") = "SectionOp", py::arg("num_inputs") = py::none(),
+      py::arg("num_outputs") = py::none(), py::arg("check_input") = true,
+      "Builds the op of loaded section files for the given input/output type strings.");
 
   m.def("native_entry", &native_entry, py::arg("op"),
         "(entry address, op address, inputs, outputs): how compiled code (Numba) calls a "
         "CompiledOp natively; see python/libsection/_numba.py.");
 
-  m.def("cache_dir", [] { return ModuleCache::default_root().string(); },
-        "The module cache directory this process uses.");
+  m.def(
+      "cache_dir", [] { return ModuleCache::default_root().string(); },
+      "The module cache directory this process uses.");
 }
 
 }  // namespace section::python

@@ -57,30 +57,40 @@ py::dict block_dict(Block const& b, SourceManager const& sm) {
 void bind_parse(py::module_& m) {
   py::class_<LoadedSections>(m, "LoadedSections", R"doc(
 Sections merged from one or more files with the reference ``load_c_code`` semantics.)doc")
-      .def_property_readonly("sections", [](LoadedSections const& l) { return sections_dict(l.set); },
-                             "dict tag -> text, in order of first appearance")
-      .def_property_readonly("codes", [](LoadedSections const& l) {
+      .def_property_readonly(
+          "sections", [](LoadedSections const& l) { return sections_dict(l.set); },
+          "dict tag -> text, in order of first appearance")
+      .def_property_readonly(
+          "codes",
+          [](LoadedSections const& l) {
             std::vector<std::string> codes;
             for (auto id : l.set.files) codes.push_back(l.sources->file(id).text());
             return codes;
-          }, "the files' texts, newlines normalised (the reference's func_codes)")
-      .def_property_readonly("files", [](LoadedSections const& l) {
-            std::vector<std::string> names;
-            for (auto id : l.set.files) names.push_back(l.sources->file(id).path());
-            return names;
-          })
-      .def_property_readonly("blocks", [](LoadedSections const& l) {
+          },
+          "the files' texts, newlines normalised (the reference's func_codes)")
+      .def_property_readonly("files",
+                             [](LoadedSections const& l) {
+                               std::vector<std::string> names;
+                               for (auto id : l.set.files)
+                                 names.push_back(l.sources->file(id).path());
+                               return names;
+                             })
+      .def_property_readonly(
+          "blocks",
+          [](LoadedSections const& l) {
             py::list out;
             for (auto const& s : l.set.sections)
               for (auto const& b : s.blocks) out.append(block_dict(b, *l.sources));
             return out;
-          }, "every block that makes up the sections, with its file and lines")
-      .def_property_readonly("diagnostics", [](LoadedSections const& l) {
-            return make_records(l.set.diagnostics, *l.sources);
-          })
-      .def_property_readonly("error", [](LoadedSections const& l) { return error_tuple(l.set); },
-                             "None, or a LoadError(errno, message, path) for the error the "
-                             "reference raises (a named tuple)")
+          },
+          "every block that makes up the sections, with its file and lines")
+      .def_property_readonly(
+          "diagnostics",
+          [](LoadedSections const& l) { return make_records(l.set.diagnostics, *l.sources); })
+      .def_property_readonly(
+          "error", [](LoadedSections const& l) { return error_tuple(l.set); },
+          "None, or a LoadError(errno, message, path) for the error the "
+          "reference raises (a named tuple)")
       .def("__repr__", [](LoadedSections const& l) {
         py::list files, tags;
         for (auto id : l.set.files) files.append(py::str(l.sources->file(id).path()));
@@ -89,52 +99,59 @@ Sections merged from one or more files with the reference ``load_c_code`` semant
         for (auto const& d : l.set.diagnostics) findings += d.severity != Severity::info;
         std::string out = "<LoadedSections files=" + py::repr(files).cast<std::string>() +
                           " sections=" + py::repr(tags).cast<std::string>();
-        if (l.set.error) out += " error=" + py::repr(py::str(l.set.error->message)).cast<std::string>();
+        if (l.set.error)
+          out += " error=" + py::repr(py::str(l.set.error->message)).cast<std::string>();
         out += " diagnostics=" + std::to_string(l.set.diagnostics.size());
         if (findings) out += " (" + std::to_string(findings) + " not info)";
         return out + ">";
       });
 
-  m.def("load_sections",
-        [](std::vector<std::string> const& paths, std::optional<std::vector<std::string>> names,
-           std::vector<std::string> const& extra_tags) {
-          if (names && names->size() != paths.size())
-            throw py::value_error("display_paths must have one name per path");
-          std::vector<SourceSpec> specs;
-          for (std::size_t i = 0; i < paths.size(); ++i)
-            specs.push_back({paths[i], names ? (*names)[i] : paths[i]});
-          LoadedSections out{std::make_shared<SourceManager>(), {}};
-          {
-            py::gil_scoped_release release;
-            out.set = load_sections(*out.sources, specs, extra_tags);
-          }
-          return out;
-        },
-        py::arg("paths"), py::arg("display_paths") = py::none(),
-        py::arg("extra_tags") = std::vector<std::string>{},
-        "Reads and merges section files (`extra_tags`: tags accepted besides the nine). Never "
-        "raises for file content: see `.error`.");
+  m.def(
+      "load_sections",
+      [](std::vector<std::string> const& paths, std::optional<std::vector<std::string>> names,
+         std::vector<std::string> const& extra_tags) {
+        if (names && names->size() != paths.size())
+          throw py::value_error("display_paths must have one name per path");
+        std::vector<SourceSpec> specs;
+        for (std::size_t i = 0; i < paths.size(); ++i)
+          specs.push_back({paths[i], names ? (*names)[i] : paths[i]});
+        LoadedSections out{std::make_shared<SourceManager>(), {}};
+        {
+          py::gil_scoped_release release;
+          out.set = load_sections(*out.sources, specs, extra_tags);
+        }
+        return out;
+      },
+      py::arg("paths"), py::arg("display_paths") = py::none(),
+      py::arg("extra_tags") = std::vector<std::string>{},
+      "Reads and merges section files (`extra_tags`: tags accepted besides the nine). Never "
+      "raises for file content: see `.error`.");
 
-  m.def("parse_text",
-        [](std::string text, std::string const& filename, std::vector<std::string> const& extra_tags) {
-          LoadedSections out{std::make_shared<SourceManager>(), {}};
-          std::vector<Diagnostic> diagnostics;
-          std::vector<FileId> ids;
-          if (auto id = add_source(*out.sources, std::move(text), filename, diagnostics))
-            ids.push_back(*id);
-          out.set = merge_sections(*out.sources, ids, std::move(diagnostics), extra_tags);
-          return out;
-        },
-        py::arg("text"), py::arg("filename") = "<string>",
-        py::arg("extra_tags") = std::vector<std::string>{},
-        "Parses section-file text held in memory, as if read from `filename`.");
+  m.def(
+      "parse_text",
+      [](std::string text, std::string const& filename,
+         std::vector<std::string> const& extra_tags) {
+        LoadedSections out{std::make_shared<SourceManager>(), {}};
+        std::vector<Diagnostic> diagnostics;
+        std::vector<FileId> ids;
+        if (auto id = add_source(*out.sources, std::move(text), filename, diagnostics))
+          ids.push_back(*id);
+        out.set = merge_sections(*out.sources, ids, std::move(diagnostics), extra_tags);
+        return out;
+      },
+      py::arg("text"), py::arg("filename") = "<string>",
+      py::arg("extra_tags") = std::vector<std::string>{},
+      "Parses section-file text held in memory, as if read from `filename`.");
 
-  m.def("marker_style", [](std::string text) {
-    SourceManager sm;
-    std::vector<Diagnostic> ds;
-    auto const id = sm.add("<string>", std::move(text));
-    return std::string(style_name(parse_file(sm, id, ds).style));
-  }, py::arg("text"), "Which marker syntax a text uses: none, section, legacy or mixed.");
+  m.def(
+      "marker_style",
+      [](std::string text) {
+        SourceManager sm;
+        std::vector<Diagnostic> ds;
+        auto const id = sm.add("<string>", std::move(text));
+        return std::string(style_name(parse_file(sm, id, ds).style));
+      },
+      py::arg("text"), "Which marker syntax a text uses: none, section, legacy or mixed.");
 }
 
 }  // namespace section::python

@@ -49,13 +49,14 @@ location (1-based line and column; columns count bytes of the UTF-8 text).)doc")
       .def_readonly("notes", &DiagnosticRecord::notes)
       .def_readonly("fix", &DiagnosticRecord::fix)
       .def_readonly("replacement", &DiagnosticRecord::replacement)
-      .def("render", [](DiagnosticRecord const& r) { return r.text; },
-           "The diagnostic in clang style: location, message, source line, caret, notes.")
+      .def(
+          "render", [](DiagnosticRecord const& r) { return r.text; },
+          "The diagnostic in clang style: location, message, source line, caret, notes.")
       .def("__str__", [](DiagnosticRecord const& r) { return r.text; })
       .def("__repr__", [](DiagnosticRecord const& r) {
-        auto where = r.filename ? *r.filename + ":" + std::to_string(r.line) + ":" +
-                                      std::to_string(r.column)
-                                : std::string("<no location>");
+        auto where =
+            r.filename ? *r.filename + ":" + std::to_string(r.line) + ":" + std::to_string(r.column)
+                       : std::string("<no location>");
         return "<Diagnostic " + r.code + " " + r.severity + " at " + where + ": " + r.message + ">";
       });
 }

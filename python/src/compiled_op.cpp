@@ -13,8 +13,7 @@ namespace section::python {
 namespace {
 
 struct CompiledOp {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
+  PyObject_HEAD vectorcallfunc vectorcall;
   LoadedLibrary const* library;
   void* instance;
   Py_ssize_t n_inputs, n_outputs, n_cells;
@@ -43,13 +42,14 @@ void set_cell(PyObject* cell, PyObject* value) {
 int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** outputs) {
   unsigned long const me = PyThread_get_thread_ident();
   if (self->running_thread == me) {
-    PyErr_Format(PyExc_RuntimeError, "%U is already running in this thread (its C code cannot "
-                 "call it re-entrantly)", self->name);
+    PyErr_Format(PyExc_RuntimeError,
+                 "%U is already running in this thread (its C code cannot "
+                 "call it re-entrantly)",
+                 self->name);
     return -1;
   }
   if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
     Py_END_ALLOW_THREADS
   }
   self->running_thread = me;
@@ -72,7 +72,8 @@ int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** output
   for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], Py_None);
   if (failure) {
     // Forget kept outputs: one the op cannot take back (wrong type) must not fail every call.
-    for (Py_ssize_t j = 0; j < self->n_outputs; ++j) set_cell(self->cells[self->n_inputs + j], Py_None);
+    for (Py_ssize_t j = 0; j < self->n_outputs; ++j)
+      set_cell(self->cells[self->n_inputs + j], Py_None);
     if (!PyErr_Occurred())
       PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
                    self->name, failure);
@@ -143,8 +144,8 @@ PyObject* compiled_op_info(PyObject* object, void*) {
 /// What a PyTensor VM hands a C thunk: its first member is the `__ERROR` list `[type, value,
 /// traceback]` that the VM reads after a failure (CLinker's layout, lazylinker_c.c).
 struct CThunkData {
-  PyObject* error;   // a three-element list
-  PyObject* op;      // the CompiledOp, kept alive by the capsule
+  PyObject* error;  // a three-element list
+  PyObject* op;     // the CompiledOp, kept alive by the capsule
 };
 
 int run_cthunk(void* data) {

@@ -25,18 +25,20 @@ namespace section::python {
 /// would deadlock the two.
 PythonEnvironment const& python_environment() {
   PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<PythonEnvironment> storage;
-  return storage.call_once_and_store_result([] {
-    py::module_ sysconfig = py::module_::import("sysconfig");
-    py::module_ numpy = py::module_::import("numpy");
-    py::module_ multiarray = py::module_::import("numpy._core._multiarray_umath");
-    PythonEnvironment e;
-    e.include_dirs = {py::str(sysconfig.attr("get_config_var")("INCLUDEPY")),
-                      py::str(numpy.attr("get_include")())};
-    e.abi = py::str(sysconfig.attr("get_config_var")("SOABI"));
-    e.numpy_api = std::string(py::str(numpy.attr("__version__"))) + " C-API " +
-                  std::string(py::str(multiarray.attr("_get_ndarray_c_version")()));
-    return e;
-  }).get_stored();
+  return storage
+      .call_once_and_store_result([] {
+        py::module_ sysconfig = py::module_::import("sysconfig");
+        py::module_ numpy = py::module_::import("numpy");
+        py::module_ multiarray = py::module_::import("numpy._core._multiarray_umath");
+        PythonEnvironment e;
+        e.include_dirs = {py::str(sysconfig.attr("get_config_var")("INCLUDEPY")),
+                          py::str(numpy.attr("get_include")())};
+        e.abi = py::str(sysconfig.attr("get_config_var")("SOABI"));
+        e.numpy_api = std::string(py::str(numpy.attr("__version__"))) + " C-API " +
+                      std::string(py::str(multiarray.attr("_get_ndarray_c_version")()));
+        return e;
+      })
+      .get_stored();
 }
 
 namespace {

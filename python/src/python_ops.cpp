@@ -38,11 +38,15 @@ class PythonType final : public CType {
   std::string c_declare(std::string const& n, Sub const& s, bool) const override {
     return text("c_declare", n, s);
   }
-  std::string c_init(std::string const& n, Sub const& s) const override { return text("c_init", n, s); }
+  std::string c_init(std::string const& n, Sub const& s) const override {
+    return text("c_init", n, s);
+  }
   std::string c_extract(std::string const& n, Sub const& s, bool) const override {
     return text("c_extract", n, s);
   }
-  std::string c_sync(std::string const& n, Sub const& s) const override { return text("c_sync", n, s); }
+  std::string c_sync(std::string const& n, Sub const& s) const override {
+    return text("c_sync", n, s);
+  }
   std::string c_cleanup(std::string const& n, Sub const& s) const override {
     return text("c_cleanup", n, s);
   }

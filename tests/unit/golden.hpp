@@ -27,9 +27,9 @@ inline void check(std::filesystem::path const& expected_path, std::string const&
     std::ofstream(expected_path, std::ios::binary) << actual;
     return;
   }
-  REQUIRE_MESSAGE(std::filesystem::exists(expected_path),
-                  "missing golden file " << expected_path.string()
-                                         << " (run with LIBSECTION_UPDATE_GOLDEN=1)");
+  REQUIRE_MESSAGE(
+      std::filesystem::exists(expected_path),
+      "missing golden file " << expected_path.string() << " (run with LIBSECTION_UPDATE_GOLDEN=1)");
   auto const expected = read_file(expected_path);
   if (expected == actual) return;
   std::istringstream e(expected), a(actual);
@@ -42,13 +42,14 @@ inline void check(std::filesystem::path const& expected_path, std::string const&
     if (!more_e || !more_a || el != al) {
       // An assertion, not FAIL_CHECK: doctest's JUnit report (which the pytest run reads)
       // records failed assertions only.
-      CHECK_MESSAGE(false, expected_path.string() << ":" << line << ": expected `" << el
-                                                  << "`, got `" << al << "`");
+      CHECK_MESSAGE(false, expected_path.string()
+                               << ":" << line << ": expected `" << el << "`, got `" << al << "`");
       return;
     }
     ++line;
   }
-  CHECK_MESSAGE(false, expected_path.string() << ": files differ in line endings or trailing bytes");
+  CHECK_MESSAGE(false, expected_path.string()
+                           << ": files differ in line endings or trailing bytes");
 }
 
 }  // namespace golden

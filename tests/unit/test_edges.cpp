@@ -107,7 +107,8 @@ TEST_SUITE("names in generated source") {
   TEST_CASE("the expander refuses a bad function name or padding (SE104, SE105)") {
     SourceManager sm;
     std::vector<Diagnostic> ds;
-    auto id = add_source(sm, "#section support_code\nint f(PyArrayObject*) { return 0; }\n", "f.c", ds);
+    auto id =
+        add_source(sm, "#section support_code\nint f(PyArrayObject*) { return 0; }\n", "f.c", ds);
     auto const set = merge_sections(sm, {*id}, ds);
     auto const vector = parse_type("float64[:]");
     OpDescription sig;
@@ -161,7 +162,7 @@ TEST_SUITE("compiler output") {
     SourceManager sm;
     FileId const file = sm.add("op.c", "one\ntwo\nthree\n");
     std::string const long_message(1 << 20, 'y');
-    std::string const log = "op.c:2:3: error: " + long_message + "\n" +  // clang and gcc
+    std::string const log = "op.c:2:3: error: " + long_message + "\n" +   // clang and gcc
                             "op.c:3: error: no column on long lines\n" +  // gcc past 4096 columns
                             std::string(1 << 20, ':') + "\n" + std::string(1 << 20, '1') + "\n" +
                             "op.c:99999999999999999999999:99999999999999999999: warning: huge\n" +
@@ -183,7 +184,8 @@ TEST_SUITE("compiler output") {
   TEST_CASE("takes the shortest path, as the regex did, and needs one") {
     SourceManager sm;
     sm.add("a:1:b", "x\n");
-    auto ds = parse_compiler_output("a:1:b:1:1: error: e: error: f\n: error: none\n:1: error: none\n", sm);
+    auto ds = parse_compiler_output(
+        "a:1:b:1:1: error: e: error: f\n: error: none\n:1: error: none\n", sm);
     REQUIRE(ds.size() == 1);
     CHECK(ds[0].message == "e: error: f");
     CHECK(sm.file(ds[0].range.file).path() == "a:1:b");
@@ -280,8 +282,10 @@ TEST_SUITE("generated module") {
     REQUIRE(at != std::string::npos);
     CHECK(shared.text.find("free(p);\n} catch (...)", at) != std::string::npos);
     // No exception may leave the exported functions.
-    for (auto entry : {"libsection_instance_run", "libsection_instance_new", "libsection_module_init"}) {
-      auto const begin = plain.text.find(std::string("LIBSECTION_EXPORT"), plain.text.find(entry) - 40);
+    for (auto entry :
+         {"libsection_instance_run", "libsection_instance_new", "libsection_module_init"}) {
+      auto const begin =
+          plain.text.find(std::string("LIBSECTION_EXPORT"), plain.text.find(entry) - 40);
       CHECK(plain.text.find("catch (...)", begin) != std::string::npos);
     }
   }
@@ -291,11 +295,12 @@ TEST_SUITE("generated module") {
   TEST_CASE("a scalar where the main function takes an array is an InputTypeError, and back") {
     auto sm = std::make_shared<SourceManager>();
     std::vector<Diagnostic> ds;
-    auto const id = add_source(*sm,
-                               "#section support_code\n"
-                               "typedef PyArrayObject* Arr;\n"
-                               "int f(PyArrayObject* x, const double k, Arr y, PyArrayObject** z);\n",
-                               "f.c", ds);
+    auto const id =
+        add_source(*sm,
+                   "#section support_code\n"
+                   "typedef PyArrayObject* Arr;\n"
+                   "int f(PyArrayObject* x, const double k, Arr y, PyArrayObject** z);\n",
+                   "f.c", ds);
     auto const set = merge_sections(*sm, {*id}, ds);
     OpDescription spec;
     spec.name = "F";

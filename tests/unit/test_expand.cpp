@@ -125,8 +125,7 @@ TEST_SUITE("expander") {
 
   TEST_CASE("wraps apply sections in dtype, APPLY_SPECIFIC and params macros in LIFO pairs") {
     Loaded files(Files{{"a.c", "#section support_code_apply\nint x;\n"}});
-    Apply s = single_node({parse_type("int32[:]"), parse_type("object")},
-                                             {parse_type("float32")});
+    Apply s = single_node({parse_type("int32[:]"), parse_type("object")}, {parse_type("float32")});
     s.op.params = ParamsSpec{"_Params_x", {{"k", "npy_int64"}, {"g", ""}}};
     Expansion e = expand(files.sm, files.set, s.op, s.node, reference_mode());
     CHECK(e.support_code_apply ==
@@ -238,15 +237,15 @@ TEST_SUITE("expander") {
 TEST_SUITE("line directives") {
   TEST_CASE("precedes each block with the line of its file and resumes after the fragment") {
     Loaded files(Files{{"a.c", "#section support_code_apply\nint a;\n"},
-                  {"dir/b.c", "\n#section support_code_apply\nint b;\n"}});
+                       {"dir/b.c", "\n#section support_code_apply\nint b;\n"}});
     Expansion e = expand_apply(files.sm, files.set, vtv_signature());
     std::string const& s = e.support_code_apply;
     CHECK(s.starts_with("\n#line 3 \"<libsection-generated> c_support_code_apply\"\n"
                         "#define DTYPE_INPUT_0 npy_float64\n"));
     CHECK(s.find("#define APPLY_SPECIFIC(str) str##_node_<<<<HASH_PLACEHOLDER>>>>_0\n"
-                  "#line 2 \"a.c\"\nint a;\n#line 3 \"dir/b.c\"\nint b;\n"
-                  "#line 18 \"<libsection-generated> c_support_code_apply\"\n"
-                  "#undef DTYPE_INPUT_0") != std::string::npos);
+                 "#line 2 \"a.c\"\nint a;\n#line 3 \"dir/b.c\"\nint b;\n"
+                 "#line 18 \"<libsection-generated> c_support_code_apply\"\n"
+                 "#undef DTYPE_INPUT_0") != std::string::npos);
     // Generated lines are numbered as the lines of the method's string.
     std::size_t resume = s.find("#line 18 ");
     REQUIRE(resume != std::string::npos);
@@ -254,12 +253,11 @@ TEST_SUITE("line directives") {
   }
 
   TEST_CASE("starts a directive on its own line when a file does not end with a newline") {
-    Loaded files(Files{{"a.c", "#section support_code\nint a;"},
-                       {"b.c", "#section support_code\nint b;"}});
+    Loaded files(
+        Files{{"a.c", "#section support_code\nint a;"}, {"b.c", "#section support_code\nint b;"}});
     Expansion e = expand_apply(files.sm, files.set, vtv_signature());
-    CHECK(e.support_code ==
-          "#line 2 \"a.c\"\nint a;\n#line 2 \"b.c\"\nint b;\n"
-          "#line 6 \"<libsection-generated> c_support_code\"\n");
+    CHECK(e.support_code == "#line 2 \"a.c\"\nint a;\n#line 2 \"b.c\"\nint b;\n"
+                            "#line 6 \"<libsection-generated> c_support_code\"\n");
   }
 
   TEST_CASE("names files by line_paths and escapes them as C strings") {
@@ -460,10 +458,9 @@ TEST_SUITE("golden") {
       SectionSet set = load_sections(sm, specs);
       REQUIRE(set.ok());
       auto params = parse_params(spec.value("params", ""));
-      Apply s = single_node(
-          parse_type_list(spec.at("inputs").get<std::string>(), "input"),
-          parse_type_list(spec.at("outputs").get<std::string>(), "output"),
-          params.empty() ? std::nullopt : std::optional(params_spec(params)));
+      Apply s = single_node(parse_type_list(spec.at("inputs").get<std::string>(), "input"),
+                            parse_type_list(spec.at("outputs").get<std::string>(), "output"),
+                            params.empty() ? std::nullopt : std::optional(params_spec(params)));
       if (spec.contains("func_name")) s.op.func_name = spec["func_name"].get<std::string>();
       if (spec.contains("num_inputs")) s.op.num_inputs = spec["num_inputs"].get<int>();
       if (spec.contains("num_outputs")) s.op.num_outputs = spec["num_outputs"].get<int>();

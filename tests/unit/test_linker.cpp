@@ -15,8 +15,8 @@
 #include <fstream>
 #include <thread>
 
-#include "section/cache.hpp"
 #include "linker/compile.hpp"
+#include "section/cache.hpp"
 #include "section/ctype.hpp"
 #include "section/linker.hpp"
 #include "section/log.hpp"
@@ -44,7 +44,8 @@ CTypePtr double_type() {
 // `z = x <symbol> y` on doubles, failing on negative inputs.
 class TemplateOp final : public COp {
  public:
-  TemplateOp(std::string name, std::string symbol) : name_(std::move(name)), symbol_(std::move(symbol)) {}
+  TemplateOp(std::string name, std::string symbol)
+      : name_(std::move(name)), symbol_(std::move(symbol)) {}
   std::string name() const override { return name_; }
   OpCode generate(NodeContext const& ctx) const override {
     OpCode code;
@@ -96,7 +97,7 @@ std::string write_library(PrivateDir const& work, std::string const& bytes) {
 }
 
 unsigned mode_of(fs::path const& p) {
-  struct stat st{};
+  struct stat st {};
   ::stat(p.c_str(), &st);
   return st.st_mode & 0777;
 }
@@ -124,12 +125,14 @@ TEST_SUITE("linker") {
 
   TEST_CASE("tensor extraction checks dtype, dimensions and alignment with the variable's label") {
     auto const t = parse_ctype("float64[:,:]");
-    std::string const code = t->c_extract("V3", {{"fail", "FAIL_HERE"}, {"label", "input 1 (y)"}}, true);
+    std::string const code =
+        t->c_extract("V3", {{"fail", "FAIL_HERE"}, {"label", "input 1 (y)"}}, true);
     CHECK(count(code, "FAIL_HERE") == 3);
     CHECK(code.find("PyArray_NDIM((PyArrayObject*)py_V3) != 2") != std::string::npos);
     CHECK(code.find("PyArray_EquivTypenums") != std::string::npos);
     CHECK(code.find("input 1 (y): expected a float64[:,:] array") != std::string::npos);
-    CHECK(t->c_extract("V3", {{"fail", "FAIL_HERE"}}, false).find("FAIL_HERE") == std::string::npos);
+    CHECK(t->c_extract("V3", {{"fail", "FAIL_HERE"}}, false).find("FAIL_HERE") ==
+          std::string::npos);
   }
 
   TEST_CASE("params structs are named like PyTensor's ParamsType and extracted per field") {
@@ -174,8 +177,9 @@ TEST_SUITE("linker") {
     Graph g;
     auto x = g.add_input(double_type());
     CHECK_THROWS_WITH(g.add_output(x), doctest::Contains("only outputs of applies"));
-    CHECK_THROWS_WITH(g.add_apply(std::make_shared<TemplateOp>("Add", "+"), {x, 9}, {double_type()}),
-                      doctest::Contains("input variable 9 does not exist"));
+    CHECK_THROWS_WITH(
+        g.add_apply(std::make_shared<TemplateOp>("Add", "+"), {x, 9}, {double_type()}),
+        doctest::Contains("input variable 9 does not exist"));
     CHECK_THROWS_WITH(generate_module(g), doctest::Contains("at least one apply"));
   }
 
@@ -260,10 +264,10 @@ TEST_SUITE("linker") {
     TempDir dir;
     ModuleCache cache(dir.path);
     std::string const key(64, 'b');
-    CHECK_THROWS_AS(cache.get_or_build(key, [](PrivateDir const&) -> std::string {
-                      throw LinkError("compiler exploded");
-                    }),
-                    LinkError);
+    CHECK_THROWS_AS(
+        cache.get_or_build(
+            key, [](PrivateDir const&) -> std::string { throw LinkError("compiler exploded"); }),
+        LinkError);
     CHECK_FALSE(cache.find(key));
     CHECK(fs::is_empty(dir.path / "tmp"));
   }
@@ -290,8 +294,10 @@ TEST_SUITE("linker") {
     TempDir dir;
     ModuleCache cache(dir.path);
     std::string const old_key(64, 'd'), new_key(64, 'e');
-    cache.get_or_build(old_key, [](PrivateDir const& w) { return write_library(w, std::string(4000, 'x')); });
-    cache.get_or_build(new_key, [](PrivateDir const& w) { return write_library(w, std::string(4000, 'y')); });
+    cache.get_or_build(
+        old_key, [](PrivateDir const& w) { return write_library(w, std::string(4000, 'x')); });
+    cache.get_or_build(
+        new_key, [](PrivateDir const& w) { return write_library(w, std::string(4000, 'y')); });
     struct timespec times[2] = {{1000, 0}, {1000, 0}};  // make `old_key` clearly older
     ::utimensat(AT_FDCWD, (dir.path / "entries" / old_key).c_str(), times, 0);
     auto const total = cache.list().total_size;
@@ -314,11 +320,10 @@ TEST_SUITE("linker") {
   TEST_CASE("compiler messages become diagnostics in the user's file") {
     SourceManager sm;
     FileId const file = sm.add("ops/vtv.c", "line one\nint x = oops;\nline three\n");
-    std::string const log =
-        "ops/vtv.c:2:9: error: 'oops' was not declared in this scope\n"
-        "ops/vtv.c:1:1: note: declared here\n"
-        "/nonexistent/other.cpp:5:1: warning: something\n"
-        "compilation terminated.\n";
+    std::string const log = "ops/vtv.c:2:9: error: 'oops' was not declared in this scope\n"
+                            "ops/vtv.c:1:1: note: declared here\n"
+                            "/nonexistent/other.cpp:5:1: warning: something\n"
+                            "compilation terminated.\n";
     auto const ds = parse_compiler_output(log, sm);
     REQUIRE(ds.size() == 2);
     CHECK(ds[0].is_error());
@@ -360,8 +365,8 @@ TEST_SUITE("linker") {
     std::string text((std::istreambuf_iterator<char>(calls)), {});
     CHECK(text == "fakecc 1.0\n");  // asked once, then remembered
     ::setenv("CXX", "no-such-compiler-anywhere", 1);
-    CHECK_THROWS_WITH_AS(find_toolchain(PrivateDir::open(dir.path, true)), doctest::Contains("CXX names `no-such-compiler"),
-                         LinkError);
+    CHECK_THROWS_WITH_AS(find_toolchain(PrivateDir::open(dir.path, true)),
+                         doctest::Contains("CXX names `no-such-compiler"), LinkError);
     ::unsetenv("CXX");
   }
 }
@@ -392,8 +397,8 @@ TEST_SUITE("linker") {
       std::ofstream(script) << "#!/bin/sh\necho \"" << name << " 2.0\"\n";
       fs::permissions(script, fs::perms::owner_all);
     }
-    std::string const cxx = (dir.path / "bin" / "ccache").string() + " " +
-                            (dir.path / "bin" / "fakecc").string();
+    std::string const cxx =
+        (dir.path / "bin" / "ccache").string() + " " + (dir.path / "bin" / "fakecc").string();
     ::setenv("CXX", cxx.c_str(), 1);
     Toolchain const plain = find_toolchain(PrivateDir::open(dir.path / "state", true));
     CHECK(plain.launcher == std::vector<std::string>{(dir.path / "bin" / "ccache").string()});
@@ -430,7 +435,9 @@ std::string link_error_of(F&& f) {
   return {};
 }
 
-bool contains(std::string const& text, std::string const& part) { return text.find(part) != std::string::npos; }
+bool contains(std::string const& text, std::string const& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // "<pid> <pid namespace> <host>": what a lock's exclusive holder records.
 std::string holder_record(long pid) {
@@ -453,15 +460,17 @@ long dead_pid() {
 fs::path fake_gcc(fs::path const& dir) {
   fs::create_directories(dir);
   fs::path const script = dir / "fake-g++";
-  std::ofstream(script) << "#!/bin/sh\n"
-                           "case \"$*\" in *c++-header*)\n"
-                           "  case \"$FAKE_PCH\" in\n"
-                           "    enospc) echo 'fatal error: cannot write PCH file: No space left on device' >&2; exit 1;;\n"
-                           "    signal) kill -9 $$;;\n"
-                           "    error) echo 'x.h:1:1: error: this compiler cannot precompile' >&2; exit 1;;\n"
-                           "  esac;;\n"
-                           "esac\n"
-                           "exit 0\n";
+  std::ofstream(script)
+      << "#!/bin/sh\n"
+         "case \"$*\" in *c++-header*)\n"
+         "  case \"$FAKE_PCH\" in\n"
+         "    enospc) echo 'fatal error: cannot write PCH file: No space left on device' >&2; exit "
+         "1;;\n"
+         "    signal) kill -9 $$;;\n"
+         "    error) echo 'x.h:1:1: error: this compiler cannot precompile' >&2; exit 1;;\n"
+         "  esac;;\n"
+         "esac\n"
+         "exit 0\n";
   fs::permissions(script, fs::perms::owner_all);
   return script;
 }
@@ -469,14 +478,15 @@ fs::path fake_gcc(fs::path const& dir) {
 }  // namespace
 
 TEST_SUITE("linker") {
-  TEST_CASE("the size cap is a plain integer with K, M or G, rejected otherwise naming the variable") {
+  TEST_CASE(
+      "the size cap is a plain integer with K, M or G, rejected otherwise naming the variable") {
     CHECK(ModuleCache::parse_size("16", "X") == 16);
     CHECK(ModuleCache::parse_size("0", "X") == 0);
     CHECK(ModuleCache::parse_size("10K", "X") == 10240);
     CHECK(ModuleCache::parse_size("500M", "X") == 500ull << 20);
     CHECK(ModuleCache::parse_size("2g", "X") == 2ull << 30);
-    for (char const* bad : {"inf", "1e30", "nan", "garbage", "-1", "5MB", "0x10", "1.5G", " 16", "16 ",
-                            "", "99999999999999999999", "99999999999999999G"}) {
+    for (char const* bad : {"inf", "1e30", "nan", "garbage", "-1", "5MB", "0x10", "1.5G", " 16",
+                            "16 ", "", "99999999999999999999", "99999999999999999G"}) {
       CAPTURE(bad);
       ::setenv("LIBSECTION_CACHE_MAX_BYTES", bad, 1);
       if (!*bad) {
@@ -493,7 +503,8 @@ TEST_SUITE("linker") {
     CHECK_FALSE(fs::exists(dir.path));
     ::setenv("LIBSECTION_LOCK_TIMEOUT", "soon", 1);
     ::unsetenv("LIBSECTION_CACHE_MAX_BYTES");
-    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("LIBSECTION_LOCK_TIMEOUT=`soon`"), LinkError);
+    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("LIBSECTION_LOCK_TIMEOUT=`soon`"),
+                         LinkError);
     ::unsetenv("LIBSECTION_LOCK_TIMEOUT");
   }
 
@@ -509,15 +520,17 @@ TEST_SUITE("linker") {
     CHECK_FALSE(fs::is_symlink(dir.path / "cache" / "locks" / (key + ".lock")));
   }
 
-  TEST_CASE("a busy lock times out naming its holder's pid, and a dead holder's lock is taken over") {
+  TEST_CASE(
+      "a busy lock times out naming its holder's pid, and a dead holder's lock is taken over") {
     TempDir dir;
     PrivateDir const locks = PrivateDir::open(dir.path, true);
     FileLock held(locks, "k.lock", FileLock::Mode::exclusive, 0);
     REQUIRE(held.held());
     CHECK(read_all(dir.path / "k.lock") == holder_record(::getpid()));
     auto const start = std::chrono::steady_clock::now();
-    CHECK(contains(link_error_of([&] { FileLock(locks, "k.lock", FileLock::Mode::exclusive, 0.3); }),
-                   "held by pid " + std::to_string(::getpid()) + ", which is running"));
+    CHECK(
+        contains(link_error_of([&] { FileLock(locks, "k.lock", FileLock::Mode::exclusive, 0.3); }),
+                 "held by pid " + std::to_string(::getpid()) + ", which is running"));
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
     FileLock busy(locks, "k.lock", FileLock::Mode::exclusive, 10, true);
     CHECK_FALSE(busy.held());
@@ -551,7 +564,8 @@ TEST_SUITE("linker") {
     CHECK(fs::is_empty(dir.path / "victim"));
   }
 
-  TEST_CASE("cache directories writable by others, symbolic links or another user's are refused with what to do") {
+  TEST_CASE("cache directories writable by others, symbolic links or another user's are refused "
+            "with what to do") {
     TempDir dir;
     { ModuleCache cache(dir.path); }
     ::chmod((dir.path / "entries").c_str(), 0777);
@@ -572,9 +586,10 @@ TEST_SUITE("linker") {
   }
 
   TEST_CASE("every kind of damaged entry is rebuilt, never stuck") {
-    auto const damages = {"size-not-a-number", "sha-not-text", "not-an-object", "key-missing", "entry-mode-0777",
-                          "entry-symlink",     "library-symlink", "library-truncated", "library-mode-0666",
-                          "library-missing",  "manifest-directory"};
+    auto const damages = {"size-not-a-number", "sha-not-text",      "not-an-object",
+                          "key-missing",       "entry-mode-0777",   "entry-symlink",
+                          "library-symlink",   "library-truncated", "library-mode-0666",
+                          "library-missing",   "manifest-directory"};
     for (std::string const damage : damages) {
       CAPTURE(damage);
       TempDir dir;
@@ -591,10 +606,12 @@ TEST_SUITE("linker") {
         std::string text = read_all(manifest);
         auto const at = text.find(from);
         REQUIRE(at != std::string::npos);
-        std::ofstream(manifest, std::ios::binary | std::ios::trunc) << text.replace(at, from.size(), to);
+        std::ofstream(manifest, std::ios::binary | std::ios::trunc)
+            << text.replace(at, from.size(), to);
       };
       if (damage == "size-not-a-number") edit_manifest("\"size\": 1000", "\"size\": \"big\"");
-      else if (damage == "sha-not-text") edit_manifest("\"sha256\": \"", "\"sha256\": 7, \"x\": \"");
+      else if (damage == "sha-not-text")
+        edit_manifest("\"sha256\": \"", "\"sha256\": 7, \"x\": \"");
       else if (damage == "not-an-object") std::ofstream(manifest, std::ios::trunc) << "[1, 2]";
       else if (damage == "key-missing") edit_manifest("\"key\"", "\"kee\"");
       else if (damage == "entry-mode-0777") ::chmod(entry.dir.c_str(), 0777);
@@ -679,7 +696,8 @@ TEST_SUITE("linker") {
     CHECK(read_all(dir.path / "runs") == "run\n");
   }
 
-  TEST_CASE("the one-time setup remembers real verdicts, not passing failures, inside the size cap") {
+  TEST_CASE(
+      "the one-time setup remembers real verdicts, not passing failures, inside the size cap") {
     TempDir dir;
     fs::path const gcc = fake_gcc(dir.path / "bin");
     ModuleCache cache(dir.path / "cache");
@@ -726,7 +744,8 @@ TEST_SUITE("linker") {
     CHECK(records[0].level == LogLevel::info);
     CHECK(records[0].message == "one-time setup: precompiling the Python and NumPy headers");
     CHECK(records[1].level == LogLevel::warning);
-    CHECK(contains(records[1].message, "one-time setup failed (fatal error: cannot write PCH file"));
+    CHECK(
+        contains(records[1].message, "one-time setup failed (fatal error: cannot write PCH file"));
   }
 
   TEST_CASE("clear leaves what another process is using and says so, instead of waiting") {

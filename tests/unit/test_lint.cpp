@@ -56,7 +56,8 @@ std::vector<Declaration> declarations(std::string_view text) {
 
 TEST_SUITE("lint tokenizer") {
   TEST_CASE("comments, strings and characters hide what is inside them") {
-    std::string_view const text = "a /* FAIL */ b // FAIL\n\"FAIL // x\" 'F' R\"x(FAIL)x\" u8\"s\" c";
+    std::string_view const text =
+        "a /* FAIL */ b // FAIL\n\"FAIL // x\" 'F' R\"x(FAIL)x\" u8\"s\" c";
     CHECK(spellings(text) == std::vector<std::string>{"a", "b", "\"FAIL // x\"", "'F'",
                                                       "R\"x(FAIL)x\"", "u8\"s\"", "c"});
     CHECK(tokenize(text, 0, text.size()).comments.size() == 2);
@@ -79,7 +80,8 @@ TEST_SUITE("lint tokenizer") {
   }
 
   TEST_CASE("numbers with separators, exponents and suffixes are one token") {
-    CHECK(spellings("1'000 1e+5 0x1p-3f .5") == std::vector<std::string>{"1'000", "1e+5", "0x1p-3f", ".5"});
+    CHECK(spellings("1'000 1e+5 0x1p-3f .5") ==
+          std::vector<std::string>{"1'000", "1e+5", "0x1p-3f", ".5"});
   }
 
   TEST_CASE("an unterminated block comment is reported as such") {
@@ -100,12 +102,12 @@ TEST_SUITE("lint tokenizer") {
 
 TEST_SUITE("lint declarations") {
   TEST_CASE("function definitions, prototypes, globals and types") {
-    auto const ds = declarations(
-        "static int f(int a, int b) { return a; }\n"
-        "int g(void);\n"
-        "double x = 1, y[3];\n"
-        "struct s { int n; } inst;\n"
-        "int APPLY_SPECIFIC(h)(PyArrayObject* a, PyArrayObject** z) { return 0; }\n");
+    auto const ds =
+        declarations("static int f(int a, int b) { return a; }\n"
+                     "int g(void);\n"
+                     "double x = 1, y[3];\n"
+                     "struct s { int n; } inst;\n"
+                     "int APPLY_SPECIFIC(h)(PyArrayObject* a, PyArrayObject** z) { return 0; }\n");
     REQUIRE(ds.size() == 7);
     CHECK(ds[0].kind == Declaration::Kind::function_definition);
     CHECK(ds[0].name == "f");
@@ -154,7 +156,8 @@ TEST_SUITE("lint registry") {
       CHECK(r.code.starts_with("SL"));
       if (i > 0) CHECK(rules[i - 1].code < r.code);
       CHECK(find_lint_rule(r.code) == &r);
-      for (auto heading : {"## What it does", "## Why is this bad?", "## Example", "## Use instead"})
+      for (auto heading :
+           {"## What it does", "## Why is this bad?", "## Example", "## Use instead"})
         CHECK(r.documentation.find(heading) != std::string_view::npos);
       CHECK_FALSE(r.summary.ends_with("."));
     }
@@ -195,9 +198,11 @@ TEST_SUITE("lint rules") {
     CHECK(lint_codes("#section init_code_struct\nFAIL;\n").empty());
     CHECK(lint_codes("#section cleanup_code_struct\nFAIL;\n") == std::vector<std::string>{"SL301"});
     CHECK(lint_codes("#section code_cleanup\nPy_XDECREF(OUTPUT_0);\n").empty());
-    CHECK(lint_codes("#section init_code_apply\nx = INPUT_0;\n") == std::vector<std::string>{"SL302"});
+    CHECK(lint_codes("#section init_code_apply\nx = INPUT_0;\n") ==
+          std::vector<std::string>{"SL302"});
     CHECK(lint_codes("#section init_code_apply\nint APPLY_SPECIFIC(x);\n").empty());
-    CHECK(lint_codes("#section init_code\nint APPLY_SPECIFIC(x);\n") == std::vector<std::string>{"SL303"});
+    CHECK(lint_codes("#section init_code\nint APPLY_SPECIFIC(x);\n") ==
+          std::vector<std::string>{"SL303"});
   }
 
   TEST_CASE("macro scope is what the expander defines around each section") {
@@ -247,8 +252,9 @@ TEST_SUITE("lint rules") {
   }
 
   TEST_CASE("labels of one code block are visible from another") {
-    CHECK(lint_codes("#section code\ngoto done;\n#section support_code\n#section code\ndone: ;\n") ==
-          std::vector<std::string>{"SL205", "SL206"});
+    CHECK(
+        lint_codes("#section code\ngoto done;\n#section support_code\n#section code\ndone: ;\n") ==
+        std::vector<std::string>{"SL205", "SL206"});
   }
 
   TEST_CASE("signature checks run only with a signature") {
@@ -264,13 +270,15 @@ TEST_SUITE("lint rules") {
     auto const dir = std::filesystem::temp_directory_path() / "section_lint_unit";
     std::filesystem::create_directories(dir);
     std::ofstream(dir / "a.c") << "#section support_code\nint helper(void) { return 0; }\n";
-    std::ofstream(dir / "b.c") << "#section support_code_apply\n"
-                                  "int APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) { return 0; }\n";
+    std::ofstream(dir / "b.c")
+        << "#section support_code_apply\n"
+           "int APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) { return 0; }\n";
     LintOptions options;
     options.op = op_with(1, 1, false, "APPLY_SPECIFIC( f )");
     CHECK(lint_files(sm, {(dir / "a.c").string(), (dir / "b.c").string()}, options).empty());
     SourceManager sm2;
-    CHECK(codes_of(lint_files(sm2, {(dir / "a.c").string()}, options)) == std::vector<std::string>{"SL602"});
+    CHECK(codes_of(lint_files(sm2, {(dir / "a.c").string()}, options)) ==
+          std::vector<std::string>{"SL602"});
     options.op.has_params = true;
     SourceManager sm3;
     CHECK(codes_of(lint_files(sm3, {dir.string()}, options)) == std::vector<std::string>{"SL603"});
@@ -279,7 +287,8 @@ TEST_SUITE("lint rules") {
 
   TEST_CASE("paths that cannot be read and empty folders are reported, not thrown") {
     SourceManager sm;
-    CHECK(codes_of(lint_files(sm, {"/nonexistent/section-lint/x.c"})) == std::vector<std::string>{"SL004"});
+    CHECK(codes_of(lint_files(sm, {"/nonexistent/section-lint/x.c"})) ==
+          std::vector<std::string>{"SL004"});
     auto const dir = std::filesystem::temp_directory_path() / "section_lint_empty";
     std::filesystem::create_directories(dir);
     SourceManager sm2;
@@ -295,7 +304,8 @@ TEST_SUITE("lint rules") {
       std::ofstream(dir / name) << "#section support_code\n";
     auto const paths = collect_lint_paths({dir.string()});
     std::vector<std::string> names;
-    for (auto const& p : paths) names.push_back(std::filesystem::path(p).lexically_relative(dir).generic_string());
+    for (auto const& p : paths)
+      names.push_back(std::filesystem::path(p).lexically_relative(dir).generic_string());
     CHECK(names == std::vector<std::string>{"a.h", "b.c", "sub/c.c"});
     std::filesystem::remove_all(dir);
   }
@@ -308,11 +318,14 @@ TEST_SUITE("lint suppressions") {
   }
 
   TEST_CASE("a file suppression covers the file, wherever it is") {
-    CHECK(lint_codes("#section code\nreturn 1;\nreturn 2;\n/* section-lint: ignore-file[SL501] */\n").empty());
+    CHECK(
+        lint_codes("#section code\nreturn 1;\nreturn 2;\n/* section-lint: ignore-file[SL501] */\n")
+            .empty());
   }
 
   TEST_CASE("suppressions apply to the parser's findings too") {
-    CHECK(lint_codes("#section support_code\n#section  code // section-lint: ignore[SL101]\n").empty());
+    CHECK(lint_codes("#section support_code\n#section  code // section-lint: ignore[SL101]\n")
+              .empty());
   }
 
   TEST_CASE("a suppression of a rule that is not selected is not reported unused") {
@@ -322,14 +335,17 @@ TEST_SUITE("lint suppressions") {
   }
 
   TEST_CASE("findings about suppressions can be suppressed") {
-    CHECK(lint_codes("#section code\n// section-lint: ignore-file[SL901]\nx; // section-lint: ignore[SL501]\n").empty());
+    CHECK(lint_codes("#section code\n// section-lint: ignore-file[SL901]\nx; // section-lint: "
+                     "ignore[SL501]\n")
+              .empty());
   }
 }
 
 TEST_SUITE("lint renderers") {
   TEST_CASE("SARIF carries rules, levels, code point columns and fixes") {
     SourceManager sm;
-    auto const ds = lint_text(sm, "#section support_code_apply\n/* é */ int counter;\n", "dir/a b.c");
+    auto const ds =
+        lint_text(sm, "#section support_code_apply\n/* é */ int counter;\n", "dir/a b.c");
     REQUIRE(ds.size() == 1);
     auto const log = nlohmann::json::parse(render_sarif(ds, sm));
     CHECK(log["version"] == "2.1.0");
@@ -349,19 +365,22 @@ TEST_SUITE("lint renderers") {
 
   TEST_CASE("GitHub annotations escape and drop columns of multi-line ranges") {
     SourceManager sm;
-    auto const ds = lint_text(sm, "#section code\n/* section-lint: oops,\n */\nreturn 1;\n", "a,b.c");
+    auto const ds =
+        lint_text(sm, "#section code\n/* section-lint: oops,\n */\nreturn 1;\n", "a,b.c");
     auto const out = render_github(ds, sm);
-    CHECK(out.find("::warning file=a%2Cb.c,line=2,endLine=3,title=section-lint (SL903)::malformed") !=
-          std::string::npos);
-    CHECK(out.find("::error file=a%2Cb.c,line=4,col=1,endLine=4,endColumn=7,title=section-lint (SL501)::") !=
-          std::string::npos);
+    CHECK(
+        out.find("::warning file=a%2Cb.c,line=2,endLine=3,title=section-lint (SL903)::malformed") !=
+        std::string::npos);
+    CHECK(out.find("::error file=a%2Cb.c,line=4,col=1,endLine=4,endColumn=7,title=section-lint "
+                   "(SL501)::") != std::string::npos);
   }
 }
 
 TEST_SUITE("lint robustness") {
   TEST_CASE("arbitrary bytes never throw or crash") {
     std::mt19937 rng(12345);
-    std::string const alphabet = "#section code support_apply{}()[];:/*\"'\\\n\t FAIL INPUT_0 return goto R\"x(";
+    std::string const alphabet =
+        "#section code support_apply{}()[];:/*\"'\\\n\t FAIL INPUT_0 return goto R\"x(";
     for (int round = 0; round < 2000; ++round) {
       std::string text = round % 2 ? "#section code\n" : "#section support_code_apply\n";
       std::size_t const n = rng() % 200;

@@ -89,7 +89,8 @@ TEST_SUITE("lint fixtures") {
       auto const text = read_bytes(path);
       SourceManager sm;
       auto const ds = lint_text(sm, text, path.filename().string(), options_of(text));
-      bool const reported = std::any_of(ds.begin(), ds.end(), [&](auto const& d) { return d.code == code; });
+      bool const reported =
+          std::any_of(ds.begin(), ds.end(), [&](auto const& d) { return d.code == code; });
       CHECK(reported == !stem.ends_with("_ok"));
     }
   }

@@ -1,12 +1,12 @@
 // Parser: the reference split, every reference error, near-miss markers, file checks, linearity.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "section/parse.hpp"
 
@@ -66,7 +66,8 @@ std::string message(Loaded const& l) {
 }  // namespace
 
 TEST_SUITE("parser") {
-  TEST_CASE("a section's text starts with the newline ending its marker and stops before the next marker") {
+  TEST_CASE("a section's text starts with the newline ending its marker and stops before the next "
+            "marker") {
     auto l = load_text("#section support_code\nint y;\n#section code");
     CHECK(l.set.ok());
     CHECK(text_of(l, "support_code") == "\nint y;\n");
@@ -88,12 +89,13 @@ TEST_SUITE("parser") {
   }
 
   TEST_CASE("repeated tags concatenate in order within a file and across files") {
-    auto within = load_text("#section support_code\na\n#section code\nc\n#section support_code\nb\n");
+    auto within =
+        load_text("#section support_code\na\n#section code\nc\n#section support_code\nb\n");
     CHECK(text_of(within, "support_code") == "\na\n\nb\n");
     CHECK(has_code(within, "SL206"));
 
-    auto across = load_texts({{"a.c", "#section support_code\nint y;\n"},
-                              {"b.c", "#section support_code\nint y;\n"}});
+    auto across = load_texts(
+        {{"a.c", "#section support_code\nint y;\n"}, {"b.c", "#section support_code\nint y;\n"}});
     CHECK(text_of(across, "support_code") == "\nint y;\n\nint y;\n");
     CHECK(text_of(across, "support_code").size() == 16);
   }
@@ -142,12 +144,14 @@ TEST_SUITE("parser") {
     auto one = load_text("#section code\nx\nPYTENSOR_APPLY_CODE_SECTION\ny\n");
     CHECK(message(one).starts_with("Both the new and the old syntax"));
     CHECK(has_code(one, "SL103"));
-    auto two = load_texts({{"a.c", "#section code\nx\n"}, {"b.c", "THEANO_APPLY_CODE_SECTION\ny\n"}});
+    auto two =
+        load_texts({{"a.c", "#section code\nx\n"}, {"b.c", "THEANO_APPLY_CODE_SECTION\ny\n"}});
     CHECK(message(two).starts_with("Both the new and the old syntax"));
     CHECK(has_code(two, "SL103"));
   }
 
-  TEST_CASE("stray code before the first marker keeps the reference message with the whole prelude") {
+  TEST_CASE(
+      "stray code before the first marker keeps the reference message with the whole prelude") {
     auto l = load_text("int x;\n#section code\ny\n", "stray.c");
     CHECK(message(l) == "Stray code before first #section statement (in file stray.c): int x;\n");
     auto const& d = diagnostic(l, "SL202");
@@ -181,17 +185,16 @@ TEST_SUITE("parser") {
     struct Case {
       std::string line, reason;
     };
-    for (auto const& c : std::vector<Case>{
-             {" #section code", "indented"},
-             {"#section code ", "blanks after the tag"},
-             {"#section  code", "exactly one space"},
-             {"#section\tcode", "exactly one space"},
-             {"# section code", "between `#` and `section`"},
-             {"#SECTION code", "lower-case"},
-             {"#sectioncode", "no space"},
-             {"#section", "no tag"},
-             {"#section code-x", "letters, digits and underscores"},
-             {"#section code // main", "text after the tag"}}) {
+    for (auto const& c : std::vector<Case>{{" #section code", "indented"},
+                                           {"#section code ", "blanks after the tag"},
+                                           {"#section  code", "exactly one space"},
+                                           {"#section\tcode", "exactly one space"},
+                                           {"# section code", "between `#` and `section`"},
+                                           {"#SECTION code", "lower-case"},
+                                           {"#sectioncode", "no space"},
+                                           {"#section", "no tag"},
+                                           {"#section code-x", "letters, digits and underscores"},
+                                           {"#section code // main", "text after the tag"}}) {
       CAPTURE(c.line);
       auto l = load_text("#section support_code\na\n" + c.line + "\nb\n");
       CHECK(l.set.ok());  // the reference accepts the file, reading the line as C code
@@ -221,7 +224,8 @@ TEST_SUITE("parser") {
     auto l = load_text("#section support_code\n\n  \n#section code\nx\n");
     CHECK(diagnostic(l, "SL205").severity == Severity::info);
   }
-  TEST_CASE("the reference's error is the first error diagnostic, marker styles across files first") {
+  TEST_CASE(
+      "the reference's error is the first error diagnostic, marker styles across files first") {
     // An unknown tag in the first file, mixed styles across the second and third.
     auto l = load_texts({{"a.c", "#section kode\nx\n"},
                          {"b.c", "#section code\ny\n"},
@@ -240,8 +244,10 @@ TEST_SUITE("parser") {
   TEST_CASE("the reference's stray-code error quotes the text the diagnostic points at") {
     auto l = load_text("int x;\n#section code\ny\n");
     REQUIRE(l.set.error);
-    CHECK(diagnostic(l, "SL202").message == "Stray code before first #section statement (in file t.c)");
-    CHECK(l.set.error->message == "Stray code before first #section statement (in file t.c): int x;\n");
+    CHECK(diagnostic(l, "SL202").message ==
+          "Stray code before first #section statement (in file t.c)");
+    CHECK(l.set.error->message ==
+          "Stray code before first #section statement (in file t.c): int x;\n");
   }
 }
 
@@ -289,8 +295,8 @@ TEST_SUITE("reading files") {
   TEST_CASE("UTF-8 checks follow Python's strict decoder") {
     for (auto const& bytes_and_reason : std::vector<std::pair<std::string, std::string>>{
              {"\x80", "invalid start byte"},
-             {"\xC0\xAF", "invalid start byte"},          // overlong
-             {"\xED\xA0\x80", "invalid continuation byte"},  // surrogate
+             {"\xC0\xAF", "invalid start byte"},                 // overlong
+             {"\xED\xA0\x80", "invalid continuation byte"},      // surrogate
              {"\xF4\x90\x80\x80", "invalid continuation byte"},  // > U+10FFFF
              {"\xE2\x82", "unexpected end of data"}}) {
       auto const& bytes = bytes_and_reason.first;
@@ -313,7 +319,8 @@ TEST_SUITE("reading files") {
     CHECK(has_code(l, "SL002"));
     CHECK(message(l) == "No valid section marker was found in file bom.c");
     auto two = load_text("\xEF\xBB\xBF#section code\nx\n#section code\ny\n", "bom.c");
-    CHECK(message(two).starts_with("Stray code before first #section statement (in file bom.c): \xEF\xBB\xBF#section code\n"));
+    CHECK(message(two).starts_with(
+        "Stray code before first #section statement (in file bom.c): \xEF\xBB\xBF#section code\n"));
   }
 
   TEST_CASE("binary data with NUL bytes is flagged") {

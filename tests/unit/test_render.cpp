@@ -19,7 +19,8 @@ std::string dump(SourceManager const& sm, SectionSet const& set) {
   for (auto const& s : set.sections) {
     out += "section " + s.tag + ": " + std::to_string(s.text.size()) + " bytes\n";
     for (auto const& b : s.blocks)
-      out += "  block " + sm.file(b.marker.file).path() + ":" + std::to_string(b.marker_line) + "\n";
+      out +=
+          "  block " + sm.file(b.marker.file).path() + ":" + std::to_string(b.marker_line) + "\n";
   }
   out += "error: " + (set.error ? set.error->message : std::string("none")) + "\n";
   out += "--- diagnostics\n" + render_text(set.diagnostics, sm);
@@ -57,7 +58,8 @@ TEST_SUITE("render") {
     auto const records = nlohmann::json::parse(text);
     REQUIRE(records.size() == 1);
     auto const& r = records[0];
-    for (auto key : {"code", "severity", "message", "filename", "location", "end_location", "fix", "url"})
+    for (auto key :
+         {"code", "severity", "message", "filename", "location", "end_location", "fix", "url"})
       CHECK(r.contains(key));
     CHECK(r["code"] == "SL201");
     CHECK(r["location"]["row"] == 4);
@@ -69,7 +71,8 @@ TEST_SUITE("render") {
   TEST_CASE("a diagnostic without a location renders with the tool's name") {
     SourceManager sm;
     Diagnostic d{"SL204", Severity::error, "No sections where defined in the C files", {}, {}, {}};
-    CHECK(render_text(d, sm) == "libsection: error: No sections where defined in the C files [SL204]\n");
+    CHECK(render_text(d, sm) ==
+          "libsection: error: No sections where defined in the C files [SL204]\n");
   }
 
   TEST_CASE("the caret keeps tabs so it lines up under the range") {

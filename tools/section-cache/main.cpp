@@ -1,8 +1,8 @@
 // section-cache: list, explain, gc and clear libsection's compiled-module cache.
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -17,10 +17,8 @@ using section::ModuleCache;
 
 std::string human_size(std::uintmax_t bytes) {
   char buffer[32];
-  if (bytes >= (1u << 20))
-    std::snprintf(buffer, sizeof buffer, "%.1f MiB", bytes / 1048576.0);
-  else
-    std::snprintf(buffer, sizeof buffer, "%.1f KiB", bytes / 1024.0);
+  if (bytes >= (1u << 20)) std::snprintf(buffer, sizeof buffer, "%.1f MiB", bytes / 1048576.0);
+  else std::snprintf(buffer, sizeof buffer, "%.1f KiB", bytes / 1024.0);
   return buffer;
 }
 
@@ -100,8 +98,9 @@ int explain(ModuleCache& cache, std::string const& prefix) {
   bool const valid = cache.find(e.key).has_value();
   std::cout << "key:       " << e.key << "\n"
             << "directory: " << e.dir.string() << "\n"
-            << "status:    " << (valid ? "verified (size and SHA-256 match the manifest)"
-                                       : "corrupt: it was removed and will be rebuilt on next use")
+            << "status:    "
+            << (valid ? "verified (size and SHA-256 match the manifest)"
+                      : "corrupt: it was removed and will be rebuilt on next use")
             << "\n"
             << "op:        " << describe(e.manifest) << "\n";
   auto const m = nlohmann::json::parse(e.manifest, nullptr, false);
@@ -109,9 +108,10 @@ int explain(ModuleCache& cache, std::string const& prefix) {
     for (auto const& [field, value] : m.items())
       if (field != "ops" && field != "inputs" && field != "outputs")
         std::cout << "  " << field << ": "
-                  << (field == "created" && value.is_number_integer() ? when(value.get<std::int64_t>())
-                      : value.is_string()                             ? value.get<std::string>()
-                                                                      : value.dump())
+                  << (field == "created" && value.is_number_integer()
+                          ? when(value.get<std::int64_t>())
+                      : value.is_string() ? value.get<std::string>()
+                                          : value.dump())
                   << "\n";
   return 0;
 }

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "section/expand.hpp"
-#include "section/op.hpp"
 #include "section/names.hpp"
+#include "section/op.hpp"
 #include "section/parse.hpp"
 #include "section/render.hpp"
 #include "section/signature.hpp"

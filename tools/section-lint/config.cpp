@@ -46,7 +46,8 @@ class Reader {
           bool const known = rel.empty() || (rel.size() == 1 && rel[0] == "per-file-ignores") ||
                              (rel.size() == 2 && rel[0] == "signatures");
           if (!known)
-            fail("unknown table `[" + dotted(table) + "]` (section-lint has `per-file-ignores` and "
+            fail("unknown table `[" + dotted(table) +
+                 "]` (section-lint has `per-file-ignores` and "
                  "`signatures.\"GLOB\"`)");
         }
       } else if (ours) {
@@ -77,14 +78,17 @@ class Reader {
     return out;
   }
   bool within(Strings const& table) const {
-    return table.size() >= prefix_.size() && std::equal(prefix_.begin(), prefix_.end(), table.begin());
+    return table.size() >= prefix_.size() &&
+           std::equal(prefix_.begin(), prefix_.end(), table.begin());
   }
   Strings relative(Strings const& table) const {
     return Strings(table.begin() + static_cast<long>(prefix_.size()), table.end());
   }
 
   void skip_blank() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\r')) ++pos_;
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\r'))
+      ++pos_;
   }
   void skip_line() {
     while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
@@ -158,7 +162,8 @@ class Reader {
       if (c == '\\' && quote == '"' && pos_ < text_.size()) {
         char const e = text_[pos_++];
         c = e == 'n' ? '\n' : e == 't' ? '\t' : e;
-        if (e != 'n' && e != 't' && e != '"' && e != '\\') fail(std::string("unsupported escape `\\") + e + "`");
+        if (e != 'n' && e != 't' && e != '"' && e != '\\')
+          fail(std::string("unsupported escape `\\") + e + "`");
       }
       out += c;
     }
@@ -167,7 +172,8 @@ class Reader {
     return out;
   }
   Strings string_array(std::string const& name) {
-    if (pos_ >= text_.size() || text_[pos_] != '[') fail("`" + name + "` must be an array of strings");
+    if (pos_ >= text_.size() || text_[pos_] != '[')
+      fail("`" + name + "` must be an array of strings");
     ++pos_;
     Strings out;
     for (;;) {
@@ -178,7 +184,8 @@ class Reader {
       out.push_back(string());
       skip_space();
       if (pos_ < text_.size() && text_[pos_] == ',') ++pos_;
-      else if (pos_ >= text_.size() || text_[pos_] != ']') fail("expected `,` or `]` in `" + name + "`");
+      else if (pos_ >= text_.size() || text_[pos_] != ']')
+        fail("expected `,` or `]` in `" + name + "`");
     }
     ++pos_;
     return out;
@@ -199,7 +206,8 @@ class Reader {
       if (keys[2] == "outputs") return void(signature.outputs = value);
       if (keys[2] == "params") return void(signature.params = value);
       if (keys[2] == "func-name") return void(signature.func_name = value);
-      fail("unknown setting `" + dotted(keys) + "` (a signature has inputs, outputs, params and "
+      fail("unknown setting `" + dotted(keys) +
+           "` (a signature has inputs, outputs, params and "
            "func-name)");
     }
     if (keys.size() == 2 && name == "per-file-ignores") {
@@ -212,7 +220,8 @@ class Reader {
       if (name == "extend-select") return void(config.extend_select = string_array(name));
       if (name == "extra-sections") return void(config.extra_sections = string_array(name));
     }
-    fail("unknown setting `" + dotted(keys) + "` (section-lint reads select, ignore, extend-select, "
+    fail("unknown setting `" + dotted(keys) +
+         "` (section-lint reads select, ignore, extend-select, "
          "extra-sections, per-file-ignores and signatures)");
   }
 
@@ -226,7 +235,8 @@ class Reader {
 
 bool Config::matches(std::string const& glob, fs::path const& path) const {
   auto const absolute = fs::absolute(path).lexically_normal();
-  auto const relative = absolute.lexically_relative(fs::absolute(file.parent_path()).lexically_normal());
+  auto const relative =
+      absolute.lexically_relative(fs::absolute(file.parent_path()).lexically_normal());
   return ::fnmatch(glob.c_str(), relative.c_str(), 0) == 0 ||
          ::fnmatch(glob.c_str(), absolute.filename().c_str(), 0) == 0;
 }
@@ -263,8 +273,10 @@ Config const& ConfigFinder::for_directory(fs::path const& start) {
   if (auto it = by_dir_.find(dir); it != by_dir_.end()) return it->second;
   std::optional<Config> found;
   std::error_code ec;
-  if (fs::is_regular_file(dir / "section-lint.toml", ec)) found = read_config(dir / "section-lint.toml");
-  else if (fs::is_regular_file(dir / "pyproject.toml", ec)) found = read_config(dir / "pyproject.toml");
+  if (fs::is_regular_file(dir / "section-lint.toml", ec))
+    found = read_config(dir / "section-lint.toml");
+  else if (fs::is_regular_file(dir / "pyproject.toml", ec))
+    found = read_config(dir / "pyproject.toml");
   if (!found) {
     fs::path const parent = dir.parent_path();
     found = parent == dir || parent.empty() ? Config{} : for_directory(parent);

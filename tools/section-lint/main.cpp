@@ -1,7 +1,7 @@
 // section-lint: finds mistakes in `#section` C files before the compiler does.
 // Exit codes: 0 clean (info findings only), 1 warnings or errors found, 2 usage or internal error.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -74,7 +74,8 @@ section::OpDescription read_signature(Options const& o, CLI::App const& app,
   auto const inputs = pick("--inputs", o.inputs, &lint_config::Config::Signature::inputs);
   auto const outputs = pick("--outputs", o.outputs, &lint_config::Config::Signature::outputs);
   auto const params = pick("--params", o.params, &lint_config::Config::Signature::params);
-  auto const func_name = pick("--func-name", o.func_name, &lint_config::Config::Signature::func_name);
+  auto const func_name =
+      pick("--func-name", o.func_name, &lint_config::Config::Signature::func_name);
   section::OpDescription s;
   try {
     if (inputs) s.inputs = section::parse_type_list(*inputs, "input");
@@ -103,7 +104,8 @@ std::string render(Options const& o, std::vector<section::Diagnostic> const& ds,
     out = section::render_text(ds, sm, color);
   }
   if (!o.quiet)
-    out += "Found " + std::to_string(ds.size()) + (ds.size() == 1 ? " diagnostic\n" : " diagnostics\n");
+    out += "Found " + std::to_string(ds.size()) +
+           (ds.size() == 1 ? " diagnostic\n" : " diagnostics\n");
   return out;
 }
 
@@ -115,7 +117,8 @@ std::string statistics(std::vector<section::Diagnostic> const& ds) {
     ++n;
     fixable = fixable || (d.fix && d.fix->applicability == section::Applicability::safe);
   }
-  std::vector<std::pair<std::string, std::pair<std::size_t, bool>>> rows(counts.begin(), counts.end());
+  std::vector<std::pair<std::string, std::pair<std::size_t, bool>>> rows(counts.begin(),
+                                                                         counts.end());
   std::stable_sort(rows.begin(), rows.end(),
                    [](auto const& a, auto const& b) { return a.second.first > b.second.first; });
   std::string out;
@@ -169,7 +172,8 @@ std::vector<std::string> lines_of(std::string const& text) {
 }
 
 /// A unified diff of `before` → `after` as one hunk around the changed lines.
-std::string unified_diff(std::string const& path, std::string const& before, std::string const& after) {
+std::string unified_diff(std::string const& path, std::string const& before,
+                         std::string const& after) {
   auto const a = lines_of(before), b = lines_of(after);
   std::size_t head = 0;
   while (head < a.size() && head < b.size() && a[head] == b[head]) ++head;
@@ -184,8 +188,8 @@ std::string unified_diff(std::string const& path, std::string const& before, std
   auto range = [](std::size_t start, std::size_t count) {
     return std::to_string(count ? start + 1 : start) + "," + std::to_string(count);
   };
-  std::string out = "--- " + path + "\n+++ " + path + "\n@@ -" + range(from, a_end - from) +
-                    " +" + range(from, b_end - from) + " @@\n";
+  std::string out = "--- " + path + "\n+++ " + path + "\n@@ -" + range(from, a_end - from) + " +" +
+                    range(from, b_end - from) + " @@\n";
   for (std::size_t i = from; i < head; ++i) out += " " + a[i] + "\n";
   for (std::size_t i = head; i < a.size() - tail; ++i) out += "-" + a[i] + "\n";
   for (std::size_t i = head; i < b.size() - tail; ++i) out += "+" + b[i] + "\n";
@@ -252,7 +256,8 @@ void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> co
   for (auto const& file : files) {
     auto const* config = &config_of(file);
     Key const key{config, config->signature_for(file)};
-    auto it = std::find_if(groups.begin(), groups.end(), [&](auto const& g) { return g.first == key; });
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](auto const& g) { return g.first == key; });
     if (it == groups.end()) groups.push_back({key, {file}});
     else it->second.push_back(file);
   }
@@ -263,14 +268,16 @@ void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> co
     }
   };
   for (auto const& [key, group] : groups)
-    keep(*key.first, section::lint_files(out.sm, group, options_for(o, app, *key.first, key.second)));
+    keep(*key.first,
+         section::lint_files(out.sm, group, options_for(o, app, *key.first, key.second)));
   if (stdin_text) {
     std::string const name = o.stdin_filename.empty() ? "-" : o.stdin_filename;
     auto const& config = config_of(o.stdin_filename.empty() ? "./-" : o.stdin_filename);
     auto const first = out.sm.size();
     keep(config, section::lint_text(out.sm, *stdin_text, name,
-                                     options_for(o, app, config, config.signature_for(name))));
-    for (auto id = first; id < out.sm.size(); ++id) out.stdin_files.push_back(static_cast<section::FileId>(id));
+                                    options_for(o, app, config, config.signature_for(name))));
+    for (auto id = first; id < out.sm.size(); ++id)
+      out.stdin_files.push_back(static_cast<section::FileId>(id));
   }
 }
 
@@ -332,7 +339,8 @@ int run(Options const& o, CLI::App const& app) {
     for (section::FileId id = 0; id < sm.size(); ++id) {
       auto const& file = sm.file(id);
       auto const fixed = apply_safe_fixes(file.text(), id, linted.diagnostics, &applied);
-      bool const from_stdin = std::count(linted.stdin_files.begin(), linted.stdin_files.end(), id) > 0;
+      bool const from_stdin =
+          std::count(linted.stdin_files.begin(), linted.stdin_files.end(), id) > 0;
       if (fixed == file.text() && !(from_stdin && o.fix && !o.diff)) continue;
       changed = changed || fixed != file.text();
       if (o.diff) {
@@ -344,7 +352,8 @@ int run(Options const& o, CLI::App const& app) {
       }
     }
     if (o.diff) {
-      if (!o.quiet) std::cerr << "Would fix " << applied << (applied == 1 ? " finding\n" : " findings\n");
+      if (!o.quiet)
+        std::cerr << "Would fix " << applied << (applied == 1 ? " finding\n" : " findings\n");
       return missing ? exit_usage : changed ? exit_findings : exit_clean;
     }
     if (stdin_text) return missing ? exit_usage : exit_clean;
@@ -354,17 +363,17 @@ int run(Options const& o, CLI::App const& app) {
     std::cout << render(o, again.diagnostics, again.sm, use_color(o.color));
     if (!o.quiet && o.format != "json" && o.format != "sarif" && o.format != "github")
       std::cout << "Fixed " << applied << (applied == 1 ? " finding\n" : " findings\n");
-    bool const failing = std::any_of(again.diagnostics.begin(), again.diagnostics.end(),
-                                     [](auto const& d) { return d.severity != section::Severity::info; });
+    bool const failing =
+        std::any_of(again.diagnostics.begin(), again.diagnostics.end(),
+                    [](auto const& d) { return d.severity != section::Severity::info; });
     return missing ? exit_usage : failing && !o.exit_zero ? exit_findings : exit_clean;
   }
 
-  if (o.statistics)
-    std::cout << statistics(linted.diagnostics);
-  else
-    std::cout << render(o, linted.diagnostics, sm, use_color(o.color));
-  bool const failing = std::any_of(linted.diagnostics.begin(), linted.diagnostics.end(),
-                                   [](auto const& d) { return d.severity != section::Severity::info; });
+  if (o.statistics) std::cout << statistics(linted.diagnostics);
+  else std::cout << render(o, linted.diagnostics, sm, use_color(o.color));
+  bool const failing =
+      std::any_of(linted.diagnostics.begin(), linted.diagnostics.end(),
+                  [](auto const& d) { return d.severity != section::Severity::info; });
   if (missing) return exit_usage;
   return failing && !o.exit_zero ? exit_findings : exit_clean;
 }
@@ -377,22 +386,28 @@ int main(int argc, char** argv) {
                "findings, 2 usage or internal error.",
                "section-lint"};
   Options o;
-  app.add_option("paths", o.paths,
-                 "Files and folders to lint (folders: every *.c and *.h below them); - reads stdin");
+  app.add_option(
+      "paths", o.paths,
+      "Files and folders to lint (folders: every *.c and *.h below them); - reads stdin");
   app.add_option("--output-format", o.format, "full (default), concise, json, sarif or github")
       ->check(CLI::IsMember({"full", "concise", "json", "sarif", "github"}));
   // One value per occurrence (so paths after it stay paths), comma-separated, repeatable.
   app.add_option("--select", o.select, "Report only these codes or code prefixes (SL3, SL401)")
-      ->allow_extra_args(false)->delimiter(',');
+      ->allow_extra_args(false)
+      ->delimiter(',');
   app.add_option("--ignore", o.ignore, "Do not report these codes or code prefixes")
-      ->allow_extra_args(false)->delimiter(',');
-  app.add_option("--extend-select", o.extend_select,
-                 "Report these codes or prefixes besides those selected (in settings or by --select)")
-      ->allow_extra_args(false)->delimiter(',');
+      ->allow_extra_args(false)
+      ->delimiter(',');
+  app.add_option(
+         "--extend-select", o.extend_select,
+         "Report these codes or prefixes besides those selected (in settings or by --select)")
+      ->allow_extra_args(false)
+      ->delimiter(',');
   app.add_flag("--exit-zero", o.exit_zero, "Exit with 0 even when there are findings");
   app.add_flag("--fix", o.fix, "Apply the fixes marked safe, then report what is left");
-  app.add_flag("--diff", o.diff, "Print the safe fixes as a unified diff instead of applying them; "
-                                 "exit 1 when there are any");
+  app.add_flag("--diff", o.diff,
+               "Print the safe fixes as a unified diff instead of applying them; "
+               "exit 1 when there are any");
   app.add_option("--color", o.color, "auto (a terminal, unless NO_COLOR is set), always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_option("--stdin-filename", o.stdin_filename,
@@ -410,7 +425,8 @@ int main(int argc, char** argv) {
   app.add_option("--extra-sections", o.extra_sections,
                  "Section tags an op's base class adds to the nine, e.g. kernels (comma-separated, "
                  "or the option repeated)")
-      ->allow_extra_args(false)->delimiter(',');
+      ->allow_extra_args(false)
+      ->delimiter(',');
   app.set_version_flag("--version", std::string("section-lint ") + section::version);
   try {
     app.parse(argc, argv);

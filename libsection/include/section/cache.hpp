@@ -58,7 +58,8 @@ class PrivateDir {
   std::vector<std::string> names() const;
 
  private:
-  PrivateDir(FileHandle fd, std::filesystem::path path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  PrivateDir(FileHandle fd, std::filesystem::path path)
+      : fd_(std::move(fd)), path_(std::move(path)) {}
   FileHandle fd_;
   std::filesystem::path path_;
 };

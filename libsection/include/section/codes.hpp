@@ -23,11 +23,12 @@ enum class Reporter {
 /// SL5 control flow, SL6 signature, SL9 the linter's own comments), `SE1xx` for the expander,
 /// `compile-error`/`compile-warning` for the compiler.
 struct DiagnosticCode {
-  std::string_view code;           ///< `SL301`
-  std::string_view name;           ///< `fail-or-params-out-of-scope`
-  Severity severity;               ///< the severity its diagnostics carry
-  std::string_view summary;        ///< one line, lower-case, no trailing period
-  std::string_view documentation;  ///< Markdown: What it does, Why is this bad?, Example, Use instead
+  std::string_view code;     ///< `SL301`
+  std::string_view name;     ///< `fail-or-params-out-of-scope`
+  Severity severity;         ///< the severity its diagnostics carry
+  std::string_view summary;  ///< one line, lower-case, no trailing period
+  std::string_view
+      documentation;  ///< Markdown: What it does, Why is this bad?, Example, Use instead
   Reporter reported_by;
 };
 

@@ -43,7 +43,7 @@ class CType {
   virtual std::vector<std::string> c_headers() const { return {}; }
   virtual std::vector<std::string> c_header_dirs() const { return {}; }  ///< `-I` directories
   virtual std::vector<std::string> c_libraries() const { return {}; }
-  virtual std::vector<std::string> c_lib_dirs() const { return {}; }     ///< `-L` directories
+  virtual std::vector<std::string> c_lib_dirs() const { return {}; }  ///< `-L` directories
   virtual std::vector<std::string> c_compile_args() const { return {}; }
   virtual std::vector<std::string> c_init_code() const { return {}; }
   /// Changes whenever the C code above changes; empty means unversioned. The module cache is

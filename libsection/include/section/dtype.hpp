@@ -9,9 +9,9 @@ namespace section {
 
 /// A NumPy dtype as the generated C code sees it.
 struct DtypeInfo {
-  std::string name;      ///< `float64`
-  std::string c_type;    ///< `npy_float64`
-  int typenum = 0;       ///< NumPy type number on this platform (`np.dtype(name).num`)
+  std::string name;    ///< `float64`
+  std::string c_type;  ///< `npy_float64`
+  int typenum = 0;     ///< NumPy type number on this platform (`np.dtype(name).num`)
   int itemsize = 0;
 };
 

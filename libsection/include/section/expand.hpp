@@ -42,7 +42,7 @@ struct ExpandOptions {
 
 /// The strings of the per-apply `c_*` methods that the expander and every linked op share.
 struct ApplyCode {
-  std::vector<std::string> init_code;   ///< `c_init_code()` (a list, empty when absent)
+  std::vector<std::string> init_code;  ///< `c_init_code()` (a list, empty when absent)
   std::string init_code_apply;
   std::string support_code_apply;
   std::string support_code_struct;
@@ -53,8 +53,8 @@ struct ApplyCode {
 
 /// The string of every `c_*` method for one apply.
 struct Expansion : ApplyCode {
-  std::string support_code;             ///< one string (an op linked from Python may give a list)
-  std::optional<std::string> code;      ///< nullopt where the reference raises (no code, no func)
+  std::string support_code;         ///< one string (an op linked from Python may give a list)
+  std::optional<std::string> code;  ///< nullopt where the reference raises (no code, no func)
   /// `get_c_macros(node, name)` with the signature's `check_input`: the dtype macros,
   /// `APPLY_SPECIFIC` and the params macros, and their `#undef`s (each joined with `\n`).
   std::string macro_defines, macro_undefs;

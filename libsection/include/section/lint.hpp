@@ -53,8 +53,7 @@ struct LintOptions {
 
 /// Lints in-memory text as one file named `display_path`. Never throws on any input.
 std::vector<Diagnostic> lint_text(SourceManager& sm, std::string text,
-                                  std::string const& display_path,
-                                  LintOptions const& options = {});
+                                  std::string const& display_path, LintOptions const& options = {});
 
 /// Lints files and folders (every `*.c`/`*.h` below a folder, sorted) as the files of one op:
 /// the signature checks that look for the main function look across all of them.

@@ -12,8 +12,8 @@ enum class LogLevel { debug, info, warning };
 
 struct LogRecord {
   LogLevel level = LogLevel::info;
-  std::string message;   ///< one line, without the "libsection: " prefix
-  double seconds = -1;   ///< how long the reported step took; negative when not timed
+  std::string message;  ///< one line, without the "libsection: " prefix
+  double seconds = -1;  ///< how long the reported step took; negative when not timed
 };
 
 using LogSink = std::function<void(LogRecord const&)>;

@@ -11,18 +11,18 @@
 #include <vector>
 
 #include "section/ctype.hpp"
-#include "section/op.hpp"
 #include "section/diagnostic.hpp"
 #include "section/expand.hpp"
+#include "section/op.hpp"
 
 namespace section {
 
 /// The C code one op contributes for one apply (the reference's `c_*` methods).
 struct OpCode : ApplyCode {
-  std::vector<std::string> headers;       ///< `<x.h>` or `"x.h"`, or a bare name (gets `<>`)
-  std::vector<std::string> header_dirs;   ///< searched for headers (`-I`)
-  std::vector<std::string> libraries;     ///< `m` for `-lm`
-  std::vector<std::string> lib_dirs;      ///< searched for libraries (`-L`, and the run path)
+  std::vector<std::string> headers;      ///< `<x.h>` or `"x.h"`, or a bare name (gets `<>`)
+  std::vector<std::string> header_dirs;  ///< searched for headers (`-I`)
+  std::vector<std::string> libraries;    ///< `m` for `-lm`
+  std::vector<std::string> lib_dirs;     ///< searched for libraries (`-L`, and the run path)
   std::vector<std::string> compile_args;
   std::vector<std::string> support_code;  ///< module-wide, deduplicated
   std::string code;

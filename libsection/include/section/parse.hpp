@@ -15,9 +15,9 @@ namespace section {
 
 /// The nine section tags, in the order the reference documents them.
 inline constexpr std::array<std::string_view, 9> section_tags = {
-    "init_code",           "init_code_apply",  "init_code_struct",
-    "support_code",        "support_code_apply", "support_code_struct",
-    "cleanup_code_struct", "code",             "code_cleanup"};
+    "init_code",          "init_code_apply",     "init_code_struct",    "support_code",
+    "support_code_apply", "support_code_struct", "cleanup_code_struct", "code",
+    "code_cleanup"};
 
 /// One of `section_tags`, or of the extra tags an op's base class declares (Theano's
 /// `CGpuKernelBase` adds `kernels`).
@@ -36,10 +36,10 @@ enum class MarkerStyle {
 
 /// One marker line and the text it introduces.
 struct Block {
-  std::string tag;         ///< `support_code_apply` for a legacy `*_APPLY_CODE_SECTION` marker
-  SourceRange marker;      ///< the marker line, without its newline
-  SourceRange tag_range;   ///< the tag inside the marker line
-  SourceRange body;        ///< from the `\n` ending the marker line up to the next marker or EOF
+  std::string tag;        ///< `support_code_apply` for a legacy `*_APPLY_CODE_SECTION` marker
+  SourceRange marker;     ///< the marker line, without its newline
+  SourceRange tag_range;  ///< the tag inside the marker line
+  SourceRange body;       ///< from the `\n` ending the marker line up to the next marker or EOF
   std::size_t marker_line = 0;  ///< 1-based line of the marker; the body's text starts on the next
 };
 

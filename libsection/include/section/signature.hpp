@@ -44,8 +44,8 @@ struct ParamField {
 
 /// The op's params, when it has a `ParamsType`.
 struct ParamsSpec {
-  std::string type_name;          ///< the `PARAMS_TYPE` value (the params struct's C name)
-  std::vector<ParamField> fields; ///< sorted by name, as `ParamsType` sorts them
+  std::string type_name;           ///< the `PARAMS_TYPE` value (the params struct's C name)
+  std::vector<ParamField> fields;  ///< sorted by name, as `ParamsType` sorts them
 };
 
 /// A signature string that cannot be read; the message names the item and the character.

@@ -9,8 +9,7 @@ namespace {
 
 // Sorted by code (a test checks it): SE1xx, then SL0xx..SL9xx, then the compiler's codes.
 constexpr DiagnosticCode codes[] = {
-    {"SE101", "unknown-dtype", Severity::error,
-     "a dtype the generated macros cannot describe",
+    {"SE101", "unknown-dtype", Severity::error, "a dtype the generated macros cannot describe",
      R"md(## What it does
 Reports an input or output dtype outside bool, int8..int64, uint8..uint64, float16, float32,
 float64, complex64 and complex128.
@@ -42,8 +41,7 @@ Two input dtypes and one input name.
 One name per input and per output.
 )md",
      Reporter::expander},
-    {"SE104", "bad-function-name", Severity::error,
-     "`func_name` is not a C function name",
+    {"SE104", "bad-function-name", Severity::error, "`func_name` is not a C function name",
      R"md(## What it does
 Reports a `func_name` that is not a C identifier, a `::`-qualified name, or
 `APPLY_SPECIFIC(name)`.
@@ -59,8 +57,7 @@ generated C.
 `f`, `ns::f` or `APPLY_SPECIFIC(f)`.
 )md",
      Reporter::expander},
-    {"SE105", "bad-padding", Severity::error,
-     "`num_inputs`/`num_outputs` outside 0 to 1024",
+    {"SE105", "bad-padding", Severity::error, "`num_inputs`/`num_outputs` outside 0 to 1024",
      R"md(## What it does
 Reports a padding count (`_cop_num_inputs`, `_cop_num_outputs`) below 0 or above 1024.
 
@@ -402,7 +399,8 @@ n = APPLY_SPECIFIC(size)(INPUT_0);
 )md",
      Reporter::linter},
     {"SL303", "apply-macro-in-global-section", Severity::error,
-     "`APPLY_SPECIFIC`, `DTYPE_*`, `TYPENUM_*` or `ITEMSIZE_*` used in `init_code` or `support_code`",
+     "`APPLY_SPECIFIC`, `DTYPE_*`, `TYPENUM_*` or `ITEMSIZE_*` used in `init_code` or "
+     "`support_code`",
      R"md(## What it does
 Flags the per-apply macros (`APPLY_SPECIFIC`, `DTYPE_INPUT_i`, `DTYPE_OUTPUT_i`,
 `TYPENUM_*`, `ITEMSIZE_*`, `PARAMS_TYPE`, `DTYPE_PARAM_*`) in `init_code` and `support_code`.
@@ -638,7 +636,8 @@ together with `func_name = "APPLY_SPECIFIC(f)"`.
 Keep one of the two: drop the `code` section, or drop `func_name`.
 )md",
      Reporter::linter},
-    {"SL901", "unused-suppression", Severity::warning, "a suppression comment that suppresses nothing",
+    {"SL901", "unused-suppression", Severity::warning,
+     "a suppression comment that suppresses nothing",
      R"md(## What it does
 Reports codes in `// section-lint: ignore[...]` and `ignore-file[...]` comments that matched
 no finding. Codes of rules turned off with `--select`/`--ignore` are not reported.
@@ -712,8 +711,7 @@ Fix the C code at the reported line; the full log and command are kept in the ca
 `failed/` folder.
 )md",
      Reporter::compiler},
-    {"compile-warning", "", Severity::warning,
-     "the C compiler's warning, mapped likewise",
+    {"compile-warning", "", Severity::warning, "the C compiler's warning, mapped likewise",
      R"md(## What it does
 Reports each warning of the C compiler that built the op, at the line of the section file it
 comes from.

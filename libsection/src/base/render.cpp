@@ -28,7 +28,8 @@ bool has_errors(std::vector<Diagnostic> const& diagnostics) {
 
 // The one place the documentation's address is written: the README's rule sections (each rule's
 // code, lower-cased, is its anchor). Absolute, so JSON and SARIF links work outside the repository.
-constexpr char documentation_base[] = "https://github.com/libsection/libsection/blob/main/README.md#";
+constexpr char documentation_base[] =
+    "https://github.com/libsection/libsection/blob/main/README.md#";
 
 std::string documentation_url(std::string const& code) {
   std::string anchor = code;
@@ -97,9 +98,11 @@ void append_excerpt(std::string& out, SourceRange const& r, SourceManager const&
   std::string lead = first > 0 ? " " : "";  // under the "…"
   for (std::size_t i = first; i < col && i < last; ++i) lead += whole[i] == '\t' ? '\t' : ' ';
   auto const line_end = file.line_start(lc.line) + whole.size();
-  auto const span = std::max<std::size_t>(1, std::min(r.end, line_end) - std::min(r.begin, line_end));
+  auto const span =
+      std::max<std::size_t>(1, std::min(r.end, line_end) - std::min(r.begin, line_end));
   auto const shown_span = std::max<std::size_t>(1, std::min(span, last > col ? last - col : 1));
-  out += gutter + " | " + lead + paint('^' + std::string(shown_span - 1, '~'), "01;32", color) + '\n';
+  out +=
+      gutter + " | " + lead + paint('^' + std::string(shown_span - 1, '~'), "01;32", color) + '\n';
   if (replacement && !replacement->empty())  // a deletion shows no replacement line
     out += gutter + " | " + lead +
            paint(printable(bounded_quote(*replacement, excerpt_width)), "32", color) + '\n';
@@ -127,7 +130,8 @@ std::string render_text(Diagnostic const& d, SourceManager const& sm, bool color
       out += note + " " + n.message + '\n';
       continue;
     }
-    out += paint(location_text(n.range, sm) + ":", "01", color) + " " + note + " " + n.message + '\n';
+    out +=
+        paint(location_text(n.range, sm) + ":", "01", color) + " " + note + " " + n.message + '\n';
     append_excerpt(out, n.range, sm, nullptr, color);
   }
   if (d.fix) {
@@ -177,17 +181,16 @@ std::string render_json(std::vector<Diagnostic> const& ds, SourceManager const& 
                                                     : nlohmann::json(nullptr)},
                        {"location", position(n.range, n.range.begin, sm)}});
     }
-    records.push_back(
-        {{"code", d.code},
-         {"severity", to_string(d.severity)},
-         {"message", d.message},
-         {"filename", d.range.valid() ? nlohmann::json(sm.file(d.range.file).path())
-                                      : nlohmann::json(nullptr)},
-         {"location", position(d.range, d.range.begin, sm)},
-         {"end_location", position(d.range, d.range.end, sm)},
-         {"fix", fix},
-         {"notes", notes},
-         {"url", documentation_url(d.code)}});
+    records.push_back({{"code", d.code},
+                       {"severity", to_string(d.severity)},
+                       {"message", d.message},
+                       {"filename", d.range.valid() ? nlohmann::json(sm.file(d.range.file).path())
+                                                    : nlohmann::json(nullptr)},
+                       {"location", position(d.range, d.range.begin, sm)},
+                       {"end_location", position(d.range, d.range.end, sm)},
+                       {"fix", fix},
+                       {"notes", notes},
+                       {"url", documentation_url(d.code)}});
   }
   // Invalid UTF-8 in a message (quoted from a bad file) must not make the renderer throw.
   return records.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -55,8 +55,8 @@ namespace {
 // Python's str.isspace() for one code point: what `split[0].strip()` removes.
 bool is_python_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202F || c == 0x205F || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         c == 0x205F || c == 0x3000;
 }
 
 }  // namespace
@@ -67,12 +67,22 @@ std::size_t first_non_python_space(std::string_view s) {
     auto const c = static_cast<unsigned char>(s[i]);
     char32_t cp;
     std::size_t len;
-    if (c < 0x80) { cp = c; len = 1; }
-    else if (c < 0xE0) { cp = c & 0x1F; len = 2; }
-    else if (c < 0xF0) { cp = c & 0x0F; len = 3; }
-    else { cp = c & 0x07; len = 4; }
+    if (c < 0x80) {
+      cp = c;
+      len = 1;
+    } else if (c < 0xE0) {
+      cp = c & 0x1F;
+      len = 2;
+    } else if (c < 0xF0) {
+      cp = c & 0x0F;
+      len = 3;
+    } else {
+      cp = c & 0x07;
+      len = 4;
+    }
     if (i + len > s.size()) return i;  // cannot happen for validated text; treat as non-space
-    for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    for (std::size_t k = 1; k < len; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
     if (!is_python_space(cp)) return i;
     i += len;
   }

@@ -22,10 +22,11 @@ void check_dtypes(std::vector<std::optional<std::string>> const& dtypes, char co
                   std::vector<Diagnostic>& diagnostics) {
   for (std::size_t i = 0; i < dtypes.size(); ++i) {
     if (dtypes[i] && !dtype_info(*dtypes[i])) {
-      diagnostics.push_back(signature_diagnostic(
-          "SE101", std::string("unknown dtype `") + *dtypes[i] + "` for " + role + " " +
-                       std::to_string(i) + " (known: bool, int8..int64, uint8..uint64, "
-                       "float16, float32, float64, complex64, complex128)"));
+      diagnostics.push_back(
+          signature_diagnostic("SE101", std::string("unknown dtype `") + *dtypes[i] + "` for " +
+                                            role + " " + std::to_string(i) +
+                                            " (known: bool, int8..int64, uint8..uint64, "
+                                            "float16, float32, float64, complex64, complex128)"));
     }
   }
 }
@@ -37,14 +38,12 @@ void check_signature(OpDescription const& op, NodeContext const& node,
   if (!node.inputs.empty() && node.inputs.size() != node.input_dtypes.size()) {
     diagnostics.push_back(signature_diagnostic(
         "SE102", "the signature has " + std::to_string(node.input_dtypes.size()) +
-                     " input types but " + std::to_string(node.inputs.size()) +
-                     " input names"));
+                     " input types but " + std::to_string(node.inputs.size()) + " input names"));
   }
   if (!node.outputs.empty() && node.outputs.size() != node.output_dtypes.size()) {
     diagnostics.push_back(signature_diagnostic(
         "SE102", "the signature has " + std::to_string(node.output_dtypes.size()) +
-                     " output types but " + std::to_string(node.outputs.size()) +
-                     " output names"));
+                     " output types but " + std::to_string(node.outputs.size()) + " output names"));
   }
   // The function name and the padding reach the generated call: checked before any of it is.
   try {
@@ -106,8 +105,8 @@ class Expander {
   std::string with_io_macros(Section const& section, std::string_view method) const {
     MacroBlock sub = detail::sub_macros(node_.sub);
     MacroBlock io = detail::io_macros(node_.inputs, node_.outputs);
-    std::string out = opening(method, false) + macros_.defines + "\n" + sub.defines + "\n" +
-                      io.defines + "\n";
+    std::string out =
+        opening(method, false) + macros_.defines + "\n" + sub.defines + "\n" + io.defines + "\n";
     append_text(out, section, method);
     out += "\n" + io.undefs + "\n" + sub.undefs + "\n" + macros_.undefs;
     if (options_.newline_fix) out += '\n';

@@ -20,8 +20,7 @@ std::string line_directive(std::size_t line, std::string_view path);
 /// the directive), which stays unterminated: the caller's next character must be a newline.
 /// Returns whether it added that closing directive.
 bool append_fragment(std::string& out, SourceManager const& sm, SectionSet const& sections,
-                     Section const& section, ExpandOptions const& options,
-                     std::string_view method);
+                     Section const& section, ExpandOptions const& options, std::string_view method);
 
 /// `path` as a C string literal.
 std::string c_string_literal(std::string_view path);

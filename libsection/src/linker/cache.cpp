@@ -161,7 +161,7 @@ std::uintmax_t tree_size(fs::path const& dir) {
 }
 
 std::int64_t mtime_at(int dir, std::string const& name) {
-  struct stat st{};
+  struct stat st {};
   return ::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0
              ? static_cast<std::int64_t>(st.st_mtim.tv_sec)
              : 0;
@@ -174,10 +174,9 @@ std::int64_t now_seconds() {
 }
 
 bool valid_key(std::string const& key) {
-  return !key.empty() && key.size() <= 128 &&
-         std::all_of(key.begin(), key.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z');
-         });
+  return !key.empty() && key.size() <= 128 && std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z');
+  });
 }
 
 // ---- lock holders --------------------------------------------------------------------------
@@ -232,9 +231,10 @@ std::string describe(Holder const& h) {
 }
 
 bool same_file(int fd, int dir, std::string const& name) {
-  struct stat held{};
-  struct stat current{};
-  return ::fstat(fd, &held) == 0 && ::fstatat(dir, name.c_str(), &current, AT_SYMLINK_NOFOLLOW) == 0 &&
+  struct stat held {};
+  struct stat current {};
+  return ::fstat(fd, &held) == 0 &&
+         ::fstatat(dir, name.c_str(), &current, AT_SYMLINK_NOFOLLOW) == 0 &&
          held.st_ino == current.st_ino && held.st_dev == current.st_dev;
 }
 
@@ -242,14 +242,16 @@ bool same_file(int fd, int dir, std::string const& name) {
 // on in some other process. Unlinks it so the next open makes a fresh lock; under a guard lock,
 // so two waiters never both replace it.
 bool take_over(int dir, std::string const& name, int fd, Holder const& dead) {
-  int const guard = ::openat(dir, ".takeover.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int const guard =
+      ::openat(dir, ".takeover.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (guard < 0) return false;
   bool taken = false;
-  if (::flock(guard, LOCK_EX) == 0 && same_file(fd, dir, name) && holder_of(fd).record == dead.record) {
+  if (::flock(guard, LOCK_EX) == 0 && same_file(fd, dir, name) &&
+      holder_of(fd).record == dead.record) {
     taken = ::unlinkat(dir, name.c_str(), 0) == 0;
     if (taken)
-      log_record(LogLevel::warning, "taking over the lock " + name + " from pid " + std::to_string(dead.pid) +
-                                 ", which is no longer running");
+      log_record(LogLevel::warning, "taking over the lock " + name + " from pid " +
+                                        std::to_string(dead.pid) + ", which is no longer running");
   }
   ::close(guard);
   return taken;
@@ -261,13 +263,15 @@ bool take_over(int dir, std::string const& name, int fd, Holder const& dead) {
 
 PrivateDir PrivateDir::open(fs::path const& path, bool create) {
   if (path.empty()) throw LinkError("the cache directory is an empty path");
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno != ENOENT || !create)
-      throw LinkError("cannot use the cache directory " + path.string() + ": " + std::strerror(errno));
+      throw LinkError("cannot use the cache directory " + path.string() + ": " +
+                      std::strerror(errno));
     make_dirs(path);
     if (::lstat(path.c_str(), &st) != 0)
-      throw LinkError("cannot use the cache directory " + path.string() + ": " + std::strerror(errno));
+      throw LinkError("cannot use the cache directory " + path.string() + ": " +
+                      std::strerror(errno));
   }
   int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   if (S_ISLNK(st.st_mode)) {
@@ -280,11 +284,13 @@ PrivateDir PrivateDir::open(fs::path const& path, bool create) {
   }
   int const fd = ::open(path.c_str(), flags);
   if (fd < 0)
-    throw LinkError("cannot use the cache directory " + path.string() + ": " +
-                    (errno == ENOTDIR ? std::string("it is not a directory") : std::strerror(errno)));
+    throw LinkError(
+        "cannot use the cache directory " + path.string() + ": " +
+        (errno == ENOTDIR ? std::string("it is not a directory") : std::strerror(errno)));
   PrivateDir dir(FileHandle(fd), path);
   if (::fstat(fd, &st) != 0)
-    throw LinkError("cannot use the cache directory " + path.string() + ": " + std::strerror(errno));
+    throw LinkError("cannot use the cache directory " + path.string() + ": " +
+                    std::strerror(errno));
   if (auto why = untrusted_because(path, st); !why.empty()) refuse(path, why);
   return dir;
 }
@@ -292,21 +298,24 @@ PrivateDir PrivateDir::open(fs::path const& path, bool create) {
 PrivateDir PrivateDir::sub(std::string const& name) const {
   fs::path const path = path_ / name;
   if (::mkdirat(fd(), name.c_str(), 0700) != 0 && errno != EEXIST)
-    throw LinkError("cannot create the cache directory " + path.string() + ": " + std::strerror(errno));
+    throw LinkError("cannot create the cache directory " + path.string() + ": " +
+                    std::strerror(errno));
   int const sub_fd = open_dir_at(fd(), name);
   if (sub_fd < 0) {
     int const err = errno;
-    struct stat st{};
+    struct stat st {};
     if (::fstatat(fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
       refuse(path, "it is a symbolic link, and every directory in the cache must be a real one. "
-                   "Remove it (`rm " + path.string() + "`)");
+                   "Remove it (`rm " +
+                       path.string() + "`)");
     throw LinkError("cannot use the cache directory " + path.string() + ": " +
                     (err == ENOTDIR ? std::string("it is not a directory") : std::strerror(err)));
   }
   PrivateDir dir(FileHandle(sub_fd), path);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(sub_fd, &st) != 0)
-    throw LinkError("cannot use the cache directory " + path.string() + ": " + std::strerror(errno));
+    throw LinkError("cannot use the cache directory " + path.string() + ": " +
+                    std::strerror(errno));
   if (auto why = untrusted_because(path, st); !why.empty()) refuse(path, why);
   return dir;
 }
@@ -315,7 +324,7 @@ std::optional<PrivateDir> PrivateDir::existing(std::string const& name) const {
   int const sub_fd = open_dir_at(fd(), name);
   if (sub_fd < 0) return std::nullopt;
   PrivateDir dir(FileHandle(sub_fd), path_ / name);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(sub_fd, &st) != 0 || !untrusted_because(dir.path(), st).empty()) return std::nullopt;
   return dir;
 }
@@ -324,15 +333,17 @@ std::optional<std::string> PrivateDir::read(std::string const& name) const {
   int const f = ::openat(fd(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (f < 0) return std::nullopt;
   FileHandle handle(f);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(f, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) return std::nullopt;
   return read_fd(f, static_cast<std::size_t>(st.st_size));
 }
 
 void PrivateDir::write(std::string const& name, std::string const& data) const {
   std::string const tmp = unique_name("." + name);
-  int const f = ::openat(fd(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (f < 0) throw LinkError("cannot write " + (path_ / name).string() + ": " + std::strerror(errno));
+  int const f =
+      ::openat(fd(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (f < 0)
+    throw LinkError("cannot write " + (path_ / name).string() + ": " + std::strerror(errno));
   int err = 0;
   for (std::size_t done = 0; done < data.size() && !err;) {
     ssize_t const n = ::write(f, data.data() + done, data.size() - done);
@@ -378,12 +389,12 @@ int open_lock_file(PrivateDir const& dir, std::string const& name, int& replaced
   while (true) {
     int const fd = ::openat(dir.fd(), name.c_str(),
                             O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
-    struct stat st{};
+    struct stat st {};
     if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_uid != ::geteuid()) {
       ::close(fd);
       throw LinkError("refusing to use the lock " + path.string() + ": it is owned by " +
-                      uid_text(st.st_uid) + ", not by the current user (" +
-                      uid_text(::geteuid()) + ")");
+                      uid_text(st.st_uid) + ", not by the current user (" + uid_text(::geteuid()) +
+                      ")");
     }
     if (fd >= 0 && S_ISREG(st.st_mode)) return fd;
     int const err = fd < 0 ? errno : EINVAL;
@@ -513,7 +524,9 @@ FileLock::FileLock(PrivateDir const& dir, std::string const& name, Mode mode, do
   }
 }
 
-FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_), mode_(other.mode_) { other.fd_ = -1; }
+FileLock::FileLock(FileLock&& other) noexcept : fd_(other.fd_), mode_(other.mode_) {
+  other.fd_ = -1;
+}
 
 FileLock& FileLock::operator=(FileLock&& other) noexcept {
   if (this != &other) {
@@ -617,12 +630,13 @@ ModuleCache::ModuleCache(fs::path const& root, bool create)
 }
 
 std::optional<ModuleCache> ModuleCache::open_existing(fs::path const& root) {
-  struct stat st{};
+  struct stat st {};
   if (::lstat(root.c_str(), &st) != 0 && errno == ENOENT) return std::nullopt;
   return ModuleCache(root, false);
 }
 
-FileLock ModuleCache::lock(std::string const& name, FileLock::Mode mode, bool give_up_when_busy) const {
+FileLock ModuleCache::lock(std::string const& name, FileLock::Mode mode,
+                           bool give_up_when_busy) const {
   return FileLock(locks_, name, mode, lock_timeout_, give_up_when_busy);
 }
 
@@ -653,10 +667,8 @@ void ModuleCache::discard(WorkDir& work) const { tmp_.remove(work.name); }
 void ModuleCache::remove_entry(PrivateDir const& parent, std::string const& name) const {
   // Out of sight first, so no reader ever sees it half-deleted.
   std::string const doomed = unique_name("removing");
-  if (::renameat(parent.fd(), name.c_str(), tmp_.fd(), doomed.c_str()) == 0)
-    tmp_.remove(doomed);
-  else
-    parent.remove(name);
+  if (::renameat(parent.fd(), name.c_str(), tmp_.fd(), doomed.c_str()) == 0) tmp_.remove(doomed);
+  else parent.remove(name);
 }
 
 namespace {
@@ -695,13 +707,13 @@ ModuleCache::Verified ModuleCache::verified(std::string const& key) {
   fs::path const dir_path = entries_.path() / key;
   int const dir_fd = open_dir_at(entries_.fd(), key);
   if (dir_fd < 0) {
-    struct stat st{};
+    struct stat st {};
     if (errno == ENOENT || ::fstatat(entries_.fd(), key.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
       return {};
     return {std::nullopt, S_ISLNK(st.st_mode) ? "it is a symbolic link" : "it is not a directory"};
   }
   FileHandle dir(dir_fd);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(dir_fd, &st) != 0) return {std::nullopt, std::strerror(errno)};
   if (st.st_uid != ::geteuid()) refuse(dir_path, untrusted_because(dir_path, st));
   if (writable_by_others(st))
@@ -738,8 +750,8 @@ std::optional<CacheEntry> ModuleCache::find(std::string const& key) {
   FileLock lock = this->lock(key + ".lock", FileLock::Mode::exclusive);
   found = verified(key);
   if (found.entry || found.problem.empty()) return std::move(found.entry);
-  log_record(LogLevel::warning, "cache entry " + (entries_.path() / key).string() + " is corrupt (" +
-                             found.problem + "); removing it");
+  log_record(LogLevel::warning, "cache entry " + (entries_.path() / key).string() +
+                                    " is corrupt (" + found.problem + "); removing it");
   remove_entry(entries_, key);
   return std::nullopt;
 }
@@ -759,12 +771,13 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
     if (manifest.is_discarded() || !manifest.is_object())
       throw LinkError("the build of cache entry " + key +
                       " returned a manifest that is not a JSON object");
-    struct stat st{};
+    struct stat st {};
     std::string problem;
     int const library_fd =
         open_entry_file(work.dir.fd(), "module.so", work.dir.path() / "module.so", st, problem);
     if (library_fd < 0)
-      throw LinkError("the build of cache entry " + key + " produced no usable module.so: " + problem);
+      throw LinkError("the build of cache entry " + key +
+                      " produced no usable module.so: " + problem);
     FileHandle library(library_fd);
     auto const bytes = read_fd(library_fd, static_cast<std::size_t>(st.st_size));
     if (!bytes) throw LinkError("cannot read " + (work.dir.path() / "module.so").string());
@@ -789,7 +802,8 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
 
 CacheReport ModuleCache::list() const {
   CacheReport report;
-  for (auto [dir, into] : {std::pair{&entries_, &report.entries}, std::pair{&pch_, &report.headers}}) {
+  for (auto [dir, into] :
+       {std::pair{&entries_, &report.entries}, std::pair{&pch_, &report.headers}}) {
     for (auto const& name : dir->names()) {
       CacheEntry entry;
       entry.key = name;
@@ -850,8 +864,9 @@ std::vector<std::string> ModuleCache::gc(std::uintmax_t max_bytes) {
   std::vector<std::pair<CacheEntry const*, bool>> items;
   for (auto const& e : report.entries) items.emplace_back(&e, false);
   for (auto const& e : report.headers) items.emplace_back(&e, true);
-  std::stable_sort(items.begin(), items.end(),
-                   [](auto const& a, auto const& b) { return a.first->last_used < b.first->last_used; });
+  std::stable_sort(items.begin(), items.end(), [](auto const& a, auto const& b) {
+    return a.first->last_used < b.first->last_used;
+  });
   for (auto const& [entry, header] : items) {
     if (total <= max_bytes) break;
     std::string const lock_name = (header ? "pch-" : "") + entry->key + ".lock";

@@ -9,17 +9,17 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cstdint>
 #include <sstream>
 
 #include "base/hash.hpp"
-#include "section/log.hpp"
 #include "linker/files.hpp"
 #include "parse/read.hpp"
 #include "section/codes.hpp"
+#include "section/log.hpp"
 
 extern char** environ;
 
@@ -49,7 +49,7 @@ std::optional<fs::path> find_on_path(std::string const& program) {
 
 // One spawn per compiler binary ever: the answer is remembered next to the cache.
 std::string compiler_identity(fs::path const& compiler, PrivateDir const& state) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(compiler.c_str(), &st) != 0)
     throw LinkError("cannot stat the compiler " + compiler.string() + ": " + std::strerror(errno));
   std::string const stamp = compiler.string() + "\n" + std::to_string(st.st_size) + "\n" +
@@ -121,10 +121,15 @@ std::vector<std::string> find_compiler(std::vector<std::string>& launcher) {
 /// stay valid on every machine sharing a cache, and no CPU probe is needed. With it,
 /// `native` is set.
 std::vector<std::string> module_flags(bool& native) {
-  std::vector<std::string> flags = {
-      "-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fno-math-errno",
-      "-Wno-unused-label", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
-      "-Wno-write-strings"};
+  std::vector<std::string> flags = {"-std=c++17",
+                                    "-O3",
+                                    "-fPIC",
+                                    "-fvisibility=hidden",
+                                    "-fno-math-errno",
+                                    "-Wno-unused-label",
+                                    "-Wno-unused-variable",
+                                    "-Wno-unused-but-set-variable",
+                                    "-Wno-write-strings"};
   native = false;
   for (auto& f : split_blanks(std::getenv("LIBSECTION_CXXFLAGS"))) {
     native = native || f.find("=native") != std::string::npos;
@@ -211,7 +216,7 @@ std::optional<bool> pch_decided(PrivateDir const& headers, std::string const& ke
   auto const dir = headers.existing(key);
   if (!dir) return std::nullopt;
   auto const verdict = dir->read("verdict");
-  struct stat st{};
+  struct stat st {};
   if (verdict == "use" &&
       ::fstatat(dir->fd(), (std::string(pch_header_name) + ".gch").c_str(), &st,
                 AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -231,24 +236,25 @@ bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir con
   work.dir.write(header_name, module_prelude);
   fs::path const log = work.dir.path() / "build.log";
   auto build = base_compile(tc, python, {});
-  build.insert(build.end(), {"-x", "c++-header", work_header.string(), "-o",
-                             work_header.string() + ".gch"});
+  build.insert(build.end(),
+               {"-x", "c++-header", work_header.string(), "-o", work_header.string() + ".gch"});
   int status = 0;
   timed_run(build, log, status);
   // No timing probes: they cost two more compiles on the first build, and a header GCC
   // cannot use is only slower (GCC then reads the header text beside it), never wrong.
-  struct stat built{};
-  bool const use = status == 0 &&
-                   ::fstatat(work.dir.fd(), (header_name + ".gch").c_str(), &built,
-                             AT_SYMLINK_NOFOLLOW) == 0 &&
-                   S_ISREG(built.st_mode);
+  struct stat built {};
+  bool const use =
+      status == 0 &&
+      ::fstatat(work.dir.fd(), (header_name + ".gch").c_str(), &built, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISREG(built.st_mode);
   std::string const output = work.dir.read("build.log").value_or("");
   if (status != 0 && passing_failure(status, output)) {
     std::string why = status >= 128 ? "killed by signal " + std::to_string(status - 128) : output;
     while (!why.empty() && why.back() == '\n') why.pop_back();
     why = why.substr(why.rfind('\n') + 1);
-    log_record(LogLevel::warning, "one-time setup failed (" + why + "); compiling without a precompiled "
-                           "header this time, the next build tries again");
+    log_record(LogLevel::warning, "one-time setup failed (" + why +
+                                      "); compiling without a precompiled "
+                                      "header this time, the next build tries again");
     return false;
   }
   work.dir.write("verdict", use ? "use" : "skip");
@@ -257,7 +263,8 @@ bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir con
 
 }  // namespace
 
-std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonEnvironment const& python,
+std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc,
+                                                    PythonEnvironment const& python,
                                                     ModuleCache const& cache) {
   if (!tc.launcher.empty()) return std::nullopt;
   if (char const* pch = std::getenv("LIBSECTION_PCH"); pch && std::string(pch) == "0")
@@ -290,7 +297,7 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc, PythonE
     cache.publish(*work, headers, key);
   } catch (std::exception const& e) {
     log_record(LogLevel::warning, std::string("one-time setup failed (") + e.what() +
-                               "); compiling without a precompiled header");
+                                      "); compiling without a precompiled header");
     if (work) cache.discard(*work);
     return std::nullopt;
   }
@@ -308,7 +315,8 @@ CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& p
   cmd.compile.insert(cmd.compile.end(), base.begin(), base.end());
   for (auto const& dir : module.header_dirs) cmd.compile.push_back("-I" + dir);
   if (pch) cmd.compile.insert(cmd.compile.end(), {"-include", pch->string()});
-  cmd.compile.insert(cmd.compile.end(), {"-c", "-x", "c++", source.string(), "-o", object.string()});
+  cmd.compile.insert(cmd.compile.end(),
+                     {"-c", "-x", "c++", source.string(), "-o", object.string()});
 
   // Linking is a separate step so ccache/sccache/distcc can cache and distribute the compile.
   cmd.link = tc.compiler;
@@ -439,16 +447,17 @@ std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceMana
       if (sm.file(id).path() == path) file = id;
     // Only regular files of bounded size: the path comes from the compiler's output.
     if (file == no_file)
-      if (auto text = detail::read_regular_file(path); auto* bytes = std::get_if<std::string>(&text))
+      if (auto text = detail::read_regular_file(path);
+          auto* bytes = std::get_if<std::string>(&text))
         file = sm.add(path, std::move(*bytes));
     SourceRange range{};
     if (file != no_file) {
       auto const& f = sm.file(file);
       std::size_t const start = f.line_start(m->row);
       std::size_t const line_end = std::min(f.text().size(), f.text().find('\n', start));
-      std::size_t const offset =
-          m->column == 0 || m->column - 1 > line_end - start ? (m->column ? line_end : start)
-                                                             : start + m->column - 1;
+      std::size_t const offset = m->column == 0 || m->column - 1 > line_end - start
+                                     ? (m->column ? line_end : start)
+                                     : start + m->column - 1;
       range = {file, offset, offset};
     }
     if (m->kind == "note") {
@@ -465,9 +474,9 @@ std::string shell_quote(std::vector<std::string> const& argv) {
   std::string out;
   for (auto const& a : argv) {
     if (!out.empty()) out += ' ';
-    bool const plain = !a.empty() && a.find_first_not_of(
-                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                         "0123456789-_./=+,:@%") == std::string::npos;
+    bool const plain =
+        !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789-_./=+,:@%") == std::string::npos;
     if (plain) {
       out += a;
       continue;

@@ -21,8 +21,7 @@ namespace fs = std::filesystem;
 
 // ---- ops from section files ----------------------------------------------------------------
 
-SectionOp::SectionOp(OpDescription op, std::shared_ptr<SourceManager const> sm,
-                     SectionSet sections)
+SectionOp::SectionOp(OpDescription op, std::shared_ptr<SourceManager const> sm, SectionSet sections)
     : op_(std::move(op)), sm_(std::move(sm)), sections_(std::move(sections)) {
   if (!sm_) throw std::invalid_argument("SectionOp needs the SourceManager of its files");
   check_display_name(op_.name, "op name");
@@ -44,9 +43,9 @@ struct WrittenParameter {
 
 bool is_number_type_word(std::string_view word) {
   static constexpr std::string_view words[] = {
-      "bool", "char", "short", "int", "long", "float", "double", "signed", "unsigned",
-      "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
-      "uint32_t", "uint64_t", "Py_ssize_t"};
+      "bool",    "char",     "short",    "int",       "long",     "float",     "double",
+      "signed",  "unsigned", "size_t",   "ptrdiff_t", "int8_t",   "int16_t",   "int32_t",
+      "int64_t", "uint8_t",  "uint16_t", "uint32_t",  "uint64_t", "Py_ssize_t"};
   for (auto w : words)
     if (word == w) return true;
   return word.starts_with("npy_") || word.starts_with("DTYPE_");
@@ -124,11 +123,11 @@ void check_main_function_inputs(OpDescription const& spec, SourceManager const& 
         passes_pointer ? !parameter.pointer && parameter.number : parameter.pointer;
     if (!mismatch) continue;
     std::string const wanted = parameter.pointer ? "an array" : "a scalar";
-    throw InputTypeError(
-        spec.name + " input " + std::to_string(i) + ": expected " + wanted + " (`" +
-        *spec.func_name + "` takes `" + parameter.text + "`), got " +
-        (passes_pointer ? "an array of type " : "a scalar of type ") + type.describe() +
-        (parameter.pointer ? "; pass a NumPy array" : "; pass a number"));
+    throw InputTypeError(spec.name + " input " + std::to_string(i) + ": expected " + wanted +
+                         " (`" + *spec.func_name + "` takes `" + parameter.text + "`), got " +
+                         (passes_pointer ? "an array of type " : "a scalar of type ") +
+                         type.describe() +
+                         (parameter.pointer ? "; pass a NumPy array" : "; pass a number"));
   }
 }
 
@@ -262,8 +261,9 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
         fs::path const log = work.path() / "build.log";
         work.write("source.cpp", module.text);
         auto const pch = precompiled_header(tc, python, cache);
-        auto const commands = compile_commands(tc, python, module, source, object, library,
-                                               pch ? std::optional<fs::path>(pch->header) : std::nullopt);
+        auto const commands =
+            compile_commands(tc, python, module, source, object, library,
+                             pch ? std::optional<fs::path>(pch->header) : std::nullopt);
         auto const start = std::chrono::steady_clock::now();
         if (run_program(commands.compile, log) != 0)
           report_failure(module, key, cache, work, commands.compile, sm);
@@ -276,9 +276,9 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
         char took[32];
         std::snprintf(took, sizeof took, "%.3f", seconds);
         log_record(LogLevel::info,
-                   "compiled " + join_names(module.op_names) + "(" + join_names(module.input_types) +
-                       ") -> " + join_names(module.output_types) + " in " + took + " s (" +
-                       key.substr(0, 12) + ")",
+                   "compiled " + join_names(module.op_names) + "(" +
+                       join_names(module.input_types) + ") -> " + join_names(module.output_types) +
+                       " in " + took + " s (" + key.substr(0, 12) + ")",
                    seconds);
         nlohmann::json manifest = {
             {"module", module.name},

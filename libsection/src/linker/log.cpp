@@ -30,10 +30,8 @@ void log_record(LogLevel level, std::string message, double seconds) {
   }
   LogRecord const record{level, std::move(message), seconds};
   // Called outside the lock: a sink may block (Python's, on the GIL).
-  if (sink)
-    (*sink)(record);
-  else
-    to_stderr(record);
+  if (sink) (*sink)(record);
+  else to_stderr(record);
 }
 
 }  // namespace section

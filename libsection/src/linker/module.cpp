@@ -166,7 +166,8 @@ class ModuleWriter {
   std::string label_of(std::size_t v) const;
   RunBlock variable_block(std::size_t v);
   void fill_input_block(RunBlock& b, std::string const& n, CType const& type, Sub const& sub) const;
-  void fill_output_block(RunBlock& b, std::string const& n, CType const& type, Sub const& sub) const;
+  void fill_output_block(RunBlock& b, std::string const& n, CType const& type,
+                         Sub const& sub) const;
   void fill_intermediate_block(RunBlock& b, std::string const& n, CType const& type,
                                Sub const& sub) const;
   NodeContext apply_context(std::size_t a, int id, int init_id, std::string const& what) const;
@@ -185,8 +186,9 @@ class ModuleWriter {
 
   Graph const& graph_;
   std::vector<Graph::Variable> const& vars_;
-  std::vector<std::string> names_;   // `V1`, `V2`, ...: the C name of each variable
-  std::vector<std::size_t> cells_;   // storage cells, in the order `libsection_instance_new` gets them
+  std::vector<std::string> names_;  // `V1`, `V2`, ...: the C name of each variable
+  std::vector<std::size_t>
+      cells_;  // storage cells, in the order `libsection_instance_new` gets them
   std::set<std::size_t> is_output_;
   ModuleSource module_;
   // Support code: the types' first, then the ops'; exact duplicates dropped, as PyTensor does.
@@ -249,19 +251,16 @@ RunBlock ModuleWriter::variable_block(std::size_t v) {
           {"failure_var", "__failure"},
           {"label", label_of(v)}};
   RunBlock b{"PyObject* py_" + n + ";\n" + var.type->c_declare(n, sub, true), {}, {}, id};
-  if (var.role == Graph::Role::input)
-    fill_input_block(b, n, *var.type, sub);
-  else if (is_output_.count(v))
-    fill_output_block(b, n, *var.type, sub);
-  else
-    fill_intermediate_block(b, n, *var.type, sub);
+  if (var.role == Graph::Role::input) fill_input_block(b, n, *var.type, sub);
+  else if (is_output_.count(v)) fill_output_block(b, n, *var.type, sub);
+  else fill_intermediate_block(b, n, *var.type, sub);
   return b;
 }
 
 void ModuleWriter::fill_input_block(RunBlock& b, std::string const& n, CType const& type,
                                     Sub const& sub) const {
-  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
-               ");\n" + type.c_extract(n, sub, true);
+  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n + ");\n" +
+               type.c_extract(n, sub, true);
   b.cleanup = type.c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n";
 }
 
@@ -273,8 +272,10 @@ void ModuleWriter::fill_output_block(RunBlock& b, std::string const& n, CType co
                ");\nif (py_" + n + " == Py_None) {\n" + type.c_init(n, sub) + "} else {\n" +
                type.c_extract(n, sub, true) + "}\n";
   b.cleanup = "if (!__failure) {\n" + type.c_sync(n, sub) +
-              "  PyObject* old_ = PyList_GET_ITEM(storage_" + n + ", 0);\n"
-              "  Py_INCREF(py_" + n + ");\n  PyList_SET_ITEM(storage_" + n + ", 0, py_" + n +
+              "  PyObject* old_ = PyList_GET_ITEM(storage_" + n +
+              ", 0);\n"
+              "  Py_INCREF(py_" +
+              n + ");\n  PyList_SET_ITEM(storage_" + n + ", 0, py_" + n +
               ");\n  Py_XDECREF(old_);\n}\n" + type.c_cleanup(n, sub) + "Py_XDECREF(py_" + n +
               ");\n";
 }
@@ -302,8 +303,8 @@ NodeContext ModuleWriter::apply_context(std::size_t a, int id, int init_id,
     ctx.output_types.push_back(vars_[v].type.get());
     ctx.output_dtypes.push_back(dtype_name(*vars_[v].type));
   }
-  ctx.sub = {{"fail", run_failure(id, what)}, {"id", std::to_string(id)},
-             {"failure_var", "__failure"}};
+  ctx.sub = {
+      {"fail", run_failure(id, what)}, {"id", std::to_string(id)}, {"failure_var", "__failure"}};
   ctx.init_sub = {{"fail", init_failure(init_id, what)}, {"id", std::to_string(init_id)}};
   if (apply.params) ctx.sub["params"] = ctx.init_sub["params"] = names_[*apply.params];
   return ctx;
@@ -323,10 +324,9 @@ void ModuleWriter::add_apply(std::size_t a) {
   struct_members_ += code.support_code_struct + "\n";
   struct_init_ += "{\n" + code.init_code_struct + "\n}\n";
   struct_cleanups_.push_back(code.cleanup_code_struct);
-  run_blocks_.push_back({"", "// Op class " + op_name + "\n" + code.code + "\n",
-                         code.code_cleanup + "\n", id,
-                         "__failure = " + std::to_string(id) + ";\nlibsection_set_cxx_error(\"" +
-                             what + "\");\n"});
+  run_blocks_.push_back(
+      {"", "// Op class " + op_name + "\n" + code.code + "\n", code.code_cleanup + "\n", id,
+       "__failure = " + std::to_string(id) + ";\nlibsection_set_cxx_error(\"" + what + "\");\n"});
 }
 
 // ---- constants: members of the struct, extracted once by init() ----------------------------
@@ -402,9 +402,8 @@ std::string ModuleWriter::entry_points() const {
 
 // No C++ exception may leave these extern "C" functions: it would abort the process.
 std::string ModuleWriter::module_init_function() const {
-  std::string t =
-      "LIBSECTION_EXPORT PyObject* libsection_module_init(void) {\n"
-      "if (_import_array() < 0) return NULL;\ntry {\n";
+  std::string t = "LIBSECTION_EXPORT PyObject* libsection_module_init(void) {\n"
+                  "if (_import_array() < 0) return NULL;\ntry {\n";
   for (auto const& c : init_code_) t += "{\n" + c + "\n}\n";
   return t + init_apply_ +
          "} catch (...) {\n  libsection_set_cxx_error(\"module initialisation\");\n"
@@ -415,7 +414,9 @@ std::string ModuleWriter::instance_functions() const {
   std::string const instance = "op_instance_" + std::string(hash_placeholder);
   return "LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {\n" + instance +
          "* self = NULL;\n"
-         "try { self = new " + instance + "(); } catch (...) { PyErr_NoMemory(); return NULL; }\n"
+         "try { self = new " +
+         instance +
+         "(); } catch (...) { PyErr_NoMemory(); return NULL; }\n"
          "int failed = 0;\n"
          "try {\n  failed = self->init(storage);\n} catch (...) {\n"
          "  libsection_set_cxx_error(\"instance initialisation (init_code_struct)\");\n"
@@ -424,11 +425,16 @@ std::string ModuleWriter::instance_functions() const {
          "  return NULL;\n}\n"
          "return self;\n}\n\n"
          "LIBSECTION_EXPORT int libsection_instance_run(void* self) {\n  try {\n"
-         "    return static_cast<" + instance + "*>(self)->run();\n  } catch (...) {\n"
+         "    return static_cast<" +
+         instance +
+         "*>(self)->run();\n  } catch (...) {\n"
          "    libsection_set_cxx_error(\"run (outside an op's code)\");\n    return -1;\n  }\n}\n\n"
          "LIBSECTION_EXPORT void libsection_instance_free(void* self) {\n  try {\n"
-         "    static_cast<" + instance + "*>(self)->cleanup();\n  } catch (...) {}\n"
-         "  delete static_cast<" + instance + "*>(self);\n}\n";
+         "    static_cast<" +
+         instance +
+         "*>(self)->cleanup();\n  } catch (...) {}\n"
+         "  delete static_cast<" +
+         instance + "*>(self);\n}\n";
 }
 
 ModuleSource ModuleWriter::named(std::string t) && {

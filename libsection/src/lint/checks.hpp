@@ -1,4 +1,5 @@
-// section-lint internals: the view of a parsed file the rule families share, and their entry points.
+// section-lint internals: the view of a parsed file the rule families share, and their entry
+// points.
 #pragma once
 
 #include <functional>
@@ -22,9 +23,9 @@ using c_scan::Directive;
 using c_scan::file_scope_declarations;
 using c_scan::match_brackets;
 using c_scan::Token;
+using c_scan::tokenize;
 using c_scan::TokenizedBody;
 using c_scan::TokenKind;
-using c_scan::tokenize;
 
 /// One block with its tokens.
 struct BlockView {
@@ -76,7 +77,7 @@ void for_each_macro_use(FileView const& file, std::function<void(MacroUse const&
 
 // Rule families. Each appends what it finds; selection and suppressions are applied afterwards.
 void check_structure(FileView const& file, std::vector<Diagnostic>& out);       // SL2xx
-void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out);  // SL3xx
+void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out);     // SL3xx
 void check_apply_specific(FileView const& file, std::vector<Diagnostic>& out);  // SL4xx
 void check_control_flow(FileView const& file, std::vector<Diagnostic>& out);    // SL5xx
 /// SL601: input/output macros, in sections that define them, beyond the op's arity.

@@ -71,7 +71,8 @@ json rule_metadata(LintRule const& rule) {
 }
 
 json result(Diagnostic const& d, SourceManager const& sm) {
-  json r = {{"ruleId", d.code}, {"level", sarif_level(d.severity)}, {"message", {{"text", d.message}}}};
+  json r = {
+      {"ruleId", d.code}, {"level", sarif_level(d.severity)}, {"message", {{"text", d.message}}}};
   if (auto const* rule = find_lint_rule(d.code)) r["ruleIndex"] = rule - lint_rules().data();
   if (d.range.valid()) r["locations"] = json::array({physical_location(d.range, sm)});
   auto related = json::array();
@@ -88,9 +89,9 @@ json result(Diagnostic const& d, SourceManager const& sm) {
         {{{"description", {{"text", d.fix->message}}},
           {"artifactChanges",
            json::array({{{"artifactLocation", {{"uri", to_uri(sm.file(d.fix->range.file).path())}}},
-                         {"replacements",
-                          json::array({{{"deletedRegion", region(d.fix->range, sm)},
-                                        {"insertedContent", {{"text", d.fix->replacement}}}}})}}})}}});
+                         {"replacements", json::array({{{"deletedRegion", region(d.fix->range, sm)},
+                                                        {"insertedContent",
+                                                         {{"text", d.fix->replacement}}}}})}}})}}});
   }
   return r;
 }
@@ -106,13 +107,12 @@ std::string render_sarif(std::vector<Diagnostic> const& ds, SourceManager const&
       {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
       {"version", "2.1.0"},
       {"runs",
-       json::array({{{"tool",
-                      {{"driver",
-                        {{"name", "section-lint"},
-                         {"version", version},
-                         {"rules", std::move(rules)}}}}},
-                     {"columnKind", "unicodeCodePoints"},
-                     {"results", std::move(results)}}})}};
+       json::array(
+           {{{"tool",
+              {{"driver",
+                {{"name", "section-lint"}, {"version", version}, {"rules", std::move(rules)}}}}},
+             {"columnKind", "unicodeCodePoints"},
+             {"results", std::move(results)}}})}};
   // Messages may quote bytes of a file that is not UTF-8; replace rather than throw.
   return log.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

@@ -29,7 +29,9 @@ void check_apply_specific(FileView const& file, std::vector<Diagnostic>& out) {
                                    "` in `support_code_apply` is not named with `APPLY_SPECIFIC`",
                                name);
       d.notes.push_back({"each apply of the op pastes this section into the same module, so a "
-                         "second apply redefines `" + decl.name + "`", {}});
+                         "second apply redefines `" +
+                             decl.name + "`",
+                         {}});
       d.fix = FixIt{"name it `APPLY_SPECIFIC(" + decl.name + ")` and rename its uses", name,
                     "APPLY_SPECIFIC(" + decl.name + ")"};
       out.push_back(std::move(d));

@@ -36,11 +36,11 @@ class CodeWalker {
                                  "`return` in section `code` leaves the generated function "
                                  "without its cleanup; use `FAIL` to report an error",
                                  file_.range(tokens_[i]));
-        d.notes.push_back({"set a Python exception first, e.g. with `PyErr_SetString`, then `FAIL`", {}});
+        d.notes.push_back(
+            {"set a Python exception first, e.g. with `PyErr_SetString`, then `FAIL`", {}});
         out.push_back(std::move(d));
       } else if (nested_functions == 0 && is(i, "goto") && i + 1 < tokens_.size() &&
-                 tokens_[i + 1].kind == TokenKind::identifier &&
-                 !labels_.contains(spell(i + 1))) {
+                 tokens_[i + 1].kind == TokenKind::identifier && !labels_.contains(spell(i + 1))) {
         out.push_back(make_diagnostic("SL502",
                                       "`goto " + std::string(spell(i + 1)) +
                                           "` jumps to a label the `code` section does not "
@@ -57,8 +57,7 @@ class CodeWalker {
   /// `name:` at the start of a statement.
   void collect_labels() {
     for (std::size_t i = 0; i + 1 < tokens_.size(); ++i) {
-      if (tokens_[i].kind != TokenKind::identifier || !is(i + 1, ":") ||
-          is_label_keyword(spell(i)))
+      if (tokens_[i].kind != TokenKind::identifier || !is(i + 1, ":") || is_label_keyword(spell(i)))
         continue;
       if (i == 0 || is(i - 1, ";") || is(i - 1, "{") || is(i - 1, "}") || is(i - 1, ":"))
         labels_.insert(spell(i));
@@ -77,8 +76,7 @@ class CodeWalker {
       if (t.kind == TokenKind::identifier || s == "->" || s == "::" || s == "*" || s == "&" ||
           s == "<" || s == ">" || s == ",")
         --k;
-      else
-        break;
+      else break;
     }
     if (k > 0 && is(k - 1, "]")) return Brace::function_body;  // `[&] {`
     if (k > 0 && is(k - 1, ")")) {

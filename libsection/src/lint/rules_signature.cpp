@@ -1,4 +1,5 @@
-// section-lint SL6xx: checks that need the op's signature (--inputs/--outputs/--params/--func-name).
+// section-lint SL6xx: checks that need the op's signature
+// (--inputs/--outputs/--params/--func-name).
 #include <algorithm>
 #include <cctype>
 
@@ -54,8 +55,7 @@ void check_signature(std::span<FileView const> files, OpDescription const& op,
   for (auto const& file : files) {
     for (auto const& block : file.blocks) {
       if (block.block.tag == "code") {
-        out.push_back(
-            detail::code_section_with_func_name(block.block.marker, *op.func_name));
+        out.push_back(detail::code_section_with_func_name(block.block.marker, *op.func_name));
       }
       if (!may_declare_main_function(block.block.tag)) continue;
       for (auto const& decl : file_scope_declarations(file.text, block.body.tokens)) {
@@ -68,9 +68,8 @@ void check_signature(std::span<FileView const> files, OpDescription const& op,
                               " parameters but the op calls it with " + std::to_string(*expected);
         auto d = make_diagnostic("SL603", std::move(message),
                                  {file.file, decl.parameters_begin, decl.parameters_end});
-        d.notes.push_back({std::to_string(*inputs) + " inputs, " +
-                               std::to_string(*outputs) + " outputs" +
-                               (op.has_params ? ", 1 params struct" : ""),
+        d.notes.push_back({std::to_string(*inputs) + " inputs, " + std::to_string(*outputs) +
+                               " outputs" + (op.has_params ? ", 1 params struct" : ""),
                            {}});
         out.push_back(std::move(d));
       }
@@ -78,10 +77,8 @@ void check_signature(std::span<FileView const> files, OpDescription const& op,
   }
   if (!found) {
     SourceRange where = files.empty() ? SourceRange{} : SourceRange{files.front().file, 0, 0};
-    out.push_back(make_diagnostic("SL602",
-                                  "no section declares the main function `" +
-                                      *op.func_name + "`",
-                                  where));
+    out.push_back(make_diagnostic(
+        "SL602", "no section declares the main function `" + *op.func_name + "`", where));
   }
 }
 

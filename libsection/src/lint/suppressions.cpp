@@ -64,11 +64,17 @@ class SuppressionReader {
     std::string_view const word = file_.text.substr(word_begin, pos - word_begin);
     skip_blanks();
     if ((word != "ignore" && word != "ignore-file") || pos >= end || file_.text[pos] != '[') {
-      malformed(c, "expected `ignore[CODE, ...]` or `ignore-file[CODE, ...]` after `section-lint:`");
+      malformed(c,
+                "expected `ignore[CODE, ...]` or `ignore-file[CODE, ...]` after `section-lint:`");
       return;
     }
-    Suppression s{word == "ignore-file", sm_.line_column(file_.file, c.begin).line, c.begin, c.end,
-                  pos, pos, {}};
+    Suppression s{word == "ignore-file",
+                  sm_.line_column(file_.file, c.begin).line,
+                  c.begin,
+                  c.end,
+                  pos,
+                  pos,
+                  {}};
     ++pos;
     bool listed_any = false;
     while (true) {
@@ -150,8 +156,8 @@ bool is_meta_code(std::string_view code) { return code.starts_with("SL9"); }
 void report_unused(std::vector<Suppression> const& suppressions, FileView const& file,
                    RuleSelection const& selection, bool meta_codes, std::vector<Diagnostic>& out) {
   for (auto const& s : suppressions) {
-    bool const none_used =
-        std::none_of(s.codes.begin(), s.codes.end(), [](SuppressedCode const& c) { return c.used; });
+    bool const none_used = std::none_of(s.codes.begin(), s.codes.end(),
+                                        [](SuppressedCode const& c) { return c.used; });
     std::string kept;
     for (auto const& c : s.codes)
       if (c.used) kept += (kept.empty() ? "" : ", ") + c.code;
@@ -162,11 +168,15 @@ void report_unused(std::vector<Suppression> const& suppressions, FileView const&
                                    (s.file_wide ? "in this file" : "on this line"),
                                {file.file, c.begin, c.end});
       if (none_used) {
-        d.fix = FixIt{"remove the suppression comment", {file.file, s.comment_begin, s.comment_end}, "",
+        d.fix = FixIt{"remove the suppression comment",
+                      {file.file, s.comment_begin, s.comment_end},
+                      "",
                       Applicability::safe};
       } else {
-        d.fix = FixIt{"keep only the codes in use", {file.file, s.list_begin, s.list_end},
-                      "[" + kept + "]", Applicability::safe};
+        d.fix = FixIt{"keep only the codes in use",
+                      {file.file, s.list_begin, s.list_end},
+                      "[" + kept + "]",
+                      Applicability::safe};
       }
       out.push_back(std::move(d));
     }

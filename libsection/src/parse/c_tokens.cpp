@@ -67,7 +67,9 @@ class Scanner {
   bool starts_with(std::string_view s) const {
     return end_ - pos_ >= s.size() && text_.substr(pos_, s.size()) == s;
   }
-  bool at_line_splice() const { return text_[pos_] == '\\' && pos_ + 1 < end_ && text_[pos_ + 1] == '\n'; }
+  bool at_line_splice() const {
+    return text_[pos_] == '\\' && pos_ + 1 < end_ && text_[pos_ + 1] == '\n';
+  }
   unsigned char peek(std::size_t ahead) const {
     return pos_ + ahead < end_ ? static_cast<unsigned char>(text_[pos_ + ahead]) : 0;
   }

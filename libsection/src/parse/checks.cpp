@@ -39,11 +39,11 @@ Diagnostic near_miss_diagnostic(NearMiss const& m) {
                   m.line, m.marker};
     return d;
   }
-  auto d = make_diagnostic(
-      "SL101",
-      "line looks like a legacy section marker but is not one, so it is ignored: " +
-          join_reasons(m.why),
-      m.line);
+  auto d =
+      make_diagnostic("SL101",
+                      "line looks like a legacy section marker but is not one, so it is ignored: " +
+                          join_reasons(m.why),
+                      m.line);
   d.fix = FixIt{"write the marker alone on its line", m.line, m.marker};
   return d;
 }
@@ -120,9 +120,9 @@ class FileChecks {
     if (stray == std::string_view::npos) return;
     auto line_end = text.find('\n', stray);
     if (line_end == std::string_view::npos) line_end = text.size();
-    auto d = make_diagnostic(
-        "SL202", "Stray code before first #section statement (in file " + path_ + ")",
-        {parsed_.file, prelude.begin + stray, prelude.begin + line_end});
+    auto d = make_diagnostic("SL202",
+                             "Stray code before first #section statement (in file " + path_ + ")",
+                             {parsed_.file, prelude.begin + stray, prelude.begin + line_end});
     for (auto const& m : file_.near_misses)
       if (m.line.end <= prelude.end)
         d.notes.push_back({"this line looks like a marker but is not one", m.line});
@@ -158,22 +158,25 @@ class FileChecks {
     auto d = make_diagnostic(
         "SL102", "legacy section marker; write `#section " + b.tag + "` instead", b.marker);
     d.notes.push_back({"a later legacy marker of the same kind replaces this block, while "
-                       "repeated `#section` blocks are concatenated", {}});
+                       "repeated `#section` blocks are concatenated",
+                       {}});
     d.fix = FixIt{"replace with `#section " + b.tag + "`", b.marker, "#section " + b.tag};
     out_.push_back(std::move(d));
   }
 
   void unknown_tag(Block const& b) {
-    auto d = make_diagnostic("SL201", "Unknown section type (in file " + path_ + "): " +
-                                          bounded_quote(b.tag, max_quoted_bytes),
-                             b.tag_range);
+    auto d = make_diagnostic(
+        "SL201",
+        "Unknown section type (in file " + path_ + "): " + bounded_quote(b.tag, max_quoted_bytes),
+        b.tag_range);
     if (auto s = suggest_tag(b.tag)) {
       d.notes.push_back({"did you mean `" + std::string(*s) + "`?", {}});
       d.fix = FixIt{"replace with `" + std::string(*s) + "`", b.tag_range, std::string(*s)};
     } else {
       d.notes.push_back({"known tags: init_code, init_code_apply, init_code_struct, "
                          "support_code, support_code_apply, support_code_struct, "
-                         "cleanup_code_struct, code, code_cleanup", {}});
+                         "cleanup_code_struct, code, code_cleanup",
+                         {}});
     }
     out_.push_back(std::move(d));
   }
@@ -205,11 +208,11 @@ class FileChecks {
     for (auto const& b : parsed_.blocks) {
       auto const it = seen.find(b.tag);
       if (it == seen.end() || it->second.count < 2 || !(it->second.first == b.marker)) continue;
-      auto d = make_diagnostic("SL206",
-                               "section `" + b.tag + "` appears " +
-                                   std::to_string(it->second.count) +
-                                   " times; its blocks are concatenated in order",
-                               it->second.second);
+      auto d =
+          make_diagnostic("SL206",
+                          "section `" + b.tag + "` appears " + std::to_string(it->second.count) +
+                              " times; its blocks are concatenated in order",
+                          it->second.second);
       d.notes.push_back({"first `" + b.tag + "` block is here", it->second.first});
       out_.push_back(std::move(d));
     }
@@ -246,8 +249,8 @@ void check_files(std::vector<ScannedFile> const& files, std::vector<Diagnostic>&
   auto const legacy = first_using(MarkerStyle::legacy), section = first_using(MarkerStyle::section);
   // Within one file, check_file reported it already.
   if (legacy != files.end() && section != files.end() && legacy != section)
-    diagnostics.push_back(mixed_styles(legacy->parsed.blocks.front().marker,
-                                       section->parsed.blocks.front().marker));
+    diagnostics.push_back(
+        mixed_styles(legacy->parsed.blocks.front().marker, section->parsed.blocks.front().marker));
   bool const any_block = std::any_of(files.begin(), files.end(),
                                      [](ScannedFile const& f) { return !f.parsed.blocks.empty(); });
   if (!any_block && !any_error) {  // without blocks, no marker styles to mix either
@@ -259,8 +262,9 @@ void check_files(std::vector<ScannedFile> const& files, std::vector<Diagnostic>&
 }
 
 Diagnostic code_section_with_func_name(SourceRange code_marker, std::string_view func_name) {
-  auto d = make_diagnostic("SL604", "a `code` section cannot be combined with a function name (`" +
-                                        std::string(func_name) + "`): remove one of them",
+  auto d = make_diagnostic("SL604",
+                           "a `code` section cannot be combined with a function name (`" +
+                               std::string(func_name) + "`): remove one of them",
                            code_marker);
   d.notes.push_back({"the reference `ExternalCOp.c_code` raises `AssertionError` for this", {}});
   return d;

@@ -9,11 +9,11 @@ namespace {
 
 // Words that can precede a declarator but never name one.
 constexpr std::array<std::string_view, 39> specifier_words = {
-    "auto",     "bool",      "char",     "const",        "constexpr", "double",   "enum",
-    "extern",   "float",     "inline",   "int",          "long",      "register", "restrict",
-    "short",    "signed",    "static",   "struct",       "typedef",   "union",    "unsigned",
-    "void",     "volatile",  "class",    "virtual",      "explicit",  "mutable",  "thread_local",
-    "_Bool",    "_Complex",  "__inline", "__restrict",   "typename",  "template", "operator",
+    "auto",     "bool",      "char",      "const",        "constexpr", "double",   "enum",
+    "extern",   "float",     "inline",    "int",          "long",      "register", "restrict",
+    "short",    "signed",    "static",    "struct",       "typedef",   "union",    "unsigned",
+    "void",     "volatile",  "class",     "virtual",      "explicit",  "mutable",  "thread_local",
+    "_Bool",    "_Complex",  "__inline",  "__restrict",   "typename",  "template", "operator",
     "noexcept", "constinit", "consteval", "__extension__"};
 
 bool is_specifier(std::string_view word) {
@@ -79,7 +79,10 @@ class Reader {
         std::size_t const close = std::min<std::size_t>(match_[open], last);
         i = close + 1;
         switch (brace(start, open, close, depth)) {
-          case AfterBrace::declaration_done: start = i; body_close = no_body; break;
+          case AfterBrace::declaration_done:
+            start = i;
+            body_close = no_body;
+            break;
           case AfterBrace::declaration_continues: break;
           case AfterBrace::type_body: body_close = close; break;
         }
@@ -101,11 +104,13 @@ class Reader {
     if (is(start, "namespace")) {
       bool apply_specific = false;
       for (std::size_t k = start; k < open; ++k) apply_specific |= is(k, "APPLY_SPECIFIC");
-      if (!apply_specific && depth < max_depth) scope(open + 1, std::min(close, tokens_.size()), depth + 1);
+      if (!apply_specific && depth < max_depth)
+        scope(open + 1, std::min(close, tokens_.size()), depth + 1);
       return AfterBrace::declaration_done;
     }
     if (is(start, "extern") && start + 1 < open && tokens_[start + 1].kind == TokenKind::literal) {
-      if (depth < max_depth) scope(open + 1, std::min(close, tokens_.size()), depth + 1);  // extern "C"
+      if (depth < max_depth)
+        scope(open + 1, std::min(close, tokens_.size()), depth + 1);  // extern "C"
       return AfterBrace::declaration_done;
     }
     for (std::size_t k = start; k < open; k = opens_group(k) ? past_group(k, open) : k + 1) {
@@ -132,8 +137,8 @@ class Reader {
   }
 
   Declaration named(Declaration::Kind kind, std::size_t i) const {
-    return {kind, std::string(spell(i)), tokens_[i].begin, tokens_[i].end, false, false,
-            std::nullopt};
+    return {kind,  std::string(spell(i)), tokens_[i].begin, tokens_[i].end, false,
+            false, std::nullopt};
   }
 
   void declaration(std::size_t start, std::size_t end, std::size_t body_close) {
@@ -153,7 +158,8 @@ class Reader {
       }
     }
     std::size_t piece = body_close == no_body ? start : body_close + 1;
-    for (std::size_t k = piece; k <= end; k = (k < end && opens_group(k)) ? past_group(k, end) : k + 1) {
+    for (std::size_t k = piece; k <= end;
+         k = (k < end && opens_group(k)) ? past_group(k, end) : k + 1) {
       if (k == end || is(k, ",")) {
         if (auto d = declarator(piece, k)) {
           if (is_typedef) d->kind = Declaration::Kind::type;
@@ -190,9 +196,12 @@ class Reader {
         std::size_t const name = *candidate;
         bool const built = spell(name) == "APPLY_SPECIFIC" || is(close + 1, "(");
         if (built) {
-          Declaration d{Declaration::Kind::variable, compact(name, close + 1), tokens_[name].begin,
+          Declaration d{Declaration::Kind::variable,
+                        compact(name, close + 1),
+                        tokens_[name].begin,
                         close < tokens_.size() ? tokens_[close].end : tokens_[name].end,
-                        spell(name) == "APPLY_SPECIFIC", spell(name) != "APPLY_SPECIFIC",
+                        spell(name) == "APPLY_SPECIFIC",
+                        spell(name) != "APPLY_SPECIFIC",
                         std::nullopt};
           if (is(close + 1, "(")) function(d, close + 1, last);
           return d;
@@ -261,7 +270,8 @@ std::vector<std::uint32_t> match_brackets(std::string_view text, std::span<Token
   return match;
 }
 
-std::vector<Declaration> file_scope_declarations(std::string_view text, std::span<Token const> tokens) {
+std::vector<Declaration> file_scope_declarations(std::string_view text,
+                                                 std::span<Token const> tokens) {
   return Reader(text, tokens).run();
 }
 

@@ -28,7 +28,8 @@ struct Declaration {
 
 /// The declarations at file (or struct-member) scope of a token stream, in order. A heuristic
 /// reader: what it cannot make sense of (macro soup, odd declarators) it skips silently.
-std::vector<Declaration> file_scope_declarations(std::string_view text, std::span<Token const> tokens);
+std::vector<Declaration> file_scope_declarations(std::string_view text,
+                                                 std::span<Token const> tokens);
 
 /// For each token index: the index of its matching bracket (`()`, `[]`, `{}`), or
 /// `tokens.size()` for an unmatched opener; non-brackets map to themselves.

@@ -82,8 +82,7 @@ SectionSet merge_sections(SourceManager const& sm, std::vector<FileId> const& fi
     detail::check_file(sm, scanned.back(), extra_tags, set.diagnostics);
   }
   detail::check_files(scanned, set.diagnostics, judged_from);
-  set.error =
-      detail::reference_error(sm, scanned, std::span(set.diagnostics).subspan(judged_from));
+  set.error = detail::reference_error(sm, scanned, std::span(set.diagnostics).subspan(judged_from));
   merge_blocks(sm, scanned, extra_tags, set);
   return set;
 }

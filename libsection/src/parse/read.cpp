@@ -1,9 +1,9 @@
 // Reading section files: existence, binary data, UTF-8 validity, BOM, newline normalisation.
-#include <cctype>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -70,7 +70,8 @@ std::optional<std::size_t> detail::max_file_bytes(std::string* problem) {
   unsigned long long const value = std::strtoull(text, &end, 10);
   if (errno != 0 || *end != '\0' || value == 0 || text[0] == '-') {
     if (problem)
-      *problem = std::string("LIBSECTION_MAX_FILE_BYTES=") + text + " is not a positive number of bytes";
+      *problem =
+          std::string("LIBSECTION_MAX_FILE_BYTES=") + text + " is not a positive number of bytes";
     return std::nullopt;
   }
   return static_cast<std::size_t>(value);
@@ -134,12 +135,12 @@ std::optional<FileId> add_source(SourceManager& sm, std::string text,
 
   if (bad) {
     auto const at = normalised_offset(raw, bad->offset);
-    auto d = make_diagnostic("SL001",
-                             "invalid UTF-8 (in file " + display_path + "): can't decode byte " +
-                                 hex_byte(static_cast<unsigned char>(raw[bad->offset])) +
-                                 " at byte offset " + std::to_string(bad->offset) + ": " +
-                                 bad->reason,
-                             {id, at, at + 1});
+    auto d =
+        make_diagnostic("SL001",
+                        "invalid UTF-8 (in file " + display_path + "): can't decode byte " +
+                            hex_byte(static_cast<unsigned char>(raw[bad->offset])) +
+                            " at byte offset " + std::to_string(bad->offset) + ": " + bad->reason,
+                        {id, at, at + 1});
     d.notes.push_back({"section files are read as UTF-8; re-save the file as UTF-8", {}});
     diagnostics.push_back(std::move(d));
     return std::nullopt;
@@ -147,9 +148,10 @@ std::optional<FileId> add_source(SourceManager& sm, std::string text,
   auto const& stored = sm.file(id).text();
   if (nul != std::string::npos) {
     auto const at = stored.find('\0');
-    diagnostics.push_back(make_diagnostic("SL003", "file contains a NUL byte at byte offset " +
-                                                       std::to_string(nul) +
-                                                       "; it looks like binary data, not C source",
+    diagnostics.push_back(make_diagnostic("SL003",
+                                          "file contains a NUL byte at byte offset " +
+                                              std::to_string(nul) +
+                                              "; it looks like binary data, not C source",
                                           {id, at, at + 1}));
   }
   if (stored.starts_with("\xEF\xBB\xBF")) {

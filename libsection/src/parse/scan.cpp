@@ -2,10 +2,10 @@
 // near misses and the blocks they delimit.
 #include "parse/scan.hpp"
 
+#include <strings.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <strings.h>
 
 #include "base/text.hpp"
 #include "parse/x3/marker_grammar.hpp"
@@ -43,7 +43,9 @@ std::vector<std::string> section_marker_problems(parser::ast::section_marker con
     why.push_back("it has no tag");
   } else {
     if (gap.empty()) why.push_back("there is no space between `#section` and the tag");
-    else if (gap != " ") why.push_back("the tag must follow `#section` after exactly one space, not a tab or several blanks");
+    else if (gap != " ")
+      why.push_back(
+          "the tag must follow `#section` after exactly one space, not a tab or several blanks");
     if (!std::all_of(tag.begin(), tag.end(), is_tag_char))
       why.push_back("the tag `" + bounded_quote(tag, max_quoted_bytes) +
                     "` may only contain letters, digits and underscores");
@@ -146,7 +148,8 @@ class FileScanner {
 
   static std::size_t find_char(std::string_view text, char c, std::size_t from) {
     if (from >= text.size()) return std::string_view::npos;
-    auto const* p = static_cast<char const*>(std::memchr(text.data() + from, c, text.size() - from));
+    auto const* p =
+        static_cast<char const*>(std::memchr(text.data() + from, c, text.size() - from));
     return p ? static_cast<std::size_t>(p - text.data()) : std::string_view::npos;
   }
 
@@ -185,12 +188,15 @@ class FileScanner {
                          std::size_t line_no) {
     auto why = section_marker_problems(m);
     if (why.empty()) {
-      markers_.push_back({MarkerKind::section, std::string(view(m.tag)), {file_, begin, end},
-                          range_of(m.tag), line_no});
+      markers_.push_back({MarkerKind::section,
+                          std::string(view(m.tag)),
+                          {file_, begin, end},
+                          range_of(m.tag),
+                          line_no});
       return;
     }
-    near_misses_.push_back({MarkerKind::section, {file_, begin, end}, std::move(why),
-                            canonical_marker(view(m.tag))});
+    near_misses_.push_back(
+        {MarkerKind::section, {file_, begin, end}, std::move(why), canonical_marker(view(m.tag))});
   }
 
   void on_legacy_marker(parser::ast::legacy_marker const& m, std::size_t begin, std::size_t end,
@@ -199,7 +205,8 @@ class FileScanner {
     bool const trailing_blank = std::all_of(trailing.begin(), trailing.end(), is_blank);
     if (!trailing_blank) return;  // a longer identifier such as PYTENSOR_APPLY_CODE_SECTION_X
     std::string const tag = view(m.kind) == "APPLY" ? "support_code_apply" : "support_code";
-    std::string const exact = std::string(view(m.prefix)) + std::string(view(m.kind)) + "_CODE_SECTION";
+    std::string const exact =
+        std::string(view(m.prefix)) + std::string(view(m.kind)) + "_CODE_SECTION";
     if (m.indent.empty() && trailing.empty()) {
       SourceRange const whole{file_, begin, end};
       markers_.push_back({MarkerKind::legacy, tag, whole, whole, line_no});

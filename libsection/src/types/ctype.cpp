@@ -59,30 +59,40 @@ class TensorType final : public CType {
                              dtype_.name + ", " + std::to_string(ndim_) + "-d)";
     std::string code = name + " = NULL;\n";
     if (check_input) {
-      code += "if (!PyArray_Check(py_" + name + ")) {\n"
-              "  PyErr_Format(PyExc_TypeError, " + c_string(want + ", got %s") + ", Py_TYPE(py_" +
-              name + ")->tp_name);\n  " + fail + "\n}\n";
+      code += "if (!PyArray_Check(py_" + name +
+              ")) {\n"
+              "  PyErr_Format(PyExc_TypeError, " +
+              c_string(want + ", got %s") + ", Py_TYPE(py_" + name + ")->tp_name);\n  " + fail +
+              "\n}\n";
       // One branch on the hot path; the message is built only when it fails.
       // PyArray_EquivTypenums ignores byte order: a '>f8' array would pass as float64 and be
       // read as garbage, so non-native byte order is refused here too.
       std::string const array = "(PyArrayObject*)py_" + name;
       code += "if (PyArray_NDIM(" + array + ") != " + std::to_string(ndim_) +
               " || !PyArray_EquivTypenums(PyArray_TYPE(" + array + "), " +
-              std::to_string(dtype_.typenum) + ") || PyArray_ISBYTESWAPPED(" + array + ")) {\n"
-              "  PyObject* got_dtype = PyObject_Str((PyObject*)PyArray_DESCR(" + array + "));\n"
-              "  if (PyArray_NDIM(" + array + ") == " + std::to_string(ndim_) +
-              " && PyArray_EquivTypenums(PyArray_TYPE(" + array + "), " +
-              std::to_string(dtype_.typenum) + ")) {\n"
+              std::to_string(dtype_.typenum) + ") || PyArray_ISBYTESWAPPED(" + array +
+              ")) {\n"
+              "  PyObject* got_dtype = PyObject_Str((PyObject*)PyArray_DESCR(" +
+              array +
+              "));\n"
+              "  if (PyArray_NDIM(" +
+              array + ") == " + std::to_string(ndim_) + " && PyArray_EquivTypenums(PyArray_TYPE(" +
+              array + "), " + std::to_string(dtype_.typenum) +
+              ")) {\n"
               "    PyErr_Format(PyExc_TypeError, " +
               c_string(want + ", got a %d-d %s array in non-native byte order; convert it with "
-                       "a.astype(a.dtype.newbyteorder('='))") +
-              ", PyArray_NDIM(" + array + "), got_dtype ? PyUnicode_AsUTF8(got_dtype) : \"?\");\n"
+                              "a.astype(a.dtype.newbyteorder('='))") +
+              ", PyArray_NDIM(" + array +
+              "), got_dtype ? PyUnicode_AsUTF8(got_dtype) : \"?\");\n"
               "  } else {\n"
-              "    PyErr_Format(PyExc_TypeError, " + c_string(want + ", got a %d-d %s array") +
-              ", PyArray_NDIM(" + array + "), got_dtype ? PyUnicode_AsUTF8(got_dtype) : \"?\");\n"
+              "    PyErr_Format(PyExc_TypeError, " +
+              c_string(want + ", got a %d-d %s array") + ", PyArray_NDIM(" + array +
+              "), got_dtype ? PyUnicode_AsUTF8(got_dtype) : \"?\");\n"
               "  }\n"
-              "  Py_XDECREF(got_dtype);\n  " + fail + "\n}\n";
-      code += "if (!PyArray_ISALIGNED((PyArrayObject*)py_" + name + ")) {\n"
+              "  Py_XDECREF(got_dtype);\n  " +
+              fail + "\n}\n";
+      code += "if (!PyArray_ISALIGNED((PyArrayObject*)py_" + name +
+              ")) {\n"
               "  PyErr_SetString(PyExc_TypeError, " +
               c_string(label_of(sub) + ": the array's data is not aligned for its dtype") +
               ");\n  " + fail + "\n}\n";
@@ -91,11 +101,19 @@ class TensorType final : public CType {
     return code;
   }
   std::string c_sync(std::string const& name, Sub const&) const override {
-    return "if (!" + name + ") {\n"
-           "  Py_XDECREF(py_" + name + ");\n  py_" + name + " = Py_None;\n  Py_INCREF(Py_None);\n"
-           "} else if ((PyObject*)" + name + " != py_" + name + ") {\n"
-           "  Py_XDECREF(py_" + name + ");\n  py_" + name + " = (PyObject*)" + name + ";\n"
-           "  Py_INCREF(py_" + name + ");\n}\n";
+    return "if (!" + name +
+           ") {\n"
+           "  Py_XDECREF(py_" +
+           name + ");\n  py_" + name +
+           " = Py_None;\n  Py_INCREF(Py_None);\n"
+           "} else if ((PyObject*)" +
+           name + " != py_" + name +
+           ") {\n"
+           "  Py_XDECREF(py_" +
+           name + ");\n  py_" + name + " = (PyObject*)" + name +
+           ";\n"
+           "  Py_INCREF(py_" +
+           name + ");\n}\n";
   }
   std::string c_cleanup(std::string const& name, Sub const&) const override {
     return "Py_XDECREF(" + name + ");\n" + name + " = NULL;\n";
@@ -149,16 +167,22 @@ class ScalarType final : public CType {
     std::string const py = "py_" + name;
     switch (kind_) {
       case ScalarKind::floating:
-        return "{\n  double value_ = PyFloat_AsDouble(" + py + ");\n"
+        return "{\n  double value_ = PyFloat_AsDouble(" + py +
+               ");\n"
                "  if (value_ == -1.0 && PyErr_Occurred()) {\n"
-               "    PyErr_Format(PyExc_TypeError, " + c_string(label + ": expected a real number for " +
-               dtype_.name + ", got %s") + ", Py_TYPE(" + py + ")->tp_name);\n    " + fail + "\n  }\n"
-               "  " + name + " = (" + dtype_.c_type + ")value_;\n}\n";
+               "    PyErr_Format(PyExc_TypeError, " +
+               c_string(label + ": expected a real number for " + dtype_.name + ", got %s") +
+               ", Py_TYPE(" + py + ")->tp_name);\n    " + fail +
+               "\n  }\n"
+               "  " +
+               name + " = (" + dtype_.c_type + ")value_;\n}\n";
       case ScalarKind::boolean:
         return "if (" + py + " == Py_True || " + py + " == Py_False || PyArray_IsScalar(" + py +
-               ", Bool)) {\n  " + name + " = (npy_bool)PyObject_IsTrue(" + py + ");\n} else {\n"
-               "  PyErr_Format(PyExc_TypeError, " + c_string(label + ": expected a bool, got %s") +
-               ", Py_TYPE(" + py + ")->tp_name);\n  " + fail + "\n}\n";
+               ", Bool)) {\n  " + name + " = (npy_bool)PyObject_IsTrue(" + py +
+               ");\n} else {\n"
+               "  PyErr_Format(PyExc_TypeError, " +
+               c_string(label + ": expected a bool, got %s") + ", Py_TYPE(" + py +
+               ")->tp_name);\n  " + fail + "\n}\n";
       case ScalarKind::signed_int:
       case ScalarKind::unsigned_int: {
         bool const is_signed = kind_ == ScalarKind::signed_int;
@@ -166,17 +190,25 @@ class ScalarType final : public CType {
         std::string const wide = is_signed ? "long long" : "unsigned long long";
         std::string const convert =
             is_signed ? "PyLong_AsLongLong(index_)" : "PyLong_AsUnsignedLongLong(index_)";
-        return "{\n  PyObject* index_ = PyNumber_Index(" + py + ");\n"
+        return "{\n  PyObject* index_ = PyNumber_Index(" + py +
+               ");\n"
                "  if (!index_) {\n"
-               "    PyErr_Format(PyExc_TypeError, " + c_string(label + ": expected an integer for " +
-               dtype_.name + ", got %s") + ", Py_TYPE(" + py + ")->tp_name);\n    " + fail + "\n  }\n"
-               "  " + wide + " value_ = " + convert + ";\n  Py_DECREF(index_);\n"
-               "  if ((value_ == (" + wide + ")-1 && PyErr_Occurred()) || value_ < " + low +
-               " || value_ > " + high + ") {\n"
+               "    PyErr_Format(PyExc_TypeError, " +
+               c_string(label + ": expected an integer for " + dtype_.name + ", got %s") +
+               ", Py_TYPE(" + py + ")->tp_name);\n    " + fail +
+               "\n  }\n"
+               "  " +
+               wide + " value_ = " + convert +
+               ";\n  Py_DECREF(index_);\n"
+               "  if ((value_ == (" +
+               wide + ")-1 && PyErr_Occurred()) || value_ < " + low + " || value_ > " + high +
+               ") {\n"
                "    PyErr_Clear();\n"
-               "    PyErr_SetString(PyExc_OverflowError, " + c_string(label + ": value out of range for " +
-               dtype_.name) + ");\n    " + fail + "\n  }\n"
-               "  " + name + " = (" + dtype_.c_type + ")value_;\n}\n";
+               "    PyErr_SetString(PyExc_OverflowError, " +
+               c_string(label + ": value out of range for " + dtype_.name) + ");\n    " + fail +
+               "\n  }\n"
+               "  " +
+               name + " = (" + dtype_.c_type + ")value_;\n}\n";
       }
     }
     return {};
@@ -184,10 +216,16 @@ class ScalarType final : public CType {
   std::string c_sync(std::string const& name, Sub const&) const override {
     // A NumPy scalar of the exact dtype, as NumPy's own reductions return.
     return "{\n  PyArray_Descr* descr_ = PyArray_DescrFromType(" + std::to_string(dtype_.typenum) +
-           ");\n  PyObject* value_ = descr_ ? PyArray_Scalar(&" + name + ", descr_, NULL) : NULL;\n"
-           "  Py_XDECREF(descr_);\n  Py_XDECREF(py_" + name + ");\n"
-           "  if (value_) {\n    py_" + name + " = value_;\n  } else {\n"
-           "    PyErr_Clear();\n    py_" + name + " = Py_None;\n    Py_INCREF(Py_None);\n  }\n}\n";
+           ");\n  PyObject* value_ = descr_ ? PyArray_Scalar(&" + name +
+           ", descr_, NULL) : NULL;\n"
+           "  Py_XDECREF(descr_);\n  Py_XDECREF(py_" +
+           name +
+           ");\n"
+           "  if (value_) {\n    py_" +
+           name +
+           " = value_;\n  } else {\n"
+           "    PyErr_Clear();\n    py_" +
+           name + " = Py_None;\n    Py_INCREF(Py_None);\n  }\n}\n";
   }
   std::string c_cleanup(std::string const&, Sub const&) const override { return {}; }
   std::string c_code_cache_version() const override { return "scalar-1"; }
@@ -212,9 +250,11 @@ class GenericType final : public CType {
     return name + " = py_" + name + ";\nPy_INCREF(" + name + ");\n";
   }
   std::string c_sync(std::string const& name, Sub const&) const override {
-    return "if (!" + name + ") {\n  " + name + " = Py_None;\n  Py_INCREF(Py_None);\n}\n"
-           "if (" + name + " != py_" + name + ") {\n  Py_XDECREF(py_" + name + ");\n  py_" +
-           name + " = " + name + ";\n  Py_INCREF(py_" + name + ");\n}\n";
+    return "if (!" + name + ") {\n  " + name +
+           " = Py_None;\n  Py_INCREF(Py_None);\n}\n"
+           "if (" +
+           name + " != py_" + name + ") {\n  Py_XDECREF(py_" + name + ");\n  py_" + name + " = " +
+           name + ";\n  Py_INCREF(py_" + name + ");\n}\n";
   }
   std::string c_cleanup(std::string const& name, Sub const&) const override {
     return "Py_XDECREF(" + name + ");\n" + name + " = NULL;\n";
@@ -277,7 +317,8 @@ ParamsType::ParamsType(std::vector<NamedType> fields) {
     if (f.type.kind == TypeSpec::Kind::generic)
       throw std::invalid_argument("params field `" + f.name + "` must be a scalar or tensor type");
   spec_ = params_spec(fields);  // sorts, checks names, names the struct as PyTensor does
-  std::sort(fields.begin(), fields.end(), [](auto const& a, auto const& b) { return a.name < b.name; });
+  std::sort(fields.begin(), fields.end(),
+            [](auto const& a, auto const& b) { return a.name < b.name; });
   for (auto const& f : fields) fields_.push_back({f.name, ctype_for(f.type)});
 }
 
@@ -301,8 +342,7 @@ std::string ParamsType::c_declare(std::string const& name, Sub const&, bool) con
 
 std::string ParamsType::c_init(std::string const& name, Sub const&) const {
   std::string code = name + " = &" + name + "_value;\n";
-  for (auto const& f : fields_)
-    code += f.type->c_init(name + "_value." + f.name, {});
+  for (auto const& f : fields_) code += f.type->c_init(name + "_value." + f.name, {});
   return code;
 }
 

@@ -87,11 +87,10 @@ class TypeReader {
 
   [[noreturn]] void fail(std::string const& message, std::size_t at) const {
     std::string_view item = whole_.substr(item_begin_, end_ - item_begin_);
-    std::string where = at >= whole_.size()
-                            ? "at the end of"
-                            : "at character " + std::to_string(at + 1) + " of";
-    throw signature_error(label_ + " `" + std::string(item) + "`: " + message + " " + where +
-                          " `" + std::string(whole_) + "`");
+    std::string where =
+        at >= whole_.size() ? "at the end of" : "at character " + std::to_string(at + 1) + " of";
+    throw signature_error(label_ + " `" + std::string(item) + "`: " + message + " " + where + " `" +
+                          std::string(whole_) + "`");
   }
 
   std::string_view whole_;
@@ -155,9 +154,7 @@ std::string TypeSpec::pytensor_str() const {
   return name + "(" + dtype + ", shape=" + shape + ")";
 }
 
-std::string TypeSpec::c_element_type() const {
-  return kind == Kind::generic ? "" : "npy_" + dtype;
-}
+std::string TypeSpec::c_element_type() const { return kind == Kind::generic ? "" : "npy_" + dtype; }
 
 std::string TypeSpec::to_string() const {
   switch (kind) {
@@ -201,8 +198,8 @@ std::vector<NamedType> parse_params(std::string_view text) {
       return " at character " + std::to_string(at + 1) + " of `" + std::string(text) + "`";
     };
     if (colon == std::string_view::npos) {
-      throw signature_error(label + " `" + std::string(item) +
-                            "`: expected `name:type`" + where(end));
+      throw signature_error(label + " `" + std::string(item) + "`: expected `name:type`" +
+                            where(end));
     }
     if (name.empty()) {
       throw signature_error(label + " `" + std::string(item) +
@@ -213,8 +210,8 @@ std::vector<NamedType> parse_params(std::string_view text) {
                             "` is not a C identifier" + where(begin));
     }
     if (!seen.insert(std::string(name)).second) {
-      throw signature_error(label + " `" + std::string(item) + "`: field `" +
-                            std::string(name) + "` appears twice" + where(begin));
+      throw signature_error(label + " `" + std::string(item) + "`: field `" + std::string(name) +
+                            "` appears twice" + where(begin));
     }
     fields.push_back({std::string(name), TypeReader(text, begin + colon + 1, end, label).read()});
   }
@@ -269,13 +266,16 @@ ParamsSpec params_spec(std::vector<NamedType> fields) {
 std::string pytensor_failure_code(int id) {
   std::string const n = std::to_string(id);
   return "{\n"
-         "        __failure = " + n + ";\n"
+         "        __failure = " +
+         n +
+         ";\n"
          "        if (!PyErr_Occurred()) {\n"
          "            PyErr_SetString(PyExc_RuntimeError,\n"
          "                \"Unexpected error in an Op's C code. \"\n"
          "                \"No Python exception was set.\");\n"
          "        }\n"
-         "        goto __label_" + n + ";}";
+         "        goto __label_" +
+         n + ";}";
 }
 
 std::string pytensor_failure_code_init(int id) {
@@ -285,7 +285,9 @@ std::string pytensor_failure_code_init(int id) {
          "                \"Unexpected error in an Op's C code. \"\n"
          "                \"No Python exception was set.\");\n"
          "            }\n"
-         "        return " + std::to_string(id) + ";\n"
+         "        return " +
+         std::to_string(id) +
+         ";\n"
          "}";
 }
 

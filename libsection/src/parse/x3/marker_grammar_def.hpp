@@ -32,20 +32,20 @@ auto const blanks = x3::raw[*x3::ascii::blank];
 auto const rest_of_line = x3::raw[*x3::char_];
 
 auto const section_marker_def =
-    blanks                                              // indent (must be empty)
-    >> x3::raw[x3::lit('#')]                            // hash
-    >> blanks                                           // gap after `#` (must be empty)
+    blanks                                       // indent (must be empty)
+    >> x3::raw[x3::lit('#')]                     // hash
+    >> blanks                                    // gap after `#` (must be empty)
     >> x3::raw[x3::no_case[x3::lit("section")]]  // keyword (must be lower-case)
-    >> blanks                                           // gap before tag (must be one space)
-    >> x3::raw[*(x3::char_ - x3::ascii::blank)]         // tag (must be [A-Za-z0-9_]+)
-    >> rest_of_line;                                    // trailing (must be empty)
+    >> blanks                                    // gap before tag (must be one space)
+    >> x3::raw[*(x3::char_ - x3::ascii::blank)]  // tag (must be [A-Za-z0-9_]+)
+    >> rest_of_line;                             // trailing (must be empty)
 
 auto const legacy_marker_def =
-    blanks                                                           // indent (must be empty)
+    blanks  // indent (must be empty)
     >> x3::raw[x3::lit("THEANO_") | x3::lit("AESARA_") | x3::lit("PYTENSOR_")]  // prefix
-    >> x3::raw[x3::lit("APPLY") | x3::lit("SUPPORT")]                // kind
-    >> x3::lit("_CODE_SECTION")                                      //
-    >> rest_of_line;                                                 // trailing (must be empty)
+    >> x3::raw[x3::lit("APPLY") | x3::lit("SUPPORT")]                           // kind
+    >> x3::lit("_CODE_SECTION")                                                 //
+    >> rest_of_line;  // trailing (must be empty)
 
 BOOST_SPIRIT_DEFINE(section_marker, legacy_marker)
 
