@@ -14,7 +14,7 @@ namespace {
 
 using detail::MacroBlock;
 
-Diagnostic signature_diagnostic(std::string code, std::string message) {
+Diagnostic signature_diagnostic(std::string const& code, std::string message) {
   return make_diagnostic(code, std::move(message));
 }
 

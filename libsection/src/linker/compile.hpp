@@ -75,7 +75,7 @@ std::string shell_quote(std::vector<std::string> const& argv);
 
 /// The cache key: hash of the module text, the compiler's identity and flags, the Python ABI,
 /// NumPy's version and C API, and libsection's version.
-std::string module_cache_key(ModuleSource const& module, Toolchain const& toolchain,
+std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
                              PythonEnvironment const& python);
 
 }  // namespace section

@@ -145,9 +145,9 @@ OpCode SectionOp::generate(NodeContext const& node) const {
     throw LinkError(message, e.diagnostics);
   }
   OpCode code;
-  static_cast<ApplyCode&>(code) = std::move(e);  // the strings both share
   code.support_code = {std::move(e.support_code)};
   code.code = std::move(*e.code);
+  static_cast<ApplyCode&>(code) = std::move(static_cast<ApplyCode&>(e));  // the strings both share
   return code;
 }
 
