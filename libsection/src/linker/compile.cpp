@@ -128,6 +128,15 @@ Toolchain find_toolchain(PrivateDir const& state) {
   tc.flags = {"-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-fno-math-errno",
               "-Wno-unused-label", "-Wno-unused-variable", "-Wno-unused-but-set-variable",
               "-Wno-write-strings"};
+  // LIBSECTION_DEBUG=1: modules for gdb. The flags enter the key, so they sit apart in the cache.
+  std::string const debug = std::getenv("LIBSECTION_DEBUG") ? std::getenv("LIBSECTION_DEBUG") : "";
+  if (debug != "" && debug != "0" && debug != "1")
+    throw LinkError("LIBSECTION_DEBUG is `" + debug + "`: give 1 (build for gdb: -O0 -g) or 0");
+  if (debug == "1") {
+    tc.debug = true;
+    tc.flags[1] = "-O0";
+    tc.flags.insert(tc.flags.begin() + 2, "-g");
+  }
   bool native = false;
   for (auto& f : split_blanks(std::getenv("LIBSECTION_CXXFLAGS"))) {
     native = native || f.find("=native") != std::string::npos;
