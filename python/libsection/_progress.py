@@ -2,8 +2,9 @@
 
 It is shown only on a terminal (or in a Jupyter kernel), only once a task has run for
 ``DELAY`` seconds, and erased when the tasks are done, so it never adds to what the
-``libsection`` logger records (one record per compile). It stays silent when the logger is
-set above INFO, when ``LIBSECTION_PROGRESS=0``, or when the caller passes ``progress=False``.
+``libsection`` logger records (one record per compile). It stays silent when the
+``libsection`` logger is set above INFO, when ``LIBSECTION_PROGRESS=0``, or when the caller
+passes ``progress=False``.
 """
 
 from __future__ import annotations
@@ -29,19 +30,25 @@ def _in_jupyter() -> bool:
     return get is not None and type(get()).__name__ == "ZMQInteractiveShell"
 
 
-_showing = 0  # Progress objects with a line on stderr now; a build inside one adds none
+# Progress objects open now, shown or silent: a build inside one (``python -m libsection run``
+# numbers its ops, or was asked to be quiet) adds no line of its own.
+_open = 0
+_open_lock = threading.Lock()
 
 
 def progress_stream(progress: bool | None = None) -> TextIO | None:
     """Where the progress line goes: stderr when ``progress`` is True, or when it is None and
-    stderr is a terminal or a notebook's, nobody asked for quiet and no line shows already
-    (``python -m libsection run`` numbers the ops it builds); else None."""
+    stderr is a terminal or a notebook's, nobody asked for quiet and no other Progress is open;
+    else None."""
     if progress is False or sys.stderr is None:
         return None
     if progress is None:
-        if _showing or os.environ.get("LIBSECTION_PROGRESS") == "0":
+        if _open or os.environ.get("LIBSECTION_PROGRESS") == "0":
             return None
-        if not logging.getLogger("libsection").isEnabledFor(logging.INFO):
+        # Quiet: the libsection logger itself set above INFO, or logging disabled up to INFO
+        # (the root's default WARNING says nothing: it is where every program starts).
+        if (logging.getLogger("libsection").level > logging.INFO
+                or logging.root.manager.disable >= logging.INFO):
             return None
         if not (_in_jupyter() or sys.stderr.isatty()):
             return None
@@ -57,26 +64,29 @@ class Progress:
         self.stream = stream
         self._running: dict[int, tuple[str, float]] = {}  # number -> (label, start)
         self._lock = threading.Lock()
-        self._width = 0  # of the line on screen, to erase it
+        self._text = ""  # the line on screen
+        self._width = 0  # its length, to erase it
         self._done = threading.Event()
         self._ticker: threading.Thread | None = None
 
     def __enter__(self) -> Progress:
-        global _showing
+        global _open
+        with _open_lock:
+            _open += 1
         if self.stream is not None:
-            _showing += 1
             self._ticker = threading.Thread(target=self._tick, name="libsection-progress",
                                             daemon=True)
             self._ticker.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        global _showing
+        global _open
         if self._ticker is not None:
             self._done.set()
             self._ticker.join()
             self._show("")
-            _showing -= 1
+        with _open_lock:
+            _open -= 1
 
     @contextlib.contextmanager
     def task(self, number: int, label: str) -> Iterator[None]:
@@ -104,8 +114,9 @@ class Progress:
 
     def _show(self, text: str) -> None:
         """Replaces the line on screen (blanks, not an escape code: notebooks show those)."""
-        if self.stream is None or (not text and not self._width):
+        if self.stream is None or text == self._text:
             return
         self.stream.write("\r" + text.ljust(self._width) + ("\r" if not text else ""))
         self.stream.flush()
         self._width = len(text)
+        self._text = text

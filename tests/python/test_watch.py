@@ -26,8 +26,10 @@ class Watcher:
         self.process = subprocess.Popen([SECTION_LINT, "--watch", *args], cwd=cwd, text=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: dict[str, queue.Queue[str]] = {"out": queue.Queue(), "err": queue.Queue()}
-        for name, stream in (("out", self.process.stdout), ("err", self.process.stderr)):
-            threading.Thread(target=self._pump, args=(stream, self.lines[name]), daemon=True).start()
+        self.pumps = [threading.Thread(target=self._pump, args=(stream, self.lines[name]), daemon=True)
+                      for name, stream in (("out", self.process.stdout), ("err", self.process.stderr))]
+        for pump in self.pumps:
+            pump.start()
 
     @staticmethod
     def _pump(stream, into) -> None:
@@ -55,7 +57,16 @@ class Watcher:
 
     def stop(self, sig=signal.SIGINT) -> int:
         self.process.send_signal(sig)
-        return self.process.wait(timeout=20)
+        code = self.process.wait(timeout=20)
+        self.close()
+        return code
+
+    def close(self) -> None:
+        """After the process has ended: the rest of its output read, the pipes closed."""
+        for pump in self.pumps:
+            pump.join(timeout=20)
+        self.process.stdout.close()
+        self.process.stderr.close()
 
 
 @pytest.fixture
@@ -71,6 +82,8 @@ def watcher_factory():
         if w.process.poll() is None:
             w.process.kill()
             w.process.wait()
+        if not w.process.stdout.closed:
+            w.close()
 
 
 def test_watch_relints_changed_files_and_prints_only_what_changed(tmp_path, watcher_factory):

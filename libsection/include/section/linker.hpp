@@ -74,6 +74,7 @@ std::string module_cache_key(ModuleSource const& module, Toolchain const& toolch
 struct BuiltModule {
   CacheEntry entry;
   bool compiled = false;  ///< false: found in the cache
+  bool debug = false;     ///< built for gdb (`LIBSECTION_DEBUG=1`)
 };
 
 /// Finds `module` in `cache` or compiles it there (under its key's lock, logging a line to

@@ -283,6 +283,7 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
   Toolchain const tc = find_toolchain(cache.state());
   std::string const key = module_cache_key(module, tc, python);
   BuiltModule result;
+  result.debug = tc.debug;
   result.entry = cache.get_or_build(
       key,
       [&](PrivateDir const& work) {
