@@ -82,8 +82,8 @@ def test_the_debug_info_names_the_kept_source_and_the_op_file(builds):
     names = set(re.findall(r"DW_AT_(?:name|comp_dir)\s*:.*?:\s*(\S+)\s*$", lines, re.M))
     assert any(name.endswith(str(kept)) or name == str(kept.parent) for name in names), \
         sorted(n for n in names if "/" in n)[:20]
-    assert not any("/tmp/" in name and "source.cpp" in name for name in names
-                   if not name.startswith(str(cache))), "debug info names the work folder"
+    work = str(cache / "tmp")  # where the build ran; renamed into entries/ when done
+    assert not any(name.startswith(work) for name in names), "debug info names the work folder"
     decoded = subprocess.run(["readelf", "--debug-dump=decodedline", debug["library"]],
                              capture_output=True, text=True, check=True).stdout
     assert OP_FILE.name in decoded and str(LOOP_LINE) in decoded
@@ -111,8 +111,8 @@ def test_gdb_stops_at_a_line_of_the_ops_c_file(builds, tmp_path):
          "-ex", "info source",
          "-ex", "kill",
          "--args", sys.executable, str(driver)],
-        env=env, capture_output=True, text=True, timeout=300)
-    out = run.stdout + run.stderr
+        env=env, capture_output=True, text=True, timeout=120)  # gdb used to hang reading
+    out = run.stdout + run.stderr                             # /proc/self/fd/N: its own fd
     assert re.search(rf"Breakpoint 1, .*vector_elemwise_mult.*\n.*{OP_FILE.name}:{LOOP_LINE}", out) \
         or re.search(rf"at {re.escape(str(OP_FILE))}:{LOOP_LINE}", out), out[-3000:]
     assert "$1 = 0" in out, out[-3000:]  # the loop's first iteration
