@@ -3,6 +3,7 @@ findings changed, and says why it stopped on Ctrl-C."""
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import subprocess
@@ -17,6 +18,13 @@ pytestmark = pytest.mark.skipif(SECTION_LINT is None, reason="section-lint is no
 
 CLEAN = "#section support_code\n/* nothing yet */\n"
 UNKNOWN_TAG = "#section nonsense\nint x;\n"
+
+
+def save(path, text: str) -> None:
+    """Writes as an editor saves, all at once: a poll never sees the file half written."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
 class Watcher:
@@ -49,7 +57,13 @@ class Watcher:
             if needle in line:
                 return seen
 
-    def drain(self, stream: str) -> list[str]:
+    def take(self, stream: str, count: int, timeout: float = 20) -> list[str]:
+        """The next `count` lines of `stream` (stdout and stderr are read by two threads, so a
+        status line on stderr may arrive before the findings printed ahead of it)."""
+        return [self.lines[stream].get(timeout=timeout) for _ in range(count)]
+
+    def rest(self, stream: str) -> list[str]:
+        """What is left of `stream`, once the process has ended and its pipes are read."""
         out = []
         while not self.lines[stream].empty():
             out.append(self.lines[stream].get())
@@ -89,48 +103,49 @@ def watcher_factory():
 def test_watch_relints_changed_files_and_prints_only_what_changed(tmp_path, watcher_factory):
     op = tmp_path / "op"
     op.mkdir()
-    (op / "a.c").write_text(UNKNOWN_TAG)
-    (op / "b.c").write_text(CLEAN)
+    save(op / "a.c", UNKNOWN_TAG)
+    save(op / "b.c", CLEAN)
     w = watcher_factory("--output-format", "concise", "op", cwd=tmp_path)
     first = w.read_until("err", "watching for changes")
     assert "Found 1 diagnostic;" in first[-1]
-    out = w.drain("out")
-    assert len(out) == 1 and out[0].startswith("op/a.c:1:") and "SL201" in out[0], out
+    (line,) = w.take("out", 1)
+    assert line.startswith("op/a.c:1:") and "SL201" in line, line
 
     # b.c gets a finding: only b.c's line is printed, a.c's unchanged finding is not repeated.
-    (op / "b.c").write_text(UNKNOWN_TAG + "\n")
+    save(op / "b.c", UNKNOWN_TAG + "\n")
     status = w.read_until("err", "watching for changes")
     assert any("op/b.c changed" in line for line in status), status
     assert "Found 2 diagnostics;" in status[-1]
-    out = w.drain("out")
-    assert len(out) == 1 and out[0].startswith("op/b.c:1:") and "SL201" in out[0], out
+    (line,) = w.take("out", 1)  # a repeated a.c line would come first, or at the very end
+    assert line.startswith("op/b.c:1:") and "SL201" in line, line
 
     # A settings file appearing above the files counts as a change; both files become clean.
-    (tmp_path / "section-lint.toml").write_text('ignore = ["SL201"]\n')
+    save(tmp_path / "section-lint.toml", 'ignore = ["SL201"]\n')
     status = w.read_until("err", "watching for changes")
     assert "section-lint.toml changed" in "".join(status)
     assert "Found 0 diagnostics;" in status[-1]
-    assert sorted(w.drain("out")) == ["op/a.c: no findings\n", "op/b.c: no findings\n"]
+    assert sorted(w.take("out", 2)) == ["op/a.c: no findings\n", "op/b.c: no findings\n"]
 
     # A new file in a watched folder is linted too.
-    (op / "c.c").write_text("int main(void) { return 0; }\n")
+    save(op / "c.c", "int main(void) { return 0; }\n")
     w.read_until("err", "watching for changes")
-    out = w.drain("out")
-    assert len(out) == 1 and out[0].startswith("op/c.c:") and "SL203" in out[0], out
+    (line,) = w.take("out", 1)
+    assert line.startswith("op/c.c:") and "SL203" in line, line
 
     assert w.stop() == 0
     tail = "".join(w.read_until("err", "stopped watching"))
     assert "section-lint: stopped watching (Ctrl-C); the last run found 1 diagnostic" in tail
+    assert w.rest("out") == []  # nothing printed twice
 
 
 def test_watch_survives_a_broken_settings_file_and_stops_on_sigterm(tmp_path, watcher_factory):
     (tmp_path / "a.c").write_text(CLEAN)
     w = watcher_factory("a.c", cwd=tmp_path)
     assert "Found 0 diagnostics;" in w.read_until("err", "watching for changes")[-1]
-    (tmp_path / "section-lint.toml").write_text("select = [\n")
+    save(tmp_path / "section-lint.toml", "select = [\n")
     broken = w.read_until("err", "watching on")[-1]
     assert "section-lint.toml:" in broken, broken
-    (tmp_path / "section-lint.toml").write_text('select = ["SL2"]\n')
+    save(tmp_path / "section-lint.toml", 'select = ["SL2"]\n')
     assert "Found 0 diagnostics;" in w.read_until("err", "watching for changes")[-1]
     assert w.stop(signal.SIGTERM) == 0
     assert any("stopped watching (SIGTERM)" in line for line in w.read_until("err", "stopped"))
