@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from . import _core
 from ._core import LoadedSections
 from ._load import load
+from ._progress import Progress, progress_stream
 from ._types import type_of
 
 CompileError = _core.CompileError
@@ -85,6 +86,7 @@ def build(
     num_inputs: int | None = None,
     num_outputs: int | None = None,
     check_input: bool = True,
+    progress: bool | None = None,
 ) -> CompiledOp:
     """Compiles the op implemented by section ``files`` and returns it as a callable.
 
@@ -97,7 +99,19 @@ def build(
     as ``PARAMS->field``. Wrong dtypes or dimensions raise ``TypeError`` before the op runs.
     ``name`` (default: the first file's name without extension) names the op in messages.
     A compile error raises ``CompileError`` pointing at the section file's lines.
+    A compile that takes over a second shows ``compiling NAME (1.2 s)`` on a terminal's stderr
+    (``progress``: None decides so, True always, False never; see ``build_many``).
     """
+    with Progress(1, progress_stream(progress)) as shown:
+        return _build(shown, 1, files, func_name, inputs, outputs, params, name=name,
+                      num_inputs=num_inputs, num_outputs=num_outputs, check_input=check_input)
+
+
+def _build(shown: Progress, number: int, files, func_name: str | None = None,
+           inputs: Sequence[str] = (), outputs: Sequence[str] = (), params: Mapping | None = None,
+           *, name: str | None = None, num_inputs: int | None = None,
+           num_outputs: int | None = None, check_input: bool = True) -> CompiledOp:
+    """``build()`` as task ``number`` of ``shown``."""
     loaded, default_name = _sections(files)
     input_types = _type_strings("inputs", inputs)
     output_types = _type_strings("outputs", outputs)
@@ -105,30 +119,43 @@ def build(
         raise ValueError("build() needs at least one output type, e.g. outputs=['float64[:]']")
     if name is None:  # shown in messages and the generated source
         name = default_name
-    return _core.build_sections(
-        loaded,
-        input_types,
-        output_types,
-        func_name=func_name,
-        params=_params(params),
-        name=name,
-        num_inputs=num_inputs,
-        num_outputs=num_outputs,
-        check_input=check_input,
-    )
+    with shown.task(number, f"compiling {name}"):  # the line appears only after a second
+        return _core.build_sections(
+            loaded,
+            input_types,
+            output_types,
+            func_name=func_name,
+            params=_params(params),
+            name=name,
+            num_inputs=num_inputs,
+            num_outputs=num_outputs,
+            check_input=check_input,
+        )
 
 
-def build_many(specs: Sequence[Mapping], *, jobs: int | None = None) -> list[CompiledOp]:
+def build_many(specs: Sequence[Mapping], *, jobs: int | None = None,
+               progress: bool | None = None) -> list[CompiledOp]:
     """Builds several ops at once: ``specs`` holds the keyword arguments of one ``build()``
     call each. Compiles run concurrently (one compiler process each, up to ``jobs``, by
     default the number of CPUs; different modules share no lock) and the compiled ops come
-    back in the order given. The first failure is raised once every build has finished."""
+    back in the order given. The first failure is raised once every build has finished.
+
+    While a compile takes over a second, stderr shows one line that is erased at the end,
+    ``[3/8] compiling vector_times_vector (1.2 s)``: when ``progress`` is None, only on a
+    terminal or in a notebook, and not when the ``libsection`` logger is set above INFO or
+    ``LIBSECTION_PROGRESS=0``; True shows it on any stderr, False never. It is not a log
+    record: the logger still gets exactly one record per compile."""
     from concurrent.futures import ThreadPoolExecutor
 
     specs = [dict(spec) for spec in specs]
+    for spec in specs:
+        if "progress" in spec:
+            raise TypeError("build_many(): give progress= to build_many, not in a spec")
     workers = max(1, min(len(specs), jobs or os.cpu_count() or 1))
-    with ThreadPoolExecutor(workers, thread_name_prefix="libsection-build") as pool:
-        futures = [pool.submit(build, **spec) for spec in specs]
+    with Progress(len(specs), progress_stream(progress)) as shown, \
+            ThreadPoolExecutor(workers, thread_name_prefix="libsection-build") as pool:
+        futures = [pool.submit(_build, shown, number, **spec)
+                   for number, spec in enumerate(specs, start=1)]
     return [f.result() for f in futures]
 
 

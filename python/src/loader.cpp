@@ -49,14 +49,16 @@ using InitFn = PyObject* (*)();
 /// checked through (`/proc/self/fd/N` reopens that same file, whatever `path` names by now), so
 /// nothing can be swapped in between. The descriptor stays open: glibc knows the module by
 /// that name, and a reused number would make a later dlopen return this module again.
+/// A debug build is loaded by its path: gdb reads modules by the loader's name for them, and
+/// `/proc/self/fd/N` would name one of gdb's own descriptors.
 LoadedLibrary const& load_library(std::string const& key, std::filesystem::path const& path,
-                                  int verified_fd) {
+                                  int verified_fd, bool by_path) {
   static std::map<std::string, LoadedLibrary> loaded;  // by cache key; guarded by the GIL
   if (auto it = loaded.find(key); it != loaded.end()) return it->second;
   if (verified_fd < 0) throw LinkError("cannot load " + path.string() + ": it was not verified");
   int const fd = ::fcntl(verified_fd, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) throw LinkError("cannot load " + path.string() + ": " + std::strerror(errno));
-  std::string const by_fd = "/proc/self/fd/" + std::to_string(fd);
+  std::string const by_fd = by_path ? path.string() : "/proc/self/fd/" + std::to_string(fd);
   LoadedLibrary lib;
   lib.handle = ::dlopen(by_fd.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib.handle) {
@@ -108,6 +110,7 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   std::filesystem::path library;
   std::string key;
   FileHandle verified_library;  // the module's bytes as verified; loaded through this
+  bool debug = false;           // a build for gdb, loaded by path
   py::dict info;
   auto& memo = loaded_modules();
   if (auto it = memo.find(module.text); it != memo.end()) {
@@ -128,8 +131,9 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
     key = built.entry.key;
     verified_library = built.entry.library_file;
     info = build_info(module, built);
+    debug = built.debug;
   }
-  LoadedLibrary const& lib = load_library(key, library, verified_library.get());
+  LoadedLibrary const& lib = load_library(key, library, verified_library.get(), debug);
   memo.emplace(module.text, std::make_pair(library, py::dict(info)));
   return {&lib, std::move(info)};
 }

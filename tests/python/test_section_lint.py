@@ -174,13 +174,6 @@ def test_a_thousand_files_lint_in_well_under_a_second(tmp_path):
     assert min(timings) < 1.0, timings
 
 
-def test_pre_commit_hook_runs_section_lint_on_c_files():
-    yaml = pytest.importorskip("yaml")
-    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    assert hook["id"] == hook["entry"] == "section-lint"
-    assert hook["language"] == "python" and hook["types"] == ["c"]
-
-
 def test_the_example_ops_lint_clean():
     result = lint(ROOT / "ops")
     assert result.returncode == 0, result.stdout

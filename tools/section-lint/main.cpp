@@ -12,9 +12,11 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "config.hpp"
+#include "watch.hpp"
 
 #include "section/lint.hpp"
 #include "section/names.hpp"
@@ -42,6 +44,8 @@ struct Options {
   std::string stdin_filename;
   bool statistics = false;
   bool quiet = false;
+  bool watch = false;
+  bool marked_only = false;
   bool isolated = false;
   bool exit_zero = false;
   bool list_rules = false;
@@ -281,6 +285,96 @@ void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> co
   }
 }
 
+/// Whether a file has a line that looks like a section marker (`#section`, `# section`, the
+/// legacy `*_CODE_SECTION`, malformed ones too); a file that cannot be read counts, so that
+/// linting it reports why.
+bool has_marker(std::string const& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return true;
+  for (std::string line; std::getline(in, line);) {
+    auto const hash = line.find_first_not_of(" \t");
+    if (hash == std::string::npos) continue;
+    auto const word = line[hash] == '#' ? line.find_first_not_of(" \t", hash + 1) : std::string::npos;
+    if (word != std::string::npos && line.compare(word, 7, "section") == 0) return true;
+    if (line.find("_CODE_SECTION") != std::string::npos) return true;
+  }
+  return false;
+}
+
+/// The paths to lint: as given, or with `--marked-only` every file (folders expanded) that has
+/// a section marker, so that plain C files beside section files are left alone (pre-commit
+/// passes every staged `.c` file).
+std::vector<std::string> lint_targets(Options const& o, std::vector<std::string> const& paths) {
+  if (!o.marked_only) return paths;
+  auto files = section::collect_lint_paths(paths);
+  std::erase_if(files, [](std::string const& f) { return !has_marker(f); });
+  return files;
+}
+
+/// One `--watch` run: each file's findings rendered apart, so the loop prints only what changed.
+lint_watch::Report watch_report(Options const& o, CLI::App const& app,
+                                std::vector<std::string> const& paths) {
+  lint_watch::Report report;
+  lint_config::ConfigFinder finder;  // anew each run: settings files may have changed
+  Linted linted;
+  try {
+    lint_all(o, app, lint_targets(o, paths), std::nullopt, finder, linted);
+  } catch (std::invalid_argument const& e) {
+    report.error = e.what();
+    return report;
+  } catch (lint_config::ConfigError const& e) {
+    report.error = e.what();
+    return report;
+  }
+  std::map<std::string, std::vector<section::Diagnostic>> by_file;
+  for (auto const& file : section::collect_lint_paths(lint_targets(o, paths))) by_file[file];
+  for (auto& d : linted.diagnostics)  // findings of no file (an op without files) under ""
+    by_file[d.range.valid() ? linted.sm.file(d.range.file).path() : std::string()].push_back(d);
+  bool const color = use_color(o.color);
+  for (auto const& [file, ds] : by_file) {
+    std::string& text = report.findings[file];
+    if (o.format == "concise")
+      for (auto const& d : ds) text += section::render_concise(d, linted.sm, color) + "\n";
+    else if (!ds.empty())
+      text = section::render_text(ds, linted.sm, color);
+  }
+  report.diagnostics = linted.diagnostics.size();
+  return report;
+}
+
+/// What `--watch` polls: the files it lints, and every settings file that could apply to them
+/// (section-lint.toml, pyproject.toml in their folders and above), existing or not yet.
+std::vector<std::string> watched_files(Options const& o, std::vector<std::string> const& paths) {
+  auto files = section::collect_lint_paths(paths);
+  if (o.isolated) return files;
+  std::set<fs::path> folders;
+  for (auto const& file : files) {
+    std::error_code ec;
+    for (auto dir = fs::absolute(fs::path(file), ec).parent_path(); folders.insert(dir).second;
+         dir = dir.parent_path())
+      if (dir == dir.root_path()) break;
+  }
+  for (auto const& dir : folders)
+    for (char const* name : {"section-lint.toml", "pyproject.toml"}) files.push_back((dir / name).string());
+  return files;
+}
+
+bool watch_usable(Options const& o) {
+  if (o.fix || o.diff || o.statistics || !o.stdin_filename.empty() ||
+      std::count(o.paths.begin(), o.paths.end(), "-") > 0 || (o.format != "full" && o.format != "concise")) {
+    std::cerr << "section-lint: --watch prints findings as text (--output-format full or concise) "
+                 "and takes no --fix, --diff, --statistics or stdin\n";
+    return false;
+  }
+  return true;
+}
+
+int watch_mode(Options const& o, CLI::App const& app, std::vector<std::string> const& paths) {
+  lint_watch::watch([&] { return watch_report(o, app, paths); },
+                    [&] { return watched_files(o, paths); }, std::chrono::milliseconds(300), o.quiet);
+  return exit_clean;  // stopped on request
+}
+
 int run(Options const& o, CLI::App const& app) {
   if (o.list_rules) {
     list_rules();
@@ -303,6 +397,7 @@ int run(Options const& o, CLI::App const& app) {
     std::cerr << "section-lint: give at least one file or folder to lint (see --help)\n";
     return exit_usage;
   }
+  if (o.watch && !watch_usable(o)) return exit_usage;
   lint_config::ConfigFinder finder;
   // Paths that do not exist are a usage error, as in ruff: warned about, the rest still linted.
   bool missing = false;
@@ -319,10 +414,12 @@ int run(Options const& o, CLI::App const& app) {
       paths.push_back(path);
     }
   }
+  if (!o.watch) paths = lint_targets(o, paths);  // --watch looks again at every change
   Linted linted;
   try {
     read_signature(o, app, {}, nullptr);  // bad command-line options, before any file
     section::RuleSelection(o.select, o.ignore);
+    if (o.watch) return watch_mode(o, app, paths);
     lint_all(o, app, paths, stdin_text, finder, linted);
   } catch (std::invalid_argument const& e) {  // a bad prefix or a signature_error
     std::cerr << "section-lint: " << e.what() << '\n';
@@ -414,6 +511,11 @@ int main(int argc, char** argv) {
                  "The name of the file read from `-` (for messages and settings)");
   app.add_flag("--statistics", o.statistics, "Print the number of findings per rule instead");
   app.add_flag("-q,--quiet", o.quiet, "Print the findings and nothing else");
+  app.add_flag("--marked-only", o.marked_only,
+               "Skip files without a section marker (plain C files), as the pre-commit hook does");
+  app.add_flag("--watch", o.watch,
+               "Lint again whenever a file (or a settings file) changes, printing the files whose "
+               "findings changed; Ctrl-C stops");
   app.add_flag("--isolated", o.isolated,
                "Ignore settings files (section-lint.toml, [tool.section-lint] in pyproject.toml)");
   app.add_option("--explain", o.explain, "Print the documentation of a rule and exit");

@@ -68,6 +68,7 @@ Graph single_op_graph(COpPtr op, std::vector<CTypePtr> const& inputs,
 struct BuiltModule {
   CacheEntry entry;
   bool compiled = false;  ///< false: found in the cache
+  bool debug = false;     ///< built for gdb (`LIBSECTION_DEBUG=1`)
 };
 
 /// Finds `module` in `cache` or compiles it there (under its key's lock, logging a line to

@@ -120,7 +120,16 @@ std::vector<std::string> find_compiler(std::vector<std::string>& launcher) {
 /// The flags of every module, and `LIBSECTION_CXXFLAGS`. No -march=native by default: modules
 /// stay valid on every machine sharing a cache, and no CPU probe is needed. With it,
 /// `native` is set.
-std::vector<std::string> module_flags(bool& native) {
+/// `LIBSECTION_DEBUG=1`: modules for gdb (`-O0 -g`). The flags enter the key, so debug modules
+/// sit apart in the cache.
+bool debug_requested() {
+  std::string const debug = std::getenv("LIBSECTION_DEBUG") ? std::getenv("LIBSECTION_DEBUG") : "";
+  if (debug != "" && debug != "0" && debug != "1")
+    throw LinkError("LIBSECTION_DEBUG is `" + debug + "`: give 1 (build for gdb: -O0 -g) or 0");
+  return debug == "1";
+}
+
+std::vector<std::string> module_flags(bool debug, bool& native) {
   std::vector<std::string> flags = {"-std=c++17",
                                     "-O3",
                                     "-fPIC",
@@ -130,6 +139,10 @@ std::vector<std::string> module_flags(bool& native) {
                                     "-Wno-unused-variable",
                                     "-Wno-unused-but-set-variable",
                                     "-Wno-write-strings"};
+  if (debug) {
+    flags[1] = "-O0";
+    flags.insert(flags.begin() + 2, "-g");
+  }
   native = false;
   for (auto& f : split_blanks(std::getenv("LIBSECTION_CXXFLAGS"))) {
     native = native || f.find("=native") != std::string::npos;
@@ -164,7 +177,8 @@ Toolchain find_toolchain(PrivateDir const& state) {
   tc.identity = compiler_identity(tc.compiler[0], state);
   for (std::size_t i = 1; i < tc.compiler.size(); ++i) tc.identity += " " + tc.compiler[i];
   bool native = false;
-  tc.flags = module_flags(native);
+  tc.debug = debug_requested();
+  tc.flags = module_flags(tc.debug, native);
   // `-march=native` code only runs on CPUs like this one: key it by the CPU too, so machines
   // sharing a cache never load each other's.
   if (native) tc.identity += " cpu:" + detail::sha256_hex(cpu_description()).substr(0, 16);

@@ -252,6 +252,7 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
   Toolchain const tc = find_toolchain(cache.state());
   std::string const key = module_cache_key(module, tc, python);
   BuiltModule result;
+  result.debug = tc.debug;
   result.entry = cache.get_or_build(
       key,
       [&](PrivateDir const& work) {
@@ -261,9 +262,12 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
         fs::path const log = work.path() / "build.log";
         work.write("source.cpp", module.text);
         auto const pch = precompiled_header(tc, python, cache);
-        auto const commands =
-            compile_commands(tc, python, module, source, object, library,
-                             pch ? std::optional<fs::path>(pch->header) : std::nullopt);
+        auto commands = compile_commands(tc, python, module, source, object, library,
+                                         pch ? std::optional<fs::path>(pch->header) : std::nullopt);
+        // Debug info names the source where the entry keeps it, not the work folder renamed away.
+        if (tc.debug)
+          commands.compile.push_back("-fdebug-prefix-map=" + work.path().string() + "=" +
+                                     (cache.root() / "entries" / key).string());
         auto const start = std::chrono::steady_clock::now();
         if (run_program(commands.compile, log) != 0)
           report_failure(module, key, cache, work, commands.compile, sm);
