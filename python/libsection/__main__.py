@@ -172,8 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="lint, build and run a folder of example ops")
     run_parser.add_argument("ops_dir", nargs="?", type=Path, default=Path("ops"))
-    run_parser.add_argument("-q", "--quiet", action="store_true",
-                            help="no progress line while an op compiles")
+    run_parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress line while an op compiles"
+    )
     show_parser = commands.add_parser("show", help="show the sections of section files")
     show_parser.add_argument("paths", nargs="*", type=Path, default=[Path("ops")])
     args = parser.parse_args(argv)

@@ -103,14 +103,35 @@ def build(
     (``progress``: None decides so, True always, False never; see ``build_many``).
     """
     with Progress(1, progress_stream(progress)) as shown:
-        return _build(shown, 1, files, func_name, inputs, outputs, params, name=name,
-                      num_inputs=num_inputs, num_outputs=num_outputs, check_input=check_input)
+        return _build(
+            shown,
+            1,
+            files,
+            func_name,
+            inputs,
+            outputs,
+            params,
+            name=name,
+            num_inputs=num_inputs,
+            num_outputs=num_outputs,
+            check_input=check_input,
+        )
 
 
-def _build(shown: Progress, number: int, files, func_name: str | None = None,
-           inputs: Sequence[str] = (), outputs: Sequence[str] = (), params: Mapping | None = None,
-           *, name: str | None = None, num_inputs: int | None = None,
-           num_outputs: int | None = None, check_input: bool = True) -> CompiledOp:
+def _build(
+    shown: Progress,
+    number: int,
+    files,
+    func_name: str | None = None,
+    inputs: Sequence[str] = (),
+    outputs: Sequence[str] = (),
+    params: Mapping | None = None,
+    *,
+    name: str | None = None,
+    num_inputs: int | None = None,
+    num_outputs: int | None = None,
+    check_input: bool = True,
+) -> CompiledOp:
     """``build()`` as task ``number`` of ``shown``."""
     loaded, default_name = _sections(files)
     input_types = _type_strings("inputs", inputs)
@@ -133,8 +154,9 @@ def _build(shown: Progress, number: int, files, func_name: str | None = None,
         )
 
 
-def build_many(specs: Sequence[Mapping], *, jobs: int | None = None,
-               progress: bool | None = None) -> list[CompiledOp]:
+def build_many(
+    specs: Sequence[Mapping], *, jobs: int | None = None, progress: bool | None = None
+) -> list[CompiledOp]:
     """Builds several ops at once: ``specs`` holds the keyword arguments of one ``build()``
     call each. Compiles run concurrently (one compiler process each, up to ``jobs``, by
     default the number of CPUs; different modules share no lock) and the compiled ops come
@@ -152,10 +174,13 @@ def build_many(specs: Sequence[Mapping], *, jobs: int | None = None,
         if "progress" in spec:
             raise TypeError("build_many(): give progress= to build_many, not in a spec")
     workers = max(1, min(len(specs), jobs or os.cpu_count() or 1))
-    with Progress(len(specs), progress_stream(progress)) as shown, \
-            ThreadPoolExecutor(workers, thread_name_prefix="libsection-build") as pool:
-        futures = [pool.submit(_build, shown, number, **spec)
-                   for number, spec in enumerate(specs, start=1)]
+    with (
+        Progress(len(specs), progress_stream(progress)) as shown,
+        ThreadPoolExecutor(workers, thread_name_prefix="libsection-build") as pool,
+    ):
+        futures = [
+            pool.submit(_build, shown, number, **spec) for number, spec in enumerate(specs, start=1)
+        ]
     return [f.result() for f in futures]
 
 

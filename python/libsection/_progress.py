@@ -47,8 +47,10 @@ def progress_stream(progress: bool | None = None) -> TextIO | None:
             return None
         # Quiet: the libsection logger itself set above INFO, or logging disabled up to INFO
         # (the root's default WARNING says nothing: it is where every program starts).
-        if (logging.getLogger("libsection").level > logging.INFO
-                or logging.root.manager.disable >= logging.INFO):
+        if (
+            logging.getLogger("libsection").level > logging.INFO
+            or logging.root.manager.disable >= logging.INFO
+        ):
             return None
         if not (_in_jupyter() or sys.stderr.isatty()):
             return None
@@ -74,8 +76,9 @@ class Progress:
         with _open_lock:
             _open += 1
         if self.stream is not None:
-            self._ticker = threading.Thread(target=self._tick, name="libsection-progress",
-                                            daemon=True)
+            self._ticker = threading.Thread(
+                target=self._tick, name="libsection-progress", daemon=True
+            )
             self._ticker.start()
         return self
 

@@ -294,7 +294,8 @@ bool has_marker(std::string const& path) {
   for (std::string line; std::getline(in, line);) {
     auto const hash = line.find_first_not_of(" \t");
     if (hash == std::string::npos) continue;
-    auto const word = line[hash] == '#' ? line.find_first_not_of(" \t", hash + 1) : std::string::npos;
+    auto const word =
+        line[hash] == '#' ? line.find_first_not_of(" \t", hash + 1) : std::string::npos;
     if (word != std::string::npos && line.compare(word, 7, "section") == 0) return true;
     if (line.find("_CODE_SECTION") != std::string::npos) return true;
   }
@@ -335,8 +336,7 @@ lint_watch::Report watch_report(Options const& o, CLI::App const& app,
     std::string& text = report.findings[file];
     if (o.format == "concise")
       for (auto const& d : ds) text += section::render_concise(d, linted.sm, color) + "\n";
-    else if (!ds.empty())
-      text = section::render_text(ds, linted.sm, color);
+    else if (!ds.empty()) text = section::render_text(ds, linted.sm, color);
   }
   report.diagnostics = linted.diagnostics.size();
   return report;
@@ -355,13 +355,15 @@ std::vector<std::string> watched_files(Options const& o, std::vector<std::string
       if (dir == dir.root_path()) break;
   }
   for (auto const& dir : folders)
-    for (char const* name : {"section-lint.toml", "pyproject.toml"}) files.push_back((dir / name).string());
+    for (char const* name : {"section-lint.toml", "pyproject.toml"})
+      files.push_back((dir / name).string());
   return files;
 }
 
 bool watch_usable(Options const& o) {
   if (o.fix || o.diff || o.statistics || !o.stdin_filename.empty() ||
-      std::count(o.paths.begin(), o.paths.end(), "-") > 0 || (o.format != "full" && o.format != "concise")) {
+      std::count(o.paths.begin(), o.paths.end(), "-") > 0 ||
+      (o.format != "full" && o.format != "concise")) {
     std::cerr << "section-lint: --watch prints findings as text (--output-format full or concise) "
                  "and takes no --fix, --diff, --statistics or stdin\n";
     return false;
@@ -371,7 +373,8 @@ bool watch_usable(Options const& o) {
 
 int watch_mode(Options const& o, CLI::App const& app, std::vector<std::string> const& paths) {
   lint_watch::watch([&] { return watch_report(o, app, paths); },
-                    [&] { return watched_files(o, paths); }, std::chrono::milliseconds(300), o.quiet);
+                    [&] { return watched_files(o, paths); }, std::chrono::milliseconds(300),
+                    o.quiet);
   return exit_clean;  // stopped on request
 }
 

@@ -96,7 +96,9 @@ void watch(std::function<Report()> const& lint,
   };
   auto report_status = [&](Report const& r) {
     if (!r.error.empty()) status("section-lint: " + r.error + " (fix it and save: watching on)");
-    else status("Found " + count(r.diagnostics, "diagnostic") + "; watching for changes (Ctrl-C to stop)");
+    else
+      status("Found " + count(r.diagnostics, "diagnostic") +
+             "; watching for changes (Ctrl-C to stop)");
   };
 
   // Stamped before linting, so a save during the run is seen by the next poll.
@@ -111,15 +113,17 @@ void watch(std::function<Report()> const& lint,
     auto const changed = changes(seen, now);
     if (changed.empty()) continue;
     seen = std::move(now);
-    status(changed.size() == 1 ? changed.front() + " changed" : count(changed.size(), "file") + " changed");
+    status(changed.size() == 1 ? changed.front() + " changed"
+                               : count(changed.size(), "file") + " changed");
     Report next = lint();
     print_changed(last, next);
     report_status(next);
     last = std::move(next);
   }
   if (!quiet)
-    std::cerr << "\nsection-lint: stopped watching (" << (stop_signal == SIGINT ? "Ctrl-C" : "SIGTERM")
-              << "); the last run found " << count(last.diagnostics, "diagnostic") << "\n";
+    std::cerr << "\nsection-lint: stopped watching ("
+              << (stop_signal == SIGINT ? "Ctrl-C" : "SIGTERM") << "); the last run found "
+              << count(last.diagnostics, "diagnostic") << "\n";
 }
 
 }  // namespace lint_watch
