@@ -1,6 +1,8 @@
-"""The wheel as a user gets it: built from this tree, installed into a fresh venv with nothing but
-NumPy beside it, and working there (the package, the three tools, one op build), with no shared
-library needed beyond the C and C++ runtimes.
+"""The wheel as a user gets it: built from this tree, repaired by `auditwheel repair` (which grafts
+the one library outside the manylinux policy, libcrypto, into the wheel), installed into a fresh
+venv with nothing but NumPy beside it, and working there (the package, the three tools, one op
+build) with the build-only packages hidden: Boost, CLI11, nlohmann-json and libssl-dev's headers
+and the system's libcrypto are covered by empty mounts (`unshare -m`) while it runs.
 
 It reuses the stack's build tree (build/wheel-pyXY, as ./dev test leaves it) with the same
 options, so it only packs what is built already; without that tree it is skipped.
@@ -8,6 +10,7 @@ options, so it only packs what is built already; without that tree it is skipped
 
 from __future__ import annotations
 
+import glob
 import importlib.metadata
 import os
 import re
@@ -21,13 +24,25 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_DIR = ROOT / f"build/wheel-py{sys.version_info[0]}{sys.version_info[1]}"
-# The manylinux policy's C/C++ runtime (libcrypto: allowed should the core ever hash with it).
-ALLOWED_NEEDED = re.compile(
+# The libraries the manylinux policy lets a wheel take from the system: the C and C++ runtimes.
+MANYLINUX_LIBRARIES = re.compile(
     r"^(libstdc\+\+\.so\.6|libgcc_s\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|"
-    r"librt\.so\.1|ld-linux[-\w.]*\.so\.\d|libcrypto\.so[.\d]*)$")
+    r"librt\.so\.1|ld-linux[-\w.]*\.so\.\d|linux-vdso\.so\.1)$"
+)
+# What only building libsection needs (deps/apt-packages.txt), hidden while the wheel runs.
+BUILD_ONLY_DIRS = [
+    "/usr/include/boost",
+    "/usr/include/CLI",
+    "/usr/include/nlohmann",
+    "/usr/include/openssl",
+]
+BUILD_ONLY_FILES = ["/usr/lib/*/libcrypto.so*", "/usr/lib/*/libssl.so*"]
+TOOLS = ("section-lint", "section-expand", "section-cache")
 
-pytestmark = pytest.mark.skipif(not (BUILD_DIR / "CMakeCache.txt").is_file(),
-                                reason=f"no build tree at {BUILD_DIR} (./dev test makes it)")
+pytestmark = pytest.mark.skipif(
+    not (BUILD_DIR / "CMakeCache.txt").is_file(),
+    reason=f"no build tree at {BUILD_DIR} (./dev test makes it)",
+)
 
 
 def run(argv, **kwargs):
@@ -49,71 +64,212 @@ def needed_libraries(binary: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def wheel_venv(tmp_path_factory):
-    """A fresh venv with the wheel of this tree and the pinned NumPy installed, nothing else."""
+def wheels(tmp_path_factory):
+    """The wheel of this tree, its repaired form, and the pinned NumPy's wheel beside them."""
     work = tmp_path_factory.mktemp("wheel")
-    wheels = work / "wheels"
-    run([sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "--no-build-isolation",
-         "-w", wheels, f"-Cbuild-dir={BUILD_DIR}",
-         "-Ccmake.define.LIBSECTION_BUILD_TESTS=" + cache_option("LIBSECTION_BUILD_TESTS")],
-        timeout=600)
+    built, repaired = work / "built", work / "repaired"
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            ROOT,
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            built,
+            f"-Cbuild-dir={BUILD_DIR}",
+            "-Ccmake.define.LIBSECTION_BUILD_TESTS=" + cache_option("LIBSECTION_BUILD_TESTS"),
+        ],
+        timeout=600,
+    )
+    (wheel,) = built.glob("libsection-*.whl")
+    run(
+        [tool("auditwheel"), "repair", wheel, "-w", repaired],
+        timeout=300,
+        env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"),
+    )
     numpy = importlib.metadata.version("numpy")
-    fetched = subprocess.run([sys.executable, "-m", "pip", "download", f"numpy=={numpy}",
-                              "--no-deps", "--only-binary=:all:", "-d", wheels],
-                             capture_output=True, text=True, timeout=300)
+    fetched = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            f"numpy=={numpy}",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+            repaired,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if fetched.returncode != 0:
-        pytest.skip(f"numpy=={numpy} wheel not available to pip (offline?): {fetched.stderr[-300:]}")
-    venv = work / "venv"
+        pytest.skip(
+            f"numpy=={numpy} wheel not available to pip (offline?): {fetched.stderr[-300:]}"
+        )
+    (fixed,) = repaired.glob("libsection-*.whl")
+    return wheel, fixed
+
+
+def tool(name: str) -> str:
+    """A program deps/requirements.txt installs beside this Python."""
+    path = Path(sys.executable).parent / name
+    if not path.is_file():
+        pytest.fail(
+            f"{name} not found beside {sys.executable}: deps/install.sh installs it "
+            "(deps/requirements.txt)"
+        )
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(wheels, tmp_path_factory):
+    """A fresh venv with the repaired wheel and the pinned NumPy installed, nothing else."""
+    _, repaired = wheels
+    venv = tmp_path_factory.mktemp("venv") / "venv"
     run([sys.executable, "-m", "venv", venv], timeout=300)
     python = venv / "bin" / "python"
-    run([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", wheels, "libsection"],
-        timeout=300)
+    run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--find-links",
+            repaired.parent,
+            "libsection",
+        ],
+        timeout=300,
+    )
     return venv
+
+
+def site_packages(venv: Path) -> Path:
+    (found,) = venv.glob("lib/python*/site-packages")
+    return found
+
+
+def test_auditwheel_shows_a_manylinux_policy_for_the_repaired_wheel(wheels):
+    built, repaired = wheels
+    assert re.search(
+        r"-manylinux_2_\d+_x86_64\.whl$|-manylinux_2_\d+_aarch64\.whl$", repaired.name
+    ), repaired.name
+    shown = run([tool("auditwheel"), "show", repaired]).stdout
+    policy = re.search(r'consistent\s+with\s+the\s+following\s+platform\s+tag:\s+"([^"]+)"', shown)
+    assert policy and policy.group(1).startswith("manylinux_"), shown
+    # The unrepaired wheel needs libcrypto from the system, which no manylinux policy allows.
+    plain = run([tool("auditwheel"), "show", built]).stdout
+    assert "libcrypto" in plain, plain
 
 
 def test_the_wheel_holds_the_package_and_the_tools(wheel_venv):
     bin_dir = wheel_venv / "bin"
-    for tool in ("section-lint", "section-expand", "section-cache"):
-        assert (bin_dir / tool).is_file(), tool
+    for name in TOOLS:
+        assert (bin_dir / name).is_file(), name
     listed = run([bin_dir / "python", "-m", "pip", "list", "--format=freeze"]).stdout
     names = sorted(line.split("==")[0].lower() for line in listed.split())
-    assert names == ["libsection", "numpy", "pip"] or names == ["libsection", "numpy", "pip",
-                                                               "setuptools"], names
+    assert names == ["libsection", "numpy", "pip"] or names == [
+        "libsection",
+        "numpy",
+        "pip",
+        "setuptools",
+    ], names
+
+
+def binaries(venv: Path) -> list[Path]:
+    """The core and the tools' executables (the repaired wheel keeps them in libsection.scripts)."""
+    site = site_packages(venv)
+    found = list(site.glob("libsection/_core*.so")) + list(site.glob("libsection.scripts/*"))
+    assert len(found) == 1 + len(TOOLS), found
+    return found
+
+
+def test_core_and_tools_need_only_the_manylinux_runtimes_and_the_wheels_own_libraries(wheel_venv):
+    grafted = site_packages(wheel_venv) / "libsection.libs"
+    for binary in binaries(wheel_venv):
+        needed = needed_libraries(binary)
+        assert needed, f"{binary}: readelf found no NEEDED entries"
+        extra = [
+            lib
+            for lib in needed
+            if not MANYLINUX_LIBRARIES.match(lib) and not (grafted / lib).is_file()
+        ]
+        assert not extra, f"{binary.name} needs {extra} beyond the manylinux policy"
+        # and ldd finds each one in the wheel or under a name the policy allows
+        for line in run(["ldd", binary]).stdout.splitlines():
+            name, _, where = line.strip().partition(" => ")
+            name, where = Path(name.split(" (")[0]).name, where.split(" (")[0]
+            assert "not found" not in where, f"{binary.name}: {line}"
+            inside = bool(where) and Path(where).resolve().parent == grafted.resolve()
+            assert MANYLINUX_LIBRARIES.match(name) or inside, f"{binary.name}: {line}"
+
+
+def hiding_build_only_packages() -> list[str]:
+    """A command prefix that runs its command with the build-only packages covered by empty
+    mounts (a private mount namespace), or [] when this machine does not allow one."""
+    files = sorted(f for pattern in BUILD_ONLY_FILES for f in glob.glob(pattern))
+    dirs = [d for d in BUILD_ONLY_DIRS if os.path.isdir(d)]
+    script = "".join(f"mount -t tmpfs none {d} && " for d in dirs)
+    script += "".join(f"mount --bind /dev/null {f} && " for f in files)
+    prefix = ["unshare", "-m", "sh", "-c", script + 'exec "$@"', "hide"]
+    if (
+        shutil.which("unshare") is None
+        or subprocess.run([*prefix, "true"], capture_output=True).returncode != 0
+    ):
+        return []
+    return prefix
 
 
 def test_the_installed_wheel_imports_builds_an_op_and_runs_the_tools(wheel_venv, tmp_path):
+    hide = hiding_build_only_packages()
+    if not hide:
+        pytest.skip(
+            "no private mount namespace here (unshare -m needs root or user namespaces);"
+            " test_core_and_tools_need_only_... still checks the libraries"
+        )
     bin_dir = wheel_venv / "bin"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(LIBSECTION_CACHE_DIR=str(tmp_path / "cache"),
-               PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "PYTHONPATH",
+            "VIRTUAL_ENV",
+            "CPATH",
+            "C_INCLUDE_PATH",
+            "CPLUS_INCLUDE_PATH",
+            "LIBRARY_PATH",
+            "LD_LIBRARY_PATH",
+            "PKG_CONFIG_PATH",
+        )
+    }
+    env.update(
+        LIBSECTION_CACHE_DIR=str(tmp_path / "cache"),
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+    )
     op = ROOT / "ops/vector_times_vector/vectorTimesVector.c"
     script = textwrap.dedent(f"""
+        import glob, os
         import numpy as np, libsection
+        hidden = [p for p in {BUILD_ONLY_DIRS!r} if os.listdir(p)] + [
+            f for pattern in {BUILD_ONLY_FILES!r} for f in glob.glob(pattern) if os.path.getsize(f)]
+        assert not hidden, hidden
         assert libsection.__file__.startswith({str(wheel_venv)!r}), libsection.__file__
         f = libsection.build({str(op)!r}, "APPLY_SPECIFIC(vector_times_vector)",
                              inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"])
         print(libsection.__version__, f(np.arange(3.0), np.full(3, 2.0)).tolist())
     """)
-    out = run([bin_dir / "python", "-c", script], env=env, cwd=tmp_path, timeout=300).stdout
+    out = run([*hide, bin_dir / "python", "-c", script], env=env, cwd=tmp_path, timeout=300).stdout
     version = importlib.metadata.version("libsection")
     assert out.split(None, 1) == [version, "[0.0, 2.0, 4.0]\n"], out
-    for tool in ("section-lint", "section-expand", "section-cache"):
-        shown = run([bin_dir / tool, "--version"], env=env).stdout
-        assert shown.strip() == f"{tool} {version}", shown
-    lint = run([bin_dir / "section-lint", op.parent], env=env)
+    for name in TOOLS:
+        shown = run([*hide, bin_dir / name, "--version"], env=env).stdout
+        assert shown.strip() == f"{name} {version}", shown
+    lint = run([*hide, bin_dir / "section-lint", op.parent], env=env)
     assert "Found 0 diagnostics" in lint.stdout
-
-
-def test_core_and_tools_need_only_the_c_and_cxx_runtimes(wheel_venv):
-    cores = list(wheel_venv.glob("lib/python*/site-packages/libsection/_core*.so"))
-    assert len(cores) == 1, cores
-    binaries = [cores[0]] + [wheel_venv / "bin" / t
-                             for t in ("section-lint", "section-expand", "section-cache")]
-    for binary in binaries:
-        needed = needed_libraries(binary)
-        assert needed, f"{binary}: readelf found no NEEDED entries"
-        extra = [lib for lib in needed if not ALLOWED_NEEDED.match(lib)]
-        assert not extra, f"{binary.name} needs {extra} beyond the C/C++ runtime"
-    if shutil.which("ldd"):  # and each of them resolves on this machine
-        resolved = run(["ldd", cores[0]]).stdout
-        assert "not found" not in resolved, resolved
