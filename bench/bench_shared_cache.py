@@ -137,7 +137,7 @@ class Machine:
             SCCACHE_CACHED_CONF=str(self.home / "sccache" / "cached-config"),
             SCCACHE_ERROR_LOG=str(self.home / "sccache" / "server.log"),
             SCCACHE_SERVER_PORT=str(self.sccache_port),
-            SCCACHE_IDLE_TIMEOUT="0",
+            SCCACHE_IDLE_TIMEOUT="300",  # a server a failed run left behind exits by itself
         )
         return env
 
