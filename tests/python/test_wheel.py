@@ -24,10 +24,13 @@ BUILD_DIR = ROOT / f"build/wheel-py{sys.version_info[0]}{sys.version_info[1]}"
 # The manylinux policy's C/C++ runtime (libcrypto: allowed should the core ever hash with it).
 ALLOWED_NEEDED = re.compile(
     r"^(libstdc\+\+\.so\.6|libgcc_s\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|"
-    r"librt\.so\.1|ld-linux[-\w.]*\.so\.\d|libcrypto\.so[.\d]*)$")
+    r"librt\.so\.1|ld-linux[-\w.]*\.so\.\d|libcrypto\.so[.\d]*)$"
+)
 
-pytestmark = pytest.mark.skipif(not (BUILD_DIR / "CMakeCache.txt").is_file(),
-                                reason=f"no build tree at {BUILD_DIR} (./dev test makes it)")
+pytestmark = pytest.mark.skipif(
+    not (BUILD_DIR / "CMakeCache.txt").is_file(),
+    reason=f"no build tree at {BUILD_DIR} (./dev test makes it)",
+)
 
 
 def run(argv, **kwargs):
@@ -53,21 +56,50 @@ def wheel_venv(tmp_path_factory):
     """A fresh venv with the wheel of this tree and the pinned NumPy installed, nothing else."""
     work = tmp_path_factory.mktemp("wheel")
     wheels = work / "wheels"
-    run([sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "--no-build-isolation",
-         "-w", wheels, f"-Cbuild-dir={BUILD_DIR}",
-         "-Ccmake.define.LIBSECTION_BUILD_TESTS=" + cache_option("LIBSECTION_BUILD_TESTS")],
-        timeout=600)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            ROOT,
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            wheels,
+            f"-Cbuild-dir={BUILD_DIR}",
+            "-Ccmake.define.LIBSECTION_BUILD_TESTS=" + cache_option("LIBSECTION_BUILD_TESTS"),
+        ],
+        timeout=600,
+    )
     numpy = importlib.metadata.version("numpy")
-    fetched = subprocess.run([sys.executable, "-m", "pip", "download", f"numpy=={numpy}",
-                              "--no-deps", "--only-binary=:all:", "-d", wheels],
-                             capture_output=True, text=True, timeout=300)
+    fetched = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            f"numpy=={numpy}",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+            wheels,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if fetched.returncode != 0:
-        pytest.skip(f"numpy=={numpy} wheel not available to pip (offline?): {fetched.stderr[-300:]}")
+        pytest.skip(
+            f"numpy=={numpy} wheel not available to pip (offline?): {fetched.stderr[-300:]}"
+        )
     venv = work / "venv"
     run([sys.executable, "-m", "venv", venv], timeout=300)
     python = venv / "bin" / "python"
-    run([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", wheels, "libsection"],
-        timeout=300)
+    run(
+        [python, "-m", "pip", "install", "-q", "--no-index", "--find-links", wheels, "libsection"],
+        timeout=300,
+    )
     return venv
 
 
@@ -77,15 +109,21 @@ def test_the_wheel_holds_the_package_and_the_tools(wheel_venv):
         assert (bin_dir / tool).is_file(), tool
     listed = run([bin_dir / "python", "-m", "pip", "list", "--format=freeze"]).stdout
     names = sorted(line.split("==")[0].lower() for line in listed.split())
-    assert names == ["libsection", "numpy", "pip"] or names == ["libsection", "numpy", "pip",
-                                                               "setuptools"], names
+    assert names == ["libsection", "numpy", "pip"] or names == [
+        "libsection",
+        "numpy",
+        "pip",
+        "setuptools",
+    ], names
 
 
 def test_the_installed_wheel_imports_builds_an_op_and_runs_the_tools(wheel_venv, tmp_path):
     bin_dir = wheel_venv / "bin"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(LIBSECTION_CACHE_DIR=str(tmp_path / "cache"),
-               PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+    env.update(
+        LIBSECTION_CACHE_DIR=str(tmp_path / "cache"),
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+    )
     op = ROOT / "ops/vector_times_vector/vectorTimesVector.c"
     script = textwrap.dedent(f"""
         import numpy as np, libsection
@@ -107,8 +145,9 @@ def test_the_installed_wheel_imports_builds_an_op_and_runs_the_tools(wheel_venv,
 def test_core_and_tools_need_only_the_c_and_cxx_runtimes(wheel_venv):
     cores = list(wheel_venv.glob("lib/python*/site-packages/libsection/_core*.so"))
     assert len(cores) == 1, cores
-    binaries = [cores[0]] + [wheel_venv / "bin" / t
-                             for t in ("section-lint", "section-expand", "section-cache")]
+    binaries = [cores[0]] + [
+        wheel_venv / "bin" / t for t in ("section-lint", "section-expand", "section-cache")
+    ]
     for binary in binaries:
         needed = needed_libraries(binary)
         assert needed, f"{binary}: readelf found no NEEDED entries"
