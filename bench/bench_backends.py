@@ -57,8 +57,11 @@ def make_op_class():
             x, y = inputs
             return [self(cotangents[0], y), self(cotangents[0], x)]
 
-    setattr(VectorTimesVector, "pullback" if hasattr(Op, "pullback") else "L_op",
-            VectorTimesVector._gradient)
+    setattr(
+        VectorTimesVector,
+        "pullback" if hasattr(Op, "pullback") else "L_op",
+        VectorTimesVector._gradient,
+    )
     VectorTimesVector.__qualname__ = "VectorTimesVector"  # PyTensor pickles ops by name
     globals()["VectorTimesVector"] = VectorTimesVector
     return VectorTimesVector
@@ -69,8 +72,9 @@ def best_of(candidates: dict, number: int, repeat: int = 7) -> dict:
     times = {k: float("inf") for k in candidates}
     for _ in range(repeat):
         for k, fn in candidates.items():
-            times[k] = min(times[k], timeit.timeit(fn, number=number, timer=time.process_time)
-                           / number)
+            times[k] = min(
+                times[k], timeit.timeit(fn, number=number, timer=time.process_time) / number
+            )
     return times
 
 
@@ -106,12 +110,20 @@ def numba_and_cvm(op_class, rows, compile_times):
         a, b = np.random.rand(n), np.random.rand(n)
         for f in functions.values():
             assert np.array_equal(f(a, b), a * b)
-        t = best_of({k: (lambda f=f: f(a, b)) for k, f in functions.items()},
-                    number=20_000 if n == 3 else 50)
-        rows.append((f"call, n = {n:,}", t["NUMBA"], t["CVM"], t["numba x*y"],
-                     f"{t['NUMBA'] / t['CVM']:.2f}× CVM, "
-                     f"{t['NUMBA'] / t['numba x*y']:.2f}× Numba x*y",
-                     "≤ 1.2× CVM" + (", ≤ 1.2× Numba x*y" if n == 3 else "")))
+        t = best_of(
+            {k: (lambda f=f: f(a, b)) for k, f in functions.items()},
+            number=20_000 if n == 3 else 50,
+        )
+        rows.append(
+            (
+                f"call, n = {n:,}",
+                t["NUMBA"],
+                t["CVM"],
+                t["numba x*y"],
+                f"{t['NUMBA'] / t['CVM']:.2f}× CVM, {t['NUMBA'] / t['numba x*y']:.2f}× Numba x*y",
+                "≤ 1.2× CVM" + (", ≤ 1.2× Numba x*y" if n == 3 else ""),
+            )
+        )
 
     # The op 100 times in one graph: 100 nodes, and a 100-step Scan.
     import pytensor
@@ -121,16 +133,16 @@ def numba_and_cvm(op_class, rows, compile_times):
         z = op(z, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # scan's return signature, 3.x
-        step, _ = pytensor.scan(lambda z, y: op(z, y), outputs_info=x, non_sequences=y,
-                                n_steps=100)
+        step, _ = pytensor.scan(lambda z, y: op(z, y), outputs_info=x, non_sequences=y, n_steps=100)
     for label, out in (("100 nodes", z), ("Scan, 100 steps", step[-1])):
         fs = {mode: function([x, y], out, mode) for mode in ("CVM", "NUMBA")}
         a, b = np.random.rand(3), np.ones(3)
         for f in fs.values():
             assert np.allclose(f(a, b), a)
         t = best_of({k: (lambda f=f: f(a, b)) for k, f in fs.items()}, number=500)
-        rows.append((f"{label}, n = 3", t["NUMBA"], t["CVM"], None,
-                     f"{t['NUMBA'] / t['CVM']:.2f}× CVM", ""))
+        rows.append(
+            (f"{label}, n = 3", t["NUMBA"], t["CVM"], None, f"{t['NUMBA'] / t['CVM']:.2f}× CVM", "")
+        )
 
 
 def jax_rows(op_class, rows, compile_times):
@@ -158,18 +170,34 @@ def jax_rows(op_class, rows, compile_times):
 
     @jax.jit
     def floor(a, b):
-        return jax.pure_callback(lambda a, b: np.asarray(a) * np.asarray(b),
-                                 jax.ShapeDtypeStruct(a.shape, a.dtype), a, b,
-                                 vmap_method="broadcast_all")
+        return jax.pure_callback(
+            lambda a, b: np.asarray(a) * np.asarray(b),
+            jax.ShapeDtypeStruct(a.shape, a.dtype),
+            a,
+            b,
+            vmap_method="broadcast_all",
+        )
 
     for n in (3, 1_000_000):
         a, b = jax.numpy.asarray(np.random.rand(n)), jax.numpy.asarray(np.random.rand(n))
         assert np.array_equal(np.asarray(ours(a, b)), np.asarray(floor(a, b)))
-        t = best_of({"ours": lambda: ours(a, b).block_until_ready(),
-                     "floor": lambda: floor(a, b).block_until_ready()},
-                    number=5_000 if n == 3 else 30)
-        rows.append((f"JAX jit, n = {n:,}", t["ours"], None, t["floor"],
-                     f"{t['ours'] / t['floor']:.2f}× pure_callback(NumPy)", "≤ 1.5×"))
+        t = best_of(
+            {
+                "ours": lambda: ours(a, b).block_until_ready(),
+                "floor": lambda: floor(a, b).block_until_ready(),
+            },
+            number=5_000 if n == 3 else 30,
+        )
+        rows.append(
+            (
+                f"JAX jit, n = {n:,}",
+                t["ours"],
+                None,
+                t["floor"],
+                f"{t['ours'] / t['floor']:.2f}× pure_callback(NumPy)",
+                "≤ 1.5×",
+            )
+        )
 
 
 def main():
@@ -194,14 +222,24 @@ def main():
         print("JAX ...", file=sys.stderr)
         jax_rows(op_class, rows, compile_times)
 
-    table = [(label, fmt_time(a), fmt_time(b), fmt_time(c), ratio, target)
-             for label, a, b, c, ratio, target in rows]
-    table.append(("compile + first call", *(fmt_time(compile_times.get(m)) for m in
-                                            ("NUMBA", "CVM", "JAX")),
-                  "NUMBA / CVM / JAX (op module cached)", ""))
+    table = [
+        (label, fmt_time(a), fmt_time(b), fmt_time(c), ratio, target)
+        for label, a, b, c, ratio, target in rows
+    ]
+    table.append(
+        (
+            "compile + first call",
+            *(fmt_time(compile_times.get(m)) for m in ("NUMBA", "CVM", "JAX")),
+            "NUMBA / CVM / JAX (op module cached)",
+            "",
+        )
+    )
     header = ("measure", "ours (NUMBA or JAX)", "ours CVM", "reference", "ratio", "target")
     widths = [max(len(str(row[i])) for row in table + [header]) for i in range(len(header))]
-    line = lambda row: "| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths)) + " |"
+
+    def line(row):
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths)) + " |"
+
     print(line(header))
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in table:
@@ -216,8 +254,10 @@ def main():
         versions += f", JAX {jax.__version__}"
     except ImportError:
         pass
-    print(f"\nPython {sys.version.split()[0]}, {versions}; load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"\nPython {sys.version.split()[0]}, {versions}; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":

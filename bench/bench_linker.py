@@ -75,8 +75,13 @@ print(json.dumps({"seconds": seconds, "compiled": f.info["compiled"]}))
 
 
 def run_fresh(code: str, path: Path, env: dict) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, str(path)], env=env, text=True,
-                         capture_output=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=600,
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -128,9 +133,15 @@ def parallel_builds(reps, variants, env, code):
         alone.append(time.perf_counter() - start)
         paths = [variants.new(), variants.new()]
         start = time.perf_counter()
-        processes = [subprocess.Popen([sys.executable, "-c", code, str(p)], env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                     for p in paths]
+        processes = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, str(p)],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for p in paths
+        ]
         for p in processes:
             if p.wait(timeout=600) != 0:
                 raise RuntimeError("a parallel build failed")
@@ -211,8 +222,11 @@ def call_times(pt_env_dir: str):
             return min(timeit.repeat(stmt, number=number, repeat=7)) / number
 
         # Interleaved, so machine noise hits all three alike.
-        rows[n] = {"numpy": best(lambda: x * y), "libsection": best(lambda: f_ls(x, y)),
-                   "pytensor": best(lambda: f_pt(x, y))}
+        rows[n] = {
+            "numpy": best(lambda: x * y),
+            "libsection": best(lambda: f_ls(x, y)),
+            "pytensor": best(lambda: f_pt(x, y)),
+        }
     return rows
 
 
@@ -274,36 +288,83 @@ def main():
     med = {k: statistics.median(v) for k, v in cold.items()}
     wmed = {k: statistics.median(v) for k, v in warm.items()}
     rows = [
-        ("cold build, setup done", fmt_time(med["libsection"]), fmt_time(med["pytensor"]), "",
-         f"{med['libsection'] / med['pytensor']:.3f}× PyTensor", "≤ 0.25×"),
-        ("new process, cached op", fmt_time(wmed["libsection"]), fmt_time(wmed["pytensor"]), "",
-         f"{wmed['libsection'] / wmed['pytensor']:.3f}× PyTensor", "≤ 0.05×"),
+        (
+            "cold build, setup done",
+            fmt_time(med["libsection"]),
+            fmt_time(med["pytensor"]),
+            "",
+            f"{med['libsection'] / med['pytensor']:.3f}× PyTensor",
+            "≤ 0.25×",
+        ),
+        (
+            "new process, cached op",
+            fmt_time(wmed["libsection"]),
+            fmt_time(wmed["pytensor"]),
+            "",
+            f"{wmed['libsection'] / wmed['pytensor']:.3f}× PyTensor",
+            "≤ 0.05×",
+        ),
     ]
     targets = {1: "≤ 1.0× NumPy", 1_000: "", 1_000_000: "≤ 1.1× NumPy"}
     for n, r in calls.items():
-        rows.append((f"call, n = {n:,}", fmt_time(r["libsection"]), fmt_time(r["pytensor"]),
-                     fmt_time(r["numpy"]),
-                     f"{r['libsection'] / r['numpy']:.2f}× NumPy, "
-                     f"{r['libsection'] / r['pytensor']:.2f}× PyTensor", targets[n]))
-    rows.append(("2 builds at once / 1 alone", f"{ls_together:.2f} s / {ls_alone:.2f} s",
-                 f"{pt_together:.2f} s / {pt_alone:.2f} s", "",
-                 f"{ls_together / ls_alone:.2f} (PyTensor {pt_together / pt_alone:.2f})", "≈ 1"))
-    rows.append(("control: the compiler alone, 2 / 1", f"{cc_together:.2f} s / {cc_alone:.2f} s",
-                 "", "", f"{cc_together / cc_alone:.2f} (this machine's own ratio)", ""))
-    rows.append(("RSS growth, 10^6 calls", f"{growth / 1024:.0f} KiB", "", "",
-                 "success + failure paths", "< 1 MiB"))
+        rows.append(
+            (
+                f"call, n = {n:,}",
+                fmt_time(r["libsection"]),
+                fmt_time(r["pytensor"]),
+                fmt_time(r["numpy"]),
+                f"{r['libsection'] / r['numpy']:.2f}× NumPy, "
+                f"{r['libsection'] / r['pytensor']:.2f}× PyTensor",
+                targets[n],
+            )
+        )
+    rows.append(
+        (
+            "2 builds at once / 1 alone",
+            f"{ls_together:.2f} s / {ls_alone:.2f} s",
+            f"{pt_together:.2f} s / {pt_alone:.2f} s",
+            "",
+            f"{ls_together / ls_alone:.2f} (PyTensor {pt_together / pt_alone:.2f})",
+            "≈ 1",
+        )
+    )
+    rows.append(
+        (
+            "control: the compiler alone, 2 / 1",
+            f"{cc_together:.2f} s / {cc_alone:.2f} s",
+            "",
+            "",
+            f"{cc_together / cc_alone:.2f} (this machine's own ratio)",
+            "",
+        )
+    )
+    rows.append(
+        (
+            "RSS growth, 10^6 calls",
+            f"{growth / 1024:.0f} KiB",
+            "",
+            "",
+            "success + failure paths",
+            "< 1 MiB",
+        )
+    )
 
     header = ("measure", "libsection", "PyTensor", "NumPy", "ratio", "target")
     widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
-    line = lambda row: "| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths)) + " |"
+
+    def line(row):
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths)) + " |"
+
     print(line(header))
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in rows:
         print(line(row))
-    print(f"\nmedians of {args.reps} fresh-process runs; cold: libsection "
-          f"{', '.join(fmt_time(t) for t in cold['libsection'])}; PyTensor "
-          f"{', '.join(fmt_time(t) for t in cold['pytensor'])}; load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"\nmedians of {args.reps} fresh-process runs; cold: libsection "
+        f"{', '.join(fmt_time(t) for t in cold['libsection'])}; PyTensor "
+        f"{', '.join(fmt_time(t) for t in cold['pytensor'])}; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,12 @@ def run_level(flags: str | None) -> dict[str, list[float]]:
         env.pop("LIBSECTION_CXXFLAGS", None)
         if flags:
             env["LIBSECTION_CXXFLAGS"] = flags
-        done = subprocess.run([sys.executable, "-c", CHILD, str(ROOT / "ops")], env=env,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, str(ROOT / "ops")],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if done.returncode:
             sys.exit(f"bench_optlevel: the {flags or '-O3'} run failed:\n{done.stderr}")
         return json.loads(done.stdout.strip().splitlines()[-1])
@@ -68,14 +72,20 @@ def main() -> None:
             print(f"[bench_optlevel] {level}, repetition {rep + 1}/{args.reps}", file=sys.stderr)
             runs[level].append(run_level(flags))
     print("\n-O2 against -O3 (median of %d fresh processes each)" % args.reps)
-    print(f"{'op':22} {'build -O3':>10} {'build -O2':>10} {'ratio':>6} "
-          f"{'call -O3':>10} {'call -O2':>10} {'ratio':>6}")
+    print(
+        f"{'op':22} {'build -O3':>10} {'build -O2':>10} {'ratio':>6} "
+        f"{'call -O3':>10} {'call -O2':>10} {'ratio':>6}"
+    )
     for op in runs["-O3"][0]:
+
         def median(level: str, index: int) -> float:
             return statistics.median(run[op][index] for run in runs[level])
+
         b3, b2, c3, c2 = median("-O3", 0), median("-O2", 0), median("-O3", 1), median("-O2", 1)
-        print(f"{op:22} {fmt_time(b3):>10} {fmt_time(b2):>10} {b2 / b3:5.2f}× "
-              f"{fmt_time(c3):>10} {fmt_time(c2):>10} {c2 / c3:5.2f}×")
+        print(
+            f"{op:22} {fmt_time(b3):>10} {fmt_time(b2):>10} {b2 / b3:5.2f}× "
+            f"{fmt_time(c3):>10} {fmt_time(c2):>10} {c2 / c3:5.2f}×"
+        )
 
 
 if __name__ == "__main__":

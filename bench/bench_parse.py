@@ -23,13 +23,20 @@ from pathlib import Path
 
 import libsection
 
-TAGS = ["support_code", "support_code_apply", "support_code_struct", "init_code_struct",
-        "cleanup_code_struct", "init_code", "init_code_apply"]
+TAGS = [
+    "support_code",
+    "support_code_apply",
+    "support_code_struct",
+    "init_code_struct",
+    "cleanup_code_struct",
+    "init_code",
+    "init_code_apply",
+]
 LINE = "    z_ptr[i * z_str] = x_ptr[i * x_str] * y_ptr[i * y_str]; /* some C */\n"
 
 
 def make_file(path: Path, size: int, block: int, sections: int) -> None:
-    body = (LINE * (block // len(LINE) + 1))[:block - 1] + "\n"
+    body = (LINE * (block // len(LINE) + 1))[: block - 1] + "\n"
     parts, written, i = [], 0, 0
     while written < size:
         marker = f"#section {TAGS[i % sections]}\n"
@@ -64,8 +71,10 @@ def main() -> None:
 
     helper = os.environ.get("LIBSECTION_PARSE_BENCH", "build/bench/bench/parse_bench")
     has_helper = Path(helper).is_file()
-    print(f"{'file':>6} {'block':>6} {'sections':>8} | {'PyTensor':>8} {'libsection':>10} "
-          f"{'speed-up':>8} | {'C++ split':>9} {'C++ load':>9}   (MB/s; target >= 1000)")
+    print(
+        f"{'file':>6} {'block':>6} {'sections':>8} | {'PyTensor':>8} {'libsection':>10} "
+        f"{'speed-up':>8} | {'C++ split':>9} {'C++ load':>9}   (MB/s; target >= 1000)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for size in (2**20, 10 * 2**20):
             for block in (1024, 64 * 1024):
@@ -80,12 +89,19 @@ def main() -> None:
                         ours = min(ours, best_time(lambda: libsection.load_sections([path]), 1))
                     cpp = "(no parse_bench)"
                     if has_helper:
-                        out = subprocess.run([helper, str(path), str(args.repeat)],
-                                             capture_output=True, text=True, check=True).stdout
+                        out = subprocess.run(
+                            [helper, str(path), str(args.repeat)],
+                            capture_output=True,
+                            text=True,
+                            check=True,
+                        ).stdout
                         times = json.loads(out)
-                        cpp = f"{mb / times['split_seconds']:>9.0f} {mb / times['load_seconds']:>9.0f}"
-                    print(f"{size // 2**20:>4}Mi {block // 1024:>4}Ki {sections:>8} | "
-                          f"{mb / theirs:>8.0f} {mb / ours:>10.0f} {theirs / ours:>7.0f}x | {cpp}")
+                        split, load = times["split_seconds"], times["load_seconds"]
+                        cpp = f"{mb / split:>9.0f} {mb / load:>9.0f}"
+                    print(
+                        f"{size // 2**20:>4}Mi {block // 1024:>4}Ki {sections:>8} | "
+                        f"{mb / theirs:>8.0f} {mb / ours:>10.0f} {theirs / ours:>7.0f}x | {cpp}"
+                    )
 
 
 if __name__ == "__main__":

@@ -29,9 +29,9 @@ def load_op_module(folder: str):
 @dataclass
 class Example:
     folder: str
-    make: Callable[[Any], Any]         # module -> op instance
-    inputs: Callable[[], tuple]         # fresh inputs
-    expected: Callable[..., Any]        # NumPy reference on the same inputs
+    make: Callable[[Any], Any]  # module -> op instance
+    inputs: Callable[[], tuple]  # fresh inputs
+    expected: Callable[..., Any]  # NumPy reference on the same inputs
 
     def op(self):
         return self.make(load_op_module(self.folder))
@@ -42,11 +42,21 @@ X = rng.normal(size=7)
 Y = rng.normal(size=7)
 
 EXAMPLES = [
-    Example("vector_times_vector", lambda m: m.VectorTimesVector(), lambda: (X, Y), lambda x, y: x * y),
-    Example("vector_times_scalar", lambda m: m.VectorTimesScalar(), lambda: (X, 2.5), lambda x, a: x * a),
-    Example("sum_and_difference", lambda m: m.SumAndDifference(), lambda: (X, Y),
-            lambda x, y: (x + y, x - y)),
-    Example("scale_shift", lambda m: m.ScaleShift(3.0, -1.0), lambda: (X,), lambda x: x * 3.0 - 1.0),
+    Example(
+        "vector_times_vector", lambda m: m.VectorTimesVector(), lambda: (X, Y), lambda x, y: x * y
+    ),
+    Example(
+        "vector_times_scalar", lambda m: m.VectorTimesScalar(), lambda: (X, 2.5), lambda x, a: x * a
+    ),
+    Example(
+        "sum_and_difference",
+        lambda m: m.SumAndDifference(),
+        lambda: (X, Y),
+        lambda x, y: (x + y, x - y),
+    ),
+    Example(
+        "scale_shift", lambda m: m.ScaleShift(3.0, -1.0), lambda: (X,), lambda x: x * 3.0 - 1.0
+    ),
     Example("running_max", lambda m: m.RunningMax(), lambda: (X,), np.maximum.accumulate),
     Example("sum_up_to_three", lambda m: m.SumUpToThree(), lambda: (X, Y), lambda x, y: x + y),
     Example("square", lambda m: m.Square(), lambda: (X,), lambda x: x * x),

@@ -1,4 +1,4 @@
-"""Test-suite wiring: the C++ doctest cases run as pytest items, so one command gives one summary."""
+"""Test-suite wiring: the C++ doctest cases run as pytest items: one command, one summary."""
 
 from __future__ import annotations
 
@@ -18,13 +18,16 @@ def doctest_binary() -> Path:
     """The unit-test binary: $LIBSECTION_TEST_BINARY, else the one ./dev builds for this stack."""
     explicit = os.environ.get("LIBSECTION_TEST_BINARY")
     stack = "py%d%d" % sys.version_info[:2]
-    candidates = [Path(explicit)] if explicit else [ROOT / f"build/wheel-{stack}/tests/libsection_tests"]
+    candidates = (
+        [Path(explicit)] if explicit else [ROOT / f"build/wheel-{stack}/tests/libsection_tests"]
+    )
     for candidate in candidates:
         if candidate.is_file():
             return candidate
     raise pytest.UsageError(
         f"C++ unit tests not built (looked for {', '.join(map(str, candidates))}); "
-        "run ./dev test, or set LIBSECTION_TEST_BINARY")
+        "run ./dev test, or set LIBSECTION_TEST_BINARY"
+    )
 
 
 class DoctestRun:
@@ -35,16 +38,25 @@ class DoctestRun:
         self._results: dict[str, str | None] | None = None
 
     def cases(self) -> list[str]:
-        out = subprocess.run([str(self.binary), "--list-test-cases", "--no-version"],
-                             capture_output=True, text=True, check=True, cwd=ROOT).stdout
+        out = subprocess.run(
+            [str(self.binary), "--list-test-cases", "--no-version"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout
         names = [line.strip() for line in out.splitlines()]
         return [n for n in names if n and not n.startswith("[doctest]") and not n.startswith("===")]
 
     def result(self, case: str) -> str | None:
         """None when the case passed, else the failure text."""
         if self._results is None:
-            run = subprocess.run([str(self.binary), "--reporters=junit", "--no-version"],
-                                 capture_output=True, text=True, cwd=ROOT)
+            run = subprocess.run(
+                [str(self.binary), "--reporters=junit", "--no-version"],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+            )
             self._results = {}
             for testcase in ET.fromstring(run.stdout).iter("testcase"):
                 problems = [e for e in testcase if e.tag in ("failure", "error")]
@@ -53,8 +65,10 @@ class DoctestRun:
             if run.returncode != 0 and not any(self._results.values()):
                 # A failure the JUnit report did not record (e.g. a FAIL message): the binary's
                 # own exit status still says so, and no case may pass silently.
-                blame = f"the doctest binary exited {run.returncode} with no failure in its JUnit " \
-                        f"report; run {self.binary} directly to see it"
+                blame = (
+                    f"the doctest binary exited {run.returncode} with no failure in its JUnit "
+                    f"report; run {self.binary} directly to see it"
+                )
                 self._results = {name: blame for name in self._results}
         if case not in self._results:
             return f"test case {case!r} did not run (crashed binary?)"

@@ -2,7 +2,7 @@
 
 tests/test_guardrails.py runs each check (so `./dev test` does); `./dev format` runs
 `python3 tests/guardrails.py format`, which rewrites the C++ sources with clang-format and the
-Python package with ruff format. Settings live in .clang-format, .clang-tidy and pyproject.toml.
+Python code with ruff format. Settings live in .clang-format, .clang-tidy and pyproject.toml.
 """
 
 from __future__ import annotations
@@ -21,12 +21,19 @@ CXX_FOLDERS = ["libsection", "tools", "python/src", "tests/unit", "tests/fuzz"]
 CXX_SUFFIXES = {".cpp", ".hpp", ".h"}
 TIDY_FOLDER = "libsection/src"
 PYTHON_PACKAGE = "python/libsection"
+# What ruff lints and formats: the package (every rule set of pyproject.toml) and the tests,
+# benchmarks and example ops (pycodestyle, Pyflakes and import order: per-file-ignores there).
+RUFF_FOLDERS = [PYTHON_PACKAGE, "tests", "bench", "ops"]
 
 
 def cxx_files() -> list[Path]:
     """Every C++ source and header under CXX_FOLDERS, and the benchmarks' C++ files."""
-    files = [p for folder in CXX_FOLDERS for p in (ROOT / folder).rglob("*")
-             if p.suffix in CXX_SUFFIXES and p.is_file()]
+    files = [
+        p
+        for folder in CXX_FOLDERS
+        for p in (ROOT / folder).rglob("*")
+        if p.suffix in CXX_SUFFIXES and p.is_file()
+    ]
     return sorted(files + list((ROOT / "bench").glob("*.cpp")))
 
 
@@ -47,6 +54,7 @@ def clang_format(fix: bool = False) -> subprocess.CompletedProcess[str]:
 def clang_tidy(build_dir: Path, jobs: int | None = None) -> tuple[int, str]:
     """clang-tidy on each library source, `jobs` at a time (default: one per core), against the
     compile database of `build_dir`. Returns the number of files with findings and their output."""
+
     def one(path: Path) -> subprocess.CompletedProcess[str]:
         return run([CLANG_TIDY, "--quiet", "-p", str(build_dir), str(path)])
 
@@ -57,12 +65,13 @@ def clang_tidy(build_dir: Path, jobs: int | None = None) -> tuple[int, str]:
 
 
 def ruff_check() -> subprocess.CompletedProcess[str]:
-    return run([sys.executable, "-m", "ruff", "check", "--no-fix", PYTHON_PACKAGE])
+    return run([sys.executable, "-m", "ruff", "check", "--no-fix", *RUFF_FOLDERS])
 
 
 def ruff_format(fix: bool = False) -> subprocess.CompletedProcess[str]:
-    return run([sys.executable, "-m", "ruff", "format", *([] if fix else ["--check"]),
-                PYTHON_PACKAGE])
+    return run(
+        [sys.executable, "-m", "ruff", "format", *([] if fix else ["--check"]), *RUFF_FOLDERS]
+    )
 
 
 def mypy() -> subprocess.CompletedProcess[str]:

@@ -9,9 +9,8 @@ import re
 import shutil
 import sys
 
-import pytest
-
 import guardrails
+import pytest
 
 STACK = "py%d%d" % sys.version_info[:2]
 # The library's C++ is the same on every stack: clang-tidy runs once, on the lower bound's build.
@@ -50,8 +49,9 @@ def test_every_clang_tidy_check_named_in_the_config_is_enabled():
     config = (guardrails.ROOT / ".clang-tidy").read_text()
     checks_value = config.split("Checks:", 1)[1].split("WarningsAsErrors:", 1)[0]
     named = set(re.findall(r"^\s+([a-z][a-z0-9.-]+),?$", checks_value, re.M))
-    listed = guardrails.run([guardrails.CLANG_TIDY, "--list-checks",
-                             str(guardrails.tidy_files()[0])])
+    listed = guardrails.run(
+        [guardrails.CLANG_TIDY, "--list-checks", str(guardrails.tidy_files()[0])]
+    )
     enabled = set(re.findall(r"^\s+([a-z][a-z0-9.-]+)$", listed.stdout, re.M))
     assert len(named) >= 10
     assert named == enabled
@@ -89,11 +89,15 @@ def test_pre_commit_hooks_check_the_same_files():
     hooks = {hook["id"]: hook for repo in config["repos"] for hook in repo["hooks"]}
     assert set(hooks) == {"clang-format", "ruff-check", "ruff-format", "mypy"}
     cpp_suffixes = {".cpp", ".hpp", ".h", ".cc", ".cxx", ".hxx"}
-    tracked = [p for p in guardrails.ROOT.rglob("*")
-               if p.suffix in cpp_suffixes and "build" not in p.relative_to(guardrails.ROOT).parts]
+    tracked = [
+        p
+        for p in guardrails.ROOT.rglob("*")
+        if p.suffix in cpp_suffixes and "build" not in p.relative_to(guardrails.ROOT).parts
+    ]
     pattern = hooks["clang-format"]["files"]
     in_hook = {p for p in tracked if re.match(pattern, p.relative_to(guardrails.ROOT).as_posix())}
     assert in_hook == set(guardrails.cxx_files())
-    package = guardrails.PYTHON_PACKAGE + "/"
-    for hook_id in ("ruff-check", "ruff-format", "mypy"):
-        assert hooks[hook_id]["files"] == "^" + package
+    assert hooks["mypy"]["files"] == "^" + guardrails.PYTHON_PACKAGE + "/"
+    ruff_folders = "^(" + "|".join(guardrails.RUFF_FOLDERS) + ")/"
+    for hook_id in ("ruff-check", "ruff-format"):
+        assert hooks[hook_id]["files"] == ruff_folders

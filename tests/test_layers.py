@@ -56,7 +56,9 @@ def layer_of_file(path: Path) -> str:
     relative = path.relative_to(LIBRARY)
     if relative.parts[0] == "include":
         return PUBLIC[relative.name]
-    assert relative.parts[0] == "src" and relative.parts[1] in RANK, f"{relative}: not in a stage folder"
+    assert relative.parts[0] == "src" and relative.parts[1] in RANK, (
+        f"{relative}: not in a stage folder"
+    )
     return relative.parts[1]
 
 

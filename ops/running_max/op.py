@@ -3,7 +3,6 @@
 import libsection
 
 
-
 class RunningMax(libsection.ExternalCOp):
     func_files = ["runningMax.c"]
     func_name = "APPLY_SPECIFIC(running_max)"

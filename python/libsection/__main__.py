@@ -158,7 +158,7 @@ def run(ops_dir: Path, quiet: bool = False) -> int:
             print(f"== {example.folder}", flush=True)
             for step in (_run_standalone, _run_pytensor):
                 try:
-                    line, step_ok = step(example, lambda label: shown.task(number, label))
+                    line, step_ok = step(example, lambda label, n=number: shown.task(n, label))
                 except Exception as error:  # report every op, then fail
                     line, step_ok = f"FAILED: {type(error).__name__}: {error}", False
                 print("  " + line, flush=True)

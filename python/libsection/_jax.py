@@ -105,7 +105,6 @@ def jax_function(node, own_perform: bool):
         return gradient(xs, outputs, cotangents)
 
     function.defvjp(forward_keeping, backward)
-    function.libsection_runner = runner
     return function
 
 

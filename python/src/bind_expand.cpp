@@ -1,5 +1,5 @@
-// Python bindings of the expander: op descriptions, node contexts, expand, op cache version,
-// signature strings.
+// Python bindings of the expander: signature strings, op descriptions, node contexts, the
+// expansion's methods, expand and the op cache version.
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
@@ -54,11 +54,7 @@ A variable type in signature syntax: tensor ``float64[:]``, scalar ``int64`` or 
       py::arg("text"), "Parses params fields ``k:int64,a:float64[:]`` into (name, TypeSpec).");
 }
 
-}  // namespace
-
-void bind_expand(py::module_& m) {
-  bind_signature_strings(m);  // first: the functions below take and return TypeSpec
-
+void bind_op_description(py::module_& m) {
   py::class_<ParamField>(m, "ParamField")
       .def(py::init([](std::string name, std::string c_element_type) {
              return ParamField{std::move(name), std::move(c_element_type)};
@@ -88,7 +84,9 @@ List fields are copied on assignment: assign whole lists.)doc")
       .def_readwrite("params", &OpDescription::params)
       .def_readwrite("inputs", &OpDescription::inputs)
       .def_readwrite("outputs", &OpDescription::outputs);
+}
 
+void bind_node_context(py::module_& m) {
   py::class_<NodeContext>(m, "NodeContext", R"doc(
 One application of an op: C names, dtypes and ``sub`` dicts (names as in the C++
 ``section::NodeContext``). List and dict fields are copied on assignment: assign whole values.)doc")
@@ -101,7 +99,9 @@ One application of an op: C names, dtypes and ``sub`` dicts (names as in the C++
       .def_readwrite("sub", &NodeContext::sub)
       .def_readwrite("init_sub", &NodeContext::init_sub)
       .def_readwrite("function_args", &NodeContext::function_args);
+}
 
+void bind_expansion_methods(py::module_& m) {
   py::class_<ExpansionMethod>(m, "ExpansionMethod",
                               "A c_* method: its name, its section and the macros around it.")
       .def_property_readonly("name", [](ExpansionMethod const& e) { return std::string(e.name); })
@@ -117,66 +117,55 @@ One application of an op: C names, dtypes and ``sub`` dicts (names as in the C++
         return std::vector<ExpansionMethod>(methods.begin(), methods.end());
       },
       "The c_* methods of an expansion, in the order the reference documents them.");
+}
 
+py::dict expand_one(LoadedSections const& loaded, OpDescription const& op, NodeContext const& node,
+                    ExpandOptions const& options) {
+  Expansion const e = expand(*loaded.sources, loaded.set, op, node, options);
+  return expansion_dict(e, *loaded.sources);
+}
+
+std::string cache_version(LoadedSections const& loaded, OpDescription const& op,
+                          ExpandOptions const& options) {
+  return op_cache_version(*loaded.sources, loaded.set, op, options);
+}
+
+ParamsSpec params_spec_of(std::vector<std::pair<std::string, TypeSpec>> const& fields) {
+  std::vector<NamedType> named;
+  for (auto const& [name, type] : fields) named.push_back({name, type});
+  return params_spec(std::move(named));
+}
+
+void bind_expansion(py::module_& m) {
   py::class_<ExpandOptions>(m, "ExpandOptions")
       .def(py::init<>())
       .def_readwrite("line_directives", &ExpandOptions::line_directives)
       .def_readwrite("newline_fix", &ExpandOptions::newline_fix)
       .def_readwrite("resume_file", &ExpandOptions::resume_file)
       .def_readwrite("line_paths", &ExpandOptions::line_paths);
-
-  m.def(
-      "load_texts",
-      [](std::vector<std::string> texts, std::vector<std::string> const& names,
-         std::vector<std::string> const& extra_tags) {
-        if (names.size() != texts.size())
-          throw py::value_error("load_texts: one name per text is needed");
-        LoadedSections out{std::make_shared<SourceManager>(), {}};
-        std::vector<Diagnostic> diagnostics;
-        std::vector<FileId> ids;
-        for (std::size_t i = 0; i < texts.size(); ++i) {
-          if (auto id = add_source(*out.sources, std::move(texts[i]), names[i], diagnostics))
-            ids.push_back(*id);
-        }
-        out.set = merge_sections(*out.sources, ids, std::move(diagnostics), extra_tags);
-        return out;
-      },
-      py::arg("texts"), py::arg("names"), py::arg("extra_tags") = std::vector<std::string>{},
-      "Merges section-file texts held in memory (e.g. an unpickled op's func_codes) as "
-      "load_sections merges files.");
-
-  m.def(
-      "expand",
-      [](LoadedSections const& loaded, OpDescription const& op, NodeContext const& node,
-         ExpandOptions const& options) {
-        Expansion e = expand(*loaded.sources, loaded.set, op, node, options);
-        return expansion_dict(e, *loaded.sources);
-      },
-      py::arg("sections"), py::arg("op"), py::arg("node"),
-      py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
-      R"doc(Every c_* method's string for one apply, as a dict keyed by method name
+  m.def("expand", &expand_one, py::arg("sections"), py::arg("op"), py::arg("node"),
+        py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
+        R"doc(Every c_* method's string for one apply, as a dict keyed by method name
 (``c_code`` is None where the reference raises), plus ``diagnostics``.)doc");
-
-  m.def(
-      "op_cache_version",
-      [](LoadedSections const& loaded, OpDescription const& op, ExpandOptions const& options) {
-        return op_cache_version(*loaded.sources, loaded.set, op, options);
-      },
-      py::arg("sections"), py::arg("op"), py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
-      "The op's cache version: a hash of files, func_name, padding, check_input, params.");
-
+  m.def("op_cache_version", &cache_version, py::arg("sections"), py::arg("op"),
+        py::arg_v("options", ExpandOptions{}, "ExpandOptions()"),
+        "The op's cache version: a hash of files, func_name, padding, check_input, params.");
   m.def("single_node_context", &single_node_context, py::arg("op"),
         "The context PyTensor's CLinker gives the only node of a single-node graph of the op.");
-  m.def(
-      "params_spec",
-      [](std::vector<std::pair<std::string, TypeSpec>> const& fields) {
-        std::vector<NamedType> named;
-        for (auto const& [name, type] : fields) named.push_back({name, type});
-        return params_spec(std::move(named));
-      },
-      py::arg("fields"), "The ParamsType PyTensor builds from (name, TypeSpec) fields.");
+  m.def("params_spec", &params_spec_of, py::arg("fields"),
+        "The ParamsType PyTensor builds from (name, TypeSpec) fields.");
   m.def("relocate_line_directives", &relocate_line_directives, py::arg("module_text"),
         py::arg("module_path"), py::arg("resume_file") = std::string(default_resume_file));
+}
+
+}  // namespace
+
+void bind_expand(py::module_& m) {
+  bind_signature_strings(m);  // first: the functions below take and return TypeSpec
+  bind_op_description(m);
+  bind_node_context(m);
+  bind_expansion_methods(m);
+  bind_expansion(m);
 }
 
 }  // namespace section::python

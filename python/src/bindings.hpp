@@ -6,7 +6,7 @@
 namespace section::python {
 
 void bind_source(pybind11::module_& m);    // SourceManager, Diagnostic, rendering
-void bind_parse(pybind11::module_& m);     // parse_text, load_sections
+void bind_parse(pybind11::module_& m);     // load_sections, load_texts, parse_text
 void bind_expand(pybind11::module_& m);    // expand, op_cache_version, signature strings
 void bind_linker(pybind11::module_& m);    // graphs, link, prepare, build_sections, CompiledOp
 void bind_dispatch(pybind11::module_& m);  // Dispatcher: the class API's call in C

@@ -65,7 +65,9 @@ class HelperRecipe(_Op):
         return Apply(self, [as_tensor_variable(x)], [pt.dvector()])
 
     def c_support_code(self, **kwargs):
-        own = "static int helper_ready = 0;\nstatic double helper_scale(double v) { return v * 3; }\n"
+        own = (
+            "static int helper_ready = 0;\nstatic double helper_scale(double v) { return v * 3; }\n"
+        )
         return own + super().c_support_code(**kwargs)
 
     def c_init_code(self, **kwargs):
@@ -124,8 +126,7 @@ class QuadraticRecipe(_Op):
     """Params of three kinds: a 0-d tensor, a scalar and a generic Python object."""
 
     __props__ = ("a", "b", "c")
-    params_type = ParamsType(a=TensorType("float64", shape=()), b=ScalarType("float64"),
-                             c=generic)
+    params_type = ParamsType(a=TensorType("float64", shape=()), b=ScalarType("float64"), c=generic)
 
     def __init__(self, a, b, c):
         self.a, self.b, self.c = np.asarray(a, dtype="float64"), float(b), c
@@ -133,7 +134,10 @@ class QuadraticRecipe(_Op):
 
     def __eq__(self, other):
         return type(self) is type(other) and (float(self.a), self.b, self.c) == (
-            float(other.a), other.b, other.c)
+            float(other.a),
+            other.b,
+            other.c,
+        )
 
     def __hash__(self):
         return hash((type(self), float(self.a), self.b, self.c))
@@ -183,8 +187,16 @@ class ShiftRecipe(_Op):
         return define + "\n#define SHIFT 5", undef + "\n#undef SHIFT"
 
 
-RECIPES = [ShiftRecipe, CounterRecipe, HelperRecipe, MaybeAddRecipe, CombineRecipe, QuadraticRecipe,
-           Scale0dRecipe, Scale0dWithPerformRecipe]
+RECIPES = [
+    ShiftRecipe,
+    CounterRecipe,
+    HelperRecipe,
+    MaybeAddRecipe,
+    CombineRecipe,
+    QuadraticRecipe,
+    Scale0dRecipe,
+    Scale0dWithPerformRecipe,
+]
 
 
 class PyTensorCOp(pytensor_base()):

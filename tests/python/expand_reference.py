@@ -56,8 +56,9 @@ def param_value(type_):
     return np.dtype(type_.dtype).type(1)
 
 
-def make_op_class(base, name="Probe", params=None, check_input=True, num_inputs=None,
-                  num_outputs=None):
+def make_op_class(
+    base, name="Probe", params=None, check_input=True, num_inputs=None, num_outputs=None
+):
     """A subclass of `base` (PyTensor's ExternalCOp or the drop-in) taking its types at init."""
     attrs = {
         "__props__": (),

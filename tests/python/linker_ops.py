@@ -116,7 +116,7 @@ class CheckPositive(Traced):
         return f"""
         if ({x} < 0) {{
             PyErr_SetString(PyExc_ValueError, "CheckPositive: negative input");
-            {sub['fail']}
+            {sub["fail"]}
         }}
         {z} = {x};
         """

@@ -18,9 +18,9 @@ import pytest
 pytensor = pytest.importorskip("pytensor")
 numba = pytest.importorskip("numba")
 import pytensor.tensor as pt
-
 from backend_ops import VecMul, VecMulNoShape, VecMulWithPerform
 from examples import EXAMPLES
+
 from libsection import _backends
 from libsection.pytensor import pytensor_op
 
@@ -93,8 +93,12 @@ def test_numba_keeps_no_output_the_caller_holds(cache_dir):
 def test_numba_runs_every_bridged_example_natively(example, cache_dir):
     # Scalars (vector_times_scalar), two outputs (sum_and_difference), params (scale_shift).
     values = example.inputs()
-    variables = [pt.tensor(dtype=v.dtype.name, shape=(None,) * v.ndim)
-                 if isinstance(v, np.ndarray) else pt.dscalar() for v in values]
+    variables = [
+        pt.tensor(dtype=v.dtype.name, shape=(None,) * v.ndim)
+        if isinstance(v, np.ndarray)
+        else pt.dscalar()
+        for v in values
+    ]
     op = pytensor_op(example.op())
     f = nopython_function(variables, op(*variables))
     expected = example.expected(*values)
@@ -107,8 +111,10 @@ def test_numba_runs_every_bridged_example_natively(example, cache_dir):
     node = (node[0] if isinstance(node, list) else node).owner
     from pytensor.link.numba.dispatch.basic import numba_funcify
 
-    ir = native_ir(numba_funcify(node.op, node), *[np.asarray(v) if isinstance(v, np.ndarray)
-                                                    else float(v) for v in values])
+    ir = native_ir(
+        numba_funcify(node.op, node),
+        *[np.asarray(v) if isinstance(v, np.ndarray) else float(v) for v in values],
+    )
     assert "cached_objmode_dispatcher" not in ir
 
 
@@ -169,11 +175,15 @@ def test_numba_works_in_a_second_process_with_pytensors_cache(tmp_path):
         f = pytensor.function([x, y], VecMul()(x, y) + 1, mode="NUMBA")
         print(json.dumps(f(np.arange(3.0), np.arange(3.0)).tolist()))
     """)
-    env = dict(os.environ, PYTENSOR_FLAGS=f"base_compiledir={tmp_path / 'pt'},numba__cache=True",
-               LIBSECTION_CACHE_DIR=str(tmp_path / "ls"))
+    env = dict(
+        os.environ,
+        PYTENSOR_FLAGS=f"base_compiledir={tmp_path / 'pt'},numba__cache=True",
+        LIBSECTION_CACHE_DIR=str(tmp_path / "ls"),
+    )
     for _ in range(2):
-        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             env=env, timeout=600)
+        run = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
+        )
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout.strip().splitlines()[-1]) == [1.0, 2.0, 5.0]
 
@@ -186,7 +196,8 @@ def test_backends_register_when_pytensor_imports_them(tmp_path, monkeypatch):
         "from functools import singledispatch\n"
         "@singledispatch\n"
         "def pytorch_funcify(op, node=None, **kwargs):\n"
-        "    raise NotImplementedError('no conversion')\n")
+        "    raise NotImplementedError('no conversion')\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     refusal = _backends._refuse("PyTorch", VecMul, "pytorch_funcify")
     _backends.when_imported("fake_dispatch", refusal)
@@ -219,9 +230,9 @@ def jax():
 
 
 def jax_function(inputs, outputs):
-    from pytensor.link.jax.dispatch import jax_funcify
     from pytensor.compile.mode import get_mode
     from pytensor.graph.fg import FunctionGraph
+    from pytensor.link.jax.dispatch import jax_funcify
 
     fgraph = FunctionGraph(inputs, outputs, clone=True)
     get_mode("JAX").optimizer(fgraph)

@@ -17,8 +17,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 OP_FILE = ROOT / "ops/vector_times_vector/vectorTimesVector.c"
-LOOP_LINE = next(i for i, line in enumerate(OP_FILE.read_text().splitlines(), start=1)
-                 if "z_ptr[i * z_str] =" in line)
+LOOP_LINE = next(
+    i
+    for i, line in enumerate(OP_FILE.read_text().splitlines(), start=1)
+    if "z_ptr[i * z_str] =" in line
+)
 
 DRIVER = textwrap.dedent(f"""
     import json, sys
@@ -37,15 +40,17 @@ def build_in_subprocess(cache: Path, debug: str | None) -> dict:
     env.pop("LIBSECTION_DEBUG", None)
     if debug is not None:
         env["LIBSECTION_DEBUG"] = debug
-    run = subprocess.run([sys.executable, "-c", DRIVER], env=env, capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", DRIVER], env=env, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)
 
 
 def sections(library: Path) -> set[str]:
-    out = subprocess.run(["readelf", "-S", "-W", str(library)], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["readelf", "-S", "-W", str(library)], capture_output=True, text=True, check=True
+    ).stdout
     return set(re.findall(r"\]\s+(\.\S+)", out))
 
 
@@ -77,22 +82,32 @@ def test_the_debug_info_names_the_kept_source_and_the_op_file(builds):
     cache, _, debug = builds
     kept = cache / "entries" / debug["key"] / "source.cpp"  # where the README says it is
     assert kept.is_file() and "APPLY_SPECIFIC" in kept.read_text()
-    lines = subprocess.run(["readelf", "--debug-dump=info", debug["library"]], capture_output=True,
-                           text=True, check=True).stdout
+    lines = subprocess.run(
+        ["readelf", "--debug-dump=info", debug["library"]],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     names = set(re.findall(r"DW_AT_(?:name|comp_dir)\s*:.*?:\s*(\S+)\s*$", lines, re.M))
-    assert any(name.endswith(str(kept)) or name == str(kept.parent) for name in names), \
-        sorted(n for n in names if "/" in n)[:20]
+    assert any(name.endswith(str(kept)) or name == str(kept.parent) for name in names), sorted(
+        n for n in names if "/" in n
+    )[:20]
     work = str(cache / "tmp")  # where the build ran; renamed into entries/ when done
     assert not any(name.startswith(work) for name in names), "debug info names the work folder"
-    decoded = subprocess.run(["readelf", "--debug-dump=decodedline", debug["library"]],
-                             capture_output=True, text=True, check=True).stdout
+    decoded = subprocess.run(
+        ["readelf", "--debug-dump=decodedline", debug["library"]],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert OP_FILE.name in decoded and str(LOOP_LINE) in decoded
 
 
 def test_a_debug_setting_other_than_0_or_1_is_an_error(tmp_path):
     env = dict(os.environ, LIBSECTION_CACHE_DIR=str(tmp_path / "cache"), LIBSECTION_DEBUG="yes")
-    run = subprocess.run([sys.executable, "-c", DRIVER], env=env, capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", DRIVER], env=env, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode != 0 and "LIBSECTION_DEBUG is `yes`: give 1" in run.stderr
 
 
@@ -103,16 +118,34 @@ def test_gdb_stops_at_a_line_of_the_ops_c_file(builds, tmp_path):
     driver.write_text(DRIVER)
     env = dict(os.environ, LIBSECTION_CACHE_DIR=str(cache), LIBSECTION_DEBUG="1")
     run = subprocess.run(
-        ["gdb", "-q", "-batch", "-nx",
-         "-ex", "set breakpoint pending on",
-         "-ex", f"break {OP_FILE.name}:{LOOP_LINE}",
-         "-ex", "run",
-         "-ex", "print i",
-         "-ex", "info source",
-         "-ex", "kill",
-         "--args", sys.executable, str(driver)],
-        env=env, capture_output=True, text=True, timeout=120)  # gdb used to hang reading
-    out = run.stdout + run.stderr                             # /proc/self/fd/N: its own fd
-    assert re.search(rf"Breakpoint 1, .*vector_elemwise_mult.*\n.*{OP_FILE.name}:{LOOP_LINE}", out) \
-        or re.search(rf"at {re.escape(str(OP_FILE))}:{LOOP_LINE}", out), out[-3000:]
+        [
+            "gdb",
+            "-q",
+            "-batch",
+            "-nx",
+            "-ex",
+            "set breakpoint pending on",
+            "-ex",
+            f"break {OP_FILE.name}:{LOOP_LINE}",
+            "-ex",
+            "run",
+            "-ex",
+            "print i",
+            "-ex",
+            "info source",
+            "-ex",
+            "kill",
+            "--args",
+            sys.executable,
+            str(driver),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # gdb used to hang reading
+    out = run.stdout + run.stderr  # /proc/self/fd/N: its own fd
+    assert re.search(
+        rf"Breakpoint 1, .*vector_elemwise_mult.*\n.*{OP_FILE.name}:{LOOP_LINE}", out
+    ) or re.search(rf"at {re.escape(str(OP_FILE))}:{LOOP_LINE}", out), out[-3000:]
     assert "$1 = 0" in out, out[-3000:]  # the loop's first iteration

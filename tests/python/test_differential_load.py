@@ -67,7 +67,10 @@ EDGE_CASES = {
     "marker_on_last_line": [b"#section support_code\nint y;\n#section code"],
     "crlf": [b"#section support_code\r\nint y;\r\n#section code\r\nx;\r\n"],
     "lone_cr": [b"#section support_code\rint y;\r#section code\rx;"],
-    "crlf_across_files": [b"#section support_code\r\nint y;\r\n", b"#section support_code\nint y;\n"],
+    "crlf_across_files": [
+        b"#section support_code\r\nint y;\r\n",
+        b"#section support_code\nint y;\n",
+    ],
     "bom_one_marker": [b"\xef\xbb\xbf#section support_code\nint y;\n"],
     "bom_two_markers": [b"\xef\xbb\xbf#section support_code\nint y;\n#section code\nx;\n"],
     "stray_text": [b"int x;\n#section support_code\nint y;\n"],
@@ -76,21 +79,46 @@ EDGE_CASES = {
     "unknown_tag": [b"#section support_code\nint y;\n#section suport_code\nz;\n"],
     "empty_file": [b""],
     "no_marker": [b"int x;\n"],
-    "legacy_markers": [b"junk\nPYTENSOR_SUPPORT_CODE_SECTION\nint s;\nPYTENSOR_APPLY_CODE_SECTION\n"
-                       b"int a;\nPYTENSOR_SUPPORT_CODE_SECTION\nint s2;\n"],
-    "legacy_across_files": [b"PYTENSOR_SUPPORT_CODE_SECTION\na\n", b"PYTENSOR_SUPPORT_CODE_SECTION\nb\n"],
+    "legacy_markers": [
+        b"junk\nPYTENSOR_SUPPORT_CODE_SECTION\nint s;\nPYTENSOR_APPLY_CODE_SECTION\n"
+        b"int a;\nPYTENSOR_SUPPORT_CODE_SECTION\nint s2;\n"
+    ],
+    "legacy_across_files": [
+        b"PYTENSOR_SUPPORT_CODE_SECTION\na\n",
+        b"PYTENSOR_SUPPORT_CODE_SECTION\nb\n",
+    ],
     "mixed_in_one_file": [b"#section code\nx\nPYTENSOR_APPLY_CODE_SECTION\ny\n"],
     "mixed_across_files": [b"#section code\nx\n", b"PYTENSOR_APPLY_CODE_SECTION\ny\n"],
-    "several_files": [b"#section support_code\na\n", b"#section code\nb\n", b"#section init_code\nc\n"],
-    "repeated_tags": [b"#section support_code\na\n#section code\nb\n#section support_code\nc\n",
-                      b"#section code\nd\n"],
-    "near_miss_lines": [b"#section support_code\na\n #section code\n#section  code\n#section code \n"
-                        b"# section code\n#section\tcode\n#section code-x\n"],
+    "several_files": [
+        b"#section support_code\na\n",
+        b"#section code\nb\n",
+        b"#section init_code\nc\n",
+    ],
+    "repeated_tags": [
+        b"#section support_code\na\n#section code\nb\n#section support_code\nc\n",
+        b"#section code\nd\n",
+    ],
+    "near_miss_lines": [
+        b"#section support_code\na\n #section code\n#section  code\n#section code \n"
+        b"# section code\n#section\tcode\n#section code-x\n"
+    ],
     "near_miss_before_first": [b"#section code \n#section code\nx\n"],
-    "all_nine_tags": [b"".join(b"#section %s\n/* %s */\n" % (t, t) for t in
-                               [b"init_code", b"init_code_apply", b"init_code_struct", b"support_code",
-                                b"support_code_apply", b"support_code_struct", b"cleanup_code_struct",
-                                b"code", b"code_cleanup"])],
+    "all_nine_tags": [
+        b"".join(
+            b"#section %s\n/* %s */\n" % (t, t)
+            for t in [
+                b"init_code",
+                b"init_code_apply",
+                b"init_code_struct",
+                b"support_code",
+                b"support_code_apply",
+                b"support_code_struct",
+                b"cleanup_code_struct",
+                b"code",
+                b"code_cleanup",
+            ]
+        )
+    ],
     "non_ascii_text": ["#section code\n/* caf\u00e9 \u2014 \U0001f600 */\n".encode()],
     "unknown_after_stray_file": [b"#section code\nx\n", b"#section nope\ny\n"],
 }
@@ -119,11 +147,27 @@ def test_every_ops_file_matches_pytensor():
 
 # Pieces a random section file is built from: real markers, near misses, C text, odd whitespace.
 PIECES = [
-    b"#section support_code", b"#section code", b"#section code_cleanup", b"#section init_code_struct",
-    b"#section support_code_apply", b"#section bogus", b"#section", b" #section code",
-    b"#section code ", b"# section code", b"#section\tcode", b"PYTENSOR_APPLY_CODE_SECTION",
-    b"PYTENSOR_SUPPORT_CODE_SECTION", b"int x = 1;", b"", b"  ",
-    b"\t", "caf\u00e9".encode(), b"/* #section code */", b"\x0c", "\u2028".encode(),
+    b"#section support_code",
+    b"#section code",
+    b"#section code_cleanup",
+    b"#section init_code_struct",
+    b"#section support_code_apply",
+    b"#section bogus",
+    b"#section",
+    b" #section code",
+    b"#section code ",
+    b"# section code",
+    b"#section\tcode",
+    b"PYTENSOR_APPLY_CODE_SECTION",
+    b"PYTENSOR_SUPPORT_CODE_SECTION",
+    b"int x = 1;",
+    b"",
+    b"  ",
+    b"\t",
+    "caf\u00e9".encode(),
+    b"/* #section code */",
+    b"\x0c",
+    "\u2028".encode(),
 ]
 NEWLINES = [b"\n", b"\n", b"\n", b"\r\n", b"\r"]
 

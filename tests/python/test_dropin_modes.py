@@ -12,13 +12,11 @@ import pytest
 
 pytensor = pytest.importorskip("pytensor")
 import pytensor.tensor as pt
+from dropin_ops import DATA, OURS, THEIRS, PyTensorCOp, pytensor_base
 
-from dropin_ops import OURS, THEIRS, PyTensorCOp, pytensor_base
-from dropin_ops import DATA
 from libsection.pytensor import ExternalCOp
 
 MODES = ["CVM", "FAST_COMPILE", "NUMBA", "FAST_RUN"]  # FAST_RUN is Numba in PyTensor 3
-
 
 
 def function(inputs, outputs, mode):
@@ -166,7 +164,8 @@ def test_the_class_api_matches_pytensors():
     node_ours, node_theirs = ours.make_node(x, y), theirs.make_node(x, y)
     for check_input in (None, True, False):
         assert ours.get_c_macros(node_ours, "node_7", check_input) == theirs.get_c_macros(
-            node_theirs, "node_7", check_input)
+            node_theirs, "node_7", check_input
+        )
 
 
 def test_load_c_code_appends_what_loading_all_files_at_once_gives(tmp_path):
@@ -195,7 +194,9 @@ def test_a_base_class_may_add_section_tags():
     op = KernelBase(kernels)
     assert op.code_sections["kernels"].startswith("\n#kernel k_add")
     assert "kernels_loaded" in op.c_support_code()
-    with pytest.raises(ValueError, match=re.escape(f"Unknown section type (in file {kernels}): kernels")):
+    with pytest.raises(
+        ValueError, match=re.escape(f"Unknown section type (in file {kernels}): kernels")
+    ):
         ExternalCOp(kernels)
 
 
@@ -212,7 +213,9 @@ def test_a_file_that_is_not_utf8_raises_unicode_decode_error_like_pytensor(tmp_p
     assert isinstance(ours.value, ValueError) and "bad.c:2" in str(ours.value)
 
 
-def test_cvm_builds_the_node_through_libsections_linker_and_calls_it_natively(monkeypatch, cache_dir):
+def test_cvm_builds_the_node_through_libsections_linker_and_calls_it_natively(
+    monkeypatch, cache_dir
+):
     from pytensor.link.c.basic import CLinker
 
     def refuse(*args, **kwargs):
@@ -284,7 +287,9 @@ def test_importing_the_drop_in_loads_nothing_cvm_does_not_need():
     import subprocess
     import sys
 
-    code = ("import sys, libsection.pytensor; "
-            "print(sorted(m for m in ('numba', 'setuptools', 'jax') if m in sys.modules))")
+    code = (
+        "import sys, libsection.pytensor; "
+        "print(sorted(m for m in ('numba', 'setuptools', 'jax') if m in sys.modules))"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"

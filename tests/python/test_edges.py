@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from linker_ops import VTV, VTV_FUNC
 
 import libsection
-from libsection import CompileError, SectionError, build
-from linker_ops import VTV, VTV_FUNC
+from libsection import SectionError, build
 
 BIN = Path(sys.executable).parent
 SECTION_LINT = shutil.which("section-lint", path=str(BIN)) or shutil.which("section-lint")
@@ -33,18 +33,24 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def vtv(**kwargs):
-    return build(VTV, VTV_FUNC, inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"],
-                 **kwargs)
+    return build(
+        VTV, VTV_FUNC, inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"], **kwargs
+    )
 
 
 def run_limited(argv, timeout=20, memory=1 << 30, **kwargs):
     """A tool run that can neither hang nor take the machine's memory (the old code did both)."""
-    limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=limit, **kwargs)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, preexec_fn=limit, **kwargs
+    )
 
 
 # ---- item 4: names that reach generated C ---------------------------------------------------
+
 
 def test_params_field_names_must_be_c_identifiers():
     evil = "a;}; int evil() { return 0; } struct X {int b"
@@ -85,10 +91,23 @@ def test_padding_counts_are_bounded_and_fail_at_once():
 
 @pytest.mark.skipif(not SECTION_EXPAND, reason="section-expand is not built")
 def test_section_expand_refuses_bad_names_and_padding():
-    for args in (["--func-name", "f;g"], ["--num-inputs", "1000000000"],
-                 ["--node-name", "x;y"], ["--params", "a-b:int64"]):
-        run = run_limited([SECTION_EXPAND, str(VTV), "--inputs", "float64[:],float64[:]",
-                           "--outputs", "float64[:]", *args])
+    for args in (
+        ["--func-name", "f;g"],
+        ["--num-inputs", "1000000000"],
+        ["--node-name", "x;y"],
+        ["--params", "a-b:int64"],
+    ):
+        run = run_limited(
+            [
+                SECTION_EXPAND,
+                str(VTV),
+                "--inputs",
+                "float64[:],float64[:]",
+                "--outputs",
+                "float64[:]",
+                *args,
+            ]
+        )
         assert run.returncode == 2, (args, run.stderr)
         assert "error" in run.stderr
 
@@ -101,6 +120,7 @@ def test_section_lint_refuses_a_bad_func_name():
 
 
 # ---- item 5: compiler output with very long lines ------------------------------------------
+
 
 def test_a_megabyte_long_error_line_is_a_compile_error_not_a_crash(tmp_path):
     # The compiler quotes the 1 MB name in its errors; the old regex reader overflowed the stack.
@@ -136,12 +156,19 @@ int APPLY_SPECIFIC(may_throw)(PyArrayObject* x, PyArrayObject** z) {
 
 def test_a_cpp_exception_in_an_op_is_a_runtime_error_not_an_abort(tmp_path):
     (tmp_path / "thrower.c").write_text(THROWER)
-    op = build(tmp_path / "thrower.c", "APPLY_SPECIFIC(may_throw)", ["float64[:]"], ["float64[:]"],
-               name="MayThrow")
+    op = build(
+        tmp_path / "thrower.c",
+        "APPLY_SPECIFIC(may_throw)",
+        ["float64[:]"],
+        ["float64[:]"],
+        name="MayThrow",
+    )
     x = np.empty(0)
     before = sys.getrefcount(x)
     for _ in range(100):
-        with pytest.raises(RuntimeError, match=r"MayThrow \(node 0\): C\+\+ exception: empty input"):
+        with pytest.raises(
+            RuntimeError, match=r"MayThrow \(node 0\): C\+\+ exception: empty input"
+        ):
             op(x)
     assert sys.getrefcount(x) == before  # the input's cleanup ran every time
     with pytest.raises(RuntimeError, match="C\\+\\+ exception of an unknown type"):
@@ -150,6 +177,7 @@ def test_a_cpp_exception_in_an_op_is_a_runtime_error_not_an_abort(tmp_path):
 
 
 # ---- item 7 and drop-in item 7: byte order, 0-d tensors, scalars where arrays are needed ---
+
 
 def test_big_endian_arrays_are_refused_naming_the_input():
     op = vtv()
@@ -207,6 +235,7 @@ def test_a_python_float_where_the_function_takes_an_array_is_a_type_error():
 
 # ---- item 8 and 14: paths --------------------------------------------------------------------
 
+
 def test_a_nul_byte_in_a_path_is_a_value_error_like_open(tmp_path):
     (tmp_path / "x.txt").write_text("#section code\nx\n")
     with pytest.raises(ValueError, match="NUL byte"):
@@ -232,6 +261,7 @@ def test_file_names_need_not_be_utf8(tmp_path):
 
 
 # ---- item 9: what is read, and how much --------------------------------------------------
+
 
 def test_a_fifo_is_refused_at_once_everywhere(tmp_path):
     fifo = tmp_path / "op.c"
@@ -289,8 +319,12 @@ def test_lint_memory_is_linear_in_the_file_size_with_a_small_constant(tmp_path, 
     path = tmp_path / "big.c"
     path.write_text("#section support_code\n" + line * (size // len(line)))
     monkeypatch.setenv("LIBSECTION_MAX_FILE_BYTES", str(size * 2))
-    run = subprocess.run(["/usr/bin/time", "-f", "%M", SECTION_LINT, "--exit-zero", str(path)],
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", SECTION_LINT, "--exit-zero", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     peak_kib = int(run.stderr.strip().splitlines()[-1])
     assert peak_kib * 1024 < 8 * size, f"peak {peak_kib} KiB for a {size >> 20} MiB file"
@@ -319,13 +353,18 @@ def test_unreadable_folders_are_reported_not_skipped(tmp_path):
         (top / "ok" / "a.c").chmod(0o644)
         (top / "closed").mkdir(mode=0o000)
         (top / "closed").chmod(0o000)
-        run = subprocess.run([lint, "--output-format", "concise", str(top)],
-                             capture_output=True, text=True, preexec_fn=run_as_nobody())
+        run = subprocess.run(
+            [lint, "--output-format", "concise", str(top)],
+            capture_output=True,
+            text=True,
+            preexec_fn=run_as_nobody(),
+        )
         assert run.returncode == 1, run
         assert f"cannot read folder '{top / 'closed'}'" in run.stdout
         top.chmod(0o000)
-        run = subprocess.run([lint, str(top)], capture_output=True, text=True,
-                             preexec_fn=run_as_nobody())
+        run = subprocess.run(
+            [lint, str(top)], capture_output=True, text=True, preexec_fn=run_as_nobody()
+        )
         assert run.returncode == 1
         assert f"cannot read folder '{top}'" in run.stdout
         assert "SL204" not in run.stdout
@@ -388,8 +427,13 @@ int APPLY_SPECIFIC(call_back)(PyObject* callback, PyArrayObject** z) {
 
 def test_an_op_calling_itself_from_its_own_thread_gets_a_clear_error(tmp_path):
     (tmp_path / "reenter.c").write_text(REENTER)
-    op = build(tmp_path / "reenter.c", "APPLY_SPECIFIC(call_back)", ["object"], ["float64[:]"],
-               name="CallBack")
+    op = build(
+        tmp_path / "reenter.c",
+        "APPLY_SPECIFIC(call_back)",
+        ["object"],
+        ["float64[:]"],
+        name="CallBack",
+    )
 
     def again():
         op(lambda: None)

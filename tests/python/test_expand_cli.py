@@ -14,9 +14,12 @@ GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "expand"
 # The tutorial op in ops/, as the golden cases name it (relative to GOLDEN, where the tool runs).
 VTV = "../../../ops/vector_times_vector/vectorTimesVector.c"
 VTV_SIGNATURE = [
-    "--inputs", "float64[:],float64[:]",
-    "--outputs", "float64[:]",
-    "--func-name", "APPLY_SPECIFIC(vector_times_vector)",
+    "--inputs",
+    "float64[:],float64[:]",
+    "--outputs",
+    "float64[:]",
+    "--func-name",
+    "APPLY_SPECIFIC(vector_times_vector)",
 ]
 
 
@@ -42,8 +45,10 @@ def run(*args, cwd=GOLDEN):
 
 @pytest.mark.parametrize(
     ("flags", "expected"),
-    [(["--no-line-directives", "--no-newline-fix"], "vtv_float64.expected.json"),
-     ([], "vtv_float64.line.expected.json")],
+    [
+        (["--no-line-directives", "--no-newline-fix"], "vtv_float64.expected.json"),
+        ([], "vtv_float64.line.expected.json"),
+    ],
     ids=["reference-mode", "default"],
 )
 def test_json_output_equals_the_golden_expansion(flags, expected):
@@ -53,12 +58,29 @@ def test_json_output_equals_the_golden_expansion(flags, expected):
 
 
 def test_text_output_shows_every_method():
-    result = run("allsec_a.c", "allsec_b.c", "--inputs", "float64[:],float64[:]",
-                 "--outputs", "float64[:]", "--params", "k:int64")
+    result = run(
+        "allsec_a.c",
+        "allsec_b.c",
+        "--inputs",
+        "float64[:],float64[:]",
+        "--outputs",
+        "float64[:]",
+        "--params",
+        "k:int64",
+    )
     assert result.returncode == 0, result.stderr
-    for method in ("c_init_code[0]", "c_support_code", "c_init_code_apply",
-                   "c_support_code_apply", "c_support_code_struct", "c_cleanup_code_struct",
-                   "c_init_code_struct", "c_code", "c_code_cleanup", "c_code_cache_version"):
+    for method in (
+        "c_init_code[0]",
+        "c_support_code",
+        "c_init_code_apply",
+        "c_support_code_apply",
+        "c_support_code_struct",
+        "c_cleanup_code_struct",
+        "c_init_code_struct",
+        "c_code",
+        "c_code_cleanup",
+        "c_code_cache_version",
+    ):
         assert f"==> {method} <==\n" in result.stdout
     assert '#line 7 "allsec_b.c"' in result.stdout
     io_macros = "#define PARAMS V7\n#define INPUT_0 V5\n#define INPUT_1 V3\n#define OUTPUT_0 V1\n"
@@ -66,8 +88,17 @@ def test_text_output_shows_every_method():
 
 
 def test_padding_and_check_input_options():
-    result = run(VTV, *VTV_SIGNATURE, "--num-inputs", "3", "--num-outputs", "2",
-                 "--no-check-input", "--format", "json")
+    result = run(
+        VTV,
+        *VTV_SIGNATURE,
+        "--num-inputs",
+        "3",
+        "--num-outputs",
+        "2",
+        "--no-check-input",
+        "--format",
+        "json",
+    )
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert "(V5, V3, NULL, &V1, NULL) != 0" in out["c_code"]
@@ -77,12 +108,18 @@ def test_padding_and_check_input_options():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([VTV, "--inputs", "float64[:],float64[:", "--outputs", "float64[:]"],
-         "input 1 `float64[:`: expected `,` or `]` at the end of `float64[:],float64[:`"),
-        ([VTV, "--inputs", "float64[:],flot64[:]", "--outputs", "float64[:]"],
-         "input 1 `flot64[:]`: unknown dtype `flot64`"),
-        ([VTV, "--inputs", "float64[:]", "--outputs", "float64[:]", "--params", "k=int64"],
-         "param 0 `k=int64`: expected `name:type`"),
+        (
+            [VTV, "--inputs", "float64[:],float64[:", "--outputs", "float64[:]"],
+            "input 1 `float64[:`: expected `,` or `]` at the end of `float64[:],float64[:`",
+        ),
+        (
+            [VTV, "--inputs", "float64[:],flot64[:]", "--outputs", "float64[:]"],
+            "input 1 `flot64[:]`: unknown dtype `flot64`",
+        ),
+        (
+            [VTV, "--inputs", "float64[:]", "--outputs", "float64[:]", "--params", "k=int64"],
+            "param 0 `k=int64`: expected `name:type`",
+        ),
         (["missing.c", "--inputs", "float64[:]"], "missing.c"),
         ([VTV, "--format", "yaml"], "--format"),
     ],
@@ -103,8 +140,15 @@ def test_tag_errors_exit_2_with_the_parser_diagnostics(tmp_path):
 
 
 def test_a_code_section_with_a_function_name_exits_2():
-    result = run("allsec_a.c", "--inputs", "float64[:],float64[:]", "--outputs", "float64[:]",
-                 "--func-name", "f")
+    result = run(
+        "allsec_a.c",
+        "--inputs",
+        "float64[:],float64[:]",
+        "--outputs",
+        "float64[:]",
+        "--func-name",
+        "f",
+    )
     assert result.returncode == 2
     assert "SL604" in result.stderr
 

@@ -5,10 +5,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_expand_cli import VTV, section_expand
 
 import libsection
 from libsection import _core
-from test_expand_cli import VTV, section_expand
 
 GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "expand"
 
@@ -50,13 +50,26 @@ def test_relocates_resume_directives_into_a_module():
 
 def test_tool_and_bindings_share_one_cache_version():
     run = subprocess.run(
-        [section_expand(), VTV, "--inputs", "float64[:],float64[:]", "--outputs",
-         "float64[:]", "--func-name", "APPLY_SPECIFIC(vector_times_vector)", "--format", "json"],
-        cwd=GOLDEN, capture_output=True, text=True, check=True)
+        [
+            section_expand(),
+            VTV,
+            "--inputs",
+            "float64[:],float64[:]",
+            "--outputs",
+            "float64[:]",
+            "--func-name",
+            "APPLY_SPECIFIC(vector_times_vector)",
+            "--format",
+            "json",
+        ],
+        cwd=GOLDEN,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     op = _core.OpDescription()
     op.inputs = _core.parse_types("float64[:],float64[:]")
     op.outputs = _core.parse_types("float64[:]", "output")
     op.func_name = "APPLY_SPECIFIC(vector_times_vector)"
     loaded = libsection.load((GOLDEN / VTV).resolve())
-    assert json.loads(run.stdout)["c_code_cache_version"] == _core.op_cache_version(
-        loaded, op)
+    assert json.loads(run.stdout)["c_code_cache_version"] == _core.op_cache_version(loaded, op)

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from expand_reference import METHODS, linker_strings, make_op_class, split_types
 from pytensor.link.c.op import ExternalCOp as PyTensorExternalCOp
+from test_expand_cli import VTV
 
 import libsection
-from expand_reference import METHODS, linker_strings, make_op_class, split_types
 from libsection.pytensor import ExternalCOp
-from test_expand_cli import VTV
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "expand"
@@ -81,14 +81,32 @@ def test_drop_in_equals_installed_pytensor(case):
         assert ours[method] == reference[method], method
 
 
-DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-          "float16", "float32", "float64", "complex64", "complex128"]
+DTYPES = [
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dtype_macros_equal_installed_pytensor_for_every_dtype(dtype):
-    spec = {"files": [VTV], "inputs": f"{dtype}[:],{dtype}[:,:]", "outputs": f"{dtype}[:]",
-            "func_name": "f"}
+    spec = {
+        "files": [VTV],
+        "inputs": f"{dtype}[:],{dtype}[:,:]",
+        "outputs": f"{dtype}[:]",
+        "func_name": "f",
+    }
     reference_op, drop_in_op = case_ops(spec, GOLDEN)
     reference = linker_strings(reference_op)["c_support_code_apply"]
     assert f"#define TYPENUM_INPUT_0 {np.dtype(dtype).num}\n" in reference
@@ -107,8 +125,12 @@ def test_every_section_file_in_ops_expands_as_installed_pytensor():
     for path in paths:
         sections = libsection.load_sections([path])
         func_name = None if "code" in sections else "APPLY_SPECIFIC(f)"
-        spec = {"files": [str(path)], "inputs": "float64[:],float64[:]",
-                "outputs": "float64[:]", "func_name": func_name}
+        spec = {
+            "files": [str(path)],
+            "inputs": "float64[:],float64[:]",
+            "outputs": "float64[:]",
+            "func_name": func_name,
+        }
         reference_op, drop_in_op = case_ops(spec, Path("/"))
         reference = linker_strings(reference_op)
         ours = linker_strings(drop_in_op)

@@ -1,8 +1,8 @@
 """libsection.pytensor.ExternalCOp inside PyTensor: C backend runs, #line, loading, versions."""
 
 import os
-import re
 import pickle
+import re
 import subprocess
 import sys
 import warnings
@@ -12,9 +12,9 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.graph.basic import Apply
 from pytensor.link.c.exceptions import CompileError
 from pytensor.link.c.op import ExternalCOp as PyTensorExternalCOp
-from pytensor.graph.basic import Apply
 from pytensor.link.c.params_type import ParamsType
 from pytensor.link.c.type import generic
 from pytensor.scalar import float64, int64
@@ -154,7 +154,9 @@ def test_a_call_that_does_not_match_the_function_is_reported_at_the_call():
     op = UnaryVectorOp(str(VTV), "APPLY_SPECIFIC(vector_times_vector)")
     with pytest.raises(CompileError) as error:
         pytensor.function([x], op(x), mode=C_BACKEND)
-    found = re.search(r"^(/\S+/source\.cpp):(\d+):\d+: error: cannot convert", str(error.value), re.M)
+    found = re.search(
+        r"^(/\S+/source\.cpp):(\d+):\d+: error: cannot convert", str(error.value), re.M
+    )
     assert found, str(error.value)
     line = Path(found[1]).read_text().splitlines()[int(found[2]) - 1]
     assert "APPLY_SPECIFIC(vector_times_vector)(V1, &V2)" in line
@@ -199,9 +201,7 @@ def test_relative_paths_resolve_against_the_runtime_class_file():
     relocated = RelocatedDoubleIt()
     assert relocated.func_files == [Path("double_it.c")]
     assert "3 *" in relocated.code_sections["code"]
-    assert str(DATA / "subclass" / "double_it.c") in relocated.c_code(
-        *code_args(relocated)
-    )
+    assert str(DATA / "subclass" / "double_it.c") in relocated.c_code(*code_args(relocated))
 
 
 def code_args(op, n_inputs=1):

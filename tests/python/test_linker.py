@@ -6,8 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from libsection._build import CompileError, Module, build
 from linker_ops import (
     DATA,
     VTV,
@@ -22,6 +20,8 @@ from linker_ops import (
     TracedMul,
 )
 
+from libsection._build import CompileError, Module, build
+
 
 @pytest.fixture(autouse=True)
 def cache_dir(tmp_path, monkeypatch):
@@ -32,8 +32,13 @@ def cache_dir(tmp_path, monkeypatch):
 
 @pytest.fixture
 def vtv():
-    return build(VTV, VTV_FUNC, inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"],
-                 name="VectorTimesVector")
+    return build(
+        VTV,
+        VTV_FUNC,
+        inputs=["float64[:]", "float64[:]"],
+        outputs=["float64[:]"],
+        name="VectorTimesVector",
+    )
 
 
 def add_mul_module(type_=None, add=None, mul=None):
@@ -107,8 +112,10 @@ def test_failure_in_the_middle_node_runs_exactly_the_entered_cleanups():
     sys.linker_trace = []
     try:
         assert f(1.0, 2.0, 10.0) == 30.0
-        assert sys.linker_trace == ["cleanup TracedMul", "cleanup CheckPositive",
-                                    "cleanup TracedAdd"] + variables
+        assert (
+            sys.linker_trace
+            == ["cleanup TracedMul", "cleanup CheckPositive", "cleanup TracedAdd"] + variables
+        )
 
         sys.linker_trace = []
         with pytest.raises(ValueError, match="CheckPositive: negative input"):
@@ -147,14 +154,19 @@ def test_vector_times_vector_strided(vtv):
 
 
 def test_shape_mismatch_raises_the_ops_value_error(vtv):
-    with pytest.raises(ValueError, match=r"Shape mismatch : .*x.shape\[0\] == 3 and y.shape\[0\] == 4"):
+    with pytest.raises(
+        ValueError, match=r"Shape mismatch : .*x.shape\[0\] == 3 and y.shape\[0\] == 4"
+    ):
         vtv(np.ones(3), np.ones(4))
 
 
 @pytest.mark.parametrize(
     "bad, message",
     [
-        (np.ones(3, dtype=np.float32), r"input 0: expected a float64\[:\] array .*got a 1-d float32"),
+        (
+            np.ones(3, dtype=np.float32),
+            r"input 0: expected a float64\[:\] array .*got a 1-d float32",
+        ),
         (np.ones((3, 1)), r"input 0: expected a float64\[:\] array .*got a 2-d float64"),
         ([1.0, 2.0, 3.0], r"input 0: expected a float64\[:\] array .*got list"),
     ],
@@ -189,8 +201,13 @@ def test_outputs_are_reused_only_once_the_caller_lets_go(vtv):
 def test_build_info_and_second_build_in_process_uses_the_loaded_module(vtv):
     assert vtv.info["ops"] == ["VectorTimesVector"]
     assert vtv.info["inputs"] == ["float64[:]", "float64[:]"]
-    again = build(VTV, VTV_FUNC, inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"],
-                  name="VectorTimesVector")
+    again = build(
+        VTV,
+        VTV_FUNC,
+        inputs=["float64[:]", "float64[:]"],
+        outputs=["float64[:]"],
+        name="VectorTimesVector",
+    )
     assert again.info["compiled"] is False
     assert again.info["key"] == vtv.info["key"]
 
@@ -215,8 +232,13 @@ def test_scalar_input_and_params_struct(tmp_path):
     src = tmp_path / "scale.c"
     src.write_text(SCALE_SOURCE)
     offsets = np.array([0.0, 10.0, 20.0, 30.0])
-    f = build(src, "APPLY_SPECIFIC(scale)", inputs=["float64[:]", "float64"],
-              outputs=["float64[:]"], params={"factor": ("int32", 3), "offsets": offsets})
+    f = build(
+        src,
+        "APPLY_SPECIFIC(scale)",
+        inputs=["float64[:]", "float64"],
+        outputs=["float64[:]"],
+        params={"factor": ("int32", 3), "offsets": offsets},
+    )
     np.testing.assert_array_equal(f(np.arange(4.0), 0.5), np.arange(4.0) * 3 + 0.5 + offsets)
     with pytest.raises(TypeError, match="input 1: expected a real number for float64"):
         f(np.arange(4.0), "x")
@@ -227,14 +249,26 @@ def test_bad_params_values_are_reported_when_the_op_is_instantiated(tmp_path):
     src.write_text(SCALE_SOURCE)
     signature = dict(inputs=["float64[:]", "float64"], outputs=["float64[:]"])
     with pytest.raises(TypeError, match="params field `factor`: expected an integer for int32"):
-        build(src, "APPLY_SPECIFIC(scale)", **signature,
-              params={"factor": ("int32", "three"), "offsets": np.zeros(4)})
+        build(
+            src,
+            "APPLY_SPECIFIC(scale)",
+            **signature,
+            params={"factor": ("int32", "three"), "offsets": np.zeros(4)},
+        )
     with pytest.raises(OverflowError, match="params field `factor`: value out of range for int32"):
-        build(src, "APPLY_SPECIFIC(scale)", **signature,
-              params={"factor": ("int32", 2**40), "offsets": np.zeros(4)})
+        build(
+            src,
+            "APPLY_SPECIFIC(scale)",
+            **signature,
+            params={"factor": ("int32", 2**40), "offsets": np.zeros(4)},
+        )
     with pytest.raises(TypeError, match="params field `offsets`: expected a float64"):
-        build(src, "APPLY_SPECIFIC(scale)", **signature,
-              params={"factor": ("int32", 1), "offsets": ("float64[:]", np.zeros(4, dtype=np.int8))})
+        build(
+            src,
+            "APPLY_SPECIFIC(scale)",
+            **signature,
+            params={"factor": ("int32", 1), "offsets": ("float64[:]", np.zeros(4, dtype=np.int8))},
+        )
     with pytest.raises(TypeError, match="cannot infer a C type for str"):
         build(src, "APPLY_SPECIFIC(scale)", **signature, params={"factor": "three"})
 
@@ -292,8 +326,12 @@ def test_package_exports_the_linker_api():
 
 
 def test_code_section_op_with_two_outputs_returns_a_tuple():
-    f = build(DATA / "sum_diff_code.c", inputs=["float64[:]", "float64[:]"],
-              outputs=["float64[:]", "float64[:]"], name="SumDiff")
+    f = build(
+        DATA / "sum_diff_code.c",
+        inputs=["float64[:]", "float64[:]"],
+        outputs=["float64[:]", "float64[:]"],
+        name="SumDiff",
+    )
     x, y = np.arange(5.0), np.arange(5.0)[::-1].copy()
     total, difference = f(x, y)
     np.testing.assert_array_equal(total, x + y)
@@ -303,8 +341,12 @@ def test_code_section_op_with_two_outputs_returns_a_tuple():
 
 
 def test_scalar_output_comes_back_as_a_numpy_scalar():
-    f = build(DATA / "dot.c", "APPLY_SPECIFIC(dot)", inputs=["float32[:]", "float32[:]"],
-              outputs=["float32"])
+    f = build(
+        DATA / "dot.c",
+        "APPLY_SPECIFIC(dot)",
+        inputs=["float32[:]", "float32[:]"],
+        outputs=["float32"],
+    )
     x = np.arange(4, dtype=np.float32)
     result = f(x, x)
     assert isinstance(result, np.float32) and result == np.float32(14.0)
@@ -316,8 +358,13 @@ def test_compiler_launcher_wraps_the_compile_step_only(tmp_path, monkeypatch):
     launcher.write_text(f'#!/bin/sh\necho "$@" >> "{calls}"\nexec "$@"\n')
     launcher.chmod(0o755)
     monkeypatch.setenv("LIBSECTION_COMPILER_LAUNCHER", str(launcher))
-    f = build(DATA / "dot.c", "APPLY_SPECIFIC(dot)", inputs=["float64[:]", "float64[:]"],
-              outputs=["float64"], name="DotThroughLauncher")
+    f = build(
+        DATA / "dot.c",
+        "APPLY_SPECIFIC(dot)",
+        inputs=["float64[:]", "float64[:]"],
+        outputs=["float64"],
+        name="DotThroughLauncher",
+    )
     assert f(np.ones(3), np.ones(3)) == 3.0
     (line,) = calls.read_text().splitlines()  # one compile; the link runs without it
     assert " -c " in line and "-include" not in line  # no precompiled header with a launcher

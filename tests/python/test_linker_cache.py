@@ -35,9 +35,14 @@ def worker_env(cache_dir, **extra):
 
 
 def start_worker(dtype, env):
-    return subprocess.Popen([sys.executable, str(WORKER), dtype], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), dtype],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def finish(process, timeout=180):
@@ -154,8 +159,13 @@ def test_cache_directories_are_private_and_a_readable_root_is_left_as_it_is(cach
     os.chmod(cache_dir, 0o755)
     key = run_worker("float64", worker_env(cache_dir))["key"]
     assert stat.S_IMODE(cache_dir.stat().st_mode) == 0o755  # never chmod'ed behind the user's back
-    for path in [cache_dir / "entries", cache_dir / "locks", cache_dir / "tmp", cache_dir / "pch",
-                 cache_dir / "entries" / key]:
+    for path in [
+        cache_dir / "entries",
+        cache_dir / "locks",
+        cache_dir / "tmp",
+        cache_dir / "pch",
+        cache_dir / "entries" / key,
+    ]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
 
 
@@ -203,8 +213,9 @@ def test_section_cache_tool_lists_explains_collects_and_clears(cache_dir):
     key = run_worker("float64", worker_env(cache_dir))["key"]
 
     def run(*args):
-        return subprocess.run([tool, "--cache-dir", str(cache_dir), *args], text=True,
-                              capture_output=True, timeout=60)
+        return subprocess.run(
+            [tool, "--cache-dir", str(cache_dir), *args], text=True, capture_output=True, timeout=60
+        )
 
     listing = run("list")
     assert listing.returncode == 0
@@ -254,8 +265,9 @@ def attacker():
 
 def as_user(user, *argv, **kwargs):
     uid, gid = user
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *argv],
-                          **kwargs)
+    return subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *argv], **kwargs
+    )
 
 
 @pytest.fixture
@@ -293,7 +305,9 @@ def test_another_users_subfolders_in_a_world_writable_cache_are_refused(attacker
     assert not any(list((cache / sub).iterdir()) for sub in ("entries", "tmp"))
 
 
-def test_a_cache_path_planted_as_a_symlink_by_another_user_is_refused(attacker, shared_dir, tmp_path):
+def test_a_cache_path_planted_as_a_symlink_by_another_user_is_refused(
+    attacker, shared_dir, tmp_path
+):
     target = tmp_path / "private"
     target.mkdir()
     os.chmod(target, 0o755)
@@ -302,7 +316,7 @@ def test_a_cache_path_planted_as_a_symlink_by_another_user_is_refused(attacker, 
     err = failing_worker(link)
     assert f"is a symbolic link owned by uid {attacker[0]}" in err
     assert stat.S_IMODE(target.stat().st_mode) == 0o755  # its target is neither chmod'ed
-    assert list(target.iterdir()) == []                  # nor filled
+    assert list(target.iterdir()) == []  # nor filled
 
 
 SWAPPING_DLOPEN = r"""
@@ -341,21 +355,29 @@ __attribute__((constructor)) static void planted(void) {
 def compile_shared(tmp_path, name, source):
     (tmp_path / f"{name}.c").write_text(source)
     out = tmp_path / f"{name}.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(tmp_path / f"{name}.c"), "-ldl"],
-                   check=True)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(out), str(tmp_path / f"{name}.c"), "-ldl"], check=True
+    )
     return out
 
 
-def test_swapping_the_entry_between_verification_and_loading_loads_the_verified_module(cache_dir, tmp_path):
+def test_swapping_the_entry_between_verification_and_loading_loads_the_verified_module(
+    cache_dir, tmp_path
+):
     key = run_worker("float64", worker_env(cache_dir))["key"]
     entry = cache_dir / "entries" / key
     planted = tmp_path / "planted"
     shutil.copytree(entry, planted)  # the same manifest; a module.so of the attacker's
     shutil.copy(compile_shared(tmp_path, "planted", PLANTED_MODULE), planted / "module.so")
     marker = tmp_path / "marker"
-    env = worker_env(cache_dir, LD_PRELOAD=str(compile_shared(tmp_path, "swap", SWAPPING_DLOPEN)),
-                     SWAP_ENTRY=str(entry), SWAP_PLANTED=str(planted), SWAP_ASIDE=str(tmp_path / "aside"),
-                     PLANTED_MARKER=str(marker))
+    env = worker_env(
+        cache_dir,
+        LD_PRELOAD=str(compile_shared(tmp_path, "swap", SWAPPING_DLOPEN)),
+        SWAP_ENTRY=str(entry),
+        SWAP_PLANTED=str(planted),
+        SWAP_ASIDE=str(tmp_path / "aside"),
+        PLANTED_MARKER=str(marker),
+    )
     process = start_worker("float64", env)
     out, err = process.communicate(timeout=180)
     assert (tmp_path / "aside").exists()  # the swap happened
@@ -383,6 +405,7 @@ def test_a_stopped_builder_makes_others_time_out_naming_it(cache_dir, blocking_c
 
 # ---- upkeep: the size cap, damaged entries, leftovers, precompiled headers ------------------
 
+
 @pytest.mark.parametrize("value", ["inf", "1e30", "nan", "garbage", "-1", "5MB", "0x10"])
 def test_a_malformed_size_cap_fails_before_any_work(cache_dir, value):
     err = failing_worker(cache_dir, LIBSECTION_CACHE_MAX_BYTES=value)
@@ -391,8 +414,9 @@ def test_a_malformed_size_cap_fails_before_any_work(cache_dir, value):
     assert not cache_dir.exists()
 
 
-@pytest.mark.parametrize("damage", ["size_not_a_number", "entry_mode_0777", "entry_symlink",
-                                    "library_symlink"])
+@pytest.mark.parametrize(
+    "damage", ["size_not_a_number", "entry_mode_0777", "entry_symlink", "library_symlink"]
+)
 def test_a_damaged_entry_is_rebuilt_not_stuck(cache_dir, tmp_path, damage):
     env = worker_env(cache_dir)
     key = run_worker("float64", env)["key"]
@@ -421,13 +445,21 @@ def test_a_damaged_entry_is_rebuilt_not_stuck(cache_dir, tmp_path, damage):
 def test_section_cache_creates_nothing_where_there_is_no_cache(tmp_path):
     tool = section_cache_tool()
     missing = tmp_path / "nonexistent" / "x"
-    for args, status in [(["list"], 0), (["list", "--json"], 0), (["gc"], 0), (["clear"], 0),
-                         (["explain", "abc"], 1)]:
-        result = subprocess.run([tool, "--cache-dir", str(missing), *args], text=True,
-                                capture_output=True, timeout=60)
+    for args, status in [
+        (["list"], 0),
+        (["list", "--json"], 0),
+        (["gc"], 0),
+        (["clear"], 0),
+        (["explain", "abc"], 1),
+    ]:
+        result = subprocess.run(
+            [tool, "--cache-dir", str(missing), *args], text=True, capture_output=True, timeout=60
+        )
         assert result.returncode == status, (args, result.stderr)
         assert not (tmp_path / "nonexistent").exists(), args
-    listing = subprocess.run([tool, "--cache-dir", str(missing), "list"], text=True, capture_output=True)
+    listing = subprocess.run(
+        [tool, "--cache-dir", str(missing), "list"], text=True, capture_output=True
+    )
     assert "no cache at" in listing.stdout
 
 
@@ -461,8 +493,13 @@ def test_an_unwritable_failed_dir_does_not_hide_the_compile_error(tmp_path):
             pytest.skip("cannot drop root's permission override here (setpriv --bounding-set)")
 
     def build_broken():
-        return subprocess.run(argv, env=worker_env(cache, LIBSECTION_PCH="0"), text=True,
-                              capture_output=True, timeout=180)
+        return subprocess.run(
+            argv,
+            env=worker_env(cache, LIBSECTION_PCH="0"),
+            text=True,
+            capture_output=True,
+            timeout=180,
+        )
 
     (cache / "failed").mkdir(mode=0o700, parents=True)
     os.chmod(cache, 0o700)
@@ -485,8 +522,9 @@ def test_precompiled_headers_count_in_the_cap_and_gc_and_clear_remove_them(cache
         pytest.skip("this compiler does not use a precompiled header")
 
     def run(*args):
-        return subprocess.run([tool, "--cache-dir", str(cache_dir), *args], text=True,
-                              capture_output=True, timeout=60)
+        return subprocess.run(
+            [tool, "--cache-dir", str(cache_dir), *args], text=True, capture_output=True, timeout=60
+        )
 
     assert "precompiled" in run("list").stdout
     assert run("gc", "--max-size", "0").returncode == 0
@@ -517,24 +555,35 @@ def test_a_setup_killed_half_way_is_reclaimed(cache_dir, tmp_path):
     past = time.time() - 3600
     for path in leftovers:
         os.utime(path, (past, past))
-    result = subprocess.run([section_cache_tool(), "--cache-dir", str(cache_dir), "gc"], text=True,
-                            capture_output=True, timeout=60)
+    result = subprocess.run(
+        [section_cache_tool(), "--cache-dir", str(cache_dir), "gc"],
+        text=True,
+        capture_output=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert list((cache_dir / "tmp").iterdir()) == []
 
 
-def test_modules_loaded_one_after_another_in_a_process_each_run_their_own_code(cache_dir, monkeypatch):
+def test_modules_loaded_one_after_another_in_a_process_each_run_their_own_code(
+    cache_dir, monkeypatch
+):
     # Modules are loaded as /proc/self/fd/N; glibc returns an already loaded module for a name
     # it knows, so a reused descriptor number would hand back the previous module.
     import numpy as np
+    from linker_ops import VTV, VTV_FUNC
 
     from libsection._build import build
-    from linker_ops import VTV, VTV_FUNC
 
     monkeypatch.setenv("LIBSECTION_CACHE_DIR", str(cache_dir))
     for dtype in ("float64", "float32", "int32"):
-        f = build(VTV, VTV_FUNC, inputs=[f"{dtype}[:]"] * 2, outputs=[f"{dtype}[:]"],
-                  name=f"VectorTimesVector_{dtype}")
+        f = build(
+            VTV,
+            VTV_FUNC,
+            inputs=[f"{dtype}[:]"] * 2,
+            outputs=[f"{dtype}[:]"],
+            name=f"VectorTimesVector_{dtype}",
+        )
         x = np.arange(5, dtype=dtype)
         out = f(x, x)
         assert out.dtype == np.dtype(dtype) and np.array_equal(out, x * x)

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+from linker_ops import VTV, VTV_FUNC, CheckPositive, Double
 
 from libsection._build import Module, build
-from linker_ops import VTV, VTV_FUNC, CheckPositive, Double
 
 CALLS = 100_000
 

@@ -9,10 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
-
 from examples import OPS_DIR, load_op_module
-
-import libsection  # the logging sink is set on import
 
 SCRIPT = """
 import contextlib, io, json, logging, sys
@@ -37,8 +34,13 @@ print(json.dumps({"records": [[r.levelname, r.getMessage(), getattr(r, "seconds"
 
 def test_a_cold_process_logs_setup_and_compile_once_and_writes_nothing_to_stderr(tmp_path):
     env = dict(os.environ, LIBSECTION_CACHE_DIR=str(tmp_path / "cache"))
-    run = subprocess.run([sys.executable, "-c", SCRIPT % str(OPS_DIR)], env=env,
-                         capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, "-c", SCRIPT % str(OPS_DIR)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert run.stderr == ""
     out = json.loads(run.stdout)
     assert out["redirected"] == ""
@@ -47,7 +49,9 @@ def test_a_cold_process_logs_setup_and_compile_once_and_writes_nothing_to_stderr
     assert len(compiled) == 1, records
     level, message, seconds = compiled[0]
     assert level == "INFO"
-    assert message.startswith("compiled VectorTimesVector(float64[:], float64[:]) -> float64[:] in ")
+    assert message.startswith(
+        "compiled VectorTimesVector(float64[:], float64[:]) -> float64[:] in "
+    )
     assert isinstance(seconds, float) and seconds > 0
     setup = [r for r in records if "one-time setup" in r[1]]
     assert len(setup) <= 1  # GCC only; never twice
@@ -62,17 +66,21 @@ def test_compiles_reach_logging_handlers_not_fd_2(cache_dir, caplog, capfd):
     assert capfd.readouterr().err == ""
     messages = [r.getMessage() for r in caplog.records if r.getMessage().startswith("compiled")]
     assert len(messages) == 1 and messages[0].startswith(
-        "compiled VectorTimesVector(uint16[:], uint8[:]) -> uint16[:] in "), messages
+        "compiled VectorTimesVector(uint16[:], uint8[:]) -> uint16[:] in "
+    ), messages
 
 
 def test_silencing_the_logger_silences_the_core(tmp_path):
-    script = ("import logging, sys; sys.path.insert(0, %r);"
-              "logging.basicConfig(level=logging.INFO);"
-              "logging.getLogger('libsection').setLevel(logging.ERROR);"
-              "from examples import load_op_module;"
-              "load_op_module('vector_times_vector').VectorTimesVector()"
-              ".compiled('float32[:]', 'float32[:]')" % str(OPS_DIR))
+    script = (
+        "import logging, sys; sys.path.insert(0, %r);"
+        "logging.basicConfig(level=logging.INFO);"
+        "logging.getLogger('libsection').setLevel(logging.ERROR);"
+        "from examples import load_op_module;"
+        "load_op_module('vector_times_vector').VectorTimesVector()"
+        ".compiled('float32[:]', 'float32[:]')" % str(OPS_DIR)
+    )
     env = dict(os.environ, LIBSECTION_CACHE_DIR=str(tmp_path / "cache"))
-    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                         check=True)
+    run = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
     assert run.stderr == ""

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from examples import EXAMPLES
 
 pytensor = pytest.importorskip("pytensor")
@@ -73,7 +72,8 @@ def test_tutorial_style_op_runs_in_every_mode(mode, cache_dir):
     text = (TUTORIAL / "tutorial_op.py").read_text()
     # Written against PyTensor's API; libsection is only its ExternalCOp import.
     assert [line for line in text.splitlines() if "libsection" in line and '"' not in line] == [
-        "from libsection.pytensor import ExternalCOp"]
+        "from libsection.pytensor import ExternalCOp"
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no FutureWarning, no fallback warning
         module = load_tutorial_module(f"tutorial_op_{mode}", text)
@@ -83,15 +83,18 @@ def test_tutorial_style_op_runs_in_every_mode(mode, cache_dir):
         a, b = np.array([3.0, -1.0, 2.5, 0.0, 7.0]), np.linspace(1, 2, 5)
         np.testing.assert_array_equal(f(a, b), np.maximum(a, b))
         np.testing.assert_array_equal(f(a[::2], b[::2]), np.maximum(a[::2], b[::2]))
-        with pytest.raises(ValueError, match=re.escape("Shape mismatch: x.shape[0] == 5 and y.shape[0] == 3")):
+        with pytest.raises(
+            ValueError, match=re.escape("Shape mismatch: x.shape[0] == 5 and y.shape[0] == 3")
+        ):
             f(a, b[:3])
 
 
 def test_tutorial_style_op_computes_what_pytensors_externalcop_computes(cache_dir):
     """The same file with the import PyTensor's tutorial has: the migration changes one line."""
     text = (TUTORIAL / "tutorial_op.py").read_text()
-    original = text.replace("from libsection.pytensor import ExternalCOp",
-                            "from pytensor.link.c.op import ExternalCOp")
+    original = text.replace(
+        "from libsection.pytensor import ExternalCOp", "from pytensor.link.c.op import ExternalCOp"
+    )
     module = load_tutorial_module("tutorial_op_original", original)
 
     cls = module.VectorMaximum

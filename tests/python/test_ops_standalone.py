@@ -8,10 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-
 from examples import EXAMPLES, OPS_DIR, X, Y, load_op_module
-
-import libsection
 
 
 def assert_matches(actual, expected) -> None:
@@ -108,9 +105,14 @@ def test_a_new_process_loads_the_cached_op_without_compiling(cache_dir):
         "from examples import load_op_module;"
         "op = load_op_module('vector_times_vector').VectorTimesVector();"
         "compiled = op.compiled('float64[:]', 'float64[:]');"
-        "print(compiled.info['compiled'])" % str(OPS_DIR))
-    first = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    second = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        "print(compiled.info['compiled'])" % str(OPS_DIR)
+    )
+    first = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    second = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
     assert (first.stdout.strip(), second.stdout.strip()) == ("True", "False")
 
 
@@ -119,9 +121,11 @@ def test_compiling_is_logged_and_cache_hits_are_not(cache_dir, caplog):
     x, y = np.arange(3, dtype=np.int16), np.arange(3, dtype=np.int32)  # types no other test builds
     with caplog.at_level("INFO", logger="libsection"):
         np.testing.assert_array_equal(op(x, y), x * y)
-    assert [r.getMessage().split(" in ")[0] for r in caplog.records
-            if "one-time setup" not in r.getMessage()] == [
-        "compiled VectorTimesVector(int16[:], int32[:]) -> int32[:]"]
+    assert [
+        r.getMessage().split(" in ")[0]
+        for r in caplog.records
+        if "one-time setup" not in r.getMessage()
+    ] == ["compiled VectorTimesVector(int16[:], int32[:]) -> int32[:]"]
     caplog.clear()
     with caplog.at_level("INFO", logger="libsection"):
         load_op_module("vector_times_vector").VectorTimesVector()(x, y)  # cache hit: silent

@@ -38,8 +38,9 @@ TWO_THREADS = textwrap.dedent(f"""
 
 def test_two_threads_doing_their_first_builds_never_hang(cache_dir):
     def round_(_):
-        run = subprocess.run([sys.executable, "-c", TWO_THREADS], capture_output=True,
-                             text=True, timeout=120)
+        run = subprocess.run(
+            [sys.executable, "-c", TWO_THREADS], capture_output=True, text=True, timeout=120
+        )
         return run.returncode, run.stdout + run.stderr
 
     with ThreadPoolExecutor(2) as pool:  # 50 fresh processes, two at a time
@@ -51,9 +52,12 @@ def test_two_threads_doing_their_first_builds_never_hang(cache_dir):
 def test_build_many_builds_each_op_and_keeps_the_order(cache_dir):
     specs = [
         dict(files=OPS / "square/square.c", inputs=["float64[:]"], outputs=["float64[:]"]),
-        dict(files=OPS / "vector_times_vector/vectorTimesVector.c",
-             func_name="APPLY_SPECIFIC(vector_times_vector)",
-             inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"]),
+        dict(
+            files=OPS / "vector_times_vector/vectorTimesVector.c",
+            func_name="APPLY_SPECIFIC(vector_times_vector)",
+            inputs=["float64[:]", "float64[:]"],
+            outputs=["float64[:]"],
+        ),
     ]
     square, vtv = libsection.build_many(specs)
     np.testing.assert_array_equal(square(np.arange(3.0)), [0, 1, 4])

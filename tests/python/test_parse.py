@@ -17,7 +17,9 @@ def test_parse_text_returns_sections_blocks_and_diagnostics():
     result = libsection.parse_text("#section support_code\nint a;\n#section code\nx;\n", "op.c")
     assert result.sections == {"support_code": "\nint a;\n", "code": "\nx;\n"}
     assert [(b["tag"], b["line"], b["body_line"]) for b in result.blocks] == [
-        ("support_code", 1, 2), ("code", 3, 4)]
+        ("support_code", 1, 2),
+        ("code", 3, 4),
+    ]
     assert result.error is None
     assert result.diagnostics == []
 
@@ -28,7 +30,9 @@ def test_parse_text_reports_a_misspelled_tag_with_location_and_fix():
     assert (diagnostic.code, diagnostic.severity) == ("SL201", "error")
     assert (diagnostic.filename, diagnostic.line, diagnostic.column) == ("op.c", 3, 10)
     assert diagnostic.replacement == "code_cleanup"
-    assert "op.c:3:10: error: Unknown section type (in file op.c): code_cleanp [SL201]" in str(diagnostic)
+    assert "op.c:3:10: error: Unknown section type (in file op.c): code_cleanp [SL201]" in str(
+        diagnostic
+    )
 
 
 def test_section_error_is_a_value_error_starting_with_the_reference_message(tmp_path):
@@ -38,7 +42,8 @@ def test_section_error_is_a_value_error_starting_with_the_reference_message(tmp_
         libsection.load_sections([bad])
     assert isinstance(raised.value, libsection.SectionError)
     assert str(raised.value).startswith(
-        f"Stray code before first #section statement (in file {bad}): int x;\n")
+        f"Stray code before first #section statement (in file {bad}): int x;\n"
+    )
     assert f"{bad}:1:1: error:" in str(raised.value)
     assert [d.code for d in raised.value.diagnostics] == ["SL202"]
 
@@ -74,8 +79,9 @@ def test_main_job_prints_sections_with_locations(tmp_path):
     op = tmp_path / "myop"
     op.mkdir()
     (op / "a.c").write_text("#section support_code\nint a;\n#section suport_code_apply\n")
-    out = subprocess.run([sys.executable, "-m", "libsection", "show", str(tmp_path)],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "libsection", "show", str(tmp_path)], capture_output=True, text=True
+    )
     assert out.returncode == 1
     assert f"{op / 'a.c'}:1:1: #section support_code" in out.stdout
     assert "did you mean `support_code_apply`?" in out.stdout

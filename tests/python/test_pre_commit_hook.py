@@ -9,12 +9,11 @@ import subprocess
 
 import pytest
 import yaml
-
 from test_section_lint import ROOT, SECTION_LINT, write
 
 pytestmark = pytest.mark.skipif(SECTION_LINT is None, reason="section-lint is not built")
 
-PLAIN = "#include <stdio.h>\nint main(void) { puts(\"hi\"); return 0; }\n"
+PLAIN = '#include <stdio.h>\nint main(void) { puts("hi"); return 0; }\n'
 BAD_SECTION = "#section code\nreturn 1;\n"  # SL501
 LEGACY = "THEANO_APPLY_CODE_SECTION\nreturn 1;\n"
 MALFORMED = "# section cdoe\nint x;\n"
@@ -35,8 +34,9 @@ def run_hook(files, cwd):
     chosen = [f for f in files if selected(h["files"], f)]
     argv = shlex.split(h["entry"])
     assert argv[0] == "section-lint"
-    return subprocess.run([SECTION_LINT, *argv[1:], *chosen], cwd=cwd, capture_output=True,
-                          text=True)
+    return subprocess.run(
+        [SECTION_LINT, *argv[1:], *chosen], cwd=cwd, capture_output=True, text=True
+    )
 
 
 def test_the_hook_declares_c_files_only():
@@ -59,8 +59,9 @@ def test_the_hook_lints_section_files_and_leaves_plain_c_alone(tmp_path):
     assert "ops/bad/bad.c:2:1" in result.stdout and "[SL501]" in result.stdout
     assert "main.c" not in result.stdout
     # Without --marked-only the plain file is a finding: the flag is what keeps it out.
-    plain = subprocess.run([SECTION_LINT, "src/main.c"], cwd=tmp_path, capture_output=True,
-                           text=True)
+    plain = subprocess.run(
+        [SECTION_LINT, "src/main.c"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert plain.returncode == 1 and "[SL203]" in plain.stdout
 
 
@@ -68,12 +69,17 @@ def test_marked_only_keeps_legacy_and_malformed_markers_and_expands_folders(tmp_
     write(tmp_path / "op/plain.c", PLAIN)
     write(tmp_path / "op/legacy.c", LEGACY)
     write(tmp_path / "op/typo.c", MALFORMED)
-    result = subprocess.run([SECTION_LINT, "--marked-only", "--output-format", "concise", "op"],
-                            cwd=tmp_path, capture_output=True, text=True)
+    result = subprocess.run(
+        [SECTION_LINT, "--marked-only", "--output-format", "concise", "op"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     files = {line.split(":", 1)[0] for line in result.stdout.splitlines() if "[SL" in line}
     assert files == {"op/legacy.c", "op/typo.c"}, result.stdout
-    only_plain = subprocess.run([SECTION_LINT, "--marked-only", "op/plain.c"], cwd=tmp_path,
-                                capture_output=True, text=True)
+    only_plain = subprocess.run(
+        [SECTION_LINT, "--marked-only", "op/plain.c"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert only_plain.returncode == 0, only_plain.stdout
 
 

@@ -26,11 +26,19 @@ def specs(tag: str) -> list[dict]:
     """Two ops under names of their own: a module this process loaded before is not compiled
     again, and the name is part of the module's text."""
     return [
-        dict(files=OPS / "square/square.c", inputs=["float64[:]"], outputs=["float64[:]"],
-             name=f"Square{tag}"),
-        dict(files=OPS / "vector_times_vector/vectorTimesVector.c",
-             func_name="APPLY_SPECIFIC(vector_times_vector)",
-             inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"], name=f"Times{tag}"),
+        dict(
+            files=OPS / "square/square.c",
+            inputs=["float64[:]"],
+            outputs=["float64[:]"],
+            name=f"Square{tag}",
+        ),
+        dict(
+            files=OPS / "vector_times_vector/vectorTimesVector.c",
+            func_name="APPLY_SPECIFIC(vector_times_vector)",
+            inputs=["float64[:]", "float64[:]"],
+            outputs=["float64[:]"],
+            name=f"Times{tag}",
+        ),
     ]
 
 
@@ -62,7 +70,8 @@ def fast_ticks(monkeypatch):
 
 
 def test_build_many_shows_numbered_compiles_on_a_terminal_and_logs_each_once(
-        cache_dir, terminal, fast_ticks, caplog):
+    cache_dir, terminal, fast_ticks, caplog
+):
     terminal.use()
     with caplog.at_level(logging.INFO, logger="libsection"):
         square, vtv = libsection.build_many(specs("Shown"), jobs=2)
@@ -81,8 +90,9 @@ def test_build_many_shows_numbered_compiles_on_a_terminal_and_logs_each_once(
 def test_a_single_build_shows_its_name_without_a_count(cache_dir, terminal, fast_ticks):
     terminal.use()
     libsection.build(**specs("Single")[0])
-    assert re.search(r"compiling SquareSingle \(\d+\.\d s\)", terminal.getvalue()), \
+    assert re.search(r"compiling SquareSingle \(\d+\.\d s\)", terminal.getvalue()), (
         terminal.getvalue()
+    )
     assert "[1/1]" not in terminal.getvalue()
 
 
@@ -150,8 +160,9 @@ def test_python_m_libsection_run_numbers_its_compiles_unless_quiet(cache_dir, tm
     script = RUN_SCRIPT % {"ops": str(tmp_path), "quiet": quiet}
     env = dict(os.environ)
     env.pop("LIBSECTION_PROGRESS", None)
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env=env, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
+    )
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["out"].count("| compiled ") == 2, result["out"]  # one line per op

@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pm = pytest.importorskip("pymc", reason="PyMC is installed on the py312 stack only (deps/stack-py312.txt)")
+pm = pytest.importorskip(
+    "pymc", reason="PyMC is installed on the py312 stack only (deps/stack-py312.txt)"
+)
 import pytensor.tensor as pt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "pymc"))
@@ -64,9 +66,17 @@ def test_model_logp_and_gradient_go_through_the_op(cache_dir):
 @pytest.mark.parametrize("mode", [None, "CVM"], ids=["default-mode", "CVM"])
 def test_pymc_nuts_posterior_matches_the_conjugate_posterior(mode, cache_dir):
     with model():
-        idata = pm.sample(draws=DRAWS, tune=500, chains=CHAINS, cores=1, random_seed=1,
-                          progressbar=False, compute_convergence_checks=False,
-                          nuts_sampler="pymc", compile_kwargs={"mode": mode} if mode else None)
+        idata = pm.sample(
+            draws=DRAWS,
+            tune=500,
+            chains=CHAINS,
+            cores=1,
+            random_seed=1,
+            progressbar=False,
+            compute_convergence_checks=False,
+            nuts_sampler="pymc",
+            compile_kwargs={"mode": mode} if mode else None,
+        )
     assert idata.sample_stats.attrs["inference_library"] == "pymc"
     check_posterior(np.asarray(idata.posterior["mu"]))
 
@@ -74,7 +84,14 @@ def test_pymc_nuts_posterior_matches_the_conjugate_posterior(mode, cache_dir):
 def test_nutpie_posterior_matches_the_conjugate_posterior(cache_dir):
     pytest.importorskip("nutpie")
     with model():
-        idata = pm.sample(draws=DRAWS, tune=500, chains=CHAINS, cores=1, random_seed=1,
-                          progressbar=False, nuts_sampler="nutpie")
+        idata = pm.sample(
+            draws=DRAWS,
+            tune=500,
+            chains=CHAINS,
+            cores=1,
+            random_seed=1,
+            progressbar=False,
+            nuts_sampler="nutpie",
+        )
     assert idata.sample_stats.attrs["inference_library"] == "nutpie"
     check_posterior(np.asarray(idata.posterior["mu"]))

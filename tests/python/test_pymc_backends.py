@@ -18,7 +18,6 @@ import pytest
 
 pm = pytest.importorskip("pymc", reason="PyMC is not installed (the Python 3.12 stack has it)")
 import arviz as az
-
 from backend_ops import GaussLogLike
 
 N = 20
@@ -47,14 +46,23 @@ def test_sampler_recovers_the_analytic_posterior(sampler, cache_dir):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # PyMC's notes on Potential, chain methods, ...
             warnings.filterwarnings("error", message=".*object mode.*")
-            idata = pm.sample(draws=1000, tune=500, chains=2, random_seed=7, progressbar=False,
-                              compute_convergence_checks=False, **kwargs)
+            idata = pm.sample(
+                draws=1000,
+                tune=500,
+                chains=2,
+                random_seed=7,
+                progressbar=False,
+                compute_convergence_checks=False,
+                **kwargs,
+            )
     draws = idata.posterior["mu"].values.ravel()
     ess = float(az.ess(idata, var_names=["mu"])["mu"])
     assert ess > 200, f"{sampler}: effective sample size {ess:.0f} is too small to judge"
     tolerance = 5 * POSTERIOR_SD / np.sqrt(ess)
     assert abs(draws.mean() - POSTERIOR_MEAN) < tolerance, (
         f"{sampler}: posterior mean {draws.mean():.4f}, analytic {POSTERIOR_MEAN:.4f} "
-        f"(tolerance {tolerance:.4f}, ESS {ess:.0f})")
+        f"(tolerance {tolerance:.4f}, ESS {ess:.0f})"
+    )
     assert abs(draws.std() / POSTERIOR_SD - 1) < 0.15, (
-        f"{sampler}: posterior sd {draws.std():.4f}, analytic {POSTERIOR_SD:.4f}")
+        f"{sampler}: posterior sd {draws.std():.4f}, analytic {POSTERIOR_SD:.4f}"
+    )

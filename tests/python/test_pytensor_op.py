@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 pytensor = pytest.importorskip("pytensor")
-import pytensor.tensor as pt
+from pathlib import Path
 
-from libsection.pytensor import pytensor_op
+import pytensor.tensor as pt
 from vector_times_vector import op as vtv_module
 from vector_times_vector.op import VectorTimesVector
 
-from pathlib import Path
+from libsection.pytensor import pytensor_op
 
 
 class WithGradient(VectorTimesVector):

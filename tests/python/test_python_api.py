@@ -3,13 +3,9 @@ paths, and `ndim` for `output_types`."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
 from examples import OPS_DIR, load_op_module
 
-import libsection
 from libsection import LoadError, load_sections, ndim, parse_text
 
 
@@ -17,12 +13,15 @@ def test_an_op_repr_names_its_files_function_and_params():
     op = load_op_module("vector_times_vector").VectorTimesVector()
     text = repr(op)
     assert text.startswith("VectorTimesVector(func_files=[")
-    assert "vectorTimesVector.c" in text and "func_name='APPLY_SPECIFIC(vector_times_vector)'" in text
+    assert (
+        "vectorTimesVector.c" in text and "func_name='APPLY_SPECIFIC(vector_times_vector)'" in text
+    )
 
 
 def test_loaded_sections_repr():
     assert repr(parse_text("#section code\nx;\n#section support_code\nint y;\n", "a.c")) == (
-        "<LoadedSections files=['a.c'] sections=['code', 'support_code'] diagnostics=0>")
+        "<LoadedSections files=['a.c'] sections=['code', 'support_code'] diagnostics=0>"
+    )
     bad = repr(parse_text("#section foo\n", "b.c"))
     assert bad.startswith("<LoadedSections files=['b.c'] sections=[] error='Unknown section type")
 

@@ -22,12 +22,16 @@ def test_walkthrough_runs_as_written(tmp_path, cache_dir):
         if what == "sh":
             run = subprocess.run(body, shell=True, cwd=tmp_path, capture_output=True, text=True)
         elif what == "python":
-            run = subprocess.run([sys.executable, "-c", body], cwd=tmp_path, capture_output=True, text=True)
+            run = subprocess.run(
+                [sys.executable, "-c", body], cwd=tmp_path, capture_output=True, text=True
+            )
         else:  # a file to write
             (tmp_path / what).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / what).write_text(body)
             continue
-        assert run.returncode == 0, f"step `{body.strip()[:60]}` failed:\n{run.stdout}\n{run.stderr}"
+        assert run.returncode == 0, (
+            f"step `{body.strip()[:60]}` failed:\n{run.stdout}\n{run.stderr}"
+        )
         outputs.append(run.stdout)
     assert "[1. 2. 3.]" in outputs[1]
     assert outputs[2] == "VectorAdd adds two vectors, not float64[:,:] and float64[:,:]\n"
@@ -50,11 +54,26 @@ op = pytensor_op(add)
 
 def test_the_readme_op_passes_mypy_strict(tmp_path):
     pytest.importorskip("mypy")
-    body = next(s["body"] for s in STEP.finditer(README.read_text()) if s["what"] == "myop/vector_add.py")
+    body = next(
+        s["body"] for s in STEP.finditer(README.read_text()) if s["what"] == "myop/vector_add.py"
+    )
     (tmp_path / "myop").mkdir()
     (tmp_path / "myop" / "__init__.py").write_text("")
     (tmp_path / "myop" / "vector_add.py").write_text(body)
     (tmp_path / "use.py").write_text(USAGE)
-    run = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"),
-                          "myop/vector_add.py", "use.py"], cwd=tmp_path, capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "myop/vector_add.py",
+            "use.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stdout + run.stderr

@@ -27,7 +27,9 @@ def find_section_lint():
     on_path = shutil.which("section-lint")
     if on_path:
         return on_path
-    built = sorted(ROOT.glob("build/*/tools/section-lint/section-lint"), key=lambda p: p.stat().st_mtime)
+    built = sorted(
+        ROOT.glob("build/*/tools/section-lint/section-lint"), key=lambda p: p.stat().st_mtime
+    )
     return str(built[-1]) if built else None
 
 
@@ -76,7 +78,16 @@ def test_json_records_have_the_documented_keys():
     records = json.loads(lint("--output-format", "json", "formats").stdout)
     assert records
     for r in records:
-        assert {"code", "severity", "message", "filename", "location", "end_location", "fix", "url"} <= r.keys()
+        assert {
+            "code",
+            "severity",
+            "message",
+            "filename",
+            "location",
+            "end_location",
+            "fix",
+            "url",
+        } <= r.keys()
         assert set(r["location"]) == {"row", "column"}
     assert any(r["fix"] is None for r in records) and any(r["fix"] for r in records)
 
@@ -90,7 +101,10 @@ def test_github_annotations_drop_columns_for_multi_line_ranges():
 
 def test_exit_codes(tmp_path):
     clean = write(tmp_path / "clean.c", "#section support_code\nint helper(void) { return 0; }\n")
-    info_only = write(tmp_path / "info.c", "#section support_code\n#section support_code_apply\nint APPLY_SPECIFIC(x);\n")
+    info_only = write(
+        tmp_path / "info.c",
+        "#section support_code\n#section support_code_apply\nint APPLY_SPECIFIC(x);\n",
+    )
     bad = write(tmp_path / "bad.c", "#section code\nreturn 1;\n")
     assert lint(clean).returncode == 0
     assert lint(info_only).returncode == 0, "info findings alone do not fail a run"
@@ -120,7 +134,9 @@ def test_explain_and_list_rules():
     assert "## Use instead" in explained.stdout
     listed = lint("--list-rules").stdout.splitlines()
     codes = [line.split()[0] for line in listed]
-    assert codes == sorted(codes) and {"SL001", "SL301", "SL401", "SL501", "SL601", "SL901"} <= set(codes)
+    assert codes == sorted(codes) and {"SL001", "SL301", "SL401", "SL501", "SL601", "SL901"} <= set(
+        codes
+    )
 
 
 def codes_in(result):
@@ -137,14 +153,25 @@ def test_suppressions(tmp_path):
     )
     assert codes_in(lint("--output-format", "json", path)) == ["SL501", "SL901", "SL902"]
     assert codes_in(lint("--output-format", "json", "--ignore", "SL9", path)) == ["SL501"]
-    write(tmp_path / "s.c", "#section code\n// section-lint: ignore-file[SL501]\nreturn 1;\nreturn 2;\n")
+    write(
+        tmp_path / "s.c",
+        "#section code\n// section-lint: ignore-file[SL501]\nreturn 1;\nreturn 2;\n",
+    )
     assert lint(path).returncode == 0
 
 
 def test_select_and_ignore_by_prefix():
-    assert set(codes_in(lint("--output-format", "json", "--select", "SL2,SL5", "formats"))) == {"SL201", "SL205", "SL206", "SL501"}
+    assert set(codes_in(lint("--output-format", "json", "--select", "SL2,SL5", "formats"))) == {
+        "SL201",
+        "SL205",
+        "SL206",
+        "SL501",
+    }
     assert "SL303" not in codes_in(lint("--output-format", "json", "--ignore", "SL3", "formats"))
-    assert codes_in(lint("--output-format", "json", "--select", "SL3", "--ignore", "SL303", "formats")) == []
+    assert (
+        codes_in(lint("--output-format", "json", "--select", "SL3", "--ignore", "SL303", "formats"))
+        == []
+    )
 
 
 def test_signature_options(tmp_path):
@@ -154,10 +181,22 @@ def test_signature_options(tmp_path):
         "int APPLY_SPECIFIC(vtv)(PyArrayObject* x, PyArrayObject* y, PyArrayObject** z) {\n"
         "    DTYPE_INPUT_2* w = 0; return 0;\n}\n",
     )
-    signature = ["--inputs", "float64[:],float64[:]", "--outputs", "float64[:]", "--func-name", "APPLY_SPECIFIC(vtv)"]
+    signature = [
+        "--inputs",
+        "float64[:],float64[:]",
+        "--outputs",
+        "float64[:]",
+        "--func-name",
+        "APPLY_SPECIFIC(vtv)",
+    ]
     assert codes_in(lint("--output-format", "json", *signature, path)) == ["SL601"]
-    assert codes_in(lint("--output-format", "json", *signature, "--params", "k:int64", path)) == ["SL603", "SL601"]
-    assert codes_in(lint("--output-format", "json", *signature[:4], "--func-name", "other", path)) == ["SL602", "SL601"]
+    assert codes_in(lint("--output-format", "json", *signature, "--params", "k:int64", path)) == [
+        "SL603",
+        "SL601",
+    ]
+    assert codes_in(
+        lint("--output-format", "json", *signature[:4], "--func-name", "other", path)
+    ) == ["SL602", "SL601"]
 
 
 def test_a_thousand_files_lint_in_well_under_a_second(tmp_path):
@@ -180,7 +219,10 @@ def test_the_example_ops_lint_clean():
 
 
 def test_extra_sections_accepts_a_base_class_tag(tmp_path):
-    op = write(tmp_path / "kernels.c", "#section kernels\n#kernel k : * :\n\n#section support_code\nint x;\n")
+    op = write(
+        tmp_path / "kernels.c",
+        "#section kernels\n#kernel k : * :\n\n#section support_code\nint x;\n",
+    )
     refused = lint(op)
     assert refused.returncode == 1 and "[SL201]" in refused.stdout
     accepted = lint("--extra-sections", "kernels", op)
@@ -195,8 +237,11 @@ RETURN_IN_CODE = "#section code\nreturn 1;\n"  # SL501, an error
 
 
 def test_pyproject_settings_apply_to_files_below(tmp_path):
-    write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n\n[tool.section-lint]\n'
-          '# the op returns on purpose\nignore = ["SL501"]\n')
+    write(
+        tmp_path / "pyproject.toml",
+        '[project]\nname = "x"\n\n[tool.section-lint]\n'
+        '# the op returns on purpose\nignore = ["SL501"]\n',
+    )
     bad = write(tmp_path / "ops" / "deep" / "bad.c", RETURN_IN_CODE)
     assert lint(bad).returncode == 0
     assert lint("--isolated", bad).returncode == 1
@@ -214,27 +259,37 @@ def test_section_lint_toml_wins_over_pyproject_and_the_nearest_wins(tmp_path):
 
 
 def test_select_and_extend_select(tmp_path):
-    write(tmp_path / "section-lint.toml", 'select = [\n  "SL1",  # markers\n]\nextend-select = ["SL5"]\n')
+    write(
+        tmp_path / "section-lint.toml",
+        'select = [\n  "SL1",  # markers\n]\nextend-select = ["SL5"]\n',
+    )
     result = lint(write(tmp_path / "bad.c", RETURN_IN_CODE))
     assert result.returncode == 1 and "[SL501]" in result.stdout
     assert lint("--select", "SL1", tmp_path / "bad.c").returncode == 1, "extend-select still adds"
 
 
 def test_per_file_ignores_and_extra_sections(tmp_path):
-    write(tmp_path / "section-lint.toml",
-          'extra-sections = ["kernels"]\n\n[per-file-ignores]\n"legacy/*.c" = ["SL5"]\n')
+    write(
+        tmp_path / "section-lint.toml",
+        'extra-sections = ["kernels"]\n\n[per-file-ignores]\n"legacy/*.c" = ["SL5"]\n',
+    )
     assert lint(write(tmp_path / "legacy" / "old.c", RETURN_IN_CODE)).returncode == 0
     assert lint(write(tmp_path / "new" / "bad.c", RETURN_IN_CODE)).returncode == 1
-    kernels = write(tmp_path / "k.c", "#section kernels\nanything\n#section support_code\nint f(void);\n")
+    kernels = write(
+        tmp_path / "k.c", "#section kernels\nanything\n#section support_code\nint f(void);\n"
+    )
     assert lint(kernels).returncode == 0
 
 
-@pytest.mark.parametrize("text, message", [
-    ('select = "SL1"\n', "section-lint.toml:1: `select` must be an array of strings"),
-    ('\nselect = ["SL1"\n', "section-lint.toml:3: expected `,` or `]` in `select`"),
-    ('selct = ["SL1"]\n', "section-lint.toml:1: unknown setting `selct`"),
-    ('select = ["SL8"]\n', "section-lint.toml: `SL8` is not a rule code"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('select = "SL1"\n', "section-lint.toml:1: `select` must be an array of strings"),
+        ('\nselect = ["SL1"\n', "section-lint.toml:3: expected `,` or `]` in `select`"),
+        ('selct = ["SL1"]\n', "section-lint.toml:1: unknown setting `selct`"),
+        ('select = ["SL8"]\n', "section-lint.toml: `SL8` is not a rule code"),
+    ],
+)
 def test_bad_settings_name_the_file_and_line(tmp_path, text, message):
     write(tmp_path / "section-lint.toml", text)
     result = lint(write(tmp_path / "a.c", RETURN_IN_CODE))
@@ -243,7 +298,9 @@ def test_bad_settings_name_the_file_and_line(tmp_path, text, message):
 
 
 def test_other_tables_of_pyproject_are_not_read(tmp_path):
-    write(tmp_path / "pyproject.toml", '[tool.other]\nlist = [\n  ["a", "b"],\n]\ns = """\n[x]\n"""\n')
+    write(
+        tmp_path / "pyproject.toml", '[tool.other]\nlist = [\n  ["a", "b"],\n]\ns = """\n[x]\n"""\n'
+    )
     assert lint(write(tmp_path / "bad.c", RETURN_IN_CODE)).returncode == 1
 
 
@@ -256,7 +313,9 @@ def test_fix_applies_only_safe_fixes(tmp_path):
     assert "-\ufeff#section suport_code_apply\n+#section suport_code_apply\n" in diff.stdout
     assert path.read_text(encoding="utf-8").startswith("\ufeff"), "--diff writes nothing"
     fixed = lint("--fix", path)
-    assert path.read_text(encoding="utf-8") == "#section suport_code_apply\nint APPLY_SPECIFIC(x);\n"
+    assert (
+        path.read_text(encoding="utf-8") == "#section suport_code_apply\nint APPLY_SPECIFIC(x);\n"
+    )
     assert fixed.returncode == 1 and "[SL201]" in fixed.stdout and "Fixed 1 finding" in fixed.stdout
     assert lint("--diff", path).returncode == 0  # nothing safe is left
 
@@ -266,7 +325,9 @@ def test_json_marks_fix_applicability_and_links_absolutely():
     assert {r["fix"]["applicability"] for r in records if r["fix"]} <= {"safe", "unsafe"}
     assert all(re.match(r"^https://[^ ]+/README\.md#sl\d{3}$", r["url"]) for r in records)
     sarif = json.loads(lint("--output-format", "sarif", "formats").stdout)
-    assert all(r["helpUri"].startswith("https://") for r in sarif["runs"][0]["tool"]["driver"]["rules"])
+    assert all(
+        r["helpUri"].startswith("https://") for r in sarif["runs"][0]["tool"]["driver"]["rules"]
+    )
 
 
 def test_color_always_never_auto_and_no_color(tmp_path):
@@ -292,11 +353,21 @@ def test_color_always_never_auto_and_no_color(tmp_path):
 
 def test_stdin_with_a_file_name(tmp_path):
     write(tmp_path / "sub" / "section-lint.toml", 'ignore = ["SL501"]\n')
-    result = subprocess.run([SECTION_LINT, "--stdin-filename", "ops/x.c", "-"], input=RETURN_IN_CODE,
-                            capture_output=True, text=True, cwd=tmp_path)
+    result = subprocess.run(
+        [SECTION_LINT, "--stdin-filename", "ops/x.c", "-"],
+        input=RETURN_IN_CODE,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert result.returncode == 1 and result.stdout.startswith("ops/x.c:2:1: error:")
-    quiet = subprocess.run([SECTION_LINT, "--stdin-filename", "sub/x.c", "-"], input=RETURN_IN_CODE,
-                           capture_output=True, text=True, cwd=tmp_path)
+    quiet = subprocess.run(
+        [SECTION_LINT, "--stdin-filename", "sub/x.c", "-"],
+        input=RETURN_IN_CODE,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert quiet.returncode == 0, "settings are found from the stdin file name"
 
 
@@ -322,7 +393,9 @@ def test_a_missing_path_warns_and_exits_2(tmp_path):
 def test_an_ignore_file_comment_before_the_first_marker_is_fixed_by_moving_it(tmp_path):
     # PyTensor rejects any text before the first marker, comments included, so this stays SL202;
     # the safe fix moves the comment below the marker, where it still applies to the whole file.
-    path = write(tmp_path / "op.c", "// section-lint: ignore-file[SL501]\n#section code\nreturn 1;\n")
+    path = write(
+        tmp_path / "op.c", "// section-lint: ignore-file[SL501]\n#section code\nreturn 1;\n"
+    )
     first = lint(path)
     assert "[SL202]" in first.stdout and "fix: move the comment below" in first.stdout
     assert lint("--fix", path).returncode == 0
@@ -335,19 +408,30 @@ def test_version():
 
 
 def test_per_op_signatures_in_settings(tmp_path):
-    vtv = ("#section support_code_apply\n"
-           "int APPLY_SPECIFIC(vtv)(PyArrayObject* x, PyArrayObject* y, PyArrayObject** z) {\n"
-           "    DTYPE_INPUT_2* w = 0; return 0;\n}\n")
-    write(tmp_path / "pyproject.toml",
-          '[tool.section-lint.signatures."ops/vtv/*.c"]\ninputs = "float64[:],float64[:]"\n'
-          'outputs = "float64[:]"\nfunc-name = "APPLY_SPECIFIC(vtv)"\n\n'
-          '[tool.section-lint.signatures."ops/other/*.c"]  # a comment\nfunc-name = "other"\n')
-    assert codes_in(lint("--output-format", "json", write(tmp_path / "ops/vtv/vtv.c", vtv))) == ["SL601"]
-    assert codes_in(lint("--output-format", "json", write(tmp_path / "ops/other/o.c", vtv))) == ["SL602"]
+    vtv = (
+        "#section support_code_apply\n"
+        "int APPLY_SPECIFIC(vtv)(PyArrayObject* x, PyArrayObject* y, PyArrayObject** z) {\n"
+        "    DTYPE_INPUT_2* w = 0; return 0;\n}\n"
+    )
+    write(
+        tmp_path / "pyproject.toml",
+        '[tool.section-lint.signatures."ops/vtv/*.c"]\ninputs = "float64[:],float64[:]"\n'
+        'outputs = "float64[:]"\nfunc-name = "APPLY_SPECIFIC(vtv)"\n\n'
+        '[tool.section-lint.signatures."ops/other/*.c"]  # a comment\nfunc-name = "other"\n',
+    )
+    assert codes_in(lint("--output-format", "json", write(tmp_path / "ops/vtv/vtv.c", vtv))) == [
+        "SL601"
+    ]
+    assert codes_in(lint("--output-format", "json", write(tmp_path / "ops/other/o.c", vtv))) == [
+        "SL602"
+    ]
     assert codes_in(lint("--output-format", "json", write(tmp_path / "ops/none/n.c", vtv))) == []
     # The command line wins over the settings, part by part.
-    assert codes_in(lint("--output-format", "json", "--func-name", "other",
-                         tmp_path / "ops/vtv/vtv.c")) == ["SL602", "SL601"]
-    write(tmp_path / "pyproject.toml", '[tool.section-lint.signatures."*.c"]\ninputs = "float64["\n')
+    assert codes_in(
+        lint("--output-format", "json", "--func-name", "other", tmp_path / "ops/vtv/vtv.c")
+    ) == ["SL602", "SL601"]
+    write(
+        tmp_path / "pyproject.toml", '[tool.section-lint.signatures."*.c"]\ninputs = "float64["\n'
+    )
     bad = lint(tmp_path / "ops/vtv/vtv.c")
     assert bad.returncode == 2 and "pyproject.toml: signatures:" in bad.stderr, bad.stderr

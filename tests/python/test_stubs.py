@@ -15,12 +15,21 @@ COMMITTED = Path(__file__).resolve().parents[2] / "python/libsection/_core.pyi"
 
 
 def test_core_stub_matches_the_compiled_module(tmp_path):
-    subprocess.run([sys.executable, "-m", "pybind11_stubgen", "libsection._core", "-o", str(tmp_path)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pybind11_stubgen", "libsection._core", "-o", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
     generated = (tmp_path / "libsection/_core.pyi").read_text()
     committed = COMMITTED.read_text()
-    diff = "".join(difflib.unified_diff(committed.splitlines(True), generated.splitlines(True),
-                                        "committed _core.pyi", "from the module"))
+    diff = "".join(
+        difflib.unified_diff(
+            committed.splitlines(True),
+            generated.splitlines(True),
+            "committed _core.pyi",
+            "from the module",
+        )
+    )
     assert not diff, f"the stub is out of date:\n{diff}"
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 spec = importlib.util.spec_from_file_location(
-    "summarize", Path(__file__).resolve().parents[1] / "summarize.py")
+    "summarize", Path(__file__).resolve().parents[1] / "summarize.py"
+)
 summarize = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(summarize)
 
-# The plain closing line CI reads: 'N passed, N failed' (', N skipped'), one word and a colon before.
+# The plain closing line CI reads: 'N passed, N failed' (', N skipped'), a word and colon before.
 CI_LINE = re.compile(r"^(\w+: )?\d+ passed, \d+ failed(, \d+ skipped)?$")
 
 
@@ -31,29 +32,40 @@ def run(tmp_path, capsys, **stacks):
 
 
 def test_both_stacks_passing_add_up(tmp_path, capsys):
-    code, lines = run(tmp_path, capsys,
-                      py311=("....\n642 passed, 2 skipped in 122.28s (0:02:02)\n", 0),
-                      py312=("....\n640 passed, 3 xfailed, 1 xpassed in 225.65s (0:03:45)\n", 0))
+    code, lines = run(
+        tmp_path,
+        capsys,
+        py311=("....\n642 passed, 2 skipped in 122.28s (0:02:02)\n", 0),
+        py312=("....\n640 passed, 3 xfailed, 1 xpassed in 225.65s (0:03:45)\n", 0),
+    )
     assert code == 0
     assert lines[-1] == "total: 1283 passed, 0 failed, 5 skipped"
     assert lines[0] == "[dev] py311: 642 passed, 2 skipped in 122.28s (0:02:02) (pytest exit 0)"
 
 
 def test_a_failing_stack_fails_the_total(tmp_path, capsys):
-    code, lines = run(tmp_path, capsys,
-                      py311=("10 passed in 1.00s\n", 0),
-                      py312=("FAILED x\n=== 2 failed, 8 passed, 1 error in 3.50s ===\n", 1))
+    code, lines = run(
+        tmp_path,
+        capsys,
+        py311=("10 passed in 1.00s\n", 0),
+        py312=("FAILED x\n=== 2 failed, 8 passed, 1 error in 3.50s ===\n", 1),
+    )
     assert code == 1
     assert lines[-1] == "total: 18 passed, 3 failed, 0 skipped"
 
 
-@pytest.mark.parametrize(("log", "exit_code"), [
-    ("1 skipped, 643 deselected in 2.66s\n", 5),   # ran nothing
-    ("Traceback (most recent call last):\n", 3),    # crashed before its summary
-    (None, 2),                                      # no log at all
-], ids=["no-tests", "crash", "no-log"])
+@pytest.mark.parametrize(
+    ("log", "exit_code"),
+    [
+        ("1 skipped, 643 deselected in 2.66s\n", 5),  # ran nothing
+        ("Traceback (most recent call last):\n", 3),  # crashed before its summary
+        (None, 2),  # no log at all
+    ],
+    ids=["no-tests", "crash", "no-log"],
+)
 def test_a_stack_without_counted_failures_that_exits_nonzero_counts_as_one_failure(
-        tmp_path, capsys, log, exit_code):
+    tmp_path, capsys, log, exit_code
+):
     code, lines = run(tmp_path, capsys, py311=("10 passed in 1.00s\n", 0), py312=(log, exit_code))
     assert code == 1
     assert lines[-1].startswith("total: 10 passed, 1 failed")

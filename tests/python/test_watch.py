@@ -11,7 +11,6 @@ import threading
 import time
 
 import pytest
-
 from test_section_lint import SECTION_LINT
 
 pytestmark = pytest.mark.skipif(SECTION_LINT is None, reason="section-lint is not built")
@@ -31,11 +30,18 @@ class Watcher:
     """A running `section-lint --watch`, its output read line by line as it comes."""
 
     def __init__(self, *args: str, cwd) -> None:
-        self.process = subprocess.Popen([SECTION_LINT, "--watch", *args], cwd=cwd, text=True,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            [SECTION_LINT, "--watch", *args],
+            cwd=cwd,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         self.lines: dict[str, queue.Queue[str]] = {"out": queue.Queue(), "err": queue.Queue()}
-        self.pumps = [threading.Thread(target=self._pump, args=(stream, self.lines[name]), daemon=True)
-                      for name, stream in (("out", self.process.stdout), ("err", self.process.stderr))]
+        self.pumps = [
+            threading.Thread(target=self._pump, args=(stream, self.lines[name]), daemon=True)
+            for name, stream in (("out", self.process.stdout), ("err", self.process.stderr))
+        ]
         for pump in self.pumps:
             pump.start()
 
@@ -151,11 +157,18 @@ def test_watch_survives_a_broken_settings_file_and_stops_on_sigterm(tmp_path, wa
     assert any("stopped watching (SIGTERM)" in line for line in w.read_until("err", "stopped"))
 
 
-@pytest.mark.parametrize("option", [["--fix"], ["--diff"], ["--statistics"],
-                                    ["--output-format", "json"], ["-"]])
+@pytest.mark.parametrize(
+    "option", [["--fix"], ["--diff"], ["--statistics"], ["--output-format", "json"], ["-"]]
+)
 def test_watch_refuses_what_it_cannot_print(tmp_path, option):
     (tmp_path / "a.c").write_text(CLEAN)
-    run = subprocess.run([SECTION_LINT, "--watch", *option, "a.c"], cwd=tmp_path,
-                         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=20)
+    run = subprocess.run(
+        [SECTION_LINT, "--watch", *option, "a.c"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=20,
+    )
     assert run.returncode == 2
     assert "--watch prints findings as text" in run.stderr

@@ -378,104 +378,155 @@ int watch_mode(Options const& o, CLI::App const& app, std::vector<std::string> c
   return exit_clean;  // stopped on request
 }
 
+/// `--explain CODE`: the rule's documentation, or a usage error for an unknown code.
+int explain(std::string const& given) {
+  std::string code = given;
+  std::transform(code.begin(), code.end(), code.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  auto const* rule = section::find_lint_rule(code);
+  if (!rule) {
+    std::cerr << "section-lint: unknown rule code `" << given
+              << "` (see `section-lint --list-rules`)\n";
+    return exit_usage;
+  }
+  std::cout << section::explain_lint_rule(*rule);
+  return exit_clean;
+}
+
+/// Whether the command line names something to lint, in a way `--watch` can show.
+bool has_lint_targets(Options const& o) {
+  if (o.paths.empty()) {
+    std::cerr << "section-lint: give at least one file or folder to lint (see --help)\n";
+    return false;
+  }
+  return !o.watch || watch_usable(o);
+}
+
+/// The command line's paths sorted out: `-` read from stdin, missing ones warned about.
+struct Inputs {
+  std::vector<std::string> paths;
+  std::optional<std::string> stdin_text;
+  bool missing = false;  // a usage error, as in ruff: warned about, the rest still linted
+};
+
+Inputs read_inputs(Options const& o) {
+  Inputs in;
+  for (auto const& path : o.paths) {
+    std::error_code ec;
+    if (path == "-") {
+      in.stdin_text = std::string(std::istreambuf_iterator<char>(std::cin), {});
+    } else if (!fs::exists(fs::symlink_status(path, ec)) && !fs::is_symlink(path, ec)) {
+      std::cerr << "section-lint: warning: " << path << ": no such file or folder\n";
+      in.missing = true;
+    } else {
+      in.paths.push_back(path);
+    }
+  }
+  if (!o.watch) in.paths = lint_targets(o, in.paths);  // --watch looks again at every change
+  return in;
+}
+
+bool any_failing(std::vector<section::Diagnostic> const& ds) {
+  return std::any_of(ds.begin(), ds.end(),
+                     [](auto const& d) { return d.severity != section::Severity::info; });
+}
+
+/// 2 when a path was missing, else 1 for findings above info unless `--exit-zero`.
+int exit_status(Options const& o, Inputs const& in, std::vector<section::Diagnostic> const& ds) {
+  if (in.missing) return exit_usage;
+  return any_failing(ds) && !o.exit_zero ? exit_findings : exit_clean;
+}
+
+std::string findings_count(std::size_t n) {
+  return std::to_string(n) + (n == 1 ? " finding\n" : " findings\n");
+}
+
+/// What `--fix` or `--diff` did with the safe fixes.
+struct FixOutcome {
+  std::size_t applied = 0;
+  bool changed = false;
+};
+
+/// Applies the safe fixes: rewrites the files (stdin's fixed text goes to stdout), or with
+/// `--diff` prints them as a diff.
+FixOutcome write_fixes(Options const& o, Linted const& linted) {
+  FixOutcome outcome;
+  for (section::FileId id = 0; id < linted.sm.size(); ++id) {
+    auto const& file = linted.sm.file(id);
+    auto const fixed = apply_safe_fixes(file.text(), id, linted.diagnostics, &outcome.applied);
+    bool const from_stdin =
+        std::count(linted.stdin_files.begin(), linted.stdin_files.end(), id) > 0;
+    if (fixed == file.text() && !(from_stdin && o.fix && !o.diff)) continue;
+    outcome.changed = outcome.changed || fixed != file.text();
+    if (o.diff) {
+      std::cout << unified_diff(file.path(), file.text(), fixed);
+    } else if (from_stdin) {
+      std::cout << fixed;  // ruff's `--fix -`: the fixed text on stdout
+    } else {
+      std::ofstream(file.path(), std::ios::binary | std::ios::trunc) << fixed;
+    }
+  }
+  return outcome;
+}
+
+/// `--fix` and `--diff`: the fixes written, then what is left reported (or the diff's status).
+int fix_mode(Options const& o, CLI::App const& app, Inputs const& in,
+             lint_config::ConfigFinder& finder, Linted const& linted) {
+  auto const outcome = write_fixes(o, linted);
+  if (o.diff) {
+    if (!o.quiet) std::cerr << "Would fix " << findings_count(outcome.applied);
+    return in.missing ? exit_usage : outcome.changed ? exit_findings : exit_clean;
+  }
+  if (in.stdin_text) return in.missing ? exit_usage : exit_clean;
+  // What is left after fixing, as a fresh run sees it.
+  Linted again;
+  lint_all(o, app, in.paths, std::nullopt, finder, again);
+  std::cout << render(o, again.diagnostics, again.sm, use_color(o.color));
+  if (!o.quiet && o.format != "json" && o.format != "sarif" && o.format != "github")
+    std::cout << "Fixed " << findings_count(outcome.applied);
+  return exit_status(o, in, again.diagnostics);
+}
+
+int usage_error(char const* what) {
+  std::cerr << "section-lint: " << what << '\n';
+  return exit_usage;
+}
+
+/// Rejects bad op options (`--inputs`, `--params`, ...) and rule codes before any file is read,
+/// by throwing std::invalid_argument.
+void check_op_and_rule_options(Options const& o, CLI::App const& app) {
+  read_signature(o, app, {}, nullptr);
+  section::RuleSelection(o.select, o.ignore);
+}
+
+/// The findings printed (or counted per rule with `--statistics`); the exit status.
+int report(Options const& o, Inputs const& in, Linted const& linted) {
+  if (o.statistics) std::cout << statistics(linted.diagnostics);
+  else std::cout << render(o, linted.diagnostics, linted.sm, use_color(o.color));
+  return exit_status(o, in, linted.diagnostics);
+}
+
 int run(Options const& o, CLI::App const& app) {
   if (o.list_rules) {
     list_rules();
     return exit_clean;
   }
-  if (!o.explain.empty()) {
-    std::string code = o.explain;
-    std::transform(code.begin(), code.end(), code.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    auto const* rule = section::find_lint_rule(code);
-    if (!rule) {
-      std::cerr << "section-lint: unknown rule code `" << o.explain
-                << "` (see `section-lint --list-rules`)\n";
-      return exit_usage;
-    }
-    std::cout << section::explain_lint_rule(*rule);
-    return exit_clean;
-  }
-  if (o.paths.empty()) {
-    std::cerr << "section-lint: give at least one file or folder to lint (see --help)\n";
-    return exit_usage;
-  }
-  if (o.watch && !watch_usable(o)) return exit_usage;
+  if (!o.explain.empty()) return explain(o.explain);
+  if (!has_lint_targets(o)) return exit_usage;
   lint_config::ConfigFinder finder;
-  // Paths that do not exist are a usage error, as in ruff: warned about, the rest still linted.
-  bool missing = false;
-  std::optional<std::string> stdin_text;
-  std::vector<std::string> paths;
-  for (auto const& path : o.paths) {
-    std::error_code ec;
-    if (path == "-") {
-      stdin_text = std::string(std::istreambuf_iterator<char>(std::cin), {});
-    } else if (!fs::exists(fs::symlink_status(path, ec)) && !fs::is_symlink(path, ec)) {
-      std::cerr << "section-lint: warning: " << path << ": no such file or folder\n";
-      missing = true;
-    } else {
-      paths.push_back(path);
-    }
-  }
-  if (!o.watch) paths = lint_targets(o, paths);  // --watch looks again at every change
+  Inputs const in = read_inputs(o);
   Linted linted;
   try {
-    read_signature(o, app, {}, nullptr);  // bad command-line options, before any file
-    section::RuleSelection(o.select, o.ignore);
-    if (o.watch) return watch_mode(o, app, paths);
-    lint_all(o, app, paths, stdin_text, finder, linted);
+    check_op_and_rule_options(o, app);
+    if (o.watch) return watch_mode(o, app, in.paths);
+    lint_all(o, app, in.paths, in.stdin_text, finder, linted);
   } catch (std::invalid_argument const& e) {  // a bad prefix or a signature_error
-    std::cerr << "section-lint: " << e.what() << '\n';
-    return exit_usage;
+    return usage_error(e.what());
   } catch (lint_config::ConfigError const& e) {
-    std::cerr << "section-lint: " << e.what() << '\n';
-    return exit_usage;
+    return usage_error(e.what());
   }
-  auto const& sm = linted.sm;
-
-  if (o.fix || o.diff) {
-    std::size_t applied = 0;
-    bool changed = false;
-    for (section::FileId id = 0; id < sm.size(); ++id) {
-      auto const& file = sm.file(id);
-      auto const fixed = apply_safe_fixes(file.text(), id, linted.diagnostics, &applied);
-      bool const from_stdin =
-          std::count(linted.stdin_files.begin(), linted.stdin_files.end(), id) > 0;
-      if (fixed == file.text() && !(from_stdin && o.fix && !o.diff)) continue;
-      changed = changed || fixed != file.text();
-      if (o.diff) {
-        std::cout << unified_diff(file.path(), file.text(), fixed);
-      } else if (from_stdin) {
-        std::cout << fixed;  // ruff's `--fix -`: the fixed text on stdout
-      } else {
-        std::ofstream(file.path(), std::ios::binary | std::ios::trunc) << fixed;
-      }
-    }
-    if (o.diff) {
-      if (!o.quiet)
-        std::cerr << "Would fix " << applied << (applied == 1 ? " finding\n" : " findings\n");
-      return missing ? exit_usage : changed ? exit_findings : exit_clean;
-    }
-    if (stdin_text) return missing ? exit_usage : exit_clean;
-    // What is left after fixing, as a fresh run sees it.
-    Linted again;
-    lint_all(o, app, paths, std::nullopt, finder, again);
-    std::cout << render(o, again.diagnostics, again.sm, use_color(o.color));
-    if (!o.quiet && o.format != "json" && o.format != "sarif" && o.format != "github")
-      std::cout << "Fixed " << applied << (applied == 1 ? " finding\n" : " findings\n");
-    bool const failing =
-        std::any_of(again.diagnostics.begin(), again.diagnostics.end(),
-                    [](auto const& d) { return d.severity != section::Severity::info; });
-    return missing ? exit_usage : failing && !o.exit_zero ? exit_findings : exit_clean;
-  }
-
-  if (o.statistics) std::cout << statistics(linted.diagnostics);
-  else std::cout << render(o, linted.diagnostics, sm, use_color(o.color));
-  bool const failing =
-      std::any_of(linted.diagnostics.begin(), linted.diagnostics.end(),
-                  [](auto const& d) { return d.severity != section::Severity::info; });
-  if (missing) return exit_usage;
-  return failing && !o.exit_zero ? exit_findings : exit_clean;
+  if (o.fix || o.diff) return fix_mode(o, app, in, finder, linted);
+  return report(o, in, linted);
 }
 
 }  // namespace

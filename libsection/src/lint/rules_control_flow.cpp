@@ -1,5 +1,6 @@
 // section-lint SL5xx: leaving the `code` section by `return` or `goto` instead of `FAIL`.
 #include <algorithm>
+#include <array>
 #include <unordered_set>
 
 #include "lint/checks.hpp"
@@ -67,29 +68,48 @@ class CodeWalker {
   /// Whether the `{` at `open` starts a lambda or local member function body (whose `return`s
   /// are their own), a local class body, or a plain block. Looks back a bounded distance.
   Brace kind_of_brace(std::size_t open, std::vector<Brace> const& enclosing) const {
-    constexpr std::size_t look_back = 16;
+    if (ends_function_head(skip_specifiers_back(open), enclosing)) return Brace::function_body;
+    if (follows_class_key(open)) return Brace::class_body;
+    return Brace::block;
+  }
+
+  static constexpr std::size_t look_back = 16;
+
+  /// The start of the specifiers and trailing return type before `open` (`mutable`, `noexcept`,
+  /// `-> std::vector<int>`): the head proper ends just before it.
+  std::size_t skip_specifiers_back(std::size_t open) const {
     std::size_t k = open;
-    // Skip specifiers and a trailing return type: `mutable`, `noexcept`, `-> std::vector<int>`.
-    while (k > 0 && open - k < look_back) {
-      auto const& t = tokens_[k - 1];
-      auto const s = spell(k - 1);
-      if (t.kind == TokenKind::identifier || s == "->" || s == "::" || s == "*" || s == "&" ||
-          s == "<" || s == ">" || s == ",")
-        --k;
-      else break;
-    }
-    if (k > 0 && is(k - 1, "]")) return Brace::function_body;  // `[&] {`
-    if (k > 0 && is(k - 1, ")")) {
-      std::size_t const paren = match_[k - 1];
-      if (paren < k - 1 && paren > 0 && is(paren - 1, "]")) return Brace::function_body;
-      if (!enclosing.empty() && enclosing.back() == Brace::class_body) return Brace::function_body;
-    }
+    while (k > 0 && open - k < look_back && is_specifier_token(k - 1)) --k;
+    return k;
+  }
+
+  bool is_specifier_token(std::size_t i) const {
+    static constexpr std::array<std::string_view, 7> type_punctuation = {"->", "::", "*", "&",
+                                                                         "<",  ">",  ","};
+    return tokens_[i].kind == TokenKind::identifier ||
+           std::find(type_punctuation.begin(), type_punctuation.end(), spell(i)) !=
+               type_punctuation.end();
+  }
+
+  /// Whether the head ending at `end` is a function's: a lambda's captures `[&] {`, its
+  /// parameters `[&](int x) {`, or `f() {` right inside a class body.
+  bool ends_function_head(std::size_t end, std::vector<Brace> const& enclosing) const {
+    if (end == 0) return false;
+    if (is(end - 1, "]")) return true;
+    if (!is(end - 1, ")")) return false;
+    std::size_t const paren = match_[end - 1];
+    if (paren < end - 1 && paren > 0 && is(paren - 1, "]")) return true;
+    return !enclosing.empty() && enclosing.back() == Brace::class_body;
+  }
+
+  /// Whether `struct`, `class` or `union` comes before `open` in the same statement.
+  bool follows_class_key(std::size_t open) const {
     for (std::size_t j = open; j > 0 && open - j < look_back; --j) {
       auto const s = spell(j - 1);
-      if (s == ";" || s == "{" || s == "}" || s == ")") break;
-      if (s == "struct" || s == "class" || s == "union") return Brace::class_body;
+      if (s == ";" || s == "{" || s == "}" || s == ")") return false;
+      if (s == "struct" || s == "class" || s == "union") return true;
     }
-    return Brace::block;
+    return false;
   }
 
   FileView const& file_;

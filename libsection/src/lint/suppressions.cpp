@@ -28,6 +28,7 @@ struct Suppression {
 };
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_separator(char c) { return is_blank(c) || c == ','; }
 bool is_code_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
          c == '-';
@@ -49,21 +50,15 @@ class SuppressionReader {
     for (auto const& c : body.comments) read_comment(c);
   }
 
+  /// A `section-lint: ignore[...]` or `ignore-file[...]` directive anywhere in the comment.
   void read_comment(Comment const& c) {
-    std::string_view const text = file_.text.substr(c.begin, c.end - c.begin);
-    auto const at = text.find(directive_prefix);
+    auto const at = file_.text.substr(c.begin, c.end - c.begin).find(directive_prefix);
     if (at == std::string_view::npos) return;
-    std::size_t pos = c.begin + at + directive_prefix.size();
-    auto const end = c.end;
-    auto const skip_blanks = [&] {
-      while (pos < end && is_blank(file_.text[pos])) ++pos;
-    };
-    skip_blanks();
-    std::size_t const word_begin = pos;
-    while (pos < end && is_code_char(file_.text[pos])) ++pos;
-    std::string_view const word = file_.text.substr(word_begin, pos - word_begin);
-    skip_blanks();
-    if ((word != "ignore" && word != "ignore-file") || pos >= end || file_.text[pos] != '[') {
+    std::size_t const word_begin = skip(c.begin + at + directive_prefix.size(), c.end, is_blank);
+    std::size_t const word_end = skip(word_begin, c.end, is_code_char);
+    std::string_view const word = file_.text.substr(word_begin, word_end - word_begin);
+    std::size_t const open = skip(word_end, c.end, is_blank);
+    if ((word != "ignore" && word != "ignore-file") || open >= c.end || file_.text[open] != '[') {
       malformed(c,
                 "expected `ignore[CODE, ...]` or `ignore-file[CODE, ...]` after `section-lint:`");
       return;
@@ -72,39 +67,53 @@ class SuppressionReader {
                   sm_.line_column(file_.file, c.begin).line,
                   c.begin,
                   c.end,
-                  pos,
-                  pos,
+                  open,
+                  open,
                   {}};
-    ++pos;
+    if (read_code_list(c, s)) found_.push_back(std::move(s));
+  }
+
+  /// Reads the list `[CODE, ...]` opening at `s.list_begin` into `s`; false, with the reason
+  /// reported, when the list is malformed.
+  bool read_code_list(Comment const& c, Suppression& s) {
+    std::size_t pos = s.list_begin + 1;
     bool listed_any = false;
     while (true) {
-      while (pos < end && (is_blank(file_.text[pos]) || file_.text[pos] == ',')) ++pos;
-      if (pos >= end) {
+      pos = skip(pos, c.end, is_separator);
+      if (pos >= c.end) {
         malformed(c, "the code list is not closed with `]`");
-        return;
+        return false;
       }
       if (file_.text[pos] == ']') break;
-      std::size_t const code_begin = pos;
-      while (pos < end && is_code_char(file_.text[pos])) ++pos;
-      if (pos == code_begin) {
+      std::size_t const code_end = skip(pos, c.end, is_code_char);
+      if (code_end == pos) {
         malformed(c, "expected a rule code such as `SL301` in the list");
-        return;
+        return false;
       }
       listed_any = true;
-      std::string code(file_.text.substr(code_begin, pos - code_begin));
-      if (!find_lint_rule(code)) {
-        meta_.push_back(make_diagnostic("SL902", "`" + code + "` is not a section-lint rule code",
-                                        {file_.file, code_begin, pos}));
-        continue;
-      }
-      s.codes.push_back({std::move(code), code_begin, pos});
+      add_code(s, pos, code_end);
+      pos = code_end;
     }
     s.list_end = pos + 1;
-    if (!listed_any) {
-      malformed(c, "the code list is empty; name the codes to ignore");
+    if (!listed_any) malformed(c, "the code list is empty; name the codes to ignore");
+    return listed_any;
+  }
+
+  /// A listed code is kept when it names a rule, else reported.
+  void add_code(Suppression& s, std::size_t begin, std::size_t end) {
+    std::string code(file_.text.substr(begin, end - begin));
+    if (!find_lint_rule(code)) {
+      meta_.push_back(make_diagnostic("SL902", "`" + code + "` is not a section-lint rule code",
+                                      {file_.file, begin, end}));
       return;
     }
-    found_.push_back(std::move(s));
+    s.codes.push_back({std::move(code), begin, end});
+  }
+
+  /// Past the run of characters `in_run` accepts from `pos`, stopping at `end`.
+  std::size_t skip(std::size_t pos, std::size_t end, bool (*in_run)(char)) const {
+    while (pos < end && in_run(file_.text[pos])) ++pos;
+    return pos;
   }
 
   void malformed(Comment const& c, std::string const& why) {

@@ -101,39 +101,71 @@ class Reader {
     // Real code nests namespaces a few levels; a bound keeps hostile input off the stack.
     constexpr std::size_t max_depth = 32;
     if (start >= open) return AfterBrace::declaration_done;  // a stray block
-    if (is(start, "namespace")) {
-      bool apply_specific = false;
-      for (std::size_t k = start; k < open; ++k) apply_specific |= is(k, "APPLY_SPECIFIC");
-      if (!apply_specific && depth < max_depth)
+    if (opens_scope(start, open)) {
+      if (reads_scope(start, open) && depth < max_depth)
         scope(open + 1, std::min(close, tokens_.size()), depth + 1);
       return AfterBrace::declaration_done;
     }
-    if (is(start, "extern") && start + 1 < open && tokens_[start + 1].kind == TokenKind::literal) {
-      if (depth < max_depth)
-        scope(open + 1, std::min(close, tokens_.size()), depth + 1);  // extern "C"
+    if (has_top_level(start, open, "=")) return AfterBrace::declaration_continues;  // `= {...}`
+    if (ends_function_head(open - 1)) {
+      add_definition(start, open);
       return AfterBrace::declaration_done;
     }
-    for (std::size_t k = start; k < open; k = opens_group(k) ? past_group(k, open) : k + 1) {
-      if (is(k, "=")) return AfterBrace::declaration_continues;  // an initializer list
-    }
-    if (is(open - 1, ")") || is(open - 1, "const") || is(open - 1, "noexcept") ||
-        is(open - 1, "override") || is(open - 1, "final")) {
-      if (auto d = declarator(start, open)) {
-        if (d->kind == Declaration::Kind::function_declaration) {
-          d->kind = Declaration::Kind::function_definition;
-          out_.push_back(std::move(*d));
-        }
-      }
-      return AfterBrace::declaration_done;
-    }
+    return type_head(start, open);
+  }
+
+  /// `namespace n {` or `extern "C" {`: a body whose declarations count as the file scope's.
+  bool opens_scope(std::size_t start, std::size_t open) const {
+    return is(start, "namespace") || (is(start, "extern") && start + 1 < open &&
+                                      tokens_[start + 1].kind == TokenKind::literal);
+  }
+
+  /// Every scope but a namespace named with `APPLY_SPECIFIC`.
+  bool reads_scope(std::size_t start, std::size_t open) const {
+    return !is(start, "namespace") || !contains(start, open, "APPLY_SPECIFIC");
+  }
+
+  /// Whether `[first, last)` has the token `s`.
+  bool contains(std::size_t first, std::size_t last, std::string_view s) const {
+    for (std::size_t k = first; k < last; ++k)
+      if (is(k, s)) return true;
+    return false;
+  }
+
+  /// Whether `[first, last)` has the token `s` outside brackets.
+  bool has_top_level(std::size_t first, std::size_t last, std::string_view s) const {
+    for (std::size_t k = first; k < last; k = opens_group(k) ? past_group(k, last) : k + 1)
+      if (is(k, s)) return true;
+    return false;
+  }
+
+  /// Whether the token at `i` can end a function's head: `f(...) {`, `f() const {`, ...
+  bool ends_function_head(std::size_t i) const {
+    static constexpr std::array<std::string_view, 5> head_ends = {")", "const", "noexcept",
+                                                                  "override", "final"};
+    return i < tokens_.size() &&
+           std::find(head_ends.begin(), head_ends.end(), spell(i)) != head_ends.end();
+  }
+
+  /// The function defined by the head `[start, open)`, if the head declares one.
+  void add_definition(std::size_t start, std::size_t open) {
+    auto d = declarator(start, open);
+    if (!d || d->kind != Declaration::Kind::function_declaration) return;
+    d->kind = Declaration::Kind::function_definition;
+    out_.push_back(std::move(*d));
+  }
+
+  /// `struct name {` declares a type. After any tag keyword the block is a type body whose
+  /// declarators follow its `}`; anything else with a body is skipped whole.
+  AfterBrace type_head(std::size_t start, std::size_t open) {
     for (std::size_t k = start; k < open; ++k) {
       if (is_identifier(k) && is_tag_keyword(spell(k))) {
-        // `struct name {`; anonymous and macro-built tags (`struct APPLY_SPECIFIC(s) {`) pass.
+        // Anonymous and macro-built tags (`struct APPLY_SPECIFIC(s) {`) pass.
         if (is_name(k + 1) && k + 2 == open) out_.push_back(named(Declaration::Kind::type, k + 1));
         return AfterBrace::type_body;
       }
     }
-    return AfterBrace::declaration_done;  // something else with a body; skip it whole
+    return AfterBrace::declaration_done;
   }
 
   Declaration named(Declaration::Kind kind, std::size_t i) const {
@@ -143,20 +175,8 @@ class Reader {
 
   void declaration(std::size_t start, std::size_t end, std::size_t body_close) {
     if (start >= end) return;
+    if (body_close == no_body && declares_nothing_to_check(start, end)) return;
     bool const is_typedef = is(start, "typedef");
-    if (body_close == no_body) {
-      auto const first = spell(start);
-      if (first == "using" || first == "static_assert" || first == "_Static_assert" ||
-          first == "friend" || first == "template" || first == "namespace" || first == "public" ||
-          first == "private" || first == "protected")
-        return;
-      if (is_typedef) return;  // plain typedefs may be repeated with the same type
-      if (first == "extern") {
-        bool initialised = false;
-        for (std::size_t k = start; k < end; ++k) initialised |= is(k, "=");
-        if (!initialised) return;
-      }
-    }
     std::size_t piece = body_close == no_body ? start : body_close + 1;
     for (std::size_t k = piece; k <= end;
          k = (k < end && opens_group(k)) ? past_group(k, end) : k + 1) {
@@ -170,51 +190,75 @@ class Reader {
     }
   }
 
+  /// Statements without a body that declare no name, or one that may be declared again: plain
+  /// typedefs (with the same type) and `extern` declarations without an initializer.
+  bool declares_nothing_to_check(std::size_t start, std::size_t end) const {
+    static constexpr std::array<std::string_view, 10> skipped_first_words = {
+        "using",     "static_assert", "_Static_assert", "friend",    "template",
+        "namespace", "public",        "private",        "protected", "typedef"};
+    auto const first = spell(start);
+    if (std::find(skipped_first_words.begin(), skipped_first_words.end(), first) !=
+        skipped_first_words.end())
+      return true;
+    return first == "extern" && !contains(start, end, "=");
+  }
+
   /// The name a declarator in `[first, last)` declares; specifiers before it (`static int x`)
   /// are skipped because the last plain name before `=`, `[` or `(` wins.
   std::optional<Declaration> declarator(std::size_t first, std::size_t last) {
     std::optional<std::size_t> candidate;
-    for (std::size_t k = first; k < last;) {
+    for (std::size_t k = first; k < last; k = next_in_declarator(k, last)) {
       auto const s = spell(k);
       if (s == "=" || s == "[" || s == ":") break;
-      if (is_identifier(k) && is_attribute_word(s)) {
-        k = is(k + 1, "(") ? past_group(k + 1, last) : k + 1;
-        continue;
-      }
-      if (is_identifier(k) && is_tag_keyword(s)) {
-        k += is_name(k + 1) ? 2 : 1;  // `struct foo x`: `foo` is a tag, not a declarator
-        continue;
-      }
-      if (s == "(") {
-        std::size_t const close = std::min<std::size_t>(match_[k], last);
-        if (is(k + 1, "*") || is(k + 1, "&") || is(k + 1, "^")) {
-          for (std::size_t j = k + 1; j < close; ++j)  // `(*name)(args)`
-            if (is_name(j)) candidate = j;
-          break;
-        }
-        if (!candidate || *candidate + 1 != k) return std::nullopt;
-        std::size_t const name = *candidate;
-        bool const built = spell(name) == "APPLY_SPECIFIC" || is(close + 1, "(");
-        if (built) {
-          Declaration d{Declaration::Kind::variable,
-                        compact(name, close + 1),
-                        tokens_[name].begin,
-                        close < tokens_.size() ? tokens_[close].end : tokens_[name].end,
-                        spell(name) == "APPLY_SPECIFIC",
-                        spell(name) != "APPLY_SPECIFIC",
-                        std::nullopt};
-          if (is(close + 1, "(")) function(d, close + 1, last);
-          return d;
-        }
-        Declaration d = named(Declaration::Kind::variable, name);
-        function(d, k, last);
-        return d;
-      }
+      if (s == "(") return declarator_at_paren(candidate, k, last);
       if (is_name(k)) candidate = k;
-      k = opens_group(k) ? past_group(k, last) : k + 1;
     }
     if (!candidate) return std::nullopt;
     return named(Declaration::Kind::variable, *candidate);
+  }
+
+  /// The token after `k` worth looking at in a declarator: past an attribute's arguments, past
+  /// a tag's name (`struct foo x`: `foo` is a tag, not the declarator), past a bracket group.
+  std::size_t next_in_declarator(std::size_t k, std::size_t last) const {
+    if (is_identifier(k) && is_attribute_word(spell(k)))
+      return is(k + 1, "(") ? past_group(k + 1, last) : k + 1;
+    if (is_identifier(k) && is_tag_keyword(spell(k))) return k + (is_name(k + 1) ? 2 : 1);
+    return opens_group(k) ? past_group(k, last) : k + 1;
+  }
+
+  /// The declarator whose `(` is at `open`, `candidate` the last name before it: `(*name)(args)`
+  /// declares the name inside, `name(args)` a function, `MACRO(name)` a macro-built name.
+  std::optional<Declaration> declarator_at_paren(std::optional<std::size_t> candidate,
+                                                 std::size_t open, std::size_t last) {
+    std::size_t const close = std::min<std::size_t>(match_[open], last);
+    if (is(open + 1, "*") || is(open + 1, "&") || is(open + 1, "^")) {
+      for (std::size_t j = open + 1; j < close; ++j)  // `(*name)(args)`
+        if (is_name(j)) candidate = j;
+      if (!candidate) return std::nullopt;
+      return named(Declaration::Kind::variable, *candidate);
+    }
+    if (!candidate || *candidate + 1 != open) return std::nullopt;
+    std::size_t const name = *candidate;
+    if (spell(name) == "APPLY_SPECIFIC" || is(close + 1, "("))
+      return macro_built(name, close, last);
+    Declaration d = named(Declaration::Kind::variable, name);
+    function(d, open, last);
+    return d;
+  }
+
+  /// The name built by the macro call `name(...)` closing at `close`: `APPLY_SPECIFIC(f)`, or
+  /// some other macro's; a function when a parameter list follows.
+  Declaration macro_built(std::size_t name, std::size_t close, std::size_t last) {
+    bool const apply_specific = spell(name) == "APPLY_SPECIFIC";
+    Declaration d{Declaration::Kind::variable,
+                  compact(name, close + 1),
+                  tokens_[name].begin,
+                  close < tokens_.size() ? tokens_[close].end : tokens_[name].end,
+                  apply_specific,
+                  !apply_specific,
+                  std::nullopt};
+    if (is(close + 1, "(")) function(d, close + 1, last);
+    return d;
   }
 
   /// Makes `d` a function declaration whose parameter list opens at `open`.

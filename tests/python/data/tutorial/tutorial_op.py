@@ -3,6 +3,7 @@ libsection in it (it was ``from pytensor.link.c.op import ExternalCOp``)."""
 
 import pytensor
 from pytensor.graph.basic import Apply
+
 from libsection.pytensor import ExternalCOp
 
 
@@ -26,6 +27,7 @@ class VectorMaximum(ExternalCOp):
 
         # Create an output variable of the dtype both inputs upcast to
         output_var = pytensor.tensor.type.TensorType(
-            dtype=pytensor.scalar.upcast(x.dtype, y.dtype), shape=(None,))()
+            dtype=pytensor.scalar.upcast(x.dtype, y.dtype), shape=(None,)
+        )()
 
         return Apply(self, [x, y], [output_var])
