@@ -130,19 +130,11 @@ bool debug_requested() {
 }
 
 std::vector<std::string> module_flags(bool debug, bool& native) {
-  std::vector<std::string> flags = {"-std=c++17",
-                                    "-O3",
-                                    "-fPIC",
-                                    "-fvisibility=hidden",
-                                    "-fno-math-errno",
-                                    "-Wno-unused-label",
-                                    "-Wno-unused-variable",
-                                    "-Wno-unused-but-set-variable",
-                                    "-Wno-write-strings"};
-  if (debug) {
-    flags[1] = "-O0";
-    flags.insert(flags.begin() + 2, "-g");
-  }
+  std::vector<std::string> flags = {"-std=c++17", debug ? "-O0" : "-O3"};
+  if (debug) flags.emplace_back("-g");
+  flags.insert(flags.end(),
+               {"-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-Wno-unused-label",
+                "-Wno-unused-variable", "-Wno-unused-but-set-variable", "-Wno-write-strings"});
   native = false;
   for (auto& f : split_blanks(std::getenv("LIBSECTION_CXXFLAGS"))) {
     native = native || f.find("=native") != std::string::npos;
