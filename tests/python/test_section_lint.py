@@ -132,6 +132,12 @@ def test_explain_and_list_rules():
     assert explained.returncode == 0
     assert explained.stdout.startswith("# SL401 (missing-apply-specific)")
     assert "## Use instead" in explained.stdout
+    # Every code of the table, not only the linter's: the expander's and the compiler's too.
+    for code, heading in (("se104", "# SE104 (bad-function-name)"), ("compile-warning", None)):
+        explained = lint("--explain", code)
+        assert explained.returncode == 0, explained.stderr
+        assert explained.stdout.startswith(heading or f"# {code}\n")
+        assert "## What it does" in explained.stdout
     listed = lint("--list-rules").stdout.splitlines()
     codes = [line.split()[0] for line in listed]
     assert codes == sorted(codes) and {"SL001", "SL301", "SL401", "SL501", "SL601", "SL901"} <= set(

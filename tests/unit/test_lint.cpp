@@ -164,10 +164,18 @@ TEST_SUITE("lint registry") {
     CHECK(find_lint_rule("SL999") == nullptr);
   }
 
-  TEST_CASE("--explain text names the rule and carries its documentation") {
-    auto const text = explain_lint_rule(*find_lint_rule("SL401"));
-    CHECK(text.starts_with("# SL401 (missing-apply-specific)"));
+  TEST_CASE("--explain text names the code, its reporter and carries its documentation") {
+    auto const text = explain_code(*find_lint_rule("SL401"));
+    CHECK(text.starts_with("# SL401 (missing-apply-specific)\n\n"));
+    CHECK(text.find("Reported by section-lint.") != std::string::npos);
     CHECK(text.find("## Why is this bad?") != std::string::npos);
+    auto const expander = explain_code(*find_diagnostic_code("SE101"));
+    CHECK(expander.starts_with("# SE101 (unknown-dtype)\n\n"));
+    CHECK(expander.find("Reported by the expander") != std::string::npos);
+    auto const compiler = explain_code(*find_diagnostic_code("compile-error"));
+    CHECK(compiler.starts_with("# compile-error\n\n"));
+    CHECK(compiler.find("Reported by the C compiler") != std::string::npos);
+    CHECK(compiler.find("`failed/` folder") != std::string::npos);
   }
 
   TEST_CASE("selection by prefix: longest prefix wins, ignore wins ties") {

@@ -18,6 +18,7 @@
 #include "config.hpp"
 #include "watch.hpp"
 
+#include "section/codes.hpp"
 #include "section/lint.hpp"
 #include "section/names.hpp"
 #include "section/render.hpp"
@@ -378,18 +379,20 @@ int watch_mode(Options const& o, CLI::App const& app, std::vector<std::string> c
   return exit_clean;  // stopped on request
 }
 
-/// `--explain CODE`: the rule's documentation, or a usage error for an unknown code.
+/// `--explain CODE`: the documentation of any code (the linter's, the expander's, the
+/// compiler's), or a usage error for an unknown code. SL and SE codes are matched in any case.
 int explain(std::string const& given) {
-  std::string code = given;
-  std::transform(code.begin(), code.end(), code.begin(),
+  std::string upper = given;
+  std::transform(upper.begin(), upper.end(), upper.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  auto const* rule = section::find_lint_rule(code);
-  if (!rule) {
-    std::cerr << "section-lint: unknown rule code `" << given
-              << "` (see `section-lint --list-rules`)\n";
+  auto const* code = section::find_diagnostic_code(given);
+  if (!code) code = section::find_diagnostic_code(upper);
+  if (!code) {
+    std::cerr << "section-lint: unknown code `" << given
+              << "` (see `section-lint --list-rules`, and README.md's \"Diagnostic codes\")\n";
     return exit_usage;
   }
-  std::cout << section::explain_lint_rule(*rule);
+  std::cout << section::explain_code(*code);
   return exit_clean;
 }
 
@@ -572,7 +575,8 @@ int main(int argc, char** argv) {
                "findings changed; Ctrl-C stops");
   app.add_flag("--isolated", o.isolated,
                "Ignore settings files (section-lint.toml, [tool.section-lint] in pyproject.toml)");
-  app.add_option("--explain", o.explain, "Print the documentation of a rule and exit");
+  app.add_option("--explain", o.explain,
+                 "Print the documentation of a code (SL, SE, compile-error...) and exit");
   app.add_flag("--list-rules", o.list_rules, "List every rule and exit");
   app.add_option("--inputs", o.inputs, "The op's input types, e.g. float64[:],float64[:]");
   app.add_option("--outputs", o.outputs, "The op's output types, e.g. float64[:]");

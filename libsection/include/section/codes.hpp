@@ -36,6 +36,10 @@ struct DiagnosticCode {
 std::span<DiagnosticCode const> diagnostic_codes();
 DiagnosticCode const* find_diagnostic_code(std::string_view code);
 
+/// `section-lint --explain CODE`: a heading with the code and its name, the summary, the severity,
+/// the stage that reports it, then the documentation (Markdown).
+std::string explain_code(DiagnosticCode const& code);
+
 /// A diagnostic of `code` with the severity the table gives it. Throws `std::logic_error` for a
 /// code missing from the table (a bug in libsection, caught by its tests).
 Diagnostic make_diagnostic(std::string_view code, std::string message, SourceRange range = {});

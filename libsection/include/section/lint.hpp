@@ -23,9 +23,6 @@ using LintRule = DiagnosticCode;
 std::span<LintRule const> lint_rules();
 LintRule const* find_lint_rule(std::string_view code);
 
-/// `--explain`: the rule's heading line and its documentation.
-std::string explain_lint_rule(LintRule const& rule);
-
 /// Which codes are reported, from `--select`/`--ignore` code prefixes (`SL3`, `SL301`, `SL`).
 /// The longest matching prefix decides; on a tie `ignore` wins. Nothing selected means all.
 class RuleSelection {

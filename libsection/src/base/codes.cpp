@@ -736,6 +736,24 @@ DiagnosticCode const* find_diagnostic_code(std::string_view code) {
   return it != std::end(codes) && it->code == code ? &*it : nullptr;
 }
 
+std::string explain_code(DiagnosticCode const& code) {
+  std::string out = "# " + std::string(code.code);
+  if (!code.name.empty()) out += " (" + std::string(code.name) + ")";
+  out += "\n\n" + std::string(code.summary) + ".\n\n";
+  char const* reporter = "";
+  switch (code.reported_by) {
+    case Reporter::parser: reporter = "the parser (also when an op is loaded)"; break;
+    case Reporter::linter: reporter = "section-lint"; break;
+    case Reporter::expander:
+      reporter = "the expander, for one apply of an op (section-expand, the Python package)";
+      break;
+    case Reporter::compiler: reporter = "the C compiler, when an op is built"; break;
+  }
+  out +=
+      "Severity: " + std::string(to_string(code.severity)) + ". Reported by " + reporter + ".\n\n";
+  return out + std::string(code.documentation);
+}
+
 Diagnostic make_diagnostic(std::string_view code, std::string message, SourceRange range) {
   auto const* entry = find_diagnostic_code(code);
   if (!entry)

@@ -1,5 +1,5 @@
-// section-lint: the rules (the SL codes of the code table), `--explain` text and
-// `--select`/`--ignore` prefix selection.
+// section-lint: the rules (the SL codes of the code table) and `--select`/`--ignore` prefix
+// selection.
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -23,16 +23,6 @@ std::span<LintRule const> lint_rules() {
 LintRule const* find_lint_rule(std::string_view code) {
   auto const* entry = find_diagnostic_code(code);
   return entry && entry->code.starts_with("SL") ? entry : nullptr;
-}
-
-std::string explain_lint_rule(LintRule const& rule) {
-  std::string out = "# " + std::string(rule.code) + " (" + std::string(rule.name) + ")\n\n";
-  out += std::string(rule.summary) + ".\n\n";
-  bool const by_parser = rule.reported_by == Reporter::parser;
-  out += "Severity: " + std::string(to_string(rule.severity)) + ". Reported by " +
-         (by_parser ? "the parser (also when an op is loaded)" : "section-lint") + ".\n\n";
-  out += rule.documentation;
-  return out;
 }
 
 RuleSelection::RuleSelection(std::vector<std::string> select, std::vector<std::string> ignore)
