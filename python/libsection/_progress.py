@@ -68,26 +68,23 @@ class Progress:
         self._lock = threading.Lock()
         self._text = ""  # the line on screen
         self._width = 0  # its length, to erase it
-        self._done = threading.Event()
-        self._ticker: threading.Thread | None = None
+        self._closed = False
 
     def __enter__(self) -> Progress:
         global _open
         with _open_lock:
             _open += 1
         if self.stream is not None:
-            self._ticker = threading.Thread(
-                target=self._tick, name="libsection-progress", daemon=True
-            )
-            self._ticker.start()
+            _ticker.watch(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         global _open
-        if self._ticker is not None:
-            self._done.set()
-            self._ticker.join()
-            self._show("")
+        if self.stream is not None:
+            _ticker.forget(self)
+            with self._lock:
+                self._closed = True  # a tick already under way draws nothing now
+                self._show("")
         with _open_lock:
             _open -= 1
 
@@ -104,16 +101,16 @@ class Progress:
                 if not self._running:
                     self._show("")
 
-    def _tick(self) -> None:
-        while not self._done.wait(TICK):
-            with self._lock:
-                if not self._running:
-                    continue
-                number, (label, start) = min(self._running.items(), key=lambda item: item[1][1])
-                elapsed = time.monotonic() - start
-                if elapsed >= DELAY:
-                    count = f"[{number}/{self.total}] " if self.total > 1 else ""
-                    self._show(f"{count}{label} ({elapsed:.1f} s)")
+    def tick(self) -> None:
+        """Shows the longest-running task once it has run for ``DELAY`` seconds."""
+        with self._lock:
+            if self._closed or not self._running:
+                return
+            number, (label, start) = min(self._running.items(), key=lambda item: item[1][1])
+            elapsed = time.monotonic() - start
+            if elapsed >= DELAY:
+                count = f"[{number}/{self.total}] " if self.total > 1 else ""
+                self._show(f"{count}{label} ({elapsed:.1f} s)")
 
     def _show(self, text: str) -> None:
         """Replaces the line on screen (blanks, not an escape code: notebooks show those)."""
@@ -123,3 +120,39 @@ class Progress:
         self.stream.flush()
         self._width = len(text)
         self._text = text
+
+
+class _Ticker:
+    """The one thread that updates every open, shown Progress: started with the first one and
+    asleep while none is open, so a build (cached ones too) costs no thread of its own."""
+
+    def __init__(self) -> None:
+        self._shown: set[Progress] = set()
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, progress: Progress) -> None:
+        with self._changed:
+            self._shown.add(progress)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="libsection-progress", daemon=True
+                )
+                self._thread.start()
+            self._changed.notify()
+
+    def forget(self, progress: Progress) -> None:
+        with self._changed:
+            self._shown.discard(progress)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._shown)
+                shown = list(self._shown)
+            for progress in shown:
+                progress.tick()
+            time.sleep(TICK)
+
+
+_ticker = _Ticker()

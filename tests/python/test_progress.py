@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -125,6 +126,18 @@ def test_quick_tasks_show_nothing_and_nested_builds_add_no_line(terminal):
             time.sleep(0.3)  # under DELAY (1 s)
     assert terminal.getvalue() == ""
     assert _progress.progress_stream() is terminal
+
+
+def test_one_thread_updates_every_line_so_a_build_starts_none(terminal, fast_ticks):
+    terminal.use()
+    tickers = set()  # the Thread objects themselves: an ident may be reused after a join
+    for _ in range(3):
+        with _progress.Progress(1, terminal) as shown, shown.task(1, "compiling quick"):
+            time.sleep(0.05)
+            tickers.update(t for t in threading.enumerate() if t.name == "libsection-progress")
+    assert len(tickers) == 1
+    assert "compiling quick" in terminal.getvalue()  # that one thread did draw the line
+    assert terminal.getvalue().endswith("\r")  # and each Progress erased it on leaving
 
 
 RUN_SCRIPT = """
