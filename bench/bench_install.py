@@ -90,11 +90,12 @@ def main() -> None:
     print(f"{'run':>4} {'wall':>8} {'user':>8} {'sys':>8}   (s)")
     with tempfile.TemporaryDirectory(prefix="bench_install_") as tmp:
         for i in range(args.repeat):
-            run = Path(tmp) / f"run{i}"
+            # The same paths each time, as for a user who clones again into the same folder.
+            run = Path(tmp) / "run"
             export_commit(args.rev, run / "src")
             keep = args.ninja_log and i == args.repeat - 1
             extra = [f"-Cbuild-dir={run / 'build'}"] if keep else []
-            ccache_dir = Path(tmp) / "ccache" if args.warm_ccache else run / "ccache"
+            ccache_dir = Path(tmp) / "ccache" if args.warm_ccache else Path(tmp) / f"ccache{i}"
             wall, user, sys_ = timed_install(python, run / "src", run / "venv", extra, ccache_dir)
             print(f"{i + 1:>4} {wall:>8.1f} {user:>8.1f} {sys_:>8.1f}", flush=True)
             if keep:
