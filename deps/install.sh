@@ -86,9 +86,11 @@ install_stack() {
   # No build isolation: the pinned build requirements above are used, and the build directory is
   # kept so a re-run only recompiles what changed.
   # LIBSECTION_WITH_TESTS=1 (./dev test) also builds the doctest binary in the same build tree.
+  # No unity build: clang-tidy (the guardrails) reads each library source's own compile command.
   with_progress "$stack build" \
     pip_install "$python" --no-build-isolation \
     -Cbuild-dir="$root/build/wheel-$stack" \
+    -Ccmake.define.LIBSECTION_UNITY_BUILD=OFF \
     -Ccmake.define.LIBSECTION_BUILD_TESTS="$([ "${LIBSECTION_WITH_TESTS:-0}" = 1 ] && echo ON || echo OFF)" \
     "$root"
 }

@@ -5,9 +5,11 @@ A failure prints the tool's own findings; `./dev format` fixes the formatting on
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
+from pathlib import Path
 
 import guardrails
 import pytest
@@ -65,6 +67,18 @@ def test_library_passes_clang_tidy():
         pytest.fail(f"no {build_dir}/compile_commands.json: build with ./dev test")
     failed, output = guardrails.clang_tidy(build_dir)
     assert failed == 0, output
+
+
+@pytest.mark.skipif(STACK != TIDY_STACK, reason=f"clang-tidy runs on the {TIDY_STACK} build only")
+def test_compile_database_has_each_library_source():
+    """clang-tidy checks each source with its own command. A unity build lists only its unity
+    files, and clang-tidy would guess the sources' flags: deps/install.sh turns unity off."""
+    database = guardrails.ROOT / f"build/wheel-{STACK}/compile_commands.json"
+    if not database.is_file():
+        pytest.fail(f"no {database}: build with ./dev test")
+    listed = {Path(entry["file"]).resolve() for entry in json.loads(database.read_text())}
+    missing = [str(path) for path in guardrails.tidy_files() if path.resolve() not in listed]
+    assert missing == []
 
 
 def test_python_package_passes_ruff_check():

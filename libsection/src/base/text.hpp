@@ -16,6 +16,9 @@ std::string bounded_quote(std::string_view text, std::size_t max_bytes);
 /// `file:line:column` of the start of `r`, or `libsection` when it has no place.
 std::string location_text(SourceRange const& r, SourceManager const& sm);
 
+/// A space or a tab: the blanks that separate the words of a signature or a function name.
+inline bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
 /// Replaces every occurrence of `from` in `text` by `to`, left to right; text `to` brings in is
 /// not searched again. An empty `from` changes nothing.
 inline void replace_all(std::string& text, std::string const& from, std::string const& to) {

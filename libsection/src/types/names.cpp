@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "base/text.hpp"
 #include "base/utf8.hpp"
 
 namespace section {
@@ -10,7 +11,6 @@ namespace {
 
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 // A bounded, printable quote of a name for an error message (the name may be huge or hostile).
 std::string quoted(std::string_view name) {

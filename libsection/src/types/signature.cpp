@@ -6,12 +6,11 @@
 #include <set>
 
 #include "base/hash.hpp"
+#include "base/text.hpp"
 #include "section/names.hpp"
 
 namespace section {
 namespace {
-
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 std::string known_dtype_list() {
   std::string out;
