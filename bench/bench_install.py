@@ -13,7 +13,7 @@ shares one between the runs: the second run is then a re-install from a warm cac
 (from ninja's log), the place to look when the build gets slower.
 
     python3 bench/bench_install.py                     # HEAD, twice
-    python3 bench/bench_install.py --rev main --repeat 3 --ninja-log 15
+    python3 bench/bench_install.py --rev main --installs 3 --ninja-log 15
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def slowest_steps(build_dir: Path, count: int) -> list[tuple[float, str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rev", default="HEAD", help="the commit to install (default HEAD)")
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--installs", type=int, default=2, help="cold installs to time (default 2)")
     parser.add_argument("--python", default="python3.11", help="for the venv (default python3.11)")
     parser.add_argument("--ninja-log", type=int, default=0, metavar="N")
     parser.add_argument(
@@ -89,11 +89,11 @@ def main() -> None:
     print(f"cold `pip install -q .` of {args.rev} ({rev}), {os.cpu_count()} CPUs, {python}")
     print(f"{'run':>4} {'wall':>8} {'user':>8} {'sys':>8}   (s)")
     with tempfile.TemporaryDirectory(prefix="bench_install_") as tmp:
-        for i in range(args.repeat):
+        for i in range(args.installs):
             # The same paths each time, as for a user who clones again into the same folder.
             run = Path(tmp) / "run"
             export_commit(args.rev, run / "src")
-            keep = args.ninja_log and i == args.repeat - 1
+            keep = args.ninja_log and i == args.installs - 1
             extra = [f"-Cbuild-dir={run / 'build'}"] if keep else []
             ccache_dir = Path(tmp) / "ccache" if args.warm_ccache else Path(tmp) / f"ccache{i}"
             wall, user, sys_ = timed_install(python, run / "src", run / "venv", extra, ccache_dir)
