@@ -34,6 +34,14 @@ std::string c_string(std::string const& text) {
   return out + "\"";
 }
 
+// A scalar's conversion failed: a TypeError naming what it got, then the failure code; `indent`
+// is the block's own (the text is part of every cache key, so it stays as it was written).
+std::string scalar_type_error(std::string const& message, std::string const& py,
+                              std::string const& fail, std::string const& indent) {
+  return indent + "PyErr_Format(PyExc_TypeError, " + c_string(message) + ", Py_TYPE(" + py +
+         ")->tp_name);\n" + indent + fail + "\n";
+}
+
 std::string ndim_text(int ndim) {
   if (ndim == 0) return "[]";
   std::string s = "[";
@@ -169,20 +177,14 @@ class ScalarType final : public CType {
       case ScalarKind::floating:
         return "{\n  double value_ = PyFloat_AsDouble(" + py +
                ");\n"
-               "  if (value_ == -1.0 && PyErr_Occurred()) {\n"
-               "    PyErr_Format(PyExc_TypeError, " +
-               c_string(label + ": expected a real number for " + dtype_.name + ", got %s") +
-               ", Py_TYPE(" + py + ")->tp_name);\n    " + fail +
-               "\n  }\n"
-               "  " +
-               name + " = (" + dtype_.c_type + ")value_;\n}\n";
+               "  if (value_ == -1.0 && PyErr_Occurred()) {\n" +
+               scalar_type_error(label + ": expected a real number for " + dtype_.name + ", got %s",
+                                 py, fail, "    ") +
+               "  }\n  " + name + " = (" + dtype_.c_type + ")value_;\n}\n";
       case ScalarKind::boolean:
         return "if (" + py + " == Py_True || " + py + " == Py_False || PyArray_IsScalar(" + py +
-               ", Bool)) {\n  " + name + " = (npy_bool)PyObject_IsTrue(" + py +
-               ");\n} else {\n"
-               "  PyErr_Format(PyExc_TypeError, " +
-               c_string(label + ": expected a bool, got %s") + ", Py_TYPE(" + py +
-               ")->tp_name);\n  " + fail + "\n}\n";
+               ", Bool)) {\n  " + name + " = (npy_bool)PyObject_IsTrue(" + py + ");\n} else {\n" +
+               scalar_type_error(label + ": expected a bool, got %s", py, fail, "  ") + "}\n";
       case ScalarKind::signed_int:
       case ScalarKind::unsigned_int: {
         bool const is_signed = kind_ == ScalarKind::signed_int;
@@ -192,13 +194,10 @@ class ScalarType final : public CType {
             is_signed ? "PyLong_AsLongLong(index_)" : "PyLong_AsUnsignedLongLong(index_)";
         return "{\n  PyObject* index_ = PyNumber_Index(" + py +
                ");\n"
-               "  if (!index_) {\n"
-               "    PyErr_Format(PyExc_TypeError, " +
-               c_string(label + ": expected an integer for " + dtype_.name + ", got %s") +
-               ", Py_TYPE(" + py + ")->tp_name);\n    " + fail +
-               "\n  }\n"
-               "  " +
-               wide + " value_ = " + convert +
+               "  if (!index_) {\n" +
+               scalar_type_error(label + ": expected an integer for " + dtype_.name + ", got %s",
+                                 py, fail, "    ") +
+               "  }\n  " + wide + " value_ = " + convert +
                ";\n  Py_DECREF(index_);\n"
                "  if ((value_ == (" +
                wide + ")-1 && PyErr_Occurred()) || value_ < " + low + " || value_ > " + high +
