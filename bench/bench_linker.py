@@ -139,7 +139,7 @@ def first_builds(reps, variants, tmp: Path):
             start = time.perf_counter()
             run_fresh(code, path, envs[tool])
             times[tool].append(time.perf_counter() - start)
-    return {k: statistics.median(v) for k, v in times.items()}
+    return times
 
 
 def parallel_builds(reps, variants, env, code):
@@ -305,33 +305,27 @@ def main():
         print("memory ...", file=sys.stderr)
         growth = memory_growth()
 
-    med = {k: statistics.median(v) for k, v in cold.items()}
-    wmed = {k: statistics.median(v) for k, v in warm.items()}
+    def against_pytensor(label, seconds, target):
+        """A row of medians, libsection's and PyTensor's, and their ratio."""
+        ours, theirs = seconds["libsection"], seconds["pytensor"]
+        return (
+            label,
+            fmt_time(ours),
+            fmt_time(theirs),
+            "",
+            f"{ours / theirs:.3f}× PyTensor",
+            target,
+        )
+
+    def medians(runs):
+        return {tool: statistics.median(times) for tool, times in runs.items()}
+
     rows = [
-        (
-            "cold build, setup done",
-            fmt_time(med["libsection"]),
-            fmt_time(med["pytensor"]),
-            "",
-            f"{med['libsection'] / med['pytensor']:.3f}× PyTensor",
-            "≤ 0.12×",
+        against_pytensor("cold build, setup done", medians(cold), "≤ 0.12×"),
+        against_pytensor(
+            "first build ever, new process (setup and imports included)", medians(first), "≤ 0.5×"
         ),
-        (
-            "first build ever, new process (setup and imports included)",
-            fmt_time(first["libsection"]),
-            fmt_time(first["pytensor"]),
-            "",
-            f"{first['libsection'] / first['pytensor']:.3f}× PyTensor",
-            "≤ 0.5×",
-        ),
-        (
-            "new process, cached op",
-            fmt_time(wmed["libsection"]),
-            fmt_time(wmed["pytensor"]),
-            "",
-            f"{wmed['libsection'] / wmed['pytensor']:.3f}× PyTensor",
-            "≤ 0.05×",
-        ),
+        against_pytensor("new process, cached op", medians(warm), "≤ 0.05×"),
     ]
     targets = {1: "≤ 1.0× NumPy", 1_000: "", 1_000_000: "≤ 1.1× NumPy"}
     for n, r in calls.items():
