@@ -47,11 +47,14 @@ def build_in_subprocess(cache: Path, debug: str | None) -> dict:
     return json.loads(run.stdout)
 
 
-def sections(library: Path) -> set[str]:
-    out = subprocess.run(
-        ["readelf", "-S", "-W", str(library)], capture_output=True, text=True, check=True
+def readelf(*options: str, library) -> str:
+    return subprocess.run(
+        ["readelf", *options, str(library)], capture_output=True, text=True, check=True
     ).stdout
-    return set(re.findall(r"\]\s+(\.\S+)", out))
+
+
+def sections(library: Path) -> set[str]:
+    return set(re.findall(r"\]\s+(\.\S+)", readelf("-S", "-W", library=library)))
 
 
 @pytest.fixture(scope="module")
@@ -82,24 +85,14 @@ def test_the_debug_info_names_the_kept_source_and_the_op_file(builds):
     cache, _, debug = builds
     kept = cache / "entries" / debug["key"] / "source.cpp"  # where the README says it is
     assert kept.is_file() and "APPLY_SPECIFIC" in kept.read_text()
-    lines = subprocess.run(
-        ["readelf", "--debug-dump=info", debug["library"]],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    lines = readelf("--debug-dump=info", library=debug["library"])
     names = set(re.findall(r"DW_AT_(?:name|comp_dir)\s*:.*?:\s*(\S+)\s*$", lines, re.M))
     assert any(name.endswith(str(kept)) or name == str(kept.parent) for name in names), sorted(
         n for n in names if "/" in n
     )[:20]
     work = str(cache / "tmp")  # where the build ran; renamed into entries/ when done
     assert not any(name.startswith(work) for name in names), "debug info names the work folder"
-    decoded = subprocess.run(
-        ["readelf", "--debug-dump=decodedline", debug["library"]],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    decoded = readelf("--debug-dump=decodedline", library=debug["library"])
     assert OP_FILE.name in decoded and str(LOOP_LINE) in decoded
 
 

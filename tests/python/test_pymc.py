@@ -61,18 +61,19 @@ def test_model_logp_and_gradient_go_through_the_op(cache_dir):
     np.testing.assert_allclose(dlogp(point), [expected_grad], rtol=1e-12)
 
 
+def sample(**kwargs):
+    """pm.sample with the settings every sampler here shares: one core, a fixed seed."""
+    return pm.sample(
+        draws=DRAWS, tune=500, chains=CHAINS, cores=1, random_seed=1, progressbar=False, **kwargs
+    )
+
+
 # PyMC 6.4 picks nutpie by default when it is installed: name PyMC's own NUTS explicitly. Its
 # logp and gradient are compiled in PyTensor's default mode (Numba) and in the C backend.
 @pytest.mark.parametrize("mode", [None, "CVM"], ids=["default-mode", "CVM"])
 def test_pymc_nuts_posterior_matches_the_conjugate_posterior(mode, cache_dir):
     with model():
-        idata = pm.sample(
-            draws=DRAWS,
-            tune=500,
-            chains=CHAINS,
-            cores=1,
-            random_seed=1,
-            progressbar=False,
+        idata = sample(
             compute_convergence_checks=False,
             nuts_sampler="pymc",
             compile_kwargs={"mode": mode} if mode else None,
@@ -84,14 +85,6 @@ def test_pymc_nuts_posterior_matches_the_conjugate_posterior(mode, cache_dir):
 def test_nutpie_posterior_matches_the_conjugate_posterior(cache_dir):
     pytest.importorskip("nutpie")
     with model():
-        idata = pm.sample(
-            draws=DRAWS,
-            tune=500,
-            chains=CHAINS,
-            cores=1,
-            random_seed=1,
-            progressbar=False,
-            nuts_sampler="nutpie",
-        )
+        idata = sample(nuts_sampler="nutpie")
     assert idata.sample_stats.attrs["inference_library"] == "nutpie"
     check_posterior(np.asarray(idata.posterior["mu"]))
