@@ -4,7 +4,7 @@ libsection's C++ core: parser, expander, linker core
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -377,6 +377,10 @@ def link(graph: Graph, constants: collections.abc.Sequence[typing.Any] = [], nam
 def load_sections(paths: collections.abc.Sequence[str], display_paths: collections.abc.Sequence[str] | None = None, extra_tags: collections.abc.Sequence[str] = []) -> LoadedSections:
     """
     Reads and merges section files (`extra_tags`: tags accepted besides the nine). Never raises for file content: see `.error`.
+    """
+def load_support_library(name: str, code: str, header_dirs: collections.abc.Sequence[str], symbols: collections.abc.Sequence[str]) -> tuple[dict, dict]:
+    """
+    Builds (or finds in the cache) and loads a support library from C++ ``code`` (after Python's and NumPy's headers; it defines the module entry points, with ``LIBSECTION_MODULE_ABI`` for the ABI version); returns ``({symbol: address}, info)``.
     """
 def load_texts(texts: collections.abc.Sequence[str], names: collections.abc.Sequence[str], extra_tags: collections.abc.Sequence[str] = []) -> LoadedSections:
     """

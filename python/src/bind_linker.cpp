@@ -4,6 +4,9 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <dlfcn.h>
+
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -231,6 +234,33 @@ void bind_linker(py::module_& m) {
       py::arg("name") = "SectionOp", py::arg("num_inputs") = py::none(),
       py::arg("num_outputs") = py::none(), py::arg("check_input") = true,
       "Builds the op of loaded section files for the given input/output type strings.");
+
+  m.def(
+      "load_support_library",
+      [](std::string const& name, std::string const& code,
+         std::vector<std::string> const& header_dirs, std::vector<std::string> const& symbols) {
+        // A library that is not generated from ops (the JAX handler): built, cached, verified
+        // and loaded as modules are, so it gets the cache's trust checks and its key.
+        ModuleSource module;
+        module.text = std::string(module_prelude) + "#define LIBSECTION_MODULE_ABI " +
+                      std::to_string(module_abi_version) + "\n" + code;
+        module.name = name;
+        module.header_dirs = header_dirs;
+        module.op_names = {name};
+        SourceManager sm;
+        LoadedModule const loaded = load_module(module, sm);
+        py::dict addresses;
+        for (auto const& symbol : symbols) {
+          void* address = ::dlsym(loaded.library->handle, symbol.c_str());
+          if (!address) raise_python(LinkError(name + " has no symbol " + symbol), sm);
+          addresses[py::str(symbol)] = reinterpret_cast<std::uintptr_t>(address);
+        }
+        return py::make_tuple(addresses, loaded.info);
+      },
+      py::arg("name"), py::arg("code"), py::arg("header_dirs"), py::arg("symbols"),
+      "Builds (or finds in the cache) and loads a support library from C++ ``code`` (after "
+      "Python's and NumPy's headers; it defines the module entry points, with "
+      "``LIBSECTION_MODULE_ABI`` for the ABI version); returns ``({symbol: address}, info)``.");
 
   m.def("native_entry", &native_entry, py::arg("op"),
         "(entry address, op address, inputs, outputs): how compiled code (Numba) calls a "
