@@ -96,6 +96,7 @@ def register(op_class, own_perform) -> None:
         "pytensor.link.jax.dispatch.basic",
         lambda m: _jax.register(m.jax_funcify, op_class, own_perform),
     )
+    when_imported("pytensor.link.jax.linker", lambda m: _jax.raise_own_errors(m.JAXLinker))
     for backend, module, dispatcher in (
         ("PyTorch", "pytensor.link.pytorch.dispatch.basic", "pytorch_funcify"),
         ("MLX", "pytensor.link.mlx.dispatch.basic", "mlx_funcify"),

@@ -1,29 +1,36 @@
 """JAX (PyTensor's ``JAX`` mode, and what PyMC's numpyro and blackjax samplers compile) for
 drop-in ops.
 
-- Forward: ``jax.pure_callback`` runs the node's compiled instance on the host (or the op's own
-  ``perform``, as PyTensor would), one instance per converted function. Output shapes come
-  from the outputs' static shapes or, failing that, from the op's ``infer_shape``, evaluated
-  once per input-shape signature while JAX traces.
-- ``vmap``: ``vmap_method="broadcast_all"``. JAX hands the callback the whole batch at once
-  (every input broadcast to the batch shape), and the host loops over the batch elements
-  calling the C code: one host round trip per batch instead of one per element
-  (``"sequential"``), and no op-specific batching rule needed.
+- Forward: an XLA FFI call (``_jax_ffi``): the node's compiled instance runs inside the
+  compiled computation, called natively by XLA on its buffers, one instance per converted
+  function. Output shapes come from the outputs' static shapes or, failing that, from the op's
+  ``infer_shape``, evaluated once per input-shape signature while JAX traces; the handler
+  checks what the C code returns against them. Ops with their own ``perform``, types the
+  handler cannot pass, and a jaxlib without FFI headers use ``jax.pure_callback`` instead (a
+  host round trip through Python per call).
+- ``vmap``: ``vmap_method="broadcast_all"``: the call gets the whole batch at once (every
+  input broadcast to the batch shape), and the handler (or the callback) loops over it.
 - Gradients: a ``jax.custom_vjp`` whose backward pass is the JAX conversion of the op's own
   PyTensor gradient graph (``pullback``/``L_op``/``grad``, through ``pytensor.gradient.grad``
-  with the cotangents as known gradients), rewritten as PyTensor's JAX mode rewrites it.
-- ``jax.jit`` traces the callback once per input-shape signature and caches the result.
+  with the cotangents as known gradients), rewritten as PyTensor's JAX mode rewrites it;
+  inputs whose gradient is undefined or disconnected get zeros.
+- ``jax.jit`` traces the call once per input-shape signature and caches the result.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 
 import numpy as np
 
-from ._node import NodeRunner
+from . import _jax_ffi
+from ._node import NodeRunner, compile_node
 
 __all__ = ["jax_function", "register"]
+
+_log = logging.getLogger("libsection")
+_told: set[str] = set()  # op classes whose path was logged
 
 
 def register(jax_funcify, op_class, own_perform) -> None:
@@ -35,8 +42,68 @@ def register(jax_funcify, op_class, own_perform) -> None:
         return jax_function(node, own_perform(op))
 
 
+def raise_own_errors(linker_class) -> None:
+    """Makes the functions ``linker_class`` (PyTensor's JAXLinker) compiles raise an op's own
+    exception (a ``ValueError`` from its C code, say) where XLA reports the FFI call's failure
+    as its runtime error, so ``except ValueError`` works in JAX mode as in every other mode."""
+    compile_jitted = linker_class.jit_compile
+    if getattr(compile_jitted, "libsection", False):
+        return
+
+    def jit_compile(self, fn):
+        return _RaisingOwnErrors(compile_jitted(self, fn))
+
+    jit_compile.libsection = True  # type: ignore[attr-defined]
+    linker_class.jit_compile = jit_compile
+
+
+class _RaisingOwnErrors:
+    """A jitted function whose calls raise the op's own exception behind an FFI failure."""
+
+    def __init__(self, jitted):
+        self.jitted = jitted
+
+    def __call__(self, *args):
+        try:
+            return self.jitted(*args)
+        except Exception as e:
+            own = _jax_ffi.original_error(e)
+            if own is None:
+                raise
+            raise own from e
+
+    def __getattr__(self, name):  # lower, trace, ... of the jitted function
+        return getattr(self.jitted, name)
+
+
 def _core_ndim(variable) -> int:
     return getattr(variable.type, "ndim", 0)
+
+
+def _is_tensor(variable) -> bool:
+    return hasattr(variable.type, "ndim") and hasattr(variable.type, "broadcastable")
+
+
+def _why_callback(node, own_perform: bool) -> str | None:
+    """Why the node cannot run through the FFI call, or None when it can."""
+    from pytensor.scalar import ScalarType
+
+    if own_perform:
+        return "its class defines perform, which JAX runs as PyTensor would"
+    for v in [*node.inputs, *node.outputs]:
+        if not (_is_tensor(v) or isinstance(v.type, ScalarType)):
+            return f"the XLA handler cannot pass a {v.type}"
+        if np.dtype(v.type.dtype) not in _jax_ffi.SUPPORTED_DTYPES:
+            return f"the XLA handler cannot pass {v.type.dtype}"
+    if not node.inputs:
+        return "it has no inputs"
+    return None
+
+
+def _path_note(name: str, text: str) -> None:
+    if name not in _told:
+        _told.add(name)
+        _log.debug("libsection: %s in JAX: %s", name, text)
 
 
 def jax_function(node, own_perform: bool):
@@ -44,12 +111,68 @@ def jax_function(node, own_perform: bool):
     import jax
 
     op = node.op
+    name = type(op).__name__
+    n_out = len(node.outputs)
+    out_dtypes = [np.dtype(v.type.dtype) for v in node.outputs]
+    output_shapes = _shape_function(node)
+    why = _why_callback(node, own_perform)
+    if why is None and not _jax_ffi.target_ready():
+        why = "the XLA FFI handler is not available (see the warning above)"
+    if why is None:
+        _path_note(name, "an XLA FFI call of its compiled C code")
+        call = _ffi_call(node, name)
+    else:
+        _path_note(name, f"jax.pure_callback, since {why}")
+        call = _callback(node, own_perform, output_shapes, out_dtypes)
+
+    def forward(*xs):
+        shapes = output_shapes([tuple(x.shape) for x in xs])
+        specs = tuple(jax.ShapeDtypeStruct(s, d) for s, d in zip(shapes, out_dtypes, strict=True))
+        result = call(specs, *xs)
+        return result[0] if n_out == 1 else tuple(result)
+
+    gradient = _Gradient(node)
+    function = jax.custom_vjp(forward)
+
+    def forward_keeping(*xs):
+        outputs = forward(*xs)
+        return outputs, (xs, outputs)
+
+    def backward(residuals, cotangents):
+        xs, outputs = residuals
+        outputs = (outputs,) if n_out == 1 else outputs
+        cotangents = (cotangents,) if n_out == 1 else cotangents
+        return gradient(xs, outputs, cotangents)
+
+    function.defvjp(forward_keeping, backward)
+    function.libsection_call = call  # type: ignore[attr-defined]  # runs the op; kept with it
+    return function
+
+
+def _ffi_call(node, name: str):
+    """(output specs, *inputs) -> outputs through the FFI target, on a fresh instance."""
+    destroyed = {i for inputs in getattr(node.op, "destroy_map", {}).values() for i in inputs}
+
+    def kind(i, v):
+        return 0 if not _is_tensor(v) else 2 if i in destroyed else 1
+
+    return _jax_ffi.call_node(
+        compile_node(node),
+        name,
+        [(_core_ndim(v), kind(i, v)) for i, v in enumerate(node.inputs)],
+        [(_core_ndim(v), 0 if not _is_tensor(v) else 1) for v in node.outputs],
+    )
+
+
+def _callback(node, own_perform: bool, output_shapes, out_dtypes):
+    """(output specs, *inputs) -> outputs through ``jax.pure_callback`` on the host."""
+    import jax
+
+    op = node.op
     runner = NodeRunner(node, own_perform)  # this function's own struct
     n_out = len(node.outputs)
     core_ndims = [_core_ndim(v) for v in node.inputs]
-    out_dtypes = [np.dtype(v.type.dtype) for v in node.outputs]
     destroyed = sorted({i for inputs in getattr(op, "destroy_map", {}).values() for i in inputs})
-    output_shapes = _shape_function(node)
 
     def run_once(arrays):
         for i in destroyed:  # JAX's buffers are not the op's to overwrite
@@ -81,31 +204,11 @@ def jax_function(node, own_perform: bool):
             ]
         return tuple(outputs)
 
-    def forward(*xs):
-        shapes = output_shapes([tuple(x.shape) for x in xs])
-        result = jax.pure_callback(
-            host,
-            tuple(jax.ShapeDtypeStruct(s, d) for s, d in zip(shapes, out_dtypes, strict=True)),
-            *xs,
-            vmap_method="broadcast_all",
-        )
-        return result[0] if n_out == 1 else tuple(result)
+    def call(specs, *xs):
+        return jax.pure_callback(host, specs, *xs, vmap_method="broadcast_all")
 
-    gradient = _Gradient(node)
-    function = jax.custom_vjp(forward)
-
-    def forward_keeping(*xs):
-        outputs = forward(*xs)
-        return outputs, (xs, outputs)
-
-    def backward(residuals, cotangents):
-        xs, outputs = residuals
-        outputs = (outputs,) if n_out == 1 else outputs
-        cotangents = (cotangents,) if n_out == 1 else cotangents
-        return gradient(xs, outputs, cotangents)
-
-    function.defvjp(forward_keeping, backward)
-    return function
+    call.runner = runner  # type: ignore[attr-defined]
+    return call
 
 
 def _integer(dtype) -> bool:
@@ -124,6 +227,7 @@ class _Gradient:
         import pytensor.gradient
         from pytensor.compile.mode import get_mode
         from pytensor.graph.fg import FunctionGraph
+        from pytensor.graph.null_type import NullType
         from pytensor.graph.replace import graph_replace
         from pytensor.link.jax.dispatch import jax_funcify
 
@@ -139,10 +243,19 @@ class _Gradient:
             known_grads=dict(zip([outputs[j] for j in self.known], cotangents, strict=True)),
             disconnected_inputs="ignore",
             return_disconnected="zero",
+            null_gradients="return",
         )
+        # An input whose gradient the op leaves undefined (grad_not_implemented, as for data
+        # a black-box likelihood takes) gets zeros: samplers differentiate every float input.
+        defined = [k for k, g in enumerate(grads) if not isinstance(g.type, NullType)]
+        self.wrt = [self.wrt[k] for k in defined]
+        grads = [grads[k] for k in defined]
         # The backward pass gets the forward outputs: use them rather than running the op again.
         free_outputs = [o.type() for o in outputs]
         grads = graph_replace(grads, dict(zip(outputs, free_outputs, strict=True)), strict=False)
+        if not grads:
+            self.function = lambda *args: ()
+            return
         fgraph = FunctionGraph([*inputs, *free_outputs, *cotangents], grads, clone=True)
         get_mode("JAX").optimizer(fgraph)
         self.function = jax_funcify(fgraph)
@@ -159,8 +272,10 @@ class _Gradient:
         for i, x in enumerate(xs):
             if i in self.wrt:
                 result.append(jnp.asarray(next(grads), dtype=x.dtype).reshape(jnp.shape(x)))
-            else:
+            elif _integer(x.dtype):
                 result.append(np.zeros(jnp.shape(x), dtype=jax.dtypes.float0))
+            else:  # a float input without a gradient
+                result.append(jnp.zeros(jnp.shape(x), dtype=x.dtype))
         return tuple(result)
 
 

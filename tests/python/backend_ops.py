@@ -93,3 +93,26 @@ class GaussLogLike(ExternalCOp):
 
 for _cls in (VecMul, GaussLogLike):
     setattr(_cls, GRADIENT, _cls._gradient)
+
+
+class VecMulWrongShape(VecMul):
+    """VecMul whose infer_shape claims one element more than its C code makes (as a
+    convolution gradient op that ignores dilation would): JAX must refuse the output."""
+
+    def infer_shape(self, *args):
+        return [(args[-1][0][0] + 1,)]
+
+
+class GaussLogLikeNoDataGrad(GaussLogLike):
+    """GaussLogLike as PyMC's black-box likelihood example writes it: no gradient for the data
+    input (grad_not_implemented), only for mu."""
+
+    def _gradient(self, inputs, outputs, cotangents):
+        from pytensor.gradient import grad_not_implemented
+
+        y, mu = inputs
+        [g] = cotangents
+        return [grad_not_implemented(self, 0, y), g * GaussLogLikeGrad()(y, mu)]
+
+
+setattr(GaussLogLikeNoDataGrad, GRADIENT, GaussLogLikeNoDataGrad._gradient)

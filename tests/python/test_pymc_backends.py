@@ -66,3 +66,36 @@ def test_sampler_recovers_the_analytic_posterior(sampler, cache_dir):
     assert abs(draws.std() / POSTERIOR_SD - 1) < 0.15, (
         f"{sampler}: posterior sd {draws.std():.4f}, analytic {POSTERIOR_SD:.4f}"
     )
+
+
+@pytest.mark.parametrize("sampler", ["numpyro", "blackjax"])
+def test_jax_samplers_run_the_c_code_inside_xla_with_undefined_data_gradients(sampler, cache_dir):
+    # PyMC's black-box likelihood: no gradient for the data input. The JAX samplers ask for the
+    # gradient of every float input; the op runs as an XLA FFI call, never a host callback.
+    pytest.importorskip(sampler, reason=f"{sampler} is not installed")
+    from backend_ops import GaussLogLikeNoDataGrad
+    from test_jax_ffi import PythonFrames
+
+    if not hasattr(__import__("sys"), "monitoring"):
+        pytest.skip("sys.monitoring is new in Python 3.12")
+    with pm.Model():
+        mu = pm.Normal("mu", 0, 10)
+        pm.Potential("likelihood", GaussLogLikeNoDataGrad()(Y, mu))
+        with warnings.catch_warnings(), PythonFrames() as frames:
+            warnings.simplefilter("ignore")
+            idata = pm.sample(
+                draws=1000,
+                tune=500,
+                chains=2,
+                random_seed=11,
+                progressbar=False,
+                compute_convergence_checks=False,
+                nuts_sampler=sampler,
+                nuts_sampler_kwargs={"chain_method": "vectorized"},
+            )
+    callbacks = [s for s in frames.seen if s.endswith((":host", ":run_once"))]
+    assert callbacks == [], f"{sampler} ran the op through a host callback: {callbacks[:3]}"
+    draws = idata.posterior["mu"].values.ravel()
+    ess = float(az.ess(idata, var_names=["mu"])["mu"])
+    assert ess > 200
+    assert abs(draws.mean() - POSTERIOR_MEAN) < 5 * POSTERIOR_SD / np.sqrt(ess)

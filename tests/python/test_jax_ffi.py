@@ -1,0 +1,177 @@
+"""JAX runs drop-in ops as XLA FFI calls: no Python frame per call, the batch loop of vmap in
+C, the op's own exceptions, outputs checked against the shapes JAX allocated, and gradients
+for ops that leave an input's gradient undefined.
+
+Python frames are watched with sys.monitoring, which sees every thread (XLA calls the handler
+on threads of its own, where sys.setprofile would see nothing)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+jax = pytest.importorskip("jax", reason="JAX is not installed (the Python 3.12 stack has it)")
+from backend_ops import GaussLogLikeNoDataGrad, VecMul, VecMulWrongShape
+
+from libsection import _jax, _jax_ffi
+
+needs_monitoring = pytest.mark.skipif(
+    not hasattr(sys, "monitoring"), reason="sys.monitoring is new in Python 3.12"
+)
+
+
+def jax_function(inputs, outputs):
+    from pytensor.compile.mode import get_mode
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.link.jax.dispatch import jax_funcify
+
+    fgraph = FunctionGraph(inputs, outputs, clone=True)
+    get_mode("JAX").optimizer(fgraph)
+    fn = jax_funcify(fgraph)
+    return lambda *a: fn(*a)[0] if len(outputs) == 1 else fn(*a)
+
+
+class PythonFrames:
+    """Counts the Python functions that start, in any thread, whose file is libsection's or
+    JAX's host-callback machinery."""
+
+    WATCHED = ("libsection", "jax/_src/callback.py")
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def __enter__(self):
+        monitoring = sys.monitoring
+        self.tool = monitoring.PROFILER_ID
+        monitoring.use_tool_id(self.tool, "libsection test")
+
+        def started(code, offset):
+            if any(w in code.co_filename for w in self.WATCHED):
+                self.seen.append(f"{code.co_filename}:{code.co_name}")
+
+        monitoring.register_callback(self.tool, monitoring.events.PY_START, started)
+        monitoring.set_events(self.tool, monitoring.events.PY_START)
+        return self
+
+    def __exit__(self, *exc):
+        sys.monitoring.set_events(self.tool, 0)
+        sys.monitoring.register_callback(self.tool, sys.monitoring.events.PY_START, None)
+        sys.monitoring.free_tool_id(self.tool)
+
+
+@pytest.fixture
+def callback_only(monkeypatch):
+    """The pure_callback path, as with a jaxlib whose FFI handler cannot be built."""
+    monkeypatch.setattr(_jax_ffi, "target_ready", lambda: False)
+
+
+@needs_monitoring
+@pytest.mark.parametrize("path", ["ffi", "callback"])
+def test_a_jitted_call_runs_no_python_frame(path, request, cache_dir):
+    if path == "callback":
+        request.getfixturevalue("callback_only")
+    x, y = pt.dvector("x"), pt.dvector("y")
+    f = jax.jit(jax_function([x, y], [VecMul()(x, y)]))
+    a, b = np.arange(3.0), np.arange(3.0) + 1
+    np.testing.assert_array_equal(f(a, b), a * b)  # traced and compiled here
+    with PythonFrames() as frames:
+        for _ in range(5):
+            out = f(a, b).block_until_ready()
+    np.testing.assert_array_equal(out, a * b)
+    if path == "ffi":
+        assert frames.seen == []
+    else:  # the watch sees the callback's frames: it would see the FFI path's too
+        assert any("libsection" in s for s in frames.seen)
+
+
+def test_the_ffi_path_is_what_runs(cache_dir, caplog):
+    x, y = pt.dvector("x"), pt.dvector("y")
+    fn = jax_function([x, y], [VecMul()(x, y)])
+    assert _jax_ffi.target_ready()
+    np.testing.assert_array_equal(fn(np.ones(2), np.full(2, 2.0)), np.full(2, 2.0))
+
+
+def test_vmap_loops_in_c_and_matches_numpy(cache_dir):
+    x, y = pt.dvector("x"), pt.dvector("y")
+    fn = jax_function([x, y], [VecMul()(x, y)])
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(1000, 3)), rng.normal(size=3)
+    out = jax.jit(jax.vmap(fn, in_axes=(0, None)))(a, b)
+    np.testing.assert_array_equal(np.asarray(out), a * b)
+    both = jax.jit(jax.vmap(fn))(a, a[::-1].copy())
+    np.testing.assert_array_equal(np.asarray(both), a * a[::-1])
+    empty = jax.vmap(fn, in_axes=(0, None))(np.empty((0, 3)), b)
+    assert np.asarray(empty).shape == (0, 3)
+
+
+def test_a_c_error_keeps_its_class_in_jax_mode(cache_dir):
+    x, y = pt.dvector("x"), pt.dvector("y")
+    f = pytensor.function([x, y], VecMul()(x, y), mode="JAX")
+    with pytest.raises(ValueError, match=r"vec_mul: lengths differ \(3 and 4\)") as caught:
+        f(np.ones(3), np.ones(4))
+    assert any("VecMul" in note for note in getattr(caught.value, "__notes__", []))
+    np.testing.assert_array_equal(f(np.ones(2), np.full(2, 3.0)), np.full(2, 3.0))  # still runs
+
+
+def test_a_bare_jitted_function_names_the_class_and_the_op(cache_dir):
+    x, y = pt.dvector("x"), pt.dvector("y")
+    f = jax.jit(jax_function([x, y], [VecMul()(x, y)]))
+    with pytest.raises(Exception, match=r"ValueError in VecMul: vec_mul: lengths differ") as e:
+        f(np.ones(3), np.ones(4)).block_until_ready()
+    assert isinstance(_jax_ffi.original_error(e.value), ValueError)
+
+
+def test_an_output_unlike_infer_shape_is_refused(cache_dir):
+    x, y = pt.dvector("x"), pt.dvector("y")
+    f = pytensor.function([x, y], VecMulWrongShape()(x, y), mode="JAX")
+    with pytest.raises(
+        ValueError,
+        match=r"VecMulWrongShape: output 0 has shape \(3,\), but the op's infer_shape gives \(4,\)",
+    ):
+        f(np.ones(3), np.ones(3))
+
+
+def test_an_undefined_data_gradient_gets_zeros(cache_dir):
+    # numpyro and blackjax differentiate every float input, the data included.
+    y, mu = pt.dvector("y"), pt.dscalar("mu")
+    fn = jax_function([y, mu], [GaussLogLikeNoDataGrad()(y, mu)])
+    data = np.array([0.5, 1.0, 2.0])
+    g_data, g_mu = jax.jit(jax.grad(fn, argnums=(0, 1)))(data, 0.25)
+    np.testing.assert_array_equal(np.asarray(g_data), np.zeros(3))
+    np.testing.assert_allclose(float(g_mu), (data - 0.25).sum())
+
+
+def test_a_jaxlib_without_the_handler_warns_once_and_falls_back(monkeypatch, caplog, cache_dir):
+    monkeypatch.setattr(_jax_ffi, "_state", {})
+
+    def no_headers():
+        raise RuntimeError("jaxlib 0.0 has no XLA FFI headers in /nowhere")
+
+    monkeypatch.setattr(_jax_ffi, "_build_and_register", no_headers)
+    x, y = pt.dvector("x"), pt.dvector("y")
+    with caplog.at_level(logging.WARNING, logger="libsection"):
+        for _ in range(2):
+            fn = jax_function([x, y], [VecMul()(x, y)])
+            np.testing.assert_array_equal(fn(np.ones(2), np.full(2, 2.0)), np.full(2, 2.0))
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "jax.pure_callback" in warnings[0].getMessage()
+    assert "no XLA FFI headers in /nowhere" in warnings[0].getMessage()
+
+
+def test_an_own_perform_keeps_the_callback_and_says_so(cache_dir, caplog):
+    from backend_ops import VecMulWithPerform
+
+    _jax._told.discard("VecMulWithPerform")
+    x, y = pt.dvector("x"), pt.dvector("y")
+    with caplog.at_level(logging.DEBUG, logger="libsection"):
+        fn = jax_function([x, y], [VecMulWithPerform()(x, y)])
+    np.testing.assert_array_equal(fn(np.ones(2), np.full(2, 3.0)), np.full(2, 3.0))
+    assert any(
+        "pure_callback, since its class defines perform" in r.getMessage() for r in caplog.records
+    )
