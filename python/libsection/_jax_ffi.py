@@ -131,7 +131,7 @@ def call_node(compiled, name: str, in_kinds, out_kinds):
     scalar, 1 for a tensor, 2 for a tensor input the op destroys (the handler copies it)."""
     import jax
 
-    entry, op_address, _, _ = _core.native_entry(compiled)
+    _, op_address, _, _, entry = _core.native_entry(compiled)
     errors = _Errors()
     _error_lists[id(errors)] = errors
     attributes = {

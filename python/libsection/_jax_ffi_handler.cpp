@@ -165,6 +165,13 @@ PyObject* wrap_input(Slot const& s, char* data, bool tensor, bool destroyed) {
   return copy;
 }
 
+// A writable array over one element of a result buffer.
+PyObject* writable_view(Slot const& s, char* data) {
+  return PyArray_New(&PyArray_Type, static_cast<int>(s.core.size()),
+                     const_cast<npy_intp*>(s.core.data()), s.typenum, nullptr, data, 0,
+                     NPY_ARRAY_CARRAY, nullptr);
+}
+
 // Checks one output of the op against its result buffer and copies it there: 0, or -1 with a
 // Python exception set (TypeError for a wrong kind or dtype, ValueError for a wrong shape).
 int store_output(PyObject* out, Slot const& s, char* data, bool tensor, std::string const& op_name,
@@ -249,10 +256,20 @@ ffi::Error run_node(ffi::RemainingArgs args, ffi::RemainingRets rets, std::uint6
       if (!inputs[i]) return python_error(errors, op_name);
       held.items.push_back(inputs[i]);
     }
+    // Arrays over the result buffers: an op that writes into the outputs it is given (as it
+    // reuses its own) writes straight into XLA's memory.
+    for (std::size_t j = 0; j < n_out; ++j) {
+      outputs[j] =
+          out_kinds[j] ? writable_view(out[j], out[j].data + b * out[j].element_bytes) : nullptr;
+      if (out_kinds[j] && !outputs[j]) return python_error(errors, op_name);
+      held.items.push_back(outputs[j]);
+    }
+    std::vector<PyObject*> const views = outputs;
     if (entry(op, inputs.data(), outputs.data()) != 0) return python_error(errors, op_name);
     Refs results;
     results.items.assign(outputs.begin(), outputs.end());
     for (std::size_t j = 0; j < n_out; ++j) {
+      if (outputs[j] == views[j]) continue;  // written in place
       if (store_output(outputs[j], out[j], out[j].data + b * out[j].element_bytes,
                        out_kinds[j] != 0, op_name, j) != 0)
         return python_error(errors, op_name);

@@ -110,7 +110,7 @@ def node_function(node, own_perform: bool):
         target: tuple[str, int] | tuple[str, int, int] = ("python", id(keep))  # kept alive below
     else:
         keep = compile_node(node)
-        entry, op_address, n_in, n_out = _core.native_entry(keep)
+        entry, op_address, n_in, n_out = _core.native_entry(keep)[:4]
         assert (n_in, n_out) == (len(node.inputs), len(node.outputs))
         target = ("native", entry, op_address)
     call = _intrinsic(type(node.op).__name__, _kinds(node.inputs), _kinds(node.outputs), target)

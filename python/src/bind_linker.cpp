@@ -263,7 +263,8 @@ void bind_linker(py::module_& m) {
       "``LIBSECTION_MODULE_ABI`` for the ABI version); returns ``({symbol: address}, info)``.");
 
   m.def("native_entry", &native_entry, py::arg("op"),
-        "(entry address, op address, inputs, outputs): how compiled code (Numba) calls a "
+        "(entry address, op address, inputs, outputs, address of the entry taking preset "
+        "output arrays): how compiled code (Numba, the JAX handler) calls a "
         "CompiledOp natively; see python/libsection/_numba.py.");
 
   m.def(

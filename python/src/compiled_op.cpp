@@ -38,8 +38,12 @@ void set_cell(PyObject* cell, PyObject* value) {
 
 /// Runs the op on `inputs` (borrowed, one per input) and stores new references to its outputs
 /// in `outputs`: 0, or -1 with an exception set. The one call path: the vectorcall and the
-/// native entry Numba calls both come here.
-int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** outputs) {
+/// native entries Numba and JAX call all come here. `preset` (borrowed, NULL or one per output,
+/// each NULL or an array) are arrays the op may write its outputs into, as into outputs it
+/// kept: the JAX handler passes XLA's result buffers, so the op writes there without a copy.
+/// They are taken out of the cells after the call, since their memory is not the op's.
+int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** outputs,
+                    PyObject* const* preset = nullptr) {
   unsigned long const me = PyThread_get_thread_ident();
   if (self->running_thread == me) {
     PyErr_Format(PyExc_RuntimeError,
@@ -66,7 +70,8 @@ int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** output
   for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
     PyObject* cell = self->cells[self->n_inputs + j];
     PyObject* previous = PyList_GET_ITEM(cell, 0);
-    if (previous != Py_None && Py_REFCNT(previous) > 1) set_cell(cell, Py_None);
+    if (preset && preset[j]) set_cell(cell, preset[j]);
+    else if (previous != Py_None && Py_REFCNT(previous) > 1) set_cell(cell, Py_None);
   }
   int const failure = self->library->run(self->instance);
   for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], Py_None);
@@ -80,8 +85,10 @@ int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** output
     return -1;
   }
   for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
-    outputs[j] = PyList_GET_ITEM(self->cells[self->n_inputs + j], 0);
+    PyObject* cell = self->cells[self->n_inputs + j];
+    outputs[j] = PyList_GET_ITEM(cell, 0);
     Py_INCREF(outputs[j]);
+    if (preset && preset[j] && outputs[j] == preset[j]) set_cell(cell, Py_None);
   }
   return 0;
 }
@@ -249,6 +256,13 @@ int compiled_op_run_native(PyObject* callable, PyObject* const* inputs, PyObject
   return run_with_inputs(reinterpret_cast<CompiledOp*>(callable), inputs, outputs);
 }
 
+/// The JAX handler's entry: `outputs` holds, on entry, the arrays over XLA's result buffers.
+int compiled_op_run_native_into(PyObject* callable, PyObject* const* inputs, PyObject** outputs) {
+  std::vector<PyObject*> const preset(outputs,
+                                      outputs + reinterpret_cast<CompiledOp*>(callable)->n_outputs);
+  return run_with_inputs(reinterpret_cast<CompiledOp*>(callable), inputs, outputs, preset.data());
+}
+
 }  // namespace
 
 py::tuple native_entry(py::handle op) {
@@ -257,8 +271,8 @@ py::tuple native_entry(py::handle op) {
                          std::string(py::str(py::type::handle_of(op).attr("__name__"))));
   auto* self = reinterpret_cast<CompiledOp*>(op.ptr());
   return py::make_tuple(reinterpret_cast<std::uintptr_t>(&compiled_op_run_native),
-                        reinterpret_cast<std::uintptr_t>(op.ptr()), self->n_inputs,
-                        self->n_outputs);
+                        reinterpret_cast<std::uintptr_t>(op.ptr()), self->n_inputs, self->n_outputs,
+                        reinterpret_cast<std::uintptr_t>(&compiled_op_run_native_into));
 }
 
 py::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
