@@ -172,6 +172,29 @@ PyObject* writable_view(Slot const& s, char* data) {
                      NPY_ARRAY_CARRAY, nullptr);
 }
 
+// An array over one batch element of a buffer, re-pointed at the next element while nothing
+// but this holds it (NumPy's array struct: the data pointer is the only field that changes).
+class Reused {
+ public:
+  Reused() = default;
+  Reused(Reused const&) = delete;
+  Reused& operator=(Reused const&) = delete;
+  ~Reused() { Py_XDECREF(array_); }
+
+  PyObject* at(Slot const& s, char* data, bool writable) {
+    if (array_ && Py_REFCNT(array_) == 1) {
+      reinterpret_cast<PyArrayObject_fields*>(array_)->data = data;
+      return array_;
+    }
+    Py_XDECREF(array_);
+    array_ = writable ? writable_view(s, data) : wrap_input(s, data, true, false);
+    return array_;
+  }
+
+ private:
+  PyObject* array_ = nullptr;
+};
+
 // Checks one output of the op against its result buffer and copies it there: 0, or -1 with a
 // Python exception set (TypeError for a wrong kind or dtype, ValueError for a wrong shape).
 int store_output(PyObject* out, Slot const& s, char* data, bool tensor, std::string const& op_name,
@@ -246,25 +269,30 @@ ffi::Error run_node(ffi::RemainingArgs args, ffi::RemainingRets rets, std::uint6
 
   std::string const op_name(name);
   Gil gil;
-  std::vector<PyObject*> inputs(n_in), outputs(n_out);
+  std::vector<PyObject*> inputs(n_in), outputs(n_out), views(n_out);
+  // One array per buffer, moved along the batch: a new one only when the op kept a reference
+  // to the last (it is then the op's, and must not change under it).
+  std::vector<Reused> in_views(n_in), out_views(n_out);
   for (std::size_t b = 0; b < n_batch; ++b) {
     Refs held;
     for (std::size_t i = 0; i < n_in; ++i) {
+      char* data = in[i].data + b * in[i].element_bytes;
       // in_kinds: 0 scalar, 1 tensor, 2 tensor the op destroys (gets a copy)
-      inputs[i] = wrap_input(in[i], in[i].data + b * in[i].element_bytes, in_kinds[i] != 0,
-                             in_kinds[i] == 2);
+      if (in_kinds[i] == 1) {
+        inputs[i] = in_views[i].at(in[i], data, false);
+      } else {
+        inputs[i] = wrap_input(in[i], data, in_kinds[i] != 0, true);
+        held.items.push_back(inputs[i]);
+      }
       if (!inputs[i]) return python_error(errors, op_name);
-      held.items.push_back(inputs[i]);
     }
     // Arrays over the result buffers: an op that writes into the outputs it is given (as it
     // reuses its own) writes straight into XLA's memory.
     for (std::size_t j = 0; j < n_out; ++j) {
-      outputs[j] =
-          out_kinds[j] ? writable_view(out[j], out[j].data + b * out[j].element_bytes) : nullptr;
+      char* data = out[j].data + b * out[j].element_bytes;
+      views[j] = outputs[j] = out_kinds[j] ? out_views[j].at(out[j], data, true) : nullptr;
       if (out_kinds[j] && !outputs[j]) return python_error(errors, op_name);
-      held.items.push_back(outputs[j]);
     }
-    std::vector<PyObject*> const views = outputs;
     if (entry(op, inputs.data(), outputs.data()) != 0) return python_error(errors, op_name);
     Refs results;
     results.items.assign(outputs.begin(), outputs.end());
