@@ -25,7 +25,16 @@ struct CompiledOp {
   // the op (its C code calling back into it) is refused, since waiting would deadlock.
   PyThread_type_lock lock;
   unsigned long running_thread;  // 0: not running
+  // Instances of the same module for calls that find this one busy because its C code released
+  // the GIL (`Py_BEGIN_ALLOW_THREADS` around its loop): each running thread gets a struct of
+  // its own, so the calls run at once. A list owned by this op, or NULL for an instance on a
+  // PyTensor VM's cells (one VM, one thread) and for the spares themselves.
+  PyObject* spares;
 };
+
+constexpr Py_ssize_t max_spares = 64;  // beyond this many threads at once, calls wait
+
+PyObject* new_spare(CompiledOp* self);
 
 PyTypeObject compiled_op_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
@@ -34,6 +43,27 @@ void set_cell(PyObject* cell, PyObject* value) {
   Py_INCREF(value);
   PyList_SET_ITEM(cell, 0, value);
   Py_XDECREF(old);
+}
+
+/// A spare instance no thread runs (made when all are busy, up to `max_spares`), or NULL: none
+/// may be made (an error is set when making one failed). The GIL is held throughout, so no
+/// other thread can take the spare before its caller does.
+CompiledOp* idle_spare(CompiledOp* self) {
+  if (!self->spares) return nullptr;
+  Py_ssize_t const n = PyList_GET_SIZE(self->spares);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    auto* spare = reinterpret_cast<CompiledOp*>(PyList_GET_ITEM(self->spares, i));
+    if (PyThread_acquire_lock(spare->lock, NOWAIT_LOCK)) {
+      PyThread_release_lock(spare->lock);
+      return spare;
+    }
+  }
+  if (n >= max_spares) return nullptr;
+  PyObject* spare = new_spare(self);
+  if (!spare) return nullptr;
+  int const added = PyList_Append(self->spares, spare);
+  Py_DECREF(spare);  // the list holds it
+  return added == 0 ? reinterpret_cast<CompiledOp*>(spare) : nullptr;
 }
 
 /// Runs the op on `inputs` (borrowed, one per input) and stores new references to its outputs
@@ -53,6 +83,9 @@ int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** output
     return -1;
   }
   if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+    if (CompiledOp* spare = idle_spare(self))
+      return run_with_inputs(spare, inputs, outputs, preset);
+    if (PyErr_Occurred()) return -1;
     Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
     Py_END_ALLOW_THREADS
   }
@@ -131,6 +164,7 @@ void compiled_op_dealloc(PyObject* object) {
   PyMem_Free(self->cells);
   Py_XDECREF(self->info);
   Py_XDECREF(self->name);
+  Py_XDECREF(self->spares);
   if (self->lock) PyThread_free_lock(self->lock);
   Py_TYPE(object)->tp_free(object);
 }
@@ -278,7 +312,7 @@ py::tuple native_entry(py::handle op) {
 py::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
                            std::size_t n_outputs, std::vector<py::object> const& constants,
                            std::optional<std::vector<py::object>> const& storage, py::dict info,
-                           std::string const& name) {
+                           std::string const& name, bool spare) {
   std::size_t const n_io = n_inputs + n_outputs;
   auto* self = PyObject_New(CompiledOp, &compiled_op_type);
   if (!self) throw py::error_already_set();
@@ -294,6 +328,7 @@ py::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
   self->info = info.release().ptr();
   self->name = py::str(name).release().ptr();
   self->running_thread = 0;
+  self->spares = nullptr;
   self->lock = PyThread_allocate_lock();
   py::object owner = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
   if (!self->cells || !self->lock) throw std::bad_alloc();
@@ -311,7 +346,36 @@ py::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
   }
   self->instance = library.instance_new(self->cells);
   if (!self->instance) throw py::error_already_set();
+  if (!storage && !spare) {
+    self->spares = PyList_New(0);
+    if (!self->spares) throw py::error_already_set();
+  }
   return owner;
 }
+
+namespace {
+
+/// Another instance of `self`'s module, with the same constants (params), for a thread that
+/// finds `self` busy. NULL with an exception set on failure.
+PyObject* new_spare(CompiledOp* self) {
+  try {
+    std::vector<py::object> constants;
+    for (Py_ssize_t i = self->n_inputs + self->n_outputs; i < self->n_cells; ++i)
+      constants.push_back(py::reinterpret_borrow<py::object>(PyList_GET_ITEM(self->cells[i], 0)));
+    return new_compiled_op(*self->library, static_cast<std::size_t>(self->n_inputs),
+                           static_cast<std::size_t>(self->n_outputs), constants, std::nullopt,
+                           py::reinterpret_borrow<py::dict>(self->info),
+                           py::reinterpret_borrow<py::str>(self->name).cast<std::string>(), true)
+        .release()
+        .ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (std::exception const& e) {
+    PyErr_SetString(PyExc_MemoryError, e.what());
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 }  // namespace section::python

@@ -18,12 +18,13 @@ void add_compiled_op_type(pybind11::module_& m);
 
 /// A new instance of `library`'s module. Its storage cells: one per input and output (the
 /// caller's one-element lists when `storage` is given, shared), then one per constant, holding
-/// its value. `info` is what `CompiledOp.info` returns; `name` names it in messages.
+/// its value. `info` is what `CompiledOp.info` returns; `name` names it in messages. An op on
+/// its own cells gets spare instances for threads that find it busy, unless it is a `spare`.
 pybind11::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
                                  std::size_t n_outputs,
                                  std::vector<pybind11::object> const& constants,
                                  std::optional<std::vector<pybind11::object>> const& storage,
-                                 pybind11::dict info, std::string const& name);
+                                 pybind11::dict info, std::string const& name, bool spare = false);
 
 /// (entry address, op address, inputs, outputs): what compiled code needs to call `op`
 /// natively. The caller keeps `op` alive while the addresses are in use.

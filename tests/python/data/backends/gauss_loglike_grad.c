@@ -4,8 +4,11 @@ int APPLY_SPECIFIC(gauss_loglike_grad)(PyArrayObject* y, PyArrayObject* mu, PyAr
 {
     double m = *(DTYPE_INPUT_1*)PyArray_DATA(mu), sum = 0;
     npy_intp n = PyArray_DIMS(y)[0], s = PyArray_STRIDES(y)[0];
+    // The loop reads only the arrays: other threads may run meanwhile (nutpie's chains).
+    Py_BEGIN_ALLOW_THREADS
     for (npy_intp i = 0; i < n; ++i)
         sum += *(DTYPE_INPUT_0*)(PyArray_BYTES(y) + i * s) - m;
+    Py_END_ALLOW_THREADS
     if (*dmu == NULL) {
         *dmu = (PyArrayObject*)PyArray_EMPTY(0, NULL, TYPENUM_OUTPUT_0, 0);
         if (*dmu == NULL) return 1;
