@@ -11,7 +11,6 @@ import threading
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-import pytest
 from backend_ops import SpinTimes, VecMul
 
 
