@@ -13,6 +13,7 @@
 #include <map>
 
 #include "link_errors.hpp"
+#include "section/platform.hpp"
 
 namespace py = pybind11;
 
@@ -46,11 +47,11 @@ namespace {
 using InitFn = PyObject* (*)();
 
 /// Loads the module of cache entry `key` from `verified_fd`, the descriptor its SHA-256 was
-/// checked through (`/proc/self/fd/N` reopens that same file, whatever `path` names by now), so
-/// nothing can be swapped in between. The descriptor stays open: glibc knows the module by
-/// that name, and a reused number would make a later dlopen return this module again.
-/// A debug build is loaded by its path: gdb reads modules by the loader's name for them, and
-/// `/proc/self/fd/N` would name one of gdb's own descriptors.
+/// checked through (`platform::descriptor_path`, `/proc/self/fd/N` on Linux, reopens that same
+/// file, whatever `path` names by now), so nothing can be swapped in between. The descriptor stays
+/// open: glibc knows the module by that name, and a reused number would make a later dlopen return
+/// this module again. A debug build is loaded by its path: gdb reads modules by the loader's name
+/// for them, and `/proc/self/fd/N` would name one of gdb's own descriptors.
 LoadedLibrary const& load_library(std::string const& key, std::filesystem::path const& path,
                                   int verified_fd, bool by_path) {
   static std::map<std::string, LoadedLibrary> loaded;  // by cache key; guarded by the GIL
@@ -58,7 +59,7 @@ LoadedLibrary const& load_library(std::string const& key, std::filesystem::path 
   if (verified_fd < 0) throw LinkError("cannot load " + path.string() + ": it was not verified");
   int const fd = ::fcntl(verified_fd, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) throw LinkError("cannot load " + path.string() + ": " + std::strerror(errno));
-  std::string const by_fd = by_path ? path.string() : "/proc/self/fd/" + std::to_string(fd);
+  std::string const by_fd = by_path ? path.string() : section::platform::descriptor_path(fd);
   LoadedLibrary lib;
   lib.handle = ::dlopen(by_fd.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib.handle) {

@@ -8,6 +8,7 @@
 // Every file inside is opened with openat(…, O_NOFOLLOW) from these verified directories.
 #include "section/cache.hpp"
 #include "section/log.hpp"
+#include "section/platform.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -184,12 +185,10 @@ bool valid_key(std::string const& key) {
 // Who holds a lock, as its exclusive holder recorded it: "<pid> <pid namespace> <host>".
 std::string this_holder() {
   static std::string const record = [] {
-    char ns[128] = "?", host[256] = "?";
-    ssize_t const n = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
-    ns[n > 0 ? n : 1] = '\0';
+    char host[256] = "?";
     ::gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = '\0';
-    return std::string(ns) + " " + host;
+    return platform::pid_namespace() + " " + host;
   }();
   return std::to_string(::getpid()) + " " + record + "\n";
 }
@@ -221,10 +220,7 @@ std::string describe(Holder const& h) {
     if (!host.empty() && host.back() == '\n') host.pop_back();
     return text + " (in another pid namespace or on host " + host + ")";
   }
-  auto stat = read_file("/proc/" + std::to_string(h.pid) + "/stat").value_or("");
-  auto const close_paren = stat.rfind(')');
-  if (close_paren != std::string::npos && close_paren + 2 < stat.size() &&
-      (stat[close_paren + 2] == 'T' || stat[close_paren + 2] == 't'))
+  if (platform::is_stopped(h.pid))
     return text + ", which is stopped (resume it with `kill -CONT " + std::to_string(h.pid) +
            "` or end it)";
   return text + (is_dead(h.pid) ? ", which is no longer running" : ", which is running");

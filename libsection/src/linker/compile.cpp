@@ -20,6 +20,7 @@
 #include "parse/read.hpp"
 #include "section/codes.hpp"
 #include "section/log.hpp"
+#include "section/platform.hpp"
 
 extern char** environ;
 
@@ -73,17 +74,6 @@ std::string compiler_identity(fs::path const& compiler, PrivateDir const& state)
 bool is_launcher(std::string const& program) {
   std::string const name = fs::path(program).filename().string();
   return name == "ccache" || name == "sccache" || name == "distcc" || name == "icecc";
-}
-
-// The CPU's model and feature flags (what `-march=native` resolves from).
-std::string cpu_description() {
-  std::string description;
-  std::istringstream info(read_file("/proc/cpuinfo").value_or(""));
-  for (std::string line; std::getline(info, line);) {
-    if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) description += line + "\n";
-    if (line.empty() && !description.empty()) break;  // the first CPU is enough
-  }
-  return description;
 }
 
 }  // namespace
@@ -173,7 +163,8 @@ Toolchain find_toolchain(PrivateDir const& state) {
   tc.flags = module_flags(tc.debug, native);
   // `-march=native` code only runs on CPUs like this one: key it by the CPU too, so machines
   // sharing a cache never load each other's.
-  if (native) tc.identity += " cpu:" + detail::sha256_hex(cpu_description()).substr(0, 16);
+  if (native)
+    tc.identity += " cpu:" + detail::sha256_hex(platform::cpu_description()).substr(0, 16);
   tc.link_flags = linker_flags(tc.identity);
   return tc;
 }

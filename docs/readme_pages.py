@@ -1,0 +1,79 @@
+"""MkDocs hook: the README's guides and the project's other Markdown files as pages.
+
+README.md stays the one source of the guides: each `## ` section becomes a page under guides/
+(numbered in README order), the text above the first one is the home page, and ARCHITECTURE.md,
+CONTRIBUTING.md and CHANGELOG.md are copied in as they are. Headings inside fenced code blocks
+(`#section ...` lines) are not headings.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parent.parent
+COPIED = {
+    "architecture.md": "ARCHITECTURE.md",
+    "contributing.md": "CONTRIBUTING.md",
+    "changelog.md": "CHANGELOG.md",
+}
+
+
+def readme_sections(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The README's introduction and its `## ` sections as (title, Markdown) pairs."""
+    intro: list[str] = []
+    sections: list[tuple[str, list[str]]] = []
+    fence = None
+    for line in text.splitlines(keepends=True):
+        marker = re.match(r"\s*(```|~~~)", line)
+        if marker:
+            fence = None if fence == marker.group(1) else fence or marker.group(1)
+        if fence is None and not marker and line.startswith("## "):
+            sections.append((line[3:].strip(), []))
+            line = "# " + line[3:]
+        elif fence is None and not marker and line.startswith("###"):
+            line = line[1:]  # one level up, below the page's own title
+        (sections[-1][1] if sections else intro).append(line)
+    return "".join(intro), [(title, "".join(lines)) for title, lines in sections]
+
+
+def slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def guide_pages() -> tuple[str, list[tuple[str, str, str]]]:
+    """The home page's text and (title, page path, Markdown) of each guide."""
+    intro, sections = readme_sections((ROOT / "README.md").read_text(encoding="utf-8"))
+    pages = [
+        (title, f"guides/{i:02d}-{slug(title)}.md", body)
+        for i, (title, body) in enumerate(sections, 1)
+    ]
+    return intro, pages
+
+
+def on_config(config):
+    _, pages = guide_pages()
+    config["nav"] = [
+        {"Home": "index.md"},
+        {"Guides": [{title: path} for title, path, _ in pages]},
+        {"API reference": "api.md"},
+        {"Architecture": "architecture.md"},
+        {"Contributing": "contributing.md"},
+        {"Changelog": "changelog.md"},
+    ]
+    return config
+
+
+def on_files(files: Files, config) -> Files:
+    intro, pages = guide_pages()
+    guides = "\n".join(f"- [{title}]({path})" for title, path, _ in pages)
+    files.append(File.generated(config, "index.md", content=f"{intro}\n## Guides\n\n{guides}\n"))
+    for _, path, body in pages:
+        files.append(File.generated(config, path, content=body))
+    for page, source in COPIED.items():
+        files.append(
+            File.generated(config, page, content=(ROOT / source).read_text(encoding="utf-8"))
+        )
+    return files
