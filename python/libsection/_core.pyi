@@ -392,7 +392,7 @@ def marker_style(text: str) -> str:
     """
 def native_entry(op: typing.Any) -> tuple:
     """
-    (entry address, op address, inputs, outputs): how compiled code (Numba) calls a CompiledOp natively; see python/libsection/_numba.py.
+    (entry address, op address, inputs, outputs, address of the entry taking preset output arrays): how compiled code (Numba, the JAX handler) calls a CompiledOp natively; see python/libsection/_numba.py.
     """
 def op_cache_version(sections: LoadedSections, op: OpDescription, options: ExpandOptions = ...) -> str:
     """

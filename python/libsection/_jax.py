@@ -145,7 +145,6 @@ def jax_function(node, own_perform: bool):
         return gradient(xs, outputs, cotangents)
 
     function.defvjp(forward_keeping, backward)
-    function.libsection_call = call  # type: ignore[attr-defined]  # runs the op; kept with it
     return function
 
 
