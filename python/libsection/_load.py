@@ -5,6 +5,8 @@ The bottom layer of the package: it depends on the compiled core only.
 
 from __future__ import annotations
 
+import errno
+import inspect
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -152,3 +154,30 @@ def load_sections(files: PathLike | bytes | Iterable[PathLike | bytes]) -> dict[
 def parse_text(text: str, filename: str = "<string>") -> LoadedSections:
     """Parses text held in memory. Never raises for content: see ``.error`` and ``.diagnostics``."""
     return _core.parse_text(text, filename)
+
+
+def relative_to_class(cls: type, f: Path) -> Path:
+    """``f`` (a func_files entry) as a path: relative paths are relative to the folder of the
+    file that defines ``cls`` or, for a class defined where Python records no file (a notebook
+    cell, a prompt, ``python -c``, stdin), to the working directory. A relative path that names
+    no file raises ``FileNotFoundError`` saying where it was looked for, and why there."""
+    if f.is_absolute():
+        return f
+    try:
+        defined_in = inspect.getfile(cls)
+    except (TypeError, OSError):  # no file: __main__ of a kernel or a prompt
+        defined_in = "<no file>"
+    if not defined_in.startswith("<"):  # "<stdin>", "<string>": no file either
+        folder = Path(defined_in).parent
+        why = f"beside {defined_in}, which defines {cls.__name__}"
+    else:
+        folder = Path.cwd()
+        why = (
+            f"in the working directory, since {cls.__name__} was defined where Python records "
+            "no file (a notebook cell, a prompt, python -c)"
+        )
+    path = (folder / f).resolve()
+    if not path.exists():
+        message = f"{cls.__name__}: section file {str(f)!r} not found: looked {why}"
+        raise FileNotFoundError(errno.ENOENT, message, str(path))
+    return path

@@ -17,7 +17,6 @@ process loads it without compiling); later calls go straight to C.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -28,7 +27,7 @@ import numpy as np
 
 from . import _core
 from ._build import build
-from ._load import load
+from ._load import load, relative_to_class
 from ._types import type_of
 
 __all__ = ["ExternalCOp"]
@@ -80,18 +79,9 @@ class ExternalCOp:
 
     @classmethod
     def get_path(cls, f: Path) -> Path:
-        """Resolves a relative path against the directory of the file that defines ``cls``."""
-        if f.is_absolute():
-            return f
-        try:
-            defined_in = inspect.getfile(cls)
-        except TypeError:  # a class typed at a prompt, or given to `python -c`
-            raise TypeError(
-                f"{cls.__name__} was defined where Python records no file, so its relative "
-                f"func_files ({f}) cannot be found: give absolute paths, or define the class "
-                "in a module"
-            ) from None
-        return (Path(defined_in).parent / f).resolve()
+        """Resolves a relative path against the folder of the file that defines ``cls`` (the
+        working directory for a class defined in a notebook cell or at a prompt)."""
+        return relative_to_class(cls, Path(f))
 
     def _params(self) -> dict[str, tuple[str, Any]]:
         missing = [name for name in self.params if not hasattr(self, name)]

@@ -39,7 +39,7 @@ from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
 from . import _backends, _core, _numba
-from ._load import load_texts, raise_for
+from ._load import load_texts, raise_for, relative_to_class
 from ._node import NodeRunner, compile_node, make_c_thunk, make_thunk, prepare_nodes, store
 from ._types import tensor
 from .op import ExternalCOp as StandaloneOp
@@ -108,10 +108,9 @@ class ExternalCOp(COp):
 
     @classmethod
     def get_path(cls, f: Path) -> Path:
-        """Resolves a relative path against the directory of the file defining ``cls``."""
-        if not f.is_absolute():
-            f = (Path(inspect.getfile(cls)).parent / f).resolve()
-        return f
+        """Resolves a relative path against the directory of the file defining ``cls`` (the
+        working directory for a class defined in a notebook cell or at a prompt)."""
+        return relative_to_class(cls, Path(f))
 
     def __init__(self, func_files, func_name: str | None = None):
         if not isinstance(func_files, list):

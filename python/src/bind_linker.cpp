@@ -117,8 +117,21 @@ void log_to_python(LogRecord const& record) {
         .attr("getLogger")("libsection")
         .attr("log")(level, record.message, py::arg("extra") = extra);
   } catch (py::error_already_set& e) {
-    e.discard_as_unraisable("libsection logging");
+    // A KeyboardInterrupt (or SystemExit) raised in a handler stops the build: left pending,
+    // the interrupt check sees it. A handler's own failure must not stop it: reported as
+    // unraisable, as logging reports a failing handler.
+    if (e.matches(PyExc_Exception)) e.discard_as_unraisable("libsection logging");
+    else e.restore();
   }
+}
+
+/// The build's interrupt check: a signal Python has not handled yet (SIGINT runs its handler
+/// here, raising KeyboardInterrupt), or an exception left pending by a callback. The exception
+/// stays set on this thread, for the caller to raise once the build is unwound.
+bool python_interrupted() {
+  if (!Py_IsInitialized()) return false;
+  py::gil_scoped_acquire gil;
+  return PyErr_Occurred() != nullptr || PyErr_CheckSignals() != 0;
 }
 
 /// `Graph` and what is done with one: `link` and `prepare`.
@@ -186,8 +199,12 @@ storage), for an instance run in place with ``run_in_place`` or through ``cthunk
 
 void bind_linker(py::module_& m) {
   set_log_sink(log_to_python);
+  set_interrupt_check(python_interrupted);
   // Back to stderr before the interpreter goes, in case a thread still builds.
-  py::module_::import("atexit").attr("register")(py::cpp_function([] { set_log_sink({}); }));
+  py::module_::import("atexit").attr("register")(py::cpp_function([] {
+    set_log_sink({});
+    set_interrupt_check(nullptr);
+  }));
   add_compiled_op_type(m);
   add_link_errors(m);
 

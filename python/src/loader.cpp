@@ -127,7 +127,11 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
       built = build_module(module, python, cache, sm);
     } catch (LinkError const& e) {
       raise_python(e, sm);
+    } catch (BuildInterrupted const&) {  // the KeyboardInterrupt is pending on this thread
+      if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
+      throw py::error_already_set();
     }
+    if (PyErr_Occurred()) throw py::error_already_set();  // raised by a callback after the build
     library = built.entry.library;
     key = built.entry.key;
     verified_library = built.entry.library_file;

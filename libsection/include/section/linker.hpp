@@ -36,6 +36,17 @@ class CompileError : public LinkError {
   std::filesystem::path kept_dir_;
 };
 
+/// Thrown when a build is interrupted (see `set_interrupt_check`): the compiler was killed and
+/// nothing was published. Not a `std::exception`, so no handler that recovers from a failed
+/// step (the precompiled header's, say) takes it for one.
+struct BuildInterrupted {};
+
+/// Asked while a build waits for the compiler (every 20 ms at most): true stops the build (the
+/// Python module checks for a pending signal, SIGINT from a terminal or a notebook's interrupt). A
+/// plain function, safe to call from any building thread.
+using InterruptCheck = bool (*)();
+void set_interrupt_check(InterruptCheck check);
+
 /// A value of the wrong kind for an input of the op's main function: a scalar type where the
 /// function takes an array, or the other way round (Python: `TypeError`).
 class InputTypeError : public LinkError {
