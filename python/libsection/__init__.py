@@ -12,6 +12,14 @@ from ._load import LoadError, SectionDecodeError, SectionError, load, load_secti
 from ._types import ndim, tensor, type_of, upcast
 from .op import ExternalCOp
 
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext libsection`` in IPython or Jupyter: the ``%%section NAME.c`` cell magic."""
+    from ._magic import load_ipython_extension as load
+
+    load(ipython)
+
+
 __all__ = [
     "CompileError",
     "CompiledOp",
@@ -27,6 +35,7 @@ __all__ = [
     "build",
     "build_many",
     "load",
+    "load_ipython_extension",
     "load_sections",
     "ndim",
     "parse_text",

@@ -1,0 +1,135 @@
+"""A real notebook, executed by nbclient in an ipykernel kernel: `%load_ext libsection`, section
+code written with the `%%section` magic, an op defined in a cell and called standalone and in a
+PyTensor graph, a lint finding and a compile error each at the right line of their cell, and
+no progress output left in the saved notebook."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="nbformat is installed on the py312 stack")
+nbclient = pytest.importorskip("nbclient", reason="nbclient is installed on the py312 stack")
+pytest.importorskip("ipykernel", reason="ipykernel is installed with the test requirements")
+
+MAGIC = (
+    "%%section vector_add.c --inputs float64[:],float64[:] --outputs float64[:] "
+    "--func-name APPLY_SPECIFIC(vector_add) --expand\n"
+)
+VECTOR_ADD = (
+    MAGIC
+    + """\
+#section support_code_apply
+static double twice(double v) { return 2 * v; }
+
+int APPLY_SPECIFIC(vector_add)(PyArrayObject* x, PyArrayObject* y, PyArrayObject** z)
+{
+    npy_intp n = PyArray_DIMS(x)[0];
+    if (*z == NULL || PyArray_DIMS(*z)[0] != n) {
+        Py_XDECREF(*z);
+        *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_FLOAT64, 0);
+        if (*z == NULL) return 1;
+    }
+    double* pz = (double*)PyArray_DATA(*z);
+    for (npy_intp i = 0; i < n; ++i)
+        pz[i] = twice(0.5) * ((double*)PyArray_DATA(x))[i] + ((double*)PyArray_DATA(y))[i];
+    return 0;
+}
+"""
+)
+
+STANDALONE = """\
+import numpy as np
+import libsection
+
+class VectorAdd(libsection.ExternalCOp):
+    func_files = ["vector_add.c"]
+    func_name = "APPLY_SPECIFIC(vector_add)"
+
+    def output_types(self, x, y):
+        return ["float64[:]"]
+
+print("standalone", VectorAdd()(np.arange(3.0), np.ones(3)).tolist())
+"""
+
+DROP_IN = """\
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.basic import Apply
+from libsection.pytensor import ExternalCOp
+
+class VectorAddOp(ExternalCOp):
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__(["vector_add.c"], "APPLY_SPECIFIC(vector_add)")
+
+    def make_node(self, x, y):
+        return Apply(self, [x, y], [pt.dvector()])
+
+x, y = pt.dvector("x"), pt.dvector("y")
+f = pytensor.function([x, y], VectorAddOp()(x, y) * 10, mode="CVM")
+print("graph", f(np.arange(3.0), np.ones(3)).tolist())
+"""
+
+BROKEN = """\
+%%section broken.c
+#section support_code_apply
+int APPLY_SPECIFIC(broken)(PyArrayObject* x, PyArrayObject** z)
+{
+    return undeclared_name;
+}
+"""
+
+BUILD_BROKEN = """\
+try:
+    libsection.build(["broken.c"], "APPLY_SPECIFIC(broken)",
+                     inputs=["float64[:]"], outputs=["float64[:]"])
+except libsection.CompileError as e:
+    print("compile error:", e)
+"""
+
+
+def outputs_text(cell) -> str:
+    parts = []
+    for out in cell.get("outputs", []):
+        if out["output_type"] == "stream":
+            parts.append(out["text"])
+        elif "data" in out:
+            parts.append(json.dumps(out["data"]))
+        elif out["output_type"] == "error":
+            parts.append("\n".join(out["traceback"]))
+    return "".join(parts)
+
+
+def test_a_notebook_writes_lints_builds_and_runs_an_op(tmp_path, cache_dir):
+    cells = ["%load_ext libsection", VECTOR_ADD, STANDALONE, DROP_IN, BROKEN, BUILD_BROKEN]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+    path = tmp_path / "run.ipynb"
+    nbformat.write(nb, path)
+    saved = nbformat.read(path, as_version=4)
+    texts = [outputs_text(c) for c in saved.cells]
+    for cell, text in zip(cells, texts, strict=True):
+        assert "Traceback" not in text, f"{cell.splitlines()[0]}: {text}"
+
+    # The magic wrote the cell where the op class finds it, linted it at the cell's lines
+    # (line 2 of the code after the magic line), and showed the expansion.
+    assert (tmp_path / "vector_add.c").read_text() == VECTOR_ADD.split("\n", 1)[1]
+    assert "vector_add.c:2:15: warning: function `twice`" in texts[1]
+    assert "[SL401]" in texts[1]
+    assert "text/html" in texts[1] and "vector_add" in texts[1]  # the highlighted expansion
+    assert "standalone [1.0, 2.0, 3.0]" in texts[2]
+    assert "graph [10.0, 20.0, 30.0]" in texts[3]
+    # The compile error points at the cell's line 4, never at a generated source.
+    assert "broken.c:4:" in texts[5] and "undeclared_name" in texts[5]
+    assert "source.cpp:" not in texts[5].split("the generated source")[0]
+    # No progress line stays in the saved notebook (these compiles take under the second
+    # after which the line appears).
+    for text in texts:
+        assert not re.search(r"compiling \S+ \(\d+\.\d s\)", text) and "\r" not in text, text
