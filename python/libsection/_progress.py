@@ -36,7 +36,7 @@ _open = 0
 _open_lock = threading.Lock()
 
 
-def progress_stream(progress: bool | None = None) -> TextIO | None:
+def progress_stream(progress: bool | None = None) -> TextIO | _NotebookLine | None:
     """Where the progress line goes: stderr when ``progress`` is True, or when it is None and
     stderr is a terminal or a notebook's, nobody asked for quiet and no other Progress is open;
     else None."""
@@ -54,6 +54,8 @@ def progress_stream(progress: bool | None = None) -> TextIO | None:
             return None
         if not (_in_jupyter() or sys.stderr.isatty()):
             return None
+    if _in_jupyter():
+        return _NotebookLine()
     return sys.stderr
 
 
@@ -61,7 +63,7 @@ class Progress:
     """One line for ``total`` numbered tasks that may run concurrently; it names the task that
     has run longest. A no-op without a stream."""
 
-    def __init__(self, total: int, stream: TextIO | None) -> None:
+    def __init__(self, total: int, stream: TextIO | _NotebookLine | None) -> None:
         self.total = total
         self.stream = stream
         self._running: dict[int, tuple[str, float]] = {}  # number -> (label, start)
@@ -116,10 +118,33 @@ class Progress:
         """Replaces the line on screen (blanks, not an escape code: notebooks show those)."""
         if self.stream is None or text == self._text:
             return
-        self.stream.write("\r" + text.ljust(self._width) + ("\r" if not text else ""))
-        self.stream.flush()
+        if isinstance(self.stream, _NotebookLine):
+            self.stream.show(text)
+        else:
+            self.stream.write("\r" + text.ljust(self._width) + ("\r" if not text else ""))
+            self.stream.flush()
         self._width = len(text)
         self._text = text
+
+
+class _NotebookLine:
+    """The progress line in a Jupyter cell: one display, made when there is first something to
+    show and updated in place (a kernel turns every write to stderr into an output of its own,
+    and a saved notebook keeps them all); emptied when done, so the cell keeps at most one,
+    empty, output for it."""
+
+    def __init__(self) -> None:
+        self._handle = None
+
+    def show(self, text: str) -> None:
+        from IPython.display import Pretty, display
+
+        if self._handle is None:
+            if not text:
+                return
+            self._handle = display(Pretty(text), display_id=True)
+        else:
+            self._handle.update(Pretty(text))
 
 
 class _Ticker:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 
@@ -92,6 +93,16 @@ except libsection.CompileError as e:
 """
 
 
+SLOW_BUILD = """\
+import os
+os.environ["CXX"] = os.path.abspath("slow-c++")  # a compile of 1.5 s: the progress line shows
+libsection.build(["vector_add.c"], "APPLY_SPECIFIC(vector_add)",
+                 inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"])
+del os.environ["CXX"]
+print("slow build done")
+"""
+
+
 def outputs_text(cell) -> str:
     parts = []
     for out in cell.get("outputs", []):
@@ -105,7 +116,22 @@ def outputs_text(cell) -> str:
 
 
 def test_a_notebook_writes_lints_builds_and_runs_an_op(tmp_path, cache_dir):
-    cells = ["%load_ext libsection", VECTOR_ADD, STANDALONE, DROP_IN, BROKEN, BUILD_BROKEN]
+    real = shutil.which("c++") or shutil.which("g++")
+    wrapper = tmp_path / "slow-c++"
+    wrapper.write_text(
+        f'#!/bin/sh\ncase "$1" in --version) exec {real} --version ;; esac\n'
+        f'sleep 1.5\nexec {real} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    cells = [
+        "%load_ext libsection",
+        VECTOR_ADD,
+        STANDALONE,
+        DROP_IN,
+        BROKEN,
+        BUILD_BROKEN,
+        SLOW_BUILD,
+    ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     client = nbclient.NotebookClient(
         nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
@@ -129,7 +155,11 @@ def test_a_notebook_writes_lints_builds_and_runs_an_op(tmp_path, cache_dir):
     # The compile error points at the cell's line 4, never at a generated source.
     assert "broken.c:4:" in texts[5] and "undeclared_name" in texts[5]
     assert "source.cpp:" not in texts[5].split("the generated source")[0]
-    # No progress line stays in the saved notebook (these compiles take under the second
-    # after which the line appears).
+    # The slow build's progress was one display, updated in place and emptied when done: the
+    # saved notebook holds that one empty output and no progress text anywhere.
+    assert "slow build done" in texts[6]
+    displays = [o for o in saved.cells[6].outputs if o["output_type"] == "display_data"]
+    assert len(displays) == 1, saved.cells[6].outputs
+    assert displays[0]["data"]["text/plain"] == ""
     for text in texts:
         assert not re.search(r"compiling \S+ \(\d+\.\d s\)", text) and "\r" not in text, text
