@@ -103,6 +103,19 @@ print("slow build done")
 """
 
 
+SAMPLE = """\
+import pymc as pm
+
+with pm.Model():
+    mu = pm.Normal("mu", 0, 10)
+    z = VectorAddOp()(pt.as_tensor(np.zeros(3)), mu + np.zeros(3))
+    pm.Potential("likelihood", -(z**2).sum())
+    idata = pm.sample(draws=100, tune=100, chains=2, cores=2, step=pm.Metropolis(),
+                      progressbar=False, compute_convergence_checks=False, random_seed=1)
+print("sampled", idata.posterior["mu"].shape)
+"""
+
+
 def outputs_text(cell) -> str:
     parts = []
     for out in cell.get("outputs", []):
@@ -131,6 +144,7 @@ def test_a_notebook_writes_lints_builds_and_runs_an_op(tmp_path, cache_dir):
         BROKEN,
         BUILD_BROKEN,
         SLOW_BUILD,
+        SAMPLE,
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     client = nbclient.NotebookClient(
@@ -161,5 +175,7 @@ def test_a_notebook_writes_lints_builds_and_runs_an_op(tmp_path, cache_dir):
     displays = [o for o in saved.cells[6].outputs if o["output_type"] == "display_data"]
     assert len(displays) == 1, saved.cells[6].outputs
     assert displays[0]["data"]["text/plain"] == ""
+    # PyMC's multiprocess sampling (cores=2) with the op class of a cell.
+    assert "sampled (2, 100)" in texts[7], texts[7]
     for text in texts:
         assert not re.search(r"compiling \S+ \(\d+\.\d s\)", text) and "\r" not in text, text
