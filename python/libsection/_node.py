@@ -104,7 +104,12 @@ def _params(op, node):
         value = op.get_params(node)
     except MethodNotDefined:
         return None
-    return value, node.params_type if hasattr(node, "params_type") else op.params_type
+    params_type = node.params_type if hasattr(node, "params_type") else op.params_type
+    if isinstance(params_type, ScalarType):
+        # get_params may return a plain number (PyTensor allows it); the scalar's C extract
+        # takes exactly its NumPy scalar, which the type's filter makes (or refuses the value).
+        value = params_type.filter(value)
+    return value, params_type
 
 
 def _node_graph(node):
