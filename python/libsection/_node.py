@@ -95,7 +95,29 @@ class _NodeCode:
         return [d for d in self._call("c_lib_dirs", default=[]) if d]
 
     def c_compile_args(self):
-        return self._call("c_compile_args", default=[])
+        return [*pytensor_flags(), *self._call("c_compile_args", default=[])]
+
+
+_pytensor_flags: list[str] | None = None
+
+
+def pytensor_flags() -> list[str]:
+    """The flags PyTensor's C backend compiles every module with, so a node's results are those
+    of PyTensor's C backend to the bit: its machine flags (the expansion of GCC's
+    ``-march=native``, unless ``config.gcc__cxxflags`` names a ``-march``), ``a*b+c``
+    contracted to one fused operation as in GCC's GNU mode, which PyTensor's g++ runs in
+    (libsection's own ``-std=c++17`` would turn it off), then ``config.gcc__cxxflags``. The
+    machine flags put the CPU in the module's cache key."""
+    global _pytensor_flags
+    if _pytensor_flags is None:
+        import shlex
+
+        from pytensor import config
+
+        user = shlex.split(config.gcc__cxxflags)
+        machine = [] if any(f.startswith("-march=") for f in user) else ["-march=native"]
+        _pytensor_flags = [*machine, "-ffp-contract=fast", *user]
+    return _pytensor_flags
 
 
 def _params(op, node):
@@ -104,7 +126,12 @@ def _params(op, node):
         value = op.get_params(node)
     except MethodNotDefined:
         return None
-    return value, node.params_type if hasattr(node, "params_type") else op.params_type
+    params_type = node.params_type if hasattr(node, "params_type") else op.params_type
+    if isinstance(params_type, ScalarType):
+        # get_params may return a plain number (PyTensor allows it); the scalar's C extract
+        # takes exactly its NumPy scalar, which the type's filter makes (or refuses the value).
+        value = params_type.filter(value)
+    return value, params_type
 
 
 def _node_graph(node):

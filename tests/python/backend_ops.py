@@ -134,3 +134,26 @@ class SpinTimes(ExternalCOp):
 
     def infer_shape(self, *args):
         return [(2,)]
+
+
+class ScaleByParam(ExternalCOp):
+    """z = k * x, where k is the op's params: a scalar type, get_params returning whatever the
+    op was given (a Python number, a NumPy scalar of another width)."""
+
+    __props__ = ("dtype", "k")
+
+    def __init__(self, dtype, k):
+        from pytensor.scalar import ScalarType
+
+        self.dtype, self.k = dtype, k
+        self.params_type = ScalarType(dtype)
+        super().__init__("data/backends/scale_by_param.c", "APPLY_SPECIFIC(scale_by_param)")
+
+    def get_params(self, node):
+        return self.k
+
+    def make_node(self, x):
+        return Apply(self, [as_tensor_variable(x)], [pt.dvector()])
+
+    def infer_shape(self, *args):
+        return [args[-1][0]]

@@ -60,6 +60,12 @@ def test_params_field_names_must_be_c_identifiers():
         vtv(params={"": 1})
 
 
+@pytest.mark.parametrize("word", ["int", "return", "class"])
+def test_params_field_names_that_are_keywords_are_refused_when_declared(word, cache_dir):
+    with pytest.raises(ValueError, match=f"params field `{word}`: a reserved word of C or C\\+\\+"):
+        vtv(params={word: 1})
+
+
 def test_func_name_is_validated_before_anything_is_built():
     for bad in ["", "f() { return 0; } int g", "f;", "f\n"]:
         with pytest.raises(ValueError, match="func_name"):

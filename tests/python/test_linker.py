@@ -262,6 +262,22 @@ def test_bad_params_values_are_reported_when_the_op_is_instantiated(tmp_path):
             **signature,
             params={"factor": ("int32", 2**40), "offsets": np.zeros(4)},
         )
+    with pytest.raises(
+        OverflowError, match="params field `factor`: value out of range for float32"
+    ):
+        build(
+            src,
+            "APPLY_SPECIFIC(scale)",
+            **signature,
+            params={"factor": ("float32", 1e300), "offsets": np.zeros(4)},
+        )
+    for held in (1.5, float("inf"), -3.4e38):  # float32 holds these: accepted, as a cast keeps them
+        build(
+            src,
+            "APPLY_SPECIFIC(scale)",
+            **signature,
+            params={"factor": ("float32", held), "offsets": np.zeros(4)},
+        )
     with pytest.raises(TypeError, match="params field `offsets`: expected a float64"):
         build(
             src,

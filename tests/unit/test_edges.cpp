@@ -87,6 +87,15 @@ TEST_SUITE("names in generated source") {
     CHECK_NOTHROW(ParamsType({{"k_2", parse_type("int64")}, {"_a", parse_type("float64[:]")}}));
   }
 
+  TEST_CASE("params field names that are C or C++ keywords are refused, naming the word") {
+    for (auto word : {"int", "return", "class", "restrict", "template", "_Bool"})
+      CHECK_THROWS_WITH_AS(params_spec({{word, parse_type("int64")}}),
+                           doctest::Contains(std::string("`") + word + "`: a reserved word"),
+                           signature_error);
+    for (auto ok : {"integer", "classes", "Return", "int_", "new_value"})
+      CHECK_NOTHROW(params_spec({{ok, parse_type("int64")}}));
+  }
+
   TEST_CASE("a function name is an identifier, a qualified one, or one macro call of either") {
     for (auto ok : {"f", "APPLY_SPECIFIC(vector_times_vector)", " APPLY_SPECIFIC( f ) ", "ns::f",
                     "M(ns::inner::f)"})

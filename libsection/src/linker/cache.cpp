@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -24,6 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -485,6 +488,53 @@ class LockWait {
 
 }  // namespace
 
+namespace {
+
+/// The descriptors of the locks this process holds, with the thread holding each. A child
+/// forked while another thread holds a lock (a multiprocessing worker started mid-build) gets
+/// a copy of that descriptor, which would keep the lock held for as long as the child lives:
+/// the child then waited forever for the entry. After a fork, the child closes the copies of
+/// the threads it does not have (flock locks belong to the open file, so the parent's lock is
+/// untouched and released by the parent as usual).
+class HeldLocks {
+ public:
+  static HeldLocks& get() {
+    static HeldLocks* const held = [] {
+      auto* h = new HeldLocks();  // never destroyed: a fork may come at any time
+      ::pthread_atfork([] { get().mutex_.lock(); }, [] { get().mutex_.unlock(); },
+                       [] { get().forget_other_threads(); });
+      return h;
+    }();
+    return *held;
+  }
+  void add(int fd) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    fds_[fd] = std::this_thread::get_id();
+  }
+  void remove(int fd) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    fds_.erase(fd);
+  }
+
+ private:
+  void forget_other_threads() {  // in the child, with the mutex the prepare handler took
+    auto const me = std::this_thread::get_id();
+    for (auto it = fds_.begin(); it != fds_.end();) {
+      if (it->second == me) {
+        ++it;
+        continue;
+      }
+      ::close(it->first);
+      it = fds_.erase(it);
+    }
+    mutex_.unlock();
+  }
+  std::mutex mutex_;
+  std::map<int, std::thread::id> fds_;
+};
+
+}  // namespace
+
 FileLock::FileLock(PrivateDir const& dir, std::string const& name, Mode mode, double timeout,
                    bool give_up_when_busy)
     : mode_(mode) {
@@ -502,6 +552,7 @@ FileLock::FileLock(PrivateDir const& dir, std::string const& name, Mode mode, do
         continue;
       }
       fd_ = fd;
+      HeldLocks::get().add(fd);
       record_holder(fd, mode);
       return;
     }
@@ -543,6 +594,7 @@ void FileLock::share() {
 FileLock::~FileLock() {
   if (fd_ < 0) return;
   if (mode_ == Mode::exclusive) (void)!::ftruncate(fd_, 0);  // no stale pid left behind
+  HeldLocks::get().remove(fd_);
   ::close(fd_);
   fd_ = -1;
 }

@@ -14,6 +14,7 @@
 #include "section/expand.hpp"
 #include "section/log.hpp"
 #include "section/names.hpp"
+#include "section/platform.hpp"
 #include "section/version.hpp"
 
 namespace section {
@@ -183,7 +184,15 @@ std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
   add(python.abi);
   add(python.numpy_api);
   for (auto const& d : python.include_dirs) add(d);
-  for (auto const& a : module.compile_args) add(a);
+  bool native = false;
+  for (auto const& a : module.compile_args) {
+    add(a);
+    native = native || a.find("=native") != std::string::npos;
+  }
+  // An op's `-march=native` (the drop-in's default) keys the module by the CPU as
+  // LIBSECTION_CXXFLAGS's does: machines sharing a cache never load each other's.
+  if (native && tc.identity.find(" cpu:") == std::string::npos)
+    add("cpu:" + detail::sha256_hex(platform::cpu_description()));
   for (auto const& l : module.libraries) add(l);
   add("dirs");  // so a header directory can never pass for a library and back
   for (auto const& d : module.header_dirs) add(d);

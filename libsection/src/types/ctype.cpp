@@ -180,7 +180,8 @@ class ScalarType final : public CType {
                "  if (value_ == -1.0 && PyErr_Occurred()) {\n" +
                scalar_type_error(label + ": expected a real number for " + dtype_.name + ", got %s",
                                  py, fail, "    ") +
-               "  }\n  " + name + " = (" + dtype_.c_type + ")value_;\n}\n";
+               "  }\n" + float_range_check(label, fail) + "  " + name + " = (" + dtype_.c_type +
+               ")value_;\n}\n";
       case ScalarKind::boolean:
         return "if (" + py + " == Py_True || " + py + " == Py_False || PyArray_IsScalar(" + py +
                ", Bool)) {\n  " + name + " = (npy_bool)PyObject_IsTrue(" + py + ");\n} else {\n" +
@@ -212,6 +213,17 @@ class ScalarType final : public CType {
     }
     return {};
   }
+  // A finite value a float32 cannot hold is refused, as an integer out of range is (a cast
+  // would make it inf). inf and nan pass: float32 holds them.
+  std::string float_range_check(std::string const& label, std::string const& fail) const {
+    if (dtype_.itemsize != 4) return {};
+    return "  if (value_ - value_ == 0 && (value_ > 3.4028234663852886e+38 || "
+           "value_ < -3.4028234663852886e+38)) {\n"
+           "    PyErr_SetString(PyExc_OverflowError, " +
+           c_string(label + ": value out of range for " + dtype_.name) + ");\n    " + fail +
+           "\n  }\n";
+  }
+
   std::string c_sync(std::string const& name, Sub const&) const override {
     // A NumPy scalar of the exact dtype, as NumPy's own reductions return.
     return "{\n  PyArray_Descr* descr_ = PyArray_DescrFromType(" + std::to_string(dtype_.typenum) +

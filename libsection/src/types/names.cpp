@@ -47,11 +47,126 @@ bool is_c_identifier(std::string_view name) {
   return true;
 }
 
+bool is_reserved_word(std::string_view name) {
+  // C17's and C++20's keywords (and C++'s alternative operator spellings): generated modules
+  // are compiled as C++, and an op may declare its code C.
+  static constexpr std::string_view words[] = {"_Alignas",
+                                               "_Alignof",
+                                               "_Atomic",
+                                               "_Bool",
+                                               "_Complex",
+                                               "_Generic",
+                                               "_Imaginary",
+                                               "_Noreturn",
+                                               "_Static_assert",
+                                               "_Thread_local",
+                                               "alignas",
+                                               "alignof",
+                                               "and",
+                                               "and_eq",
+                                               "asm",
+                                               "auto",
+                                               "bitand",
+                                               "bitor",
+                                               "bool",
+                                               "break",
+                                               "case",
+                                               "catch",
+                                               "char",
+                                               "char16_t",
+                                               "char32_t",
+                                               "char8_t",
+                                               "class",
+                                               "co_await",
+                                               "co_return",
+                                               "co_yield",
+                                               "compl",
+                                               "concept",
+                                               "const",
+                                               "const_cast",
+                                               "consteval",
+                                               "constexpr",
+                                               "constinit",
+                                               "continue",
+                                               "decltype",
+                                               "default",
+                                               "delete",
+                                               "do",
+                                               "double",
+                                               "dynamic_cast",
+                                               "else",
+                                               "enum",
+                                               "explicit",
+                                               "export",
+                                               "extern",
+                                               "false",
+                                               "float",
+                                               "for",
+                                               "friend",
+                                               "goto",
+                                               "if",
+                                               "inline",
+                                               "int",
+                                               "long",
+                                               "mutable",
+                                               "namespace",
+                                               "new",
+                                               "noexcept",
+                                               "not",
+                                               "not_eq",
+                                               "nullptr",
+                                               "operator",
+                                               "or",
+                                               "or_eq",
+                                               "private",
+                                               "protected",
+                                               "public",
+                                               "register",
+                                               "reinterpret_cast",
+                                               "requires",
+                                               "restrict",
+                                               "return",
+                                               "short",
+                                               "signed",
+                                               "sizeof",
+                                               "static",
+                                               "static_assert",
+                                               "static_cast",
+                                               "struct",
+                                               "switch",
+                                               "template",
+                                               "this",
+                                               "thread_local",
+                                               "throw",
+                                               "true",
+                                               "try",
+                                               "typedef",
+                                               "typeid",
+                                               "typename",
+                                               "union",
+                                               "unsigned",
+                                               "using",
+                                               "virtual",
+                                               "void",
+                                               "volatile",
+                                               "wchar_t",
+                                               "while",
+                                               "xor",
+                                               "xor_eq"};
+  for (auto const& w : words)
+    if (w == name) return true;
+  return false;
+}
+
 void check_c_identifier(std::string_view name, std::string_view what) {
-  if (is_c_identifier(name)) return;
-  throw signature_error(std::string(what) + " " + quoted(name) +
-                        ": not a C identifier (letters, digits and `_`, not starting with a "
-                        "digit)");
+  if (!is_c_identifier(name))
+    throw signature_error(std::string(what) + " " + quoted(name) +
+                          ": not a C identifier (letters, digits and `_`, not starting with a "
+                          "digit)");
+  if (is_reserved_word(name))
+    throw signature_error(std::string(what) + " " + quoted(name) +
+                          ": a reserved word of C or C++, which cannot name a field of the "
+                          "generated params struct; rename it");
 }
 
 void check_func_name(std::string_view func_name) {
