@@ -88,10 +88,11 @@ TEST_SUITE("names in generated source") {
   }
 
   TEST_CASE("params field names that are C or C++ keywords are refused, naming the word") {
-    for (auto word : {"int", "return", "class", "restrict", "template", "_Bool"})
+    for (auto word : {"int", "return", "class", "restrict", "template", "_Bool"}) {
+      std::string const expected = std::string("`") + word + "`: a reserved word";
       CHECK_THROWS_WITH_AS(params_spec({{word, parse_type("int64")}}),
-                           doctest::Contains(std::string("`") + word + "`: a reserved word"),
-                           signature_error);
+                           doctest::Contains(expected.c_str()), signature_error);
+    }
     for (auto ok : {"integer", "classes", "Return", "int_", "new_value"})
       CHECK_NOTHROW(params_spec({{ok, parse_type("int64")}}));
   }
