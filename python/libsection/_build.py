@@ -174,13 +174,18 @@ def build_many(
         if "progress" in spec:
             raise TypeError("build_many(): give progress= to build_many, not in a spec")
     workers = max(1, min(len(specs), jobs or os.cpu_count() or 1))
-    with (
-        Progress(len(specs), progress_stream(progress)) as shown,
-        ThreadPoolExecutor(workers, thread_name_prefix="libsection-build") as pool,
-    ):
-        futures = [
-            pool.submit(_build, shown, number, **spec) for number, spec in enumerate(specs, start=1)
-        ]
+    try:
+        with (
+            Progress(len(specs), progress_stream(progress)) as shown,
+            ThreadPoolExecutor(workers, thread_name_prefix="libsection-build") as pool,
+        ):
+            futures = [
+                pool.submit(_build, shown, number, **spec)
+                for number, spec in enumerate(specs, start=1)
+            ]
+    except KeyboardInterrupt:  # reaches this thread only: stop the compiles of the workers too
+        _core.cancel_builds()
+        raise
     return [f.result() for f in futures]
 
 

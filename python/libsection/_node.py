@@ -180,8 +180,12 @@ def prepare_nodes(nodes, jobs: int | None = None) -> None:
         return
     if len(_prepared_graphs) > 256:
         _prepared_graphs.clear()
-    with ThreadPoolExecutor(min(len(nodes), jobs or os.cpu_count() or 1)) as pool:
-        list(pool.map(prepare, nodes))
+    try:
+        with ThreadPoolExecutor(min(len(nodes), jobs or os.cpu_count() or 1)) as pool:
+            list(pool.map(prepare, nodes))
+    except KeyboardInterrupt:  # reaches this thread only: stop the workers' compiles too
+        _core.cancel_builds()
+        raise
 
 
 def compile_node(node, storage=None):

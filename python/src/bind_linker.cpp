@@ -129,6 +129,7 @@ void log_to_python(LogRecord const& record) {
 /// here, raising KeyboardInterrupt), or an exception left pending by a callback. The exception
 /// stays set on this thread, for the caller to raise once the build is unwound.
 bool python_interrupted() {
+  if (build_cancelled()) return true;  // the caller was interrupted while this thread built
   if (!Py_IsInitialized()) return false;
   py::gil_scoped_acquire gil;
   return PyErr_Occurred() != nullptr || PyErr_CheckSignals() != 0;
@@ -278,6 +279,10 @@ void bind_linker(py::module_& m) {
       "Builds (or finds in the cache) and loads a support library from C++ ``code`` (after "
       "Python's and NumPy's headers; it defines the module entry points, with "
       "``LIBSECTION_MODULE_ABI`` for the ABI version); returns ``({symbol: address}, info)``.");
+
+  m.def("cancel_builds", &cancel_builds,
+        "Stops every build under way in this process, in any thread (its compiler killed; it "
+        "raises KeyboardInterrupt): for a caller interrupted while threads build for it.");
 
   m.def("native_entry", &native_entry, py::arg("op"),
         "(entry address, op address, inputs, outputs, address of the entry taking preset "

@@ -8,7 +8,9 @@
 #include <pybind11/stl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <map>
 
@@ -106,6 +108,17 @@ py::dict build_info(ModuleSource const& module, BuiltModule const& built) {
 
 }  // namespace
 
+namespace {
+
+std::atomic<std::uint64_t> cancellations{0};
+thread_local std::uint64_t cancellations_seen = 0;  // when this thread's build started
+
+}  // namespace
+
+void cancel_builds() { ++cancellations; }
+
+bool build_cancelled() { return cancellations_seen != cancellations.load(); }
+
 LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   PythonEnvironment const& python = python_environment();
   std::filesystem::path library;
@@ -121,6 +134,7 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
     key = info["key"].cast<std::string>();
   } else {
     BuiltModule built;
+    cancellations_seen = cancellations.load();
     try {
       py::gil_scoped_release release;
       ModuleCache cache;

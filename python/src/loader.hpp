@@ -36,4 +36,12 @@ struct LoadedModule {
 /// diagnostics resolved against `sm`.
 LoadedModule load_module(ModuleSource const& module, SourceManager& sm);
 
+/// Stops every build under way in this process, in any thread: its compiler is killed and it
+/// raises KeyboardInterrupt. For a caller interrupted while threads build for it (build_many),
+/// since a signal reaches only the main thread.
+void cancel_builds();
+
+/// Whether the calling thread's build has been cancelled since it started.
+bool build_cancelled();
+
 }  // namespace section::python

@@ -18,6 +18,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 VTV = ROOT / "ops" / "vector_times_vector" / "vectorTimesVector.c"
 
@@ -28,6 +30,25 @@ BUILD = textwrap.dedent(
     try:
         libsection.build([{str(VTV)!r}], "APPLY_SPECIFIC(vector_times_vector)",
                          inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"])
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt reached the caller", flush=True)
+        sys.exit(3)
+    print("built", flush=True)
+    """
+)
+
+
+# build_many compiles in worker threads, which a signal does not reach: the interrupted caller
+# stops them.
+BUILD_MANY = textwrap.dedent(
+    f"""
+    import sys, libsection
+    print("building", flush=True)
+    spec = dict(files=[{str(VTV)!r}], func_name="APPLY_SPECIFIC(vector_times_vector)",
+                outputs=["float64[:]"])
+    try:
+        libsection.build_many([dict(spec, inputs=["float64[:]", "float64[:]"]),
+                               dict(spec, inputs=["float32[:]", "float64[:]"])], jobs=2)
     except KeyboardInterrupt:
         print("KeyboardInterrupt reached the caller", flush=True)
         sys.exit(3)
@@ -66,11 +87,12 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def test_sigint_during_a_compile_stops_it_and_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("call", ["build", "build_many"])
+def test_sigint_during_a_compile_stops_it_and_leaves_nothing(call, tmp_path):
     cache = tmp_path / "cache"
     env = {**os.environ, "LIBSECTION_CACHE_DIR": str(cache), "CXX": str(slow_compiler(tmp_path))}
     child = subprocess.Popen(
-        [sys.executable, "-c", BUILD],
+        [sys.executable, "-c", BUILD if call == "build" else BUILD_MANY],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -94,6 +116,7 @@ def test_sigint_during_a_compile_stops_it_and_leaves_nothing(tmp_path):
     assert child.returncode == 3, (out, err[-2000:])
     assert "KeyboardInterrupt reached the caller" in out
     assert took < 5, f"the build took {took:.1f} s to stop"  # the compiler sleeps 60 s
+    compiler_pids = [int(p) for p in (tmp_path / "pids").read_text().split()]  # all started
     for pid in compiler_pids:
         assert not alive(pid), f"compiler process {pid} survived the interrupt"
     entries = cache / "entries"
