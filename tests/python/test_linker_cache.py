@@ -75,7 +75,10 @@ def blocking_compiler(tmp_path):
         'exec g++ "$@"\n'
     )
     script.chmod(0o755)
-    return script, started, release
+    yield script, started, release
+    # The compiler runs in a process group of its own: killing a victim's group leaves it
+    # waiting here, so release it.
+    release.touch()
 
 
 def wait_for(path, process, timeout=60):
@@ -536,12 +539,12 @@ def test_precompiled_headers_count_in_the_cap_and_gc_and_clear_remove_them(cache
 
 
 def test_a_setup_killed_half_way_is_reclaimed(cache_dir, tmp_path):
-    started = tmp_path / "started"
+    started, release = tmp_path / "started", tmp_path / "release"
     script = tmp_path / "stuck-c++"
     script.write_text(
         "#!/bin/sh\n"
         'case "$*" in *c++-header*)\n'
-        f'  touch "{started}"; while true; do sleep 0.05; done;;\n'
+        f'  touch "{started}"; while [ ! -e "{release}" ]; do sleep 0.05; done; exit 1;;\n'
         "esac\n"
         'exec g++ "$@"\n'
     )
@@ -550,6 +553,7 @@ def test_a_setup_killed_half_way_is_reclaimed(cache_dir, tmp_path):
     wait_for(started, victim)
     os.killpg(victim.pid, signal.SIGKILL)
     victim.communicate()
+    release.touch()  # the compiler, in a process group of its own, outlived the victim
     leftovers = list((cache_dir / "tmp").iterdir())
     assert leftovers
     past = time.time() - 3600
