@@ -7,6 +7,7 @@ instance, so the op's struct lives as long as the thunk, as in the C backend.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import numpy as np
@@ -98,7 +99,12 @@ class _NodeCode:
         return [*pytensor_flags(), *self._call("c_compile_args", default=[])]
 
 
-_pytensor_flags: list[str] | None = None
+# Flags of PyTensor's config that libsection's modules cannot take. PyMC adds
+# `-fno-exceptions` (and drops unwind tables) on import, for a Windows GCC bug; PyTensor's own
+# modules have no `try`, but libsection's turn an op's C++ exceptions into Python errors.
+# None of these changes a result.
+_DROPPED_FLAGS = frozenset({"-fno-exceptions"})
+_pytensor_flags: tuple[str, list[str]] | None = None  # (config.gcc__cxxflags, its flags)
 
 
 def pytensor_flags() -> list[str]:
@@ -106,18 +112,18 @@ def pytensor_flags() -> list[str]:
     of PyTensor's C backend to the bit: its machine flags (the expansion of GCC's
     ``-march=native``, unless ``config.gcc__cxxflags`` names a ``-march``), ``a*b+c``
     contracted to one fused operation as in GCC's GNU mode, which PyTensor's g++ runs in
-    (libsection's own ``-std=c++17`` would turn it off), then ``config.gcc__cxxflags``. The
+    (libsection's own ``-std=c++17`` would turn it off), then ``config.gcc__cxxflags`` less
+    ``-fno-exceptions``. Read anew when the config changes (importing PyMC changes it). The
     machine flags put the CPU in the module's cache key."""
     global _pytensor_flags
-    if _pytensor_flags is None:
-        import shlex
+    from pytensor import config
 
-        from pytensor import config
-
-        user = shlex.split(config.gcc__cxxflags)
+    setting = config.gcc__cxxflags
+    if _pytensor_flags is None or _pytensor_flags[0] != setting:
+        user = [f for f in shlex.split(setting) if f not in _DROPPED_FLAGS]
         machine = [] if any(f.startswith("-march=") for f in user) else ["-march=native"]
-        _pytensor_flags = [*machine, "-ffp-contract=fast", *user]
-    return _pytensor_flags
+        _pytensor_flags = (setting, [*machine, "-ffp-contract=fast", *user])
+    return _pytensor_flags[1]
 
 
 def _params(op, node):

@@ -60,12 +60,27 @@ def test_the_drop_in_matches_pytensors_c_backend_bit_for_bit(cache_dir):
 def test_the_machine_flags_follow_pytensors_config(monkeypatch):
     from pytensor import config
 
-    import libsection._node as node
-
-    monkeypatch.setattr(node, "_pytensor_flags", None)
     monkeypatch.setattr(config, "gcc__cxxflags", "-march=x86-64 -DX=1")
     assert pytensor_flags() == ["-ffp-contract=fast", "-march=x86-64", "-DX=1"]
-    monkeypatch.setattr(node, "_pytensor_flags", None)
     monkeypatch.setattr(config, "gcc__cxxflags", "")
     assert pytensor_flags() == ["-march=native", "-ffp-contract=fast"]
-    monkeypatch.setattr(node, "_pytensor_flags", None)
+
+
+# What `import pymc` appends to PyTensor's flags (a workaround for a Windows GCC bug).
+PYMC_FLAGS = (
+    " -Wno-c++11-narrowing -fno-exceptions -fno-unwind-tables -fno-asynchronous-unwind-tables"
+)
+
+
+def test_the_drop_in_builds_after_pymc_turned_exceptions_off(monkeypatch, cache_dir):
+    """libsection's module turns an op's C++ exceptions into Python errors: PyMC's
+    `-fno-exceptions` is left out (the rest of its flags stay), read when the config changes."""
+    from pytensor import config
+
+    a, b, c = pt.dvector("a"), pt.dvector("b"), pt.dvector("c")
+    pytensor.function([a, b, c], Ours()(a, b, c), mode="CVM")  # the flags read before PyMC
+    monkeypatch.setattr(config, "gcc__cxxflags", config.gcc__cxxflags + PYMC_FLAGS)
+    assert "-fno-exceptions" not in pytensor_flags()
+    assert "-fno-unwind-tables" in pytensor_flags()
+    f = pytensor.function([a, b, c], Ours()(a, b, c), mode="CVM")
+    np.testing.assert_array_equal(f(np.ones(2), np.full(2, 2.0), np.ones(2)), [3.0, 3.0])
