@@ -49,6 +49,20 @@ std::shared_ptr<ModuleSource const> generate(Graph const& graph, SourceManager c
   }
 }
 
+/// What each output of `graph` must be when a call hands it back: NumPy array types are checked
+/// (an op's C code may allocate any array); others (scalars, types written in Python) are not.
+std::vector<DeclaredOutput> declared_outputs(Graph const& graph) {
+  std::vector<DeclaredOutput> declared;
+  for (std::size_t variable : graph.outputs()) {
+    CType const& type = *graph.variables()[variable].type;
+    auto const dtype = type.dtype();
+    auto const ndim = type.array_ndim();
+    declared.push_back(dtype && ndim ? DeclaredOutput{dtype->typenum, *ndim, type.describe()}
+                                     : DeclaredOutput{});
+  }
+  return declared;
+}
+
 /// Builds (or finds) and loads `module`, generated for `graph`, and instantiates it with the
 /// values of the graph's constants (unless `instantiate` is false: then it returns None). The
 /// caller has checked the arguments.
@@ -59,8 +73,10 @@ py::object link_module(Graph const& graph, ModuleSource const& module,
                        bool instantiate = true) {
   LoadedModule loaded = load_module(module, sm);
   if (!instantiate) return py::none();
+  // On a PyTensor VM's cells (storage), PyTensor checks what the node returns.
   return new_compiled_op(*loaded.library, graph.inputs().size(), graph.outputs().size(), constants,
-                         storage, std::move(loaded.info), display_name);
+                         storage, std::move(loaded.info), display_name,
+                         storage ? std::vector<DeclaredOutput>{} : declared_outputs(graph));
 }
 
 /// Generates, builds (or finds) and loads the module for `graph`, and instantiates it with the

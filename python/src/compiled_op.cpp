@@ -1,6 +1,8 @@
 // `CompiledOp`: one instance of a loaded module and its storage cells (one-element lists).
 #include "compiled_op.hpp"
 
+#include <pybind11/numpy.h>
+
 #include <cstdint>
 #include <new>
 #include <vector>
@@ -30,6 +32,7 @@ struct CompiledOp {
   // its own, so the calls run at once. A list owned by this op, or NULL for an instance on a
   // PyTensor VM's cells (one VM, one thread) and for the spares themselves.
   PyObject* spares;
+  std::vector<DeclaredOutput>* declared;  // one per output, or empty
 };
 
 constexpr Py_ssize_t max_spares = 64;  // beyond this many threads at once, calls wait
@@ -64,6 +67,38 @@ CompiledOp* idle_spare(CompiledOp* self) {
   int const added = PyList_Append(self->spares, spare);
   Py_DECREF(spare);  // the list holds it
   return added == 0 ? reinterpret_cast<CompiledOp*>(spare) : nullptr;
+}
+
+/// Whether `output` is what output `j` was declared to be; if not, a TypeError naming the op,
+/// the output and both types is set. A compare of two ints per output on the good path.
+bool output_as_declared(CompiledOp* self, Py_ssize_t j, PyObject* output) {
+  DeclaredOutput const& want = (*self->declared)[static_cast<std::size_t>(j)];
+  if (want.ndim < 0) return true;
+  auto& numpy = py::detail::npy_api::get();
+  PyObject* got_dtype = nullptr;
+  if (numpy.PyArray_Check_(output)) {
+    auto const* array = py::detail::array_proxy(output);
+    auto const* descr = py::detail::array_descriptor_proxy(array->descr);
+    if (array->nd == want.ndim && descr->type_num == want.typenum) return true;
+    PyObject* declared_descr = numpy.PyArray_DescrFromType_(want.typenum);
+    bool const same = array->nd == want.ndim && declared_descr &&
+                      numpy.PyArray_EquivTypes_(array->descr, declared_descr);
+    Py_XDECREF(declared_descr);
+    PyErr_Clear();
+    if (same) return true;
+    got_dtype = PyObject_Str(array->descr);
+    std::string rank = array->nd == 0 ? "[]" : "[";
+    for (int i = 0; array->nd > 0 && i < array->nd; ++i) rank += i ? ",:" : ":";
+    if (array->nd > 0) rank += "]";
+    PyErr_Format(PyExc_TypeError, "%U: output %zd is a %s%s array, but the op declares %s",
+                 self->name, j, got_dtype ? PyUnicode_AsUTF8(got_dtype) : "?", rank.c_str(),
+                 want.type.c_str());
+    Py_XDECREF(got_dtype);
+    return false;
+  }
+  PyErr_Format(PyExc_TypeError, "%U: output %zd is a %s, but the op declares %s", self->name, j,
+               Py_TYPE(output)->tp_name, want.type.c_str());
+  return false;
 }
 
 /// Runs the op on `inputs` (borrowed, one per input) and stores new references to its outputs
@@ -117,6 +152,15 @@ int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** output
                    self->name, failure);
     return -1;
   }
+  if (!self->declared->empty()) {
+    for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
+      PyObject* cell = self->cells[self->n_inputs + j];
+      if (output_as_declared(self, j, PyList_GET_ITEM(cell, 0))) continue;
+      for (Py_ssize_t k = 0; k < self->n_outputs; ++k)  // none is kept, none handed out
+        set_cell(self->cells[self->n_inputs + k], Py_None);
+      return -1;
+    }
+  }
   for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
     PyObject* cell = self->cells[self->n_inputs + j];
     outputs[j] = PyList_GET_ITEM(cell, 0);
@@ -165,6 +209,7 @@ void compiled_op_dealloc(PyObject* object) {
   Py_XDECREF(self->info);
   Py_XDECREF(self->name);
   Py_XDECREF(self->spares);
+  delete self->declared;
   if (self->lock) PyThread_free_lock(self->lock);
   Py_TYPE(object)->tp_free(object);
 }
@@ -312,7 +357,8 @@ py::tuple native_entry(py::handle op) {
 py::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
                            std::size_t n_outputs, std::vector<py::object> const& constants,
                            std::optional<std::vector<py::object>> const& storage, py::dict info,
-                           std::string const& name, bool spare) {
+                           std::string const& name, std::vector<DeclaredOutput> declared,
+                           bool spare) {
   std::size_t const n_io = n_inputs + n_outputs;
   auto* self = PyObject_New(CompiledOp, &compiled_op_type);
   if (!self) throw py::error_already_set();
@@ -329,9 +375,13 @@ py::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
   self->name = py::str(name).release().ptr();
   self->running_thread = 0;
   self->spares = nullptr;
+  self->declared = nullptr;
   self->lock = PyThread_allocate_lock();
   py::object owner = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
   if (!self->cells || !self->lock) throw std::bad_alloc();
+  if (!declared.empty() && declared.size() != n_outputs)
+    throw std::logic_error("new_compiled_op: one declared type per output");
+  self->declared = new std::vector<DeclaredOutput>(std::move(declared));
   for (Py_ssize_t i = 0; i < self->n_cells; ++i) {
     if (storage && static_cast<std::size_t>(i) < n_io) {  // the caller's cells, shared
       self->cells[i] = (*storage)[static_cast<std::size_t>(i)].inc_ref().ptr();
@@ -365,7 +415,8 @@ PyObject* new_spare(CompiledOp* self) {
     return new_compiled_op(*self->library, static_cast<std::size_t>(self->n_inputs),
                            static_cast<std::size_t>(self->n_outputs), constants, std::nullopt,
                            py::reinterpret_borrow<py::dict>(self->info),
-                           py::reinterpret_borrow<py::str>(self->name).cast<std::string>(), true)
+                           py::reinterpret_borrow<py::str>(self->name).cast<std::string>(),
+                           *self->declared, true)
         .release()
         .ptr();
   } catch (py::error_already_set& e) {

@@ -13,6 +13,14 @@
 
 namespace section::python {
 
+/// What an output must be when a call hands it back: an array of this NumPy type number and
+/// number of dimensions (`ndim` -1: not checked, as for scalars, whose C code converts them).
+struct DeclaredOutput {
+  int typenum = 0;
+  int ndim = -1;
+  std::string type;  ///< as written in signatures, `float64[:]`, for messages
+};
+
 /// Adds the `CompiledOp` type to `m`.
 void add_compiled_op_type(pybind11::module_& m);
 
@@ -20,11 +28,13 @@ void add_compiled_op_type(pybind11::module_& m);
 /// caller's one-element lists when `storage` is given, shared), then one per constant, holding
 /// its value. `info` is what `CompiledOp.info` returns; `name` names it in messages. An op on
 /// its own cells gets spare instances for threads that find it busy, unless it is a `spare`.
+/// Each call checks its outputs against `declared` (one per output, or empty: unchecked).
 pybind11::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
                                  std::size_t n_outputs,
                                  std::vector<pybind11::object> const& constants,
                                  std::optional<std::vector<pybind11::object>> const& storage,
-                                 pybind11::dict info, std::string const& name, bool spare = false);
+                                 pybind11::dict info, std::string const& name,
+                                 std::vector<DeclaredOutput> declared = {}, bool spare = false);
 
 /// (entry address, op address, inputs, outputs): what compiled code needs to call `op`
 /// natively. The caller keeps `op` alive while the addresses are in use.

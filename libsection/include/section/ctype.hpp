@@ -53,6 +53,9 @@ class CType {
   virtual std::string c_element_type() const { return {}; }
   /// The NumPy dtype, for the expander's `DTYPE_`/`TYPENUM_`/`ITEMSIZE_` macros.
   virtual std::optional<DtypeInfo> dtype() const { return std::nullopt; }
+  /// For a NumPy array type, its number of dimensions: what an output must have (with
+  /// `dtype()`) when it is handed back to a caller.
+  virtual std::optional<int> array_ndim() const { return std::nullopt; }
 };
 
 using CTypePtr = std::shared_ptr<CType const>;

@@ -129,6 +129,7 @@ class TensorType final : public CType {
   std::string c_code_cache_version() const override { return "tensor-2"; }
   std::string c_element_type() const override { return dtype_.c_type; }
   std::optional<DtypeInfo> dtype() const override { return dtype_; }
+  std::optional<int> array_ndim() const override { return ndim_; }
 
  private:
   DtypeInfo dtype_;
