@@ -25,6 +25,7 @@ PUBLIC = {
     "codes.hpp": "base",
     "version.hpp": "base",
     "platform.hpp": "base",
+    "settings.hpp": "base",
     "read.hpp": "parse",
     "parse.hpp": "parse",
     "dtype.hpp": "types",

@@ -7,6 +7,8 @@
 // and a module is loaded from the very file descriptor its SHA-256 was checked through.
 #pragma once
 
+#include "section/settings.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -118,6 +120,10 @@ struct CacheReport {
   std::vector<CacheEntry> headers;  ///< precompiled headers (one-time setup), in `pch/`
   std::uintmax_t total_size = 0;    ///< entries and headers
 };
+
+/// Every `LIBSECTION_*` setting (`read_settings`), a bad one as a `LinkError` naming it. The
+/// cache reads them all before it creates anything, so a typo fails before any side effect.
+Settings linker_settings();
 
 class ModuleCache {
  public:

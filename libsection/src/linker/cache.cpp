@@ -601,8 +601,16 @@ FileLock::~FileLock() {
 
 // ---- settings ------------------------------------------------------------------------------
 
+Settings linker_settings() {
+  try {
+    return read_settings();
+  } catch (SettingsError const& e) {
+    throw LinkError(e.what());
+  }
+}
+
 fs::path ModuleCache::default_root() {
-  if (char const* dir = std::getenv("LIBSECTION_CACHE_DIR"); dir && *dir) return dir;
+  if (auto dir = linker_settings().cache_dir) return *dir;
   if (char const* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
     return fs::path(xdg) / "libsection";
   if (char const* home = std::getenv("HOME"); home && *home)
@@ -611,50 +619,16 @@ fs::path ModuleCache::default_root() {
 }
 
 std::uintmax_t ModuleCache::parse_size(std::string const& text, std::string const& what) {
-  auto fail = [&](char const* why) -> std::uintmax_t {
-    throw LinkError(what + "=`" + text + "` " + why +
-                    ": give a whole number of bytes with an optional K, M or G suffix (powers of "
-                    "1024), e.g. 1048576, 500M, 2G");
-  };
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0) return fail("is not a size");
-  std::string const suffix = text.substr(digits);
-  unsigned shift = 0;
-  if (suffix == "K" || suffix == "k") shift = 10;
-  else if (suffix == "M" || suffix == "m") shift = 20;
-  else if (suffix == "G" || suffix == "g") shift = 30;
-  else if (!suffix.empty()) return fail("is not a size");
-  std::uintmax_t value = 0;
-  std::uintmax_t const max = UINTMAX_MAX >> shift;
-  for (std::size_t i = 0; i < digits; ++i) {
-    unsigned const d = static_cast<unsigned>(text[i] - '0');
-    if (value > (max - d) / 10) return fail("is too large");
-    value = value * 10 + d;
+  try {
+    return section::parse_size(text, what);
+  } catch (SettingsError const& e) {
+    throw LinkError(e.what());
   }
-  return value << shift;
 }
 
-std::uintmax_t ModuleCache::default_max_bytes() {
-  char const* text = std::getenv("LIBSECTION_CACHE_MAX_BYTES");
-  if (!text || !*text) return std::uintmax_t{1} << 30;
-  return parse_size(text, "LIBSECTION_CACHE_MAX_BYTES");
-}
+std::uintmax_t ModuleCache::default_max_bytes() { return linker_settings().cache_max_bytes; }
 
-double ModuleCache::default_lock_timeout() {
-  char const* text = std::getenv("LIBSECTION_LOCK_TIMEOUT");
-  if (!text || !*text) return 300;
-  std::string const s = text;
-  std::size_t const dot = s.find('.');
-  auto all_digits = [](std::string const& part) {
-    return !part.empty() && part.size() <= 9 &&
-           std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if (!all_digits(s.substr(0, dot)) || (dot != std::string::npos && !all_digits(s.substr(dot + 1))))
-    throw LinkError("LIBSECTION_LOCK_TIMEOUT=`" + s +
-                    "` is not a number of seconds (e.g. 60, 0.5; 0: never wait)");
-  return std::strtod(text, nullptr);
-}
+double ModuleCache::default_lock_timeout() { return linker_settings().lock_timeout; }
 
 // ---- the cache -----------------------------------------------------------------------------
 

@@ -33,13 +33,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> split_blanks(char const* text) {
-  std::vector<std::string> words;
-  std::istringstream in(text ? text : "");
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
-}
-
 std::optional<fs::path> find_on_path(std::string const& program) {
   if (program.find('/') != std::string::npos)
     return ::access(program.c_str(), X_OK) == 0 ? std::optional<fs::path>(program) : std::nullopt;
@@ -116,21 +109,15 @@ std::vector<std::string> find_compiler(std::vector<std::string>& launcher) {
 /// `native` is set.
 /// `LIBSECTION_DEBUG=1`: modules for gdb (`-O0 -g`). The flags enter the key, so debug modules
 /// sit apart in the cache.
-bool debug_requested() {
-  std::string const debug = std::getenv("LIBSECTION_DEBUG") ? std::getenv("LIBSECTION_DEBUG") : "";
-  if (debug != "" && debug != "0" && debug != "1")
-    throw LinkError("LIBSECTION_DEBUG is `" + debug + "`: give 1 (build for gdb: -O0 -g) or 0");
-  return debug == "1";
-}
-
-std::vector<std::string> module_flags(bool debug, bool& native) {
+std::vector<std::string> module_flags(Settings const& settings, bool& native) {
+  bool const debug = settings.debug;
   std::vector<std::string> flags = {"-std=c++17", debug ? "-O0" : "-O3"};
   if (debug) flags.emplace_back("-g");
   flags.insert(flags.end(),
                {"-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-Wno-unused-label",
                 "-Wno-unused-variable", "-Wno-unused-but-set-variable", "-Wno-write-strings"});
   native = false;
-  for (auto& f : split_blanks(std::getenv("LIBSECTION_CXXFLAGS"))) {
+  for (auto const& f : settings.cxxflags) {
     native = native || f.find("=native") != std::string::npos;
     flags.push_back(f);
   }
@@ -139,37 +126,36 @@ std::vector<std::string> module_flags(bool debug, bool& native) {
 
 /// GNU ld takes about half of a cold build's link step; gold and lld take far less. Uses
 /// `LIBSECTION_LINKER`, else lld for clang or gold when installed.
-std::vector<std::string> linker_flags(std::string const& identity) {
-  std::string linker = std::getenv("LIBSECTION_LINKER") ? std::getenv("LIBSECTION_LINKER") : "";
+std::vector<std::string> linker_flags(Settings const& settings, std::string const& identity) {
+  std::string linker = settings.linker;
   if (linker.empty()) {
     bool const clang = identity.find("clang") != std::string::npos;
     if (clang && find_on_path("ld.lld")) linker = "lld";
     else if (find_on_path("ld.gold")) linker = "gold";
   }
   if (linker.empty() || linker == "default") return {};
-  if (linker != "bfd" && linker != "gold" && linker != "lld")
-    throw LinkError("LIBSECTION_LINKER is `" + linker + "`: give bfd, gold, lld or default");
   return {"-fuse-ld=" + linker};
 }
 
 }  // namespace
 
 Toolchain find_toolchain(PrivateDir const& state) {
+  Settings const settings = linker_settings();
   Toolchain tc;
-  tc.launcher = split_blanks(std::getenv("LIBSECTION_COMPILER_LAUNCHER"));
+  tc.launcher = settings.compiler_launcher;
   if (!tc.launcher.empty())
     tc.launcher[0] = resolve_program(tc.launcher[0], "LIBSECTION_COMPILER_LAUNCHER");
   tc.compiler = find_compiler(tc.launcher);
   tc.identity = compiler_identity(tc.compiler[0], state);
   for (std::size_t i = 1; i < tc.compiler.size(); ++i) tc.identity += " " + tc.compiler[i];
   bool native = false;
-  tc.debug = debug_requested();
-  tc.flags = module_flags(tc.debug, native);
+  tc.debug = settings.debug;
+  tc.flags = module_flags(settings, native);
   // `-march=native` code only runs on CPUs like this one: key it by the CPU too, so machines
   // sharing a cache never load each other's.
   if (native)
     tc.identity += " cpu:" + detail::sha256_hex(platform::cpu_description()).substr(0, 16);
-  tc.link_flags = linker_flags(tc.identity);
+  tc.link_flags = linker_flags(settings, tc.identity);
   return tc;
 }
 
@@ -268,8 +254,7 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc,
                                                     PythonEnvironment const& python,
                                                     ModuleCache const& cache) {
   if (!tc.launcher.empty()) return std::nullopt;
-  if (char const* pch = std::getenv("LIBSECTION_PCH"); pch && std::string(pch) == "0")
-    return std::nullopt;
+  if (!linker_settings().precompiled_header) return std::nullopt;
   if (tc.identity.find("clang") != std::string::npos) return std::nullopt;
 
   std::string const key = pch_key(tc, python);

@@ -13,6 +13,7 @@
 #include "base/utf8.hpp"
 #include "parse/read.hpp"
 #include "section/codes.hpp"
+#include "section/settings.hpp"
 
 namespace section {
 
@@ -62,19 +63,12 @@ std::string too_large(std::size_t size, std::size_t limit, bool at_least) {
 }  // namespace
 
 std::optional<std::size_t> detail::max_file_bytes(std::string* problem) {
-  constexpr std::size_t default_limit = std::size_t{64} << 20;
-  char const* text = std::getenv("LIBSECTION_MAX_FILE_BYTES");
-  if (!text || !*text) return default_limit;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long const value = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || value == 0 || text[0] == '-') {
-    if (problem)
-      *problem =
-          std::string("LIBSECTION_MAX_FILE_BYTES=") + text + " is not a positive number of bytes";
+  try {
+    return max_file_bytes_setting();
+  } catch (SettingsError const& e) {
+    if (problem) *problem = e.what();
     return std::nullopt;
   }
-  return static_cast<std::size_t>(value);
 }
 
 // Regular files are mapped and copied once (no zero-filled buffer, no second copy through

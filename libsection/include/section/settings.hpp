@@ -1,0 +1,60 @@
+// Every `LIBSECTION_*` environment variable libsection reads, read and checked in one place:
+// a bad value is refused with the variable's name before any file or directory is touched.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace section {
+
+/// A `LIBSECTION_*` variable with a value libsection cannot use; the message names it.
+class SettingsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The values of the variables, defaults where unset or empty.
+struct Settings {
+  std::optional<std::filesystem::path> cache_dir;            ///< LIBSECTION_CACHE_DIR
+  std::uintmax_t cache_max_bytes = std::uintmax_t{1} << 30;  ///< LIBSECTION_CACHE_MAX_BYTES
+  double lock_timeout = 300;                                 ///< LIBSECTION_LOCK_TIMEOUT (s)
+  std::size_t max_file_bytes = std::size_t{64} << 20;        ///< LIBSECTION_MAX_FILE_BYTES
+  bool debug = false;                                        ///< LIBSECTION_DEBUG=1
+  std::vector<std::string> cxxflags;                         ///< LIBSECTION_CXXFLAGS
+  std::string linker;                          ///< LIBSECTION_LINKER: "" (choose), bfd, ...
+  std::vector<std::string> compiler_launcher;  ///< LIBSECTION_COMPILER_LAUNCHER
+  bool precompiled_header = true;              ///< LIBSECTION_PCH=0 turns it off
+  bool progress = true;                        ///< LIBSECTION_PROGRESS=0 (read by Python)
+};
+
+/// Reads every variable from the environment and checks it; throws `SettingsError` naming the
+/// first one with a bad value.
+Settings read_settings();
+
+/// LIBSECTION_MAX_FILE_BYTES alone, for readers of section files, which need no other.
+std::size_t max_file_bytes_setting();
+
+/// One variable: its name, what it means and what values it takes (for `--help` and the README).
+struct SettingVariable {
+  std::string_view name;
+  std::string_view meaning;
+};
+
+/// Every variable `read_settings` reads, in the README's order.
+std::span<SettingVariable const> setting_variables();
+
+/// Parses a size: a whole number of bytes with an optional K, M or G suffix (powers of 1024).
+/// `what` names the value's origin in the `SettingsError`.
+std::uintmax_t parse_size(std::string const& text, std::string const& what);
+
+/// Words of `text` split at blanks (nothing for NULL).
+std::vector<std::string> split_blanks(char const* text);
+
+}  // namespace section
