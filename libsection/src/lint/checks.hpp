@@ -49,6 +49,14 @@ inline std::optional<std::size_t> arity(std::optional<std::vector<TypeSpec>> con
   return types ? std::optional<std::size_t>(types->size()) : std::nullopt;
 }
 
+/// `s` in backquotes, as messages quote names of code.
+inline std::string backquoted(std::string_view s) {
+  std::string out(1, '`');
+  out.append(s);
+  out += '`';
+  return out;
+}
+
 FileView make_file_view(SourceManager const& sm, ParsedFile const& parsed);
 
 /// The families of macros the expander generates, each defined in some sections only.
