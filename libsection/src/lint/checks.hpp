@@ -85,7 +85,8 @@ void for_each_macro_use(FileView const& file, std::function<void(MacroUse const&
 
 // Rule families. Each appends what it finds; selection and suppressions are applied afterwards.
 void check_structure(FileView const& file, std::vector<Diagnostic>& out);       // SL2xx
-void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out);     // SL3xx
+void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out);     // SL301–SL304
+void check_macro_typos(FileView const& file, std::vector<Diagnostic>& out);     // SL305
 void check_apply_specific(FileView const& file, std::vector<Diagnostic>& out);  // SL4xx
 void check_control_flow(FileView const& file, std::vector<Diagnostic>& out);    // SL5xx
 /// SL601: input/output macros, in sections that define them, beyond the op's arity.
