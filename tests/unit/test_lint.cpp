@@ -250,6 +250,62 @@ TEST_SUITE("lint rules") {
     }
   }
 
+  TEST_CASE("a misspelled generated macro gets a did-you-mean and a fix to the macro") {
+    // "misspelled -> replacement", the misspelled name read from the fix's range.
+    auto const fixed = [](std::string const& use) -> std::string {
+      SourceManager sm;
+      auto const ds = lint_text(sm, "#section code\n" + use + ";\n", "t.c", {});
+      REQUIRE(ds.size() == 1);
+      CHECK(ds[0].code == "SL305");
+      REQUIRE(ds[0].fix);
+      auto const& fix = *ds[0].fix;
+      CHECK(ds[0].message.find("did you mean `" + fix.replacement + "`?") != std::string::npos);
+      auto const& text = sm.file(fix.range.file).text();
+      return std::string(text.substr(fix.range.begin, fix.range.end - fix.range.begin)) + " -> " +
+             fix.replacement;
+    };
+    CHECK(fixed("DTYPE_OUPUT_0 v") == "DTYPE_OUPUT_0 -> DTYPE_OUTPUT_0");
+    CHECK(fixed("APPLY_SPECIFC(vector_add)(x)") == "APPLY_SPECIFC -> APPLY_SPECIFIC");
+    CHECK(fixed("n = TYPENUM_INTPUT_1") == "TYPENUM_INTPUT_1 -> TYPENUM_INPUT_1");
+    CHECK(fixed("PARMS->k") == "PARMS -> PARAMS");
+    CHECK(fixed("Py_XDECREF(OUPUT_0)") == "OUPUT_0 -> OUTPUT_0");
+    CHECK(fixed("ITEMSIZE_INPTU_12") == "ITEMSIZE_INPTU_12 -> ITEMSIZE_INPUT_12");  // index kept
+    CHECK(fixed("if (x) FIAL") == "FIAL -> FAIL");
+    CHECK(fixed("APPLYSPECIFIC(f)") == "APPLYSPECIFIC -> APPLY_SPECIFIC");
+  }
+
+  TEST_CASE("ordinary names, the file's own macros and generated macros are not typos") {
+    for (char const* use : {"PyArray_DIMS(x)",
+                            "NPY_FLOAT64",
+                            "INPUT",
+                            "OUTPUT",
+                            "Py_XDECREF(z)",
+                            "DTYPE_OUTPUT_0",
+                            "TYPENUM_INPUT_1",
+                            "APPLY_SPECIFIC(f)",
+                            "PARAMS",
+                            "FAIL",
+                            "INPUT_0",
+                            "OUTPUT_10",
+                            "PARAMS_TYPE",
+                            "DTYPE_PARAM_k",
+                            "TAIL",
+                            "FALL",
+                            "FAILS",
+                            "INPUTS",
+                            "DTYPE_INT_0",
+                            "MY_OUTPUT_0",
+                            "OUTPUT_0_SIZE",
+                            "apply_specifc(f)",
+                            "Dtype_Ouput_0",
+                            "NPY_ARRAY_IN_ARRAY"})
+      CHECK_MESSAGE(lint_codes(std::string("#section code\nx = ") + use + ";\n").empty(), use);
+    CHECK(
+        lint_codes("#section support_code\n#define PARMS 3\n#section code\nx = PARMS;\n").empty());
+    // A name close to two generated macros alike is no clear guess.
+    CHECK(lint_codes("#section code\nx = TYPENUM_OPUT_0;\n").empty());
+  }
+
   TEST_CASE("a #define body may use macros of other sections") {
     CHECK(lint_codes("#section support_code\n#define CHECK(c) if (!(c)) FAIL\n").empty());
   }

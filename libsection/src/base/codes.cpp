@@ -449,6 +449,37 @@ Pick a name of your own:
 ```
 )md",
      Reporter::linter},
+    {"SL305", "misspelled-generated-macro", Severity::warning,
+     "a name one typo away from a macro the expander generates",
+     R"md(## What it does
+Flags an upper-case name that is not a generated macro but is a small edit away from one:
+`APPLY_SPECIFC` for `APPLY_SPECIFIC`, `PARMS` for `PARAMS`, `DTYPE_OUPUT_0` for
+`DTYPE_OUTPUT_0`, `TYPENUM_INTPUT_1` for `TYPENUM_INPUT_1`. The index of an indexed macro is
+kept as written. Names the file `#define`s itself are not flagged, nor are names close to two
+generated macros at once.
+
+## Why is this bad?
+Nothing defines the misspelled name, so the module fails to compile. The compiler reports it
+in the generated source, often as a different error (`APPLY_SPECIFC(vector_add)` makes
+`vector_add` undeclared), far from the typo.
+
+## Example
+```c
+#section code
+if (APPLY_SPECIFC(vector_add)(INPUT_0, OUPUT_0) != 0) FAIL;
+```
+
+## Use instead
+```c
+#section code
+if (APPLY_SPECIFIC(vector_add)(INPUT_0, OUTPUT_0) != 0) FAIL;
+```
+
+## Fix safety
+The fix replaces the name with the generated one. It is a guess: if the name is a macro from
+a header, suppress the finding with `// section-lint: ignore[SL305]` instead.
+)md",
+     Reporter::linter},
     {"SL401", "missing-apply-specific", Severity::warning,
      "a function, global or type defined in `support_code_apply` without `APPLY_SPECIFIC`",
      R"md(## What it does

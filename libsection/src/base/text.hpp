@@ -16,6 +16,10 @@ std::string bounded_quote(std::string_view text, std::size_t max_bytes);
 /// `file:line:column` of the start of `r`, or `libsection` when it has no place.
 std::string location_text(SourceRange const& r, SourceManager const& sm);
 
+/// The optimal-string-alignment distance of `a` and `b`: insertions, deletions, substitutions
+/// and swaps of two neighbours, each counting one. Quadratic: meant for short names.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
 /// A space or a tab: the blanks that separate the words of a signature or a function name.
 inline bool is_blank(char c) { return c == ' ' || c == '\t'; }
 

@@ -49,6 +49,14 @@ inline std::optional<std::size_t> arity(std::optional<std::vector<TypeSpec>> con
   return types ? std::optional<std::size_t>(types->size()) : std::nullopt;
 }
 
+/// `s` in backquotes, as messages quote names of code.
+inline std::string backquoted(std::string_view s) {
+  std::string out(1, '`');
+  out.append(s);
+  out += '`';
+  return out;
+}
+
 FileView make_file_view(SourceManager const& sm, ParsedFile const& parsed);
 
 /// The families of macros the expander generates, each defined in some sections only.
@@ -77,7 +85,8 @@ void for_each_macro_use(FileView const& file, std::function<void(MacroUse const&
 
 // Rule families. Each appends what it finds; selection and suppressions are applied afterwards.
 void check_structure(FileView const& file, std::vector<Diagnostic>& out);       // SL2xx
-void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out);     // SL3xx
+void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out);     // SL301–SL304
+void check_macro_typos(FileView const& file, std::vector<Diagnostic>& out);     // SL305
 void check_apply_specific(FileView const& file, std::vector<Diagnostic>& out);  // SL4xx
 void check_control_flow(FileView const& file, std::vector<Diagnostic>& out);    // SL5xx
 /// SL601: input/output macros, in sections that define them, beyond the op's arity.

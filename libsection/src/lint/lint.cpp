@@ -48,6 +48,7 @@ std::vector<Diagnostic> lint_inputs(SourceManager const& sm, std::vector<Input> 
     auto const& view = views.back();
     check_structure(view, input.diagnostics);
     check_macro_scope(view, input.diagnostics);
+    check_macro_typos(view, input.diagnostics);
     check_io_arity(view, options.op, input.diagnostics);
     check_apply_specific(view, input.diagnostics);
     check_control_flow(view, input.diagnostics);
