@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # cibuildwheel's `before-all` (pyproject.toml): installs the build-only dependencies into a
 # manylinux_2_28 container under /usr/local, at the versions Debian 12 gives the developers
-# (deps/apt-packages.txt): Boost 1.81 headers, nlohmann-json 3.11.2 and CLI11 2.1.2. All three are
-# used as headers only, so the wheels need none of them at run time. Archives are checked
+# (deps/apt-packages.txt): Boost 1.81 headers, nlohmann-json 3.11.2, CLI11 2.1.2 and toml++ 3.3.0.
+# All four are used as headers only, so the wheels need none of them at run time. Archives are checked
 # against their SHA-256 before use. libcrypto (SHA-256) comes from the container's own
 # openssl-devel (OpenSSL 1.1.1); it is outside the manylinux policy, so auditwheel copies it
 # into the wheel.
@@ -35,5 +35,12 @@ tar xzf cli11.tar.gz
 cmake -S CLI11-2.1.2 -B cli11-build -DCLI11_BUILD_TESTS=OFF -DCLI11_BUILD_EXAMPLES=OFF \
   -DCLI11_BUILD_DOCS=OFF -DCMAKE_INSTALL_PREFIX=/usr/local >/dev/null
 cmake --install cli11-build >/dev/null
+
+# toml++ (section-lint's settings): its single-header edition at the v3.3.0 tag's commit, installed
+# where Debian's libtomlplusplus-dev puts its header (toml++/toml.h); the build uses it as headers
+# only (TOML_HEADER_ONLY=1). The checksum is that of the file in the git tree at that commit.
+fetch https://github.com/marzer/tomlplusplus/raw/c635f218c0aefc801d9748841930365e54fe3089/toml.hpp \
+  e1cdd834b734baa6821701efa427c16f7116be44f1286350cde8683cd2c84565 toml.hpp
+install -D -m 644 toml.hpp /usr/local/include/toml++/toml.h
 
 rm -rf "$work"

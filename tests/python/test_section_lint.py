@@ -1,4 +1,4 @@
-"""section-lint as users run it: exit codes, the five output formats (snapshots), the SARIF
+"""section-lint as users run it: exit codes, the seven output formats (snapshots), the SARIF
 schema, suppressions, rule selection, signature options, and speed on 1,000 files.
 
 The binary is taken from $SECTION_LINT, else from PATH, else from the newest build/*/ tree.
@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT_DIR = ROOT / "tests" / "lint"
-FORMATS = ["full", "concise", "json", "sarif", "github"]
+FORMATS = ["full", "concise", "json", "sarif", "github", "gitlab", "junit"]
 
 
 def find_section_lint():
@@ -290,9 +290,9 @@ def test_per_file_ignores_and_extra_sections(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('select = "SL1"\n', "section-lint.toml:1: `select` must be an array of strings"),
-        ('\nselect = ["SL1"\n', "section-lint.toml:3: expected `,` or `]` in `select`"),
-        ('selct = ["SL1"]\n', "section-lint.toml:1: unknown setting `selct`"),
+        ('select = "SL1"\n', "section-lint.toml:1:10: `select` must be an array of strings"),
+        ('\nselect = ["SL1"\n', "section-lint.toml:2:17: Error while parsing array"),
+        ('selct = ["SL1"]\n', "section-lint.toml:1:1: unknown setting `selct`"),
         ('select = ["SL8"]\n', "section-lint.toml: `SL8` is not a rule code"),
     ],
 )

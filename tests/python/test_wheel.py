@@ -34,6 +34,7 @@ BUILD_ONLY_DIRS = [
     "/usr/include/boost",
     "/usr/include/CLI",
     "/usr/include/nlohmann",
+    "/usr/include/toml++",
     "/usr/include/openssl",
 ]
 BUILD_ONLY_FILES = ["/usr/lib/*/libcrypto.so*", "/usr/lib/*/libssl.so*"]

@@ -1,12 +1,14 @@
 #include "config.hpp"
 
 #include <fnmatch.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <utility>
 
 namespace fs = std::filesystem;
 
@@ -15,220 +17,121 @@ namespace {
 
 using Strings = std::vector<std::string>;
 
-// The subset of TOML settings files use: `[tables]`, `key = value` with bare, quoted or dotted
-// keys, strings, booleans and (multi-line) arrays of strings, `#` comments. Lines of tables that
-// are not section-lint's are skipped unread, so the rest of a pyproject.toml may be any TOML.
+// toml++ turns the settings file into a tree; this reads section-lint's part of it, every
+// complaint naming the file, line and column of the value at fault.
 class Reader {
  public:
-  Reader(fs::path file, std::string text, bool in_pyproject)
-      : file_(std::move(file)), text_(std::move(text)) {
-    if (in_pyproject) prefix_ = {"tool", "section-lint"};
-  }
+  explicit Reader(fs::path file) : file_(std::move(file)) {}
 
-  std::optional<Config> read() {
+  std::optional<Config> read(std::string const& text) {
+    toml::table document;
+    try {
+      document = toml::parse(text, file_.string());
+    } catch (toml::parse_error const& e) {
+      fail(e.source(), e.description());
+    }
+    toml::node const* root = &document;
+    if (file_.filename() == "pyproject.toml") {
+      root = document["tool"]["section-lint"].node();
+      if (!root) return std::nullopt;
+    }
     Config config;
     config.file = file_;
-    bool found = prefix_.empty();
-    bool ours = prefix_.empty();
-    Strings table;
-    while (pos_ < text_.size()) {
-      skip_blank();
-      if (pos_ >= text_.size()) break;
-      char const c = text_[pos_];
-      if (c == '\n' || c == '#') {
-        skip_line();
-      } else if (c == '[' && header_line()) {
-        table = header();
-        ours = within(table);
-        found = found || ours;
-        if (ours) {
-          auto const rel = relative(table);
-          bool const known = rel.empty() || (rel.size() == 1 && rel[0] == "per-file-ignores") ||
-                             (rel.size() == 2 && rel[0] == "signatures");
-          if (!known)
-            fail("unknown table `[" + dotted(table) +
-                 "]` (section-lint has `per-file-ignores` and "
-                 "`signatures.\"GLOB\"`)");
-        }
-      } else if (ours) {
-        auto keys = relative(table);
-        for (auto& k : key_path()) keys.push_back(std::move(k));
-        skip_blank();
-        expect('=');
-        set(config, keys);
-        end_of_line();
-      } else {
-        skip_line();
-      }
-    }
-    if (!found) return std::nullopt;
+    auto const* table = root->as_table();
+    if (!table) fail(root->source(), "`tool.section-lint` must be a table");
+    for (auto const& [key, value] : in_file_order(*table)) set(config, *key, *value);
     return config;
   }
 
  private:
-  [[noreturn]] void fail(std::string const& message) const {
-    auto const end = text_.begin() + static_cast<long>(std::min(pos_, text_.size()));
-    auto const line = 1 + std::count(text_.begin(), end, '\n');
-    throw ConfigError(file_.string() + ":" + std::to_string(line) + ": " + message);
+  [[noreturn]] void fail(toml::source_region const& where, std::string_view message) const {
+    throw ConfigError(file_.string() + ":" + std::to_string(where.begin.line) + ":" +
+                      std::to_string(where.begin.column) + ": " + std::string(message));
   }
 
-  static std::string dotted(Strings const& keys) {
-    std::string out;
-    for (auto const& k : keys) out += (out.empty() ? "" : ".") + k;
-    return out;
-  }
-  bool within(Strings const& table) const {
-    return table.size() >= prefix_.size() &&
-           std::equal(prefix_.begin(), prefix_.end(), table.begin());
-  }
-  Strings relative(Strings const& table) const {
-    return Strings(table.begin() + static_cast<long>(prefix_.size()), table.end());
+  // A table's entries as the file has them (toml++ keeps them sorted by key): the first
+  // matching `signatures` glob wins, so their order matters.
+  static std::vector<std::pair<toml::key const*, toml::node const*>> in_file_order(
+      toml::table const& table) {
+    std::vector<std::pair<toml::key const*, toml::node const*>> entries;
+    for (auto const& [key, value] : table) entries.emplace_back(&key, &value);
+    std::stable_sort(entries.begin(), entries.end(), [](auto const& a, auto const& b) {
+      auto const& x = a.first->source().begin;
+      auto const& y = b.first->source().begin;
+      return std::pair(x.line, x.column) < std::pair(y.line, y.column);
+    });
+    return entries;
   }
 
-  void skip_blank() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\r'))
-      ++pos_;
-  }
-  void skip_line() {
-    while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
-    if (pos_ < text_.size()) ++pos_;
-  }
-  // Blank space, comments and newlines (inside an array).
-  void skip_space() {
-    for (;;) {
-      skip_blank();
-      if (pos_ < text_.size() && text_[pos_] == '#') skip_line();
-      else if (pos_ < text_.size() && text_[pos_] == '\n') ++pos_;
-      else return;
-    }
-  }
-  void expect(char c) {
-    if (pos_ >= text_.size() || text_[pos_] != c) fail(std::string("expected `") + c + "`");
-    ++pos_;
-  }
-  void end_of_line() {
-    skip_blank();
-    if (pos_ < text_.size() && text_[pos_] == '#') skip_line();
-    else if (pos_ < text_.size() && text_[pos_] != '\n') fail("expected the end of the line");
-    else skip_line();
-  }
-  // A `[table]` line (`]`, then only blanks or a comment), not an array value that starts a line
-  // of some other table's multi-line value (`["a", "b"],`).
-  bool header_line() const {
-    auto const end = std::min(text_.find('\n', pos_), text_.size());
-    auto const line = std::string_view(text_).substr(pos_, end - pos_);
-    auto const close = line.rfind(']');
-    if (close == std::string_view::npos) return false;
-    auto const rest = line.substr(close + 1);
-    auto const tail = rest.find_first_not_of(" \t\r");
-    return tail == std::string_view::npos || rest[tail] == '#';
-  }
-  Strings header() {
-    ++pos_;
-    bool const array = pos_ < text_.size() && text_[pos_] == '[';
-    if (array) ++pos_;
-    auto keys = key_path();
-    expect(']');
-    if (array) expect(']');
-    end_of_line();
-    return keys;
-  }
-  Strings key_path() {
-    Strings keys;
-    for (;;) {
-      skip_blank();
-      keys.push_back(key());
-      skip_blank();
-      if (pos_ < text_.size() && text_[pos_] == '.') ++pos_;
-      else return keys;
-    }
-  }
-  std::string key() {
-    if (pos_ < text_.size() && (text_[pos_] == '"' || text_[pos_] == '\'')) return string();
-    auto const start = pos_;
-    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) ||
-                                   text_[pos_] == '_' || text_[pos_] == '-'))
-      ++pos_;
-    if (pos_ == start) fail("expected a key");
-    return text_.substr(start, pos_ - start);
-  }
-  std::string string() {
-    char const quote = text_[pos_++];
-    std::string out;
-    while (pos_ < text_.size() && text_[pos_] != quote) {
-      char c = text_[pos_++];
-      if (c == '\n') fail("unterminated string");
-      if (c == '\\' && quote == '"' && pos_ < text_.size()) {
-        char const e = text_[pos_++];
-        c = e == 'n' ? '\n' : e == 't' ? '\t' : e;
-        if (e != 'n' && e != 't' && e != '"' && e != '\\')
-          fail(std::string("unsupported escape `\\") + e + "`");
-      }
-      out += c;
-    }
-    if (pos_ >= text_.size()) fail("unterminated string");
-    ++pos_;
-    return out;
-  }
-  Strings string_array(std::string const& name) {
-    if (pos_ >= text_.size() || text_[pos_] != '[')
-      fail("`" + name + "` must be an array of strings");
-    ++pos_;
+  Strings strings(toml::node const& value, std::string const& name) const {
+    auto const* array = value.as_array();
+    if (!array) fail(value.source(), "`" + name + "` must be an array of strings");
     Strings out;
-    for (;;) {
-      skip_space();
-      if (pos_ < text_.size() && text_[pos_] == ']') break;
-      if (pos_ >= text_.size() || (text_[pos_] != '"' && text_[pos_] != '\''))
-        fail("`" + name + "` must be an array of strings");
-      out.push_back(string());
-      skip_space();
-      if (pos_ < text_.size() && text_[pos_] == ',') ++pos_;
-      else if (pos_ >= text_.size() || text_[pos_] != ']')
-        fail("expected `,` or `]` in `" + name + "`");
+    for (auto const& item : *array) {
+      auto const* s = item.as_string();
+      if (!s) fail(item.source(), "`" + name + "` must be an array of strings");
+      out.push_back(s->get());
     }
-    ++pos_;
     return out;
   }
 
-  void set(Config& config, Strings const& keys) {
-    skip_blank();
-    std::string const name = keys.empty() ? "" : keys.front();
-    if (keys.size() == 3 && name == "signatures") {
-      auto it = std::find_if(config.signatures.begin(), config.signatures.end(),
-                             [&](auto const& s) { return s.first == keys[1]; });
-      if (it == config.signatures.end()) it = config.signatures.insert(it, {keys[1], {}});
-      auto& signature = it->second;
-      if (pos_ >= text_.size() || (text_[pos_] != '"' && text_[pos_] != '\''))
-        fail("`" + dotted(keys) + "` must be a string");
-      auto value = string();
-      if (keys[2] == "inputs") return void(signature.inputs = value);
-      if (keys[2] == "outputs") return void(signature.outputs = value);
-      if (keys[2] == "params") return void(signature.params = value);
-      if (keys[2] == "func-name") return void(signature.func_name = value);
-      fail("unknown setting `" + dotted(keys) +
-           "` (a signature has inputs, outputs, params and "
-           "func-name)");
+  toml::table const& table(toml::node const& value, std::string const& name, char const* of) const {
+    auto const* t = value.as_table();
+    if (!t) fail(value.source(), "`" + name + "` must be a table of " + of);
+    return *t;
+  }
+
+  void set(Config& config, toml::key const& key, toml::node const& value) {
+    std::string const name(key.str());
+    if (name == "select") return void(config.select = strings(value, name));
+    if (name == "ignore") return void(config.ignore = strings(value, name));
+    if (name == "extend-select") return void(config.extend_select = strings(value, name));
+    if (name == "extra-sections") return void(config.extra_sections = strings(value, name));
+    if (name == "exclude") return void(config.exclude = strings(value, name));
+    if (name == "extend-exclude") return void(config.extend_exclude = strings(value, name));
+    if (name == "respect-gitignore") {
+      auto const* flag = value.as_boolean();
+      if (!flag) fail(value.source(), "`respect-gitignore` must be true or false");
+      return void(config.respect_gitignore = flag->get());
     }
-    if (keys.size() == 2 && name == "per-file-ignores") {
-      config.per_file_ignores.emplace_back(keys[1], string_array("per-file-ignores." + keys[1]));
+    if (name == "per-file-ignores") {
+      for (auto const& [glob, codes] : in_file_order(table(value, name, "arrays of codes")))
+        config.per_file_ignores.emplace_back(
+            std::string(glob->str()),
+            strings(*codes, "per-file-ignores.\"" + std::string(glob->str()) + "\""));
       return;
     }
-    if (keys.size() == 1) {
-      if (name == "select") return void(config.select = string_array(name));
-      if (name == "ignore") return void(config.ignore = string_array(name));
-      if (name == "extend-select") return void(config.extend_select = string_array(name));
-      if (name == "extra-sections") return void(config.extra_sections = string_array(name));
+    if (name == "signatures") {
+      for (auto const& [glob, entry] : in_file_order(table(value, name, "signature tables")))
+        config.signatures.emplace_back(std::string(glob->str()),
+                                       signature(std::string(glob->str()), *entry));
+      return;
     }
-    fail("unknown setting `" + dotted(keys) +
-         "` (section-lint reads select, ignore, extend-select, "
-         "extra-sections, per-file-ignores and signatures)");
+    fail(key.source(), "unknown setting `" + name +
+                           "` (section-lint reads select, ignore, extend-select, extra-sections, "
+                           "exclude, extend-exclude, respect-gitignore, per-file-ignores and "
+                           "signatures)");
+  }
+
+  Config::Signature signature(std::string const& glob, toml::node const& value) const {
+    Config::Signature signature;
+    std::string const where = "signatures.\"" + glob + "\"";
+    for (auto const& [key, part] : table(value, where, "strings")) {
+      std::string const name(key.str());
+      auto const* s = part.as_string();
+      if (!s) fail(part.source(), "`" + where + "." + name + "` must be a string");
+      if (name == "inputs") signature.inputs = s->get();
+      else if (name == "outputs") signature.outputs = s->get();
+      else if (name == "params") signature.params = s->get();
+      else if (name == "func-name") signature.func_name = s->get();
+      else
+        fail(key.source(), "unknown setting `" + where + "." + name +
+                               "` (a signature has inputs, outputs, params and func-name)");
+    }
+    return signature;
   }
 
   fs::path file_;
-  std::string text_;
-  Strings prefix_;
-  std::size_t pos_ = 0;
 };
 
 }  // namespace
@@ -265,7 +168,7 @@ std::optional<Config> read_config(fs::path const& file) {
   if (!in) throw ConfigError(file.string() + ": cannot be read");
   std::stringstream text;
   text << in.rdbuf();
-  return Reader(file, text.str(), file.filename() == "pyproject.toml").read();
+  return Reader(file).read(text.str());
 }
 
 Config const& ConfigFinder::for_directory(fs::path const& start) {
@@ -273,10 +176,11 @@ Config const& ConfigFinder::for_directory(fs::path const& start) {
   if (auto it = by_dir_.find(dir); it != by_dir_.end()) return it->second;
   std::optional<Config> found;
   std::error_code ec;
-  if (fs::is_regular_file(dir / "section-lint.toml", ec))
-    found = read_config(dir / "section-lint.toml");
-  else if (fs::is_regular_file(dir / "pyproject.toml", ec))
-    found = read_config(dir / "pyproject.toml");
+  for (char const* name : settings_file_names) {
+    if (!fs::is_regular_file(dir / name, ec)) continue;
+    found = read_config(dir / name);  // none: a pyproject.toml without section-lint's table
+    break;
+  }
   if (!found) {
     fs::path const parent = dir.parent_path();
     found = parent == dir || parent.empty() ? Config{} : for_directory(parent);

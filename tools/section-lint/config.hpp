@@ -1,5 +1,7 @@
-// section-lint's settings files, found as ruff finds its own: the nearest `section-lint.toml`, or
-// `pyproject.toml` with a `[tool.section-lint]` table, in the file's folder or a folder above it.
+// section-lint's settings files, found as ruff finds its own: in the file's folder or the nearest
+// folder above it that has one, `.section-lint.toml`, else `section-lint.toml`, else a
+// `pyproject.toml` with a `[tool.section-lint]` table (ruff: `.ruff.toml`, `ruff.toml`,
+// `pyproject.toml`). Read with toml++: any TOML 1.0.
 #pragma once
 
 #include <filesystem>
@@ -11,7 +13,7 @@
 
 namespace lint_config {
 
-/// A settings file that cannot be read; the message names file:line.
+/// A settings file that cannot be read; the message names file:line:column.
 class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -23,6 +25,10 @@ struct Config {
   std::vector<std::string> ignore;
   std::vector<std::string> extend_select;
   std::vector<std::string> extra_sections;
+  /// File selection (see files.hpp): `exclude` replaces the default list, `extend-exclude` adds.
+  std::optional<std::vector<std::string>> exclude;
+  std::vector<std::string> extend_exclude;
+  std::optional<bool> respect_gitignore;
   /// Glob (relative to the settings file's folder, or a bare file name) to code prefixes.
   std::vector<std::pair<std::string, std::vector<std::string>>> per_file_ignores;
 
@@ -43,11 +49,15 @@ struct Config {
 };
 
 /// Reads the settings in `file` (the whole file for `section-lint.toml`, the
-/// `[tool.section-lint]` tables of a `pyproject.toml`; none when it has no such table).
-/// Reads the small part of TOML settings need. Throws ConfigError.
+/// `[tool.section-lint]` table of a `pyproject.toml`; none when it has no such table).
+/// Throws ConfigError.
 std::optional<Config> read_config(std::filesystem::path const& file);
 
 /// Finds and reads settings for files in the folder `dir`; caches by folder.
+/// The names of settings files in one folder, the first found wins.
+inline constexpr char const* settings_file_names[] = {".section-lint.toml", "section-lint.toml",
+                                                      "pyproject.toml"};
+
 class ConfigFinder {
  public:
   Config const& for_directory(std::filesystem::path const& dir);

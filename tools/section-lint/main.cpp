@@ -12,10 +12,14 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "config.hpp"
+#include "files.hpp"
+#include "formats.hpp"
 #include "watch.hpp"
 
 #include "section/codes.hpp"
@@ -40,6 +44,7 @@ struct Options {
   std::vector<std::string> ignore;
   std::vector<std::string> extend_select;
   bool fix = false;
+  bool unsafe_fixes = false;
   bool diff = false;
   std::string color = "auto";
   std::string stdin_filename;
@@ -56,6 +61,7 @@ struct Options {
   std::string params;
   std::string func_name;
   std::vector<std::string> extra_sections;
+  lint_files::Selection selection;  // --exclude, --extend-exclude, --[no-]respect-gitignore
 };
 
 void list_rules() {
@@ -97,30 +103,56 @@ section::OpDescription read_signature(Options const& o, CLI::App const& app,
   return s;
 }
 
+/// Whether `--fix` applies a fix-it: safe ones always, unsafe ones with `--unsafe-fixes`.
+bool applies(Options const& o, section::FixIt const& fix) {
+  return fix.applicability == section::Applicability::safe || o.unsafe_fixes;
+}
+
+/// ruff's summary under the findings: how many there are (or `All checks passed!`), then how
+/// many `--fix` would fix and how many unsafe fixes it leaves out unless `--unsafe-fixes`.
+std::string summary(Options const& o, std::vector<section::Diagnostic> const& ds) {
+  if (ds.empty()) return "All checks passed!\n";
+  std::string out =
+      "Found " + std::to_string(ds.size()) + (ds.size() == 1 ? " diagnostic\n" : " diagnostics\n");
+  std::size_t fixable = 0, hidden = 0;
+  for (auto const& d : ds)
+    if (d.fix && d.fix->range.valid()) ++(applies(o, *d.fix) ? fixable : hidden);
+  auto const hidden_fixes = [&] {
+    return std::to_string(hidden) + (hidden == 1 ? " hidden fix" : " hidden fixes") +
+           " can be enabled with the `--unsafe-fixes` option";
+  };
+  if (fixable && hidden)
+    out += "[*] " + std::to_string(fixable) + " fixable with the `--fix` option (" +
+           hidden_fixes() + ").\n";
+  else if (fixable) out += "[*] " + std::to_string(fixable) + " fixable with the `--fix` option.\n";
+  else if (hidden) out += "No fixes available (" + hidden_fixes() + ").\n";
+  return out;
+}
+
 std::string render(Options const& o, std::vector<section::Diagnostic> const& ds,
                    section::SourceManager const& sm, bool color) {
   if (o.format == "json") return section::render_json(ds, sm) + "\n";
   if (o.format == "sarif") return section::render_sarif(ds, sm);
   if (o.format == "github") return section::render_github(ds, sm);
+  if (o.format == "gitlab") return lint_formats::render_gitlab(ds, sm);
+  if (o.format == "junit") return lint_formats::render_junit(ds, sm);
   std::string out;
   if (o.format == "concise") {
     for (auto const& d : ds) out += section::render_concise(d, sm, color) + "\n";
   } else {
     out = section::render_text(ds, sm, color);
   }
-  if (!o.quiet)
-    out += "Found " + std::to_string(ds.size()) +
-           (ds.size() == 1 ? " diagnostic\n" : " diagnostics\n");
+  if (!o.quiet) out += summary(o, ds);
   return out;
 }
 
-// ruff's `--statistics`: one line per code, most frequent first; `[*]` marks a safe fix.
-std::string statistics(std::vector<section::Diagnostic> const& ds) {
+// ruff's `--statistics`: one line per code, most frequent first; `[*]` marks a fix `--fix` applies.
+std::string statistics(Options const& o, std::vector<section::Diagnostic> const& ds) {
   std::map<std::string, std::pair<std::size_t, bool>> counts;
   for (auto const& d : ds) {
     auto& [n, fixable] = counts[d.code];
     ++n;
-    fixable = fixable || (d.fix && d.fix->applicability == section::Applicability::safe);
+    fixable = fixable || (d.fix && applies(o, *d.fix));
   }
   std::vector<std::pair<std::string, std::pair<std::size_t, bool>>> rows(counts.begin(),
                                                                          counts.end());
@@ -137,22 +169,32 @@ std::string statistics(std::vector<section::Diagnostic> const& ds) {
   return out;
 }
 
-// `--color auto` colours only a terminal, and never when NO_COLOR is set (no-color.org).
+// Colour as ruff chooses it: `--color always`/`never` first; then FORCE_COLOR (not empty)
+// forces it (ruff's own rule); then the `colored` crate's: CLICOLOR_FORCE (other than `0`)
+// forces it, NO_COLOR turns it off, CLICOLOR=0 turns it off; else colour for a terminal only.
+// Unlike ruff, an empty FORCE_COLOR or NO_COLOR counts as unset (force-color.org,
+// no-color.org).
 bool use_color(std::string const& choice) {
   if (choice == "always") return true;
   if (choice == "never") return false;
-  char const* no_color = std::getenv("NO_COLOR");
-  return !(no_color && *no_color) && ::isatty(STDOUT_FILENO);
+  auto const env = [](char const* name) -> std::optional<std::string_view> {
+    char const* value = std::getenv(name);
+    return value ? std::optional<std::string_view>(value) : std::nullopt;
+  };
+  if (auto const force = env("FORCE_COLOR"); force && !force->empty()) return true;
+  if (auto const force = env("CLICOLOR_FORCE"); force && *force != "0") return true;
+  if (auto const no = env("NO_COLOR"); no && !no->empty()) return false;
+  if (auto const cli = env("CLICOLOR"); cli && *cli == "0") return false;
+  return ::isatty(STDOUT_FILENO);
 }
 
-/// One file's text with the safe fix-its of `ds` applied (overlapping fixes: the first wins;
-/// the rest wait for the next run, as in ruff).
-std::string apply_safe_fixes(std::string text, section::FileId file,
-                             std::vector<section::Diagnostic> const& ds, std::size_t* applied) {
+/// One file's text with the fix-its of `ds` that `--fix` applies (overlapping fixes: the first
+/// wins; the rest wait for the next run, as in ruff).
+std::string apply_fixes(Options const& o, std::string text, section::FileId file,
+                        std::vector<section::Diagnostic> const& ds, std::size_t* applied) {
   std::vector<section::FixIt const*> fixes;
   for (auto const& d : ds)
-    if (d.fix && d.fix->applicability == section::Applicability::safe && d.fix->range.valid() &&
-        d.fix->range.file == file)
+    if (d.fix && applies(o, *d.fix) && d.fix->range.valid() && d.fix->range.file == file)
       fixes.push_back(&*d.fix);
   std::sort(fixes.begin(), fixes.end(),
             [](auto* a, auto* b) { return a->range.begin < b->range.begin; });
@@ -303,13 +345,13 @@ bool has_marker(std::string const& path) {
   return false;
 }
 
-/// The paths to lint: as given, or with `--marked-only` every file (folders expanded) that has
-/// a section marker, so that plain C files beside section files are left alone (pre-commit
-/// passes every staged `.c` file).
-std::vector<std::string> lint_targets(Options const& o, std::vector<std::string> const& paths) {
-  if (!o.marked_only) return paths;
-  auto files = section::collect_lint_paths(paths);
-  std::erase_if(files, [](std::string const& f) { return !has_marker(f); });
+/// The files to lint: files as given, folders expanded to the files ruff's rules select
+/// (files.hpp); with `--marked-only` only those with a section marker, so that plain C files
+/// beside section files are left alone (pre-commit passes every staged `.c` file).
+std::vector<std::string> lint_targets(Options const& o, std::vector<std::string> const& paths,
+                                      lint_config::ConfigFinder& finder) {
+  auto files = lint_files::collect(paths, o.selection, finder);
+  if (o.marked_only) std::erase_if(files, [](std::string const& f) { return !has_marker(f); });
   return files;
 }
 
@@ -319,8 +361,10 @@ lint_watch::Report watch_report(Options const& o, CLI::App const& app,
   lint_watch::Report report;
   lint_config::ConfigFinder finder;  // anew each run: settings files may have changed
   Linted linted;
+  std::vector<std::string> targets;
   try {
-    lint_all(o, app, lint_targets(o, paths), std::nullopt, finder, linted);
+    targets = lint_targets(o, paths, finder);
+    lint_all(o, app, targets, std::nullopt, finder, linted);
   } catch (std::invalid_argument const& e) {
     report.error = e.what();
     return report;
@@ -329,7 +373,7 @@ lint_watch::Report watch_report(Options const& o, CLI::App const& app,
     return report;
   }
   std::map<std::string, std::vector<section::Diagnostic>> by_file;
-  for (auto const& file : section::collect_lint_paths(lint_targets(o, paths))) by_file[file];
+  for (auto const& file : targets) by_file[file];
   for (auto& d : linted.diagnostics)  // findings of no file (an op without files) under ""
     by_file[d.range.valid() ? linted.sm.file(d.range.file).path() : std::string()].push_back(d);
   bool const color = use_color(o.color);
@@ -344,9 +388,16 @@ lint_watch::Report watch_report(Options const& o, CLI::App const& app,
 }
 
 /// What `--watch` polls: the files it lints, and every settings file that could apply to them
-/// (section-lint.toml, pyproject.toml in their folders and above), existing or not yet.
+/// (.section-lint.toml, section-lint.toml, pyproject.toml in their folders and above), existing
+/// or not yet.
 std::vector<std::string> watched_files(Options const& o, std::vector<std::string> const& paths) {
-  auto files = section::collect_lint_paths(paths);
+  lint_config::ConfigFinder finder;
+  std::vector<std::string> files;
+  try {
+    files = lint_files::collect(paths, o.selection, finder);
+  } catch (lint_config::ConfigError const&) {  // reported by the run; keep polling the settings
+    files = section::collect_lint_paths(paths);
+  }
   if (o.isolated) return files;
   std::set<fs::path> folders;
   for (auto const& file : files) {
@@ -356,7 +407,7 @@ std::vector<std::string> watched_files(Options const& o, std::vector<std::string
       if (dir == dir.root_path()) break;
   }
   for (auto const& dir : folders)
-    for (char const* name : {"section-lint.toml", "pyproject.toml"})
+    for (char const* name : lint_config::settings_file_names)
       files.push_back((dir / name).string());
   return files;
 }
@@ -412,7 +463,7 @@ struct Inputs {
   bool missing = false;  // a usage error, as in ruff: warned about, the rest still linted
 };
 
-Inputs read_inputs(Options const& o) {
+Inputs read_inputs(Options const& o, lint_config::ConfigFinder& finder) {
   Inputs in;
   for (auto const& path : o.paths) {
     std::error_code ec;
@@ -425,7 +476,7 @@ Inputs read_inputs(Options const& o) {
       in.paths.push_back(path);
     }
   }
-  if (!o.watch) in.paths = lint_targets(o, in.paths);  // --watch looks again at every change
+  if (!o.watch) in.paths = lint_targets(o, in.paths, finder);  // --watch: again at each change
   return in;
 }
 
@@ -456,7 +507,7 @@ FixOutcome write_fixes(Options const& o, Linted const& linted) {
   FixOutcome outcome;
   for (section::FileId id = 0; id < linted.sm.size(); ++id) {
     auto const& file = linted.sm.file(id);
-    auto const fixed = apply_safe_fixes(file.text(), id, linted.diagnostics, &outcome.applied);
+    auto const fixed = apply_fixes(o, file.text(), id, linted.diagnostics, &outcome.applied);
     bool const from_stdin =
         std::count(linted.stdin_files.begin(), linted.stdin_files.end(), id) > 0;
     if (fixed == file.text() && !(from_stdin && o.fix && !o.diff)) continue;
@@ -485,7 +536,7 @@ int fix_mode(Options const& o, CLI::App const& app, Inputs const& in,
   Linted again;
   lint_all(o, app, in.paths, std::nullopt, finder, again);
   std::cout << render(o, again.diagnostics, again.sm, use_color(o.color));
-  if (!o.quiet && o.format != "json" && o.format != "sarif" && o.format != "github")
+  if (!o.quiet && (o.format == "full" || o.format == "concise"))
     std::cout << "Fixed " << findings_count(outcome.applied);
   return exit_status(o, in, again.diagnostics);
 }
@@ -504,7 +555,7 @@ void check_op_and_rule_options(Options const& o, CLI::App const& app) {
 
 /// The findings printed (or counted per rule with `--statistics`); the exit status.
 int report(Options const& o, Inputs const& in, Linted const& linted) {
-  if (o.statistics) std::cout << statistics(linted.diagnostics);
+  if (o.statistics) std::cout << statistics(o, linted.diagnostics);
   else std::cout << render(o, linted.diagnostics, linted.sm, use_color(o.color));
   return exit_status(o, in, linted.diagnostics);
 }
@@ -517,9 +568,10 @@ int run(Options const& o, CLI::App const& app) {
   if (!o.explain.empty()) return explain(o.explain);
   if (!has_lint_targets(o)) return exit_usage;
   lint_config::ConfigFinder finder;
-  Inputs const in = read_inputs(o);
+  Inputs in;
   Linted linted;
   try {
+    in = read_inputs(o, finder);
     check_op_and_rule_options(o, app);
     if (o.watch) return watch_mode(o, app, in.paths);
     lint_all(o, app, in.paths, in.stdin_text, finder, linted);
@@ -542,9 +594,11 @@ int main(int argc, char** argv) {
   Options o;
   app.add_option(
       "paths", o.paths,
-      "Files and folders to lint (folders: every *.c and *.h below them); - reads stdin");
-  app.add_option("--output-format", o.format, "full (default), concise, json, sarif or github")
-      ->check(CLI::IsMember({"full", "concise", "json", "sarif", "github"}));
+      "Files and folders to lint (folders: every *.c and *.h below them that is not excluded "
+      "or ignored by git; files named here are always linted); - reads stdin");
+  app.add_option("--output-format", o.format,
+                 "full (default), concise, json, sarif, github, gitlab (Code Quality) or junit")
+      ->check(CLI::IsMember({"full", "concise", "json", "sarif", "github", "gitlab", "junit"}));
   // One value per occurrence (so paths after it stay paths), comma-separated, repeatable.
   app.add_option("--select", o.select, "Report only these codes or code prefixes (SL3, SL401)")
       ->allow_extra_args(false)
@@ -559,11 +613,34 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_flag("--exit-zero", o.exit_zero, "Exit with 0 even when there are findings");
   app.add_flag("--fix", o.fix, "Apply the fixes marked safe, then report what is left");
+  app.add_flag("--unsafe-fixes", o.unsafe_fixes,
+               "Apply (with --fix or --diff) and count the fixes marked unsafe too: they guess at "
+               "what was meant");
   app.add_flag("--diff", o.diff,
-               "Print the safe fixes as a unified diff instead of applying them; "
+               "Print the fixes as a unified diff instead of applying them; "
                "exit 1 when there are any");
-  app.add_option("--color", o.color, "auto (a terminal, unless NO_COLOR is set), always or never")
+  app.add_option("--color", o.color,
+                 "auto (a terminal; FORCE_COLOR or CLICOLOR_FORCE force colour, NO_COLOR turns it "
+                 "off), always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  // File selection, as ruff's options of the same names.
+  std::vector<std::string> exclude;
+  auto* exclude_option =
+      app.add_option("--exclude", exclude,
+                     "Leave out files and folders matching these globs when walking folders "
+                     "(replaces the settings' `exclude` and the default list: .git, venv, build, "
+                     "dist, node_modules, ...)")
+          ->allow_extra_args(false)
+          ->delimiter(',');
+  app.add_option("--extend-exclude", o.selection.extend_exclude,
+                 "Leave out these globs besides those excluded already")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+  bool respect_gitignore = false, no_respect_gitignore = false;
+  app.add_flag("--respect-gitignore", respect_gitignore,
+               "Leave out files ignored by git (.gitignore, .git/info/exclude): the default");
+  app.add_flag("--no-respect-gitignore", no_respect_gitignore,
+               "Lint files that git ignores too (files named on the command line always are)");
   app.add_option("--stdin-filename", o.stdin_filename,
                  "The name of the file read from `-` (for messages and settings)");
   app.add_flag("--statistics", o.statistics, "Print the number of findings per rule instead");
@@ -574,7 +651,8 @@ int main(int argc, char** argv) {
                "Lint again whenever a file (or a settings file) changes, printing the files whose "
                "findings changed; Ctrl-C stops");
   app.add_flag("--isolated", o.isolated,
-               "Ignore settings files (section-lint.toml, [tool.section-lint] in pyproject.toml)");
+               "Ignore settings files (.section-lint.toml, section-lint.toml, "
+               "[tool.section-lint] in pyproject.toml)");
   app.add_option("--explain", o.explain,
                  "Print the documentation of a code (SL, SE, compile-error...) and exit");
   app.add_flag("--list-rules", o.list_rules, "List every rule and exit");
@@ -594,6 +672,10 @@ int main(int argc, char** argv) {
     // CLI11's own exit codes run from 100 up; the linter promises 0 (help, version) or 2.
     return app.exit(e) == 0 ? exit_clean : exit_usage;
   }
+  if (exclude_option->count()) o.selection.exclude = exclude;
+  if (respect_gitignore || no_respect_gitignore)
+    o.selection.respect_gitignore = !no_respect_gitignore;
+  o.selection.isolated = o.isolated;
   try {
     return run(o, app);
   } catch (std::exception const& e) {

@@ -1,0 +1,328 @@
+#include "files.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace lint_files {
+
+std::vector<std::string> const& default_exclude() {
+  // ruff's `exclude` default (crates/ruff_workspace/src/settings.rs), and two more folders that
+  // hold copies or build products rather than sources: `build` and `__pycache__`.
+  static std::vector<std::string> const names{".bzr",
+                                              ".direnv",
+                                              ".eggs",
+                                              ".git",
+                                              ".git-rewrite",
+                                              ".hg",
+                                              ".ipynb_checkpoints",
+                                              ".mypy_cache",
+                                              ".nox",
+                                              ".pants.d",
+                                              ".pyenv",
+                                              ".pytest_cache",
+                                              ".pytype",
+                                              ".ruff_cache",
+                                              ".svn",
+                                              ".tox",
+                                              ".venv",
+                                              ".vscode",
+                                              "__pypackages__",
+                                              "_build",
+                                              "buck-out",
+                                              "dist",
+                                              "node_modules",
+                                              "site-packages",
+                                              "venv",
+                                              "build",
+                                              "__pycache__"};
+  return names;
+}
+
+namespace {
+
+// One `[...]` class at glob[g] (g just after `[`) against c; sets `end` past the `]`. A `[`
+// without a closing `]` is taken literally (returns nullopt).
+std::optional<bool> match_class(std::string_view glob, std::size_t g, char c, std::size_t& end) {
+  bool negated = false;
+  if (g < glob.size() && (glob[g] == '!' || glob[g] == '^')) {
+    negated = true;
+    ++g;
+  }
+  bool matched = false;
+  bool first = true;
+  while (g < glob.size() && (first || glob[g] != ']')) {
+    first = false;
+    char lo = glob[g];
+    if (lo == '\\' && g + 1 < glob.size()) lo = glob[++g];
+    char hi = lo;
+    if (g + 2 < glob.size() && glob[g + 1] == '-' && glob[g + 2] != ']') {
+      hi = glob[g + 2];
+      if (hi == '\\' && g + 3 < glob.size()) hi = glob[++g + 2];
+      g += 2;
+    }
+    if (c != '/' && lo <= c && c <= hi) matched = true;
+    ++g;
+  }
+  if (g >= glob.size()) return std::nullopt;
+  end = g + 1;
+  return matched != negated;
+}
+
+bool glob_at(std::string_view glob, std::size_t g, std::string_view path, std::size_t p) {
+  while (g < glob.size()) {
+    char const c = glob[g];
+    if (c == '*') {
+      bool const segment_start = g == 0 || glob[g - 1] == '/';
+      if (g + 1 < glob.size() && glob[g + 1] == '*' && segment_start &&
+          (g + 2 == glob.size() || glob[g + 2] == '/')) {
+        if (g + 2 == glob.size()) return true;  // `x/**`: everything below
+        // `**/`: zero or more folders, then the rest.
+        for (std::size_t q = p;; ++q) {
+          if ((q == p || path[q - 1] == '/') && glob_at(glob, g + 3, path, q)) return true;
+          if (q >= path.size()) return false;
+        }
+      }
+      while (g < glob.size() && glob[g] == '*') ++g;  // `*` (and a `**` inside a name)
+      for (std::size_t q = p;; ++q) {
+        if (glob_at(glob, g, path, q)) return true;
+        if (q >= path.size() || path[q] == '/') return false;
+      }
+    }
+    if (p >= path.size()) return false;
+    if (c == '?') {
+      if (path[p] == '/') return false;
+      ++g, ++p;
+    } else if (c == '[') {
+      std::size_t end = 0;
+      auto const m = match_class(glob, g + 1, path[p], end);
+      if (!m) {  // a literal `[`
+        if (path[p] != '[') return false;
+        ++g, ++p;
+      } else {
+        if (!*m) return false;
+        g = end, ++p;
+      }
+    } else {
+      char literal = c;
+      if (c == '\\' && g + 1 < glob.size()) literal = glob[++g];
+      if (path[p] != literal) return false;
+      ++g, ++p;
+    }
+  }
+  return p == path.size();
+}
+
+std::optional<std::string> read_text(fs::path const& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return std::nullopt;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// ruff's exclusion match: a pattern matches the path's name or its absolute path, `*` spanning
+// folders (globset's default). Patterns from settings or the command line are taken relative to
+// the settings file's folder or the working folder; one without `/` also matches any name.
+struct Exclusions {
+  std::vector<std::string> names;     // matched against the name and the absolute path
+  std::vector<std::string> absolute;  // matched against the absolute path only
+
+  void add_builtin(std::vector<std::string> const& patterns) {
+    names.insert(names.end(), patterns.begin(), patterns.end());
+  }
+  void add_user(std::vector<std::string> const& patterns, fs::path const& root) {
+    for (auto const& p : patterns) {
+      if (p.find('/') == std::string::npos) names.push_back(p);
+      absolute.push_back((root / p).lexically_normal().generic_string());
+    }
+  }
+  bool match(fs::path const& path) const {
+    auto const full = path.generic_string();
+    auto const name = path.filename().string();
+    auto const fn = [](std::string const& glob, std::string const& s) {
+      return ::fnmatch(glob.c_str(), s.c_str(), 0) == 0;
+    };
+    for (auto const& g : names)
+      if (fn(g, name) || fn(g, full)) return true;
+    for (auto const& g : absolute)
+      if (fn(g, full)) return true;
+    return false;
+  }
+};
+
+class Walker {
+ public:
+  Walker(Selection const& selection, lint_config::ConfigFinder& finder)
+      : selection_(selection), finder_(finder) {}
+
+  void walk(fs::path const& root, std::vector<std::string>& found) {
+    std::vector<fs::path> pending{root};
+    while (!pending.empty()) {
+      fs::path const current = std::move(pending.back());
+      pending.pop_back();
+      std::error_code ec;
+      fs::directory_iterator it(current, ec);
+      if (ec) {  // reported when linted (SL004)
+        found.push_back(current.generic_string());
+        continue;
+      }
+      for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        auto const& path = it->path();
+        std::error_code type_ec;
+        bool const is_dir = it->symlink_status(type_ec).type() == fs::file_type::directory;
+        if (is_dir && path.filename().string().starts_with(".")) continue;
+        if (!is_dir && (path.extension() != ".c" && path.extension() != ".h")) continue;
+        if (excluded(path, is_dir)) continue;
+        if (is_dir) pending.push_back(path);
+        else if (it->is_regular_file(type_ec)) found.push_back(path.generic_string());
+      }
+      if (ec) found.push_back(current.generic_string());
+    }
+  }
+
+ private:
+  lint_config::Config const& config_for(fs::path const& dir) {
+    static lint_config::Config const none;
+    return selection_.isolated ? none : finder_.for_directory(dir);
+  }
+
+  Exclusions const& exclusions_for(lint_config::Config const& config) {
+    auto& slot = exclusions_[&config];
+    if (slot) return *slot;
+    slot = std::make_unique<Exclusions>();
+    auto const cwd = fs::current_path();
+    auto const config_root = config.file.empty() ? cwd : fs::absolute(config.file).parent_path();
+    if (selection_.exclude) slot->add_user(*selection_.exclude, cwd);
+    else if (config.exclude) slot->add_user(*config.exclude, config_root);
+    else slot->add_builtin(default_exclude());
+    slot->add_user(config.extend_exclude, config_root);
+    slot->add_user(selection_.extend_exclude, cwd);
+    return *slot;
+  }
+
+  bool excluded(fs::path const& path, bool is_dir) {
+    std::error_code ec;
+    auto const full = fs::absolute(path, ec).lexically_normal();
+    auto const& config = config_for(full.parent_path());
+    if (exclusions_for(config).match(full)) return true;
+    bool const gitignore =
+        selection_.respect_gitignore.value_or(config.respect_gitignore.value_or(true));
+    return gitignore && gitignored(full, is_dir);
+  }
+
+  // As git (and ruff's walker) does: inside a repository, the .gitignore files from the
+  // repository's top down to the path's folder, the nearest first, then .git/info/exclude.
+  bool gitignored(fs::path const& path, bool is_dir) {
+    auto const top = repository_of(path.parent_path());
+    if (!top) return false;
+    for (auto dir = path.parent_path();; dir = dir.parent_path()) {
+      if (auto const* file = ignore_file(dir / ".gitignore"))
+        if (auto const m = file->match(path, is_dir)) return *m;
+      if (dir == *top || dir == dir.parent_path()) break;
+    }
+    if (auto const* file = ignore_file(*top / ".git" / "info" / "exclude", *top))
+      if (auto const m = file->match(path, is_dir)) return *m;
+    return false;
+  }
+
+  std::optional<fs::path> repository_of(fs::path const& dir) {
+    if (auto it = repositories_.find(dir); it != repositories_.end()) return it->second;
+    std::error_code ec;
+    std::optional<fs::path> top;
+    if (fs::exists(dir / ".git", ec)) top = dir;  // a folder, or a file in a worktree
+    else if (dir.parent_path() != dir) top = repository_of(dir.parent_path());
+    return repositories_[dir] = top;
+  }
+
+  IgnoreFile const* ignore_file(fs::path const& file, std::optional<fs::path> base = {}) {
+    auto it = ignore_files_.find(file);
+    if (it == ignore_files_.end()) {
+      std::unique_ptr<IgnoreFile> parsed;
+      if (auto const text = read_text(file))
+        parsed = std::make_unique<IgnoreFile>(base.value_or(file.parent_path()), *text);
+      it = ignore_files_.emplace(file, std::move(parsed)).first;
+    }
+    return it->second.get();
+  }
+
+  Selection const& selection_;
+  lint_config::ConfigFinder& finder_;
+  std::map<lint_config::Config const*, std::unique_ptr<Exclusions>> exclusions_;
+  std::map<fs::path, std::optional<fs::path>> repositories_;
+  std::map<fs::path, std::unique_ptr<IgnoreFile>> ignore_files_;
+};
+
+}  // namespace
+
+bool gitignore_glob(std::string_view glob, std::string_view path) {
+  return glob_at(glob, 0, path, 0);
+}
+
+IgnoreFile::IgnoreFile(fs::path base, std::string const& text) : base_(std::move(base)) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    // Trailing spaces go unless escaped with a backslash.
+    while (!line.empty() && line.back() == ' ' &&
+           !(line.size() >= 2 && line[line.size() - 2] == '\\'))
+      line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    Rule rule;
+    if (line[0] == '!') {
+      rule.negated = true;
+      line.erase(0, 1);
+    } else if (line.starts_with("\\!") || line.starts_with("\\#")) {
+      line.erase(0, 1);
+    }
+    if (!line.empty() && line.back() == '/') {
+      rule.dir_only = true;
+      line.pop_back();
+    }
+    if (line.empty()) continue;
+    rule.anchored = line.find('/') != std::string::npos;  // `/x`, `a/b`, `**/x` ...
+    if (line[0] == '/') line.erase(0, 1);
+    rule.glob = std::move(line);
+    rules_.push_back(std::move(rule));
+  }
+}
+
+std::optional<bool> IgnoreFile::match(fs::path const& path, bool is_dir) const {
+  auto const relative = path.lexically_relative(base_).generic_string();
+  if (relative.empty() || relative.starts_with("..")) return std::nullopt;
+  auto const name = path.filename().string();
+  for (auto it = rules_.rbegin(); it != rules_.rend(); ++it) {
+    if (it->dir_only && !is_dir) continue;
+    if (gitignore_glob(it->glob, it->anchored ? relative : name)) return !it->negated;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> collect(std::vector<std::string> const& paths, Selection const& selection,
+                                 lint_config::ConfigFinder& finder) {
+  Walker walker(selection, finder);
+  std::vector<std::string> out;
+  for (auto const& path : paths) {
+    std::error_code ec;
+    // A NUL byte would cut the path short here; reading it as a file reports it.
+    if (path.find('\0') != std::string::npos || !fs::is_directory(path, ec)) {
+      out.push_back(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    walker.walk(path, found);
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+}  // namespace lint_files
