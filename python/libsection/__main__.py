@@ -5,6 +5,8 @@
                                         (OPS_DIR needs an ``examples.py`` like ``ops/``'s).
 ``python -m libsection show [PATH...]`` each section of the files with the file and line of
                                         its blocks, and every diagnostic.
+``python -m libsection editor-setup [DIR]`` write what clangd needs to read DIR's section files
+                                        (a ``.clangd`` file; see README.md, "In the editor").
 """
 
 from __future__ import annotations
@@ -177,7 +179,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     show_parser = commands.add_parser("show", help="show the sections of section files")
     show_parser.add_argument("paths", nargs="*", type=Path, default=[Path("ops")])
+    setup_parser = commands.add_parser(
+        "editor-setup", help="write what clangd needs to read a folder's section files"
+    )
+    setup_parser.add_argument("directory", nargs="?", type=Path, default=Path("."))
     args = parser.parse_args(argv)
+    if args.command == "editor-setup":
+        from . import _editor
+
+        return _editor.main(args.directory)
     return run(args.ops_dir, args.quiet) if args.command == "run" else show(args.paths)
 
 

@@ -173,6 +173,8 @@ def test_the_wheel_holds_the_package_and_the_tools(wheel_venv):
     bin_dir = wheel_venv / "bin"
     for name in TOOLS:
         assert (bin_dir / name).is_file(), name
+    # The editor shim `python -m libsection editor-setup` points clangd at.
+    assert (site_packages(wheel_venv) / "libsection/include/libsection_editor.h").is_file()
     listed = run([bin_dir / "python", "-m", "pip", "list", "--format=freeze"]).stdout
     names = sorted(line.split("==")[0].lower() for line in listed.split())
     assert names == ["libsection", "numpy", "pip"] or names == [

@@ -20,6 +20,7 @@
 #include "config.hpp"
 #include "files.hpp"
 #include "formats.hpp"
+#include "server.hpp"
 #include "watch.hpp"
 
 #include "section/codes.hpp"
@@ -286,15 +287,21 @@ struct Linted {
   std::vector<section::FileId> stdin_files;
 };
 
+/// The settings for the file `path` (none with `--isolated`).
+lint_config::Config const& config_for(Options const& o, lint_config::ConfigFinder& finder,
+                                      std::string const& path) {
+  static lint_config::Config const none;
+  if (o.isolated) return none;
+  return finder.for_directory(fs::path(path).has_parent_path() ? fs::path(path).parent_path()
+                                                               : fs::current_path());
+}
+
 /// Lints `files` (and stdin's text when given) with the settings that apply to each file.
 void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> const& files,
               std::optional<std::string> const& stdin_text, lint_config::ConfigFinder& finder,
               Linted& out) {
   auto config_of = [&](std::string const& path) -> lint_config::Config const& {
-    static lint_config::Config const none;
-    if (o.isolated) return none;
-    return finder.for_directory(fs::path(path).has_parent_path() ? fs::path(path).parent_path()
-                                                                 : fs::current_path());
+    return config_for(o, finder, path);
   };
   // The files of one op (same settings file, same `signatures` entry) are linted together: the
   // signature checks look across an op's files. Per-file ignores are applied after.
@@ -560,6 +567,26 @@ int report(Options const& o, Inputs const& in, Linted const& linted) {
   return exit_status(o, in, linted.diagnostics);
 }
 
+/// `section-lint server`: each open document linted as `--stdin-filename PATH -` lints it
+/// (settings, signature and suppressions of that path), served over LSP on stdin and stdout.
+int server_mode(Options const& o, CLI::App const& app) {
+  check_op_and_rule_options(o, app);
+  auto lint = [&](std::string const& path, std::string const& text) {
+    Options each = o;
+    each.stdin_filename = path;
+    lint_config::ConfigFinder finder;  // anew each time: settings files may have changed
+    Linted linted;
+    lint_all(each, app, {}, text, finder, linted);
+    lint_server::Findings found;
+    found.sm = std::move(linted.sm);
+    found.diagnostics = std::move(linted.diagnostics);
+    auto const& config = config_for(each, finder, path);
+    found.op = read_signature(each, app, config, config.signature_for(path));
+    return found;
+  };
+  return lint_server::serve(lint, std::cin, std::cout);
+}
+
 int run(Options const& o, CLI::App const& app) {
   if (o.list_rules) {
     list_rules();
@@ -665,6 +692,8 @@ int main(int argc, char** argv) {
                  "or the option repeated)")
       ->allow_extra_args(false)
       ->delimiter(',');
+  auto* server = app.add_subcommand("server", "Run as a language server (LSP) over stdio")
+                     ->fallthrough();  // the options above still apply (settings, --isolated...)
   app.set_version_flag("--version", std::string("section-lint ") + section::version);
   try {
     app.parse(argc, argv);
@@ -677,6 +706,7 @@ int main(int argc, char** argv) {
     o.selection.respect_gitignore = !no_respect_gitignore;
   o.selection.isolated = o.isolated;
   try {
+    if (*server) return server_mode(o, app);
     return run(o, app);
   } catch (std::exception const& e) {
     std::cerr << "section-lint: internal error: " << e.what() << '\n';

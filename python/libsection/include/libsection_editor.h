@@ -1,0 +1,363 @@
+// libsection_editor.h: what a C/C++ editor (clangd) needs to read a `#section` file on its own.
+//
+// `python -m libsection editor-setup DIR` makes clangd include this header before each section
+// file (`-include`). The expander pastes a section's text into a generated C++ module between
+// macro definitions that depend on the op, the node and the section; an editor sees the file
+// alone, so this header declares the same names with stand-in values:
+//
+// - APPLY_SPECIFIC(name): pastes a suffix (`name_node`), as the expander pastes the node's name.
+// - DTYPE_, TYPENUM_, ITEMSIZE_ {INPUT,OUTPUT}_i for i in 0..31: float64 (npy_float64,
+//   NPY_FLOAT64, 8). The real ones follow the node's dtypes, which only the op knows.
+// - INPUT_i, OUTPUT_i for i in 0..31: PyArrayObject* variables (the real ones name the node's
+//   variables, of the type's C type).
+// - FAIL: a statement (the real one sets the error and jumps to the section's failure label).
+// - PARAMS, PARAMS_TYPE: a pointer to an op's params struct. DTYPE_PARAM_<field> cannot be
+//   declared here (the field names are the op's); editor-setup writes them per op folder from the
+//   op class's `params` (see README.md, "In the editor").
+//
+// The values are an editor's stand-ins: they make names resolve, hover and complete. They say
+// nothing about a given node; section-lint and the real build check that.
+#ifndef LIBSECTION_EDITOR_H
+#define LIBSECTION_EDITOR_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#define APPLY_SPECIFIC(str) str##_node
+
+#define FAIL \
+  do {       \
+  } while (0)
+
+struct libsection_editor_params;
+#define PARAMS_TYPE libsection_editor_params
+#define PARAMS libsection_editor_params_value
+extern PARAMS_TYPE* PARAMS;
+
+// The op's inputs 0..31.
+extern PyArrayObject* libsection_editor_input_0;
+#define INPUT_0 libsection_editor_input_0
+#define DTYPE_INPUT_0 npy_float64
+#define TYPENUM_INPUT_0 NPY_FLOAT64
+#define ITEMSIZE_INPUT_0 8
+extern PyArrayObject* libsection_editor_input_1;
+#define INPUT_1 libsection_editor_input_1
+#define DTYPE_INPUT_1 npy_float64
+#define TYPENUM_INPUT_1 NPY_FLOAT64
+#define ITEMSIZE_INPUT_1 8
+extern PyArrayObject* libsection_editor_input_2;
+#define INPUT_2 libsection_editor_input_2
+#define DTYPE_INPUT_2 npy_float64
+#define TYPENUM_INPUT_2 NPY_FLOAT64
+#define ITEMSIZE_INPUT_2 8
+extern PyArrayObject* libsection_editor_input_3;
+#define INPUT_3 libsection_editor_input_3
+#define DTYPE_INPUT_3 npy_float64
+#define TYPENUM_INPUT_3 NPY_FLOAT64
+#define ITEMSIZE_INPUT_3 8
+extern PyArrayObject* libsection_editor_input_4;
+#define INPUT_4 libsection_editor_input_4
+#define DTYPE_INPUT_4 npy_float64
+#define TYPENUM_INPUT_4 NPY_FLOAT64
+#define ITEMSIZE_INPUT_4 8
+extern PyArrayObject* libsection_editor_input_5;
+#define INPUT_5 libsection_editor_input_5
+#define DTYPE_INPUT_5 npy_float64
+#define TYPENUM_INPUT_5 NPY_FLOAT64
+#define ITEMSIZE_INPUT_5 8
+extern PyArrayObject* libsection_editor_input_6;
+#define INPUT_6 libsection_editor_input_6
+#define DTYPE_INPUT_6 npy_float64
+#define TYPENUM_INPUT_6 NPY_FLOAT64
+#define ITEMSIZE_INPUT_6 8
+extern PyArrayObject* libsection_editor_input_7;
+#define INPUT_7 libsection_editor_input_7
+#define DTYPE_INPUT_7 npy_float64
+#define TYPENUM_INPUT_7 NPY_FLOAT64
+#define ITEMSIZE_INPUT_7 8
+extern PyArrayObject* libsection_editor_input_8;
+#define INPUT_8 libsection_editor_input_8
+#define DTYPE_INPUT_8 npy_float64
+#define TYPENUM_INPUT_8 NPY_FLOAT64
+#define ITEMSIZE_INPUT_8 8
+extern PyArrayObject* libsection_editor_input_9;
+#define INPUT_9 libsection_editor_input_9
+#define DTYPE_INPUT_9 npy_float64
+#define TYPENUM_INPUT_9 NPY_FLOAT64
+#define ITEMSIZE_INPUT_9 8
+extern PyArrayObject* libsection_editor_input_10;
+#define INPUT_10 libsection_editor_input_10
+#define DTYPE_INPUT_10 npy_float64
+#define TYPENUM_INPUT_10 NPY_FLOAT64
+#define ITEMSIZE_INPUT_10 8
+extern PyArrayObject* libsection_editor_input_11;
+#define INPUT_11 libsection_editor_input_11
+#define DTYPE_INPUT_11 npy_float64
+#define TYPENUM_INPUT_11 NPY_FLOAT64
+#define ITEMSIZE_INPUT_11 8
+extern PyArrayObject* libsection_editor_input_12;
+#define INPUT_12 libsection_editor_input_12
+#define DTYPE_INPUT_12 npy_float64
+#define TYPENUM_INPUT_12 NPY_FLOAT64
+#define ITEMSIZE_INPUT_12 8
+extern PyArrayObject* libsection_editor_input_13;
+#define INPUT_13 libsection_editor_input_13
+#define DTYPE_INPUT_13 npy_float64
+#define TYPENUM_INPUT_13 NPY_FLOAT64
+#define ITEMSIZE_INPUT_13 8
+extern PyArrayObject* libsection_editor_input_14;
+#define INPUT_14 libsection_editor_input_14
+#define DTYPE_INPUT_14 npy_float64
+#define TYPENUM_INPUT_14 NPY_FLOAT64
+#define ITEMSIZE_INPUT_14 8
+extern PyArrayObject* libsection_editor_input_15;
+#define INPUT_15 libsection_editor_input_15
+#define DTYPE_INPUT_15 npy_float64
+#define TYPENUM_INPUT_15 NPY_FLOAT64
+#define ITEMSIZE_INPUT_15 8
+extern PyArrayObject* libsection_editor_input_16;
+#define INPUT_16 libsection_editor_input_16
+#define DTYPE_INPUT_16 npy_float64
+#define TYPENUM_INPUT_16 NPY_FLOAT64
+#define ITEMSIZE_INPUT_16 8
+extern PyArrayObject* libsection_editor_input_17;
+#define INPUT_17 libsection_editor_input_17
+#define DTYPE_INPUT_17 npy_float64
+#define TYPENUM_INPUT_17 NPY_FLOAT64
+#define ITEMSIZE_INPUT_17 8
+extern PyArrayObject* libsection_editor_input_18;
+#define INPUT_18 libsection_editor_input_18
+#define DTYPE_INPUT_18 npy_float64
+#define TYPENUM_INPUT_18 NPY_FLOAT64
+#define ITEMSIZE_INPUT_18 8
+extern PyArrayObject* libsection_editor_input_19;
+#define INPUT_19 libsection_editor_input_19
+#define DTYPE_INPUT_19 npy_float64
+#define TYPENUM_INPUT_19 NPY_FLOAT64
+#define ITEMSIZE_INPUT_19 8
+extern PyArrayObject* libsection_editor_input_20;
+#define INPUT_20 libsection_editor_input_20
+#define DTYPE_INPUT_20 npy_float64
+#define TYPENUM_INPUT_20 NPY_FLOAT64
+#define ITEMSIZE_INPUT_20 8
+extern PyArrayObject* libsection_editor_input_21;
+#define INPUT_21 libsection_editor_input_21
+#define DTYPE_INPUT_21 npy_float64
+#define TYPENUM_INPUT_21 NPY_FLOAT64
+#define ITEMSIZE_INPUT_21 8
+extern PyArrayObject* libsection_editor_input_22;
+#define INPUT_22 libsection_editor_input_22
+#define DTYPE_INPUT_22 npy_float64
+#define TYPENUM_INPUT_22 NPY_FLOAT64
+#define ITEMSIZE_INPUT_22 8
+extern PyArrayObject* libsection_editor_input_23;
+#define INPUT_23 libsection_editor_input_23
+#define DTYPE_INPUT_23 npy_float64
+#define TYPENUM_INPUT_23 NPY_FLOAT64
+#define ITEMSIZE_INPUT_23 8
+extern PyArrayObject* libsection_editor_input_24;
+#define INPUT_24 libsection_editor_input_24
+#define DTYPE_INPUT_24 npy_float64
+#define TYPENUM_INPUT_24 NPY_FLOAT64
+#define ITEMSIZE_INPUT_24 8
+extern PyArrayObject* libsection_editor_input_25;
+#define INPUT_25 libsection_editor_input_25
+#define DTYPE_INPUT_25 npy_float64
+#define TYPENUM_INPUT_25 NPY_FLOAT64
+#define ITEMSIZE_INPUT_25 8
+extern PyArrayObject* libsection_editor_input_26;
+#define INPUT_26 libsection_editor_input_26
+#define DTYPE_INPUT_26 npy_float64
+#define TYPENUM_INPUT_26 NPY_FLOAT64
+#define ITEMSIZE_INPUT_26 8
+extern PyArrayObject* libsection_editor_input_27;
+#define INPUT_27 libsection_editor_input_27
+#define DTYPE_INPUT_27 npy_float64
+#define TYPENUM_INPUT_27 NPY_FLOAT64
+#define ITEMSIZE_INPUT_27 8
+extern PyArrayObject* libsection_editor_input_28;
+#define INPUT_28 libsection_editor_input_28
+#define DTYPE_INPUT_28 npy_float64
+#define TYPENUM_INPUT_28 NPY_FLOAT64
+#define ITEMSIZE_INPUT_28 8
+extern PyArrayObject* libsection_editor_input_29;
+#define INPUT_29 libsection_editor_input_29
+#define DTYPE_INPUT_29 npy_float64
+#define TYPENUM_INPUT_29 NPY_FLOAT64
+#define ITEMSIZE_INPUT_29 8
+extern PyArrayObject* libsection_editor_input_30;
+#define INPUT_30 libsection_editor_input_30
+#define DTYPE_INPUT_30 npy_float64
+#define TYPENUM_INPUT_30 NPY_FLOAT64
+#define ITEMSIZE_INPUT_30 8
+extern PyArrayObject* libsection_editor_input_31;
+#define INPUT_31 libsection_editor_input_31
+#define DTYPE_INPUT_31 npy_float64
+#define TYPENUM_INPUT_31 NPY_FLOAT64
+#define ITEMSIZE_INPUT_31 8
+
+// The op's outputs 0..31.
+extern PyArrayObject* libsection_editor_output_0;
+#define OUTPUT_0 libsection_editor_output_0
+#define DTYPE_OUTPUT_0 npy_float64
+#define TYPENUM_OUTPUT_0 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_0 8
+extern PyArrayObject* libsection_editor_output_1;
+#define OUTPUT_1 libsection_editor_output_1
+#define DTYPE_OUTPUT_1 npy_float64
+#define TYPENUM_OUTPUT_1 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_1 8
+extern PyArrayObject* libsection_editor_output_2;
+#define OUTPUT_2 libsection_editor_output_2
+#define DTYPE_OUTPUT_2 npy_float64
+#define TYPENUM_OUTPUT_2 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_2 8
+extern PyArrayObject* libsection_editor_output_3;
+#define OUTPUT_3 libsection_editor_output_3
+#define DTYPE_OUTPUT_3 npy_float64
+#define TYPENUM_OUTPUT_3 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_3 8
+extern PyArrayObject* libsection_editor_output_4;
+#define OUTPUT_4 libsection_editor_output_4
+#define DTYPE_OUTPUT_4 npy_float64
+#define TYPENUM_OUTPUT_4 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_4 8
+extern PyArrayObject* libsection_editor_output_5;
+#define OUTPUT_5 libsection_editor_output_5
+#define DTYPE_OUTPUT_5 npy_float64
+#define TYPENUM_OUTPUT_5 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_5 8
+extern PyArrayObject* libsection_editor_output_6;
+#define OUTPUT_6 libsection_editor_output_6
+#define DTYPE_OUTPUT_6 npy_float64
+#define TYPENUM_OUTPUT_6 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_6 8
+extern PyArrayObject* libsection_editor_output_7;
+#define OUTPUT_7 libsection_editor_output_7
+#define DTYPE_OUTPUT_7 npy_float64
+#define TYPENUM_OUTPUT_7 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_7 8
+extern PyArrayObject* libsection_editor_output_8;
+#define OUTPUT_8 libsection_editor_output_8
+#define DTYPE_OUTPUT_8 npy_float64
+#define TYPENUM_OUTPUT_8 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_8 8
+extern PyArrayObject* libsection_editor_output_9;
+#define OUTPUT_9 libsection_editor_output_9
+#define DTYPE_OUTPUT_9 npy_float64
+#define TYPENUM_OUTPUT_9 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_9 8
+extern PyArrayObject* libsection_editor_output_10;
+#define OUTPUT_10 libsection_editor_output_10
+#define DTYPE_OUTPUT_10 npy_float64
+#define TYPENUM_OUTPUT_10 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_10 8
+extern PyArrayObject* libsection_editor_output_11;
+#define OUTPUT_11 libsection_editor_output_11
+#define DTYPE_OUTPUT_11 npy_float64
+#define TYPENUM_OUTPUT_11 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_11 8
+extern PyArrayObject* libsection_editor_output_12;
+#define OUTPUT_12 libsection_editor_output_12
+#define DTYPE_OUTPUT_12 npy_float64
+#define TYPENUM_OUTPUT_12 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_12 8
+extern PyArrayObject* libsection_editor_output_13;
+#define OUTPUT_13 libsection_editor_output_13
+#define DTYPE_OUTPUT_13 npy_float64
+#define TYPENUM_OUTPUT_13 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_13 8
+extern PyArrayObject* libsection_editor_output_14;
+#define OUTPUT_14 libsection_editor_output_14
+#define DTYPE_OUTPUT_14 npy_float64
+#define TYPENUM_OUTPUT_14 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_14 8
+extern PyArrayObject* libsection_editor_output_15;
+#define OUTPUT_15 libsection_editor_output_15
+#define DTYPE_OUTPUT_15 npy_float64
+#define TYPENUM_OUTPUT_15 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_15 8
+extern PyArrayObject* libsection_editor_output_16;
+#define OUTPUT_16 libsection_editor_output_16
+#define DTYPE_OUTPUT_16 npy_float64
+#define TYPENUM_OUTPUT_16 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_16 8
+extern PyArrayObject* libsection_editor_output_17;
+#define OUTPUT_17 libsection_editor_output_17
+#define DTYPE_OUTPUT_17 npy_float64
+#define TYPENUM_OUTPUT_17 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_17 8
+extern PyArrayObject* libsection_editor_output_18;
+#define OUTPUT_18 libsection_editor_output_18
+#define DTYPE_OUTPUT_18 npy_float64
+#define TYPENUM_OUTPUT_18 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_18 8
+extern PyArrayObject* libsection_editor_output_19;
+#define OUTPUT_19 libsection_editor_output_19
+#define DTYPE_OUTPUT_19 npy_float64
+#define TYPENUM_OUTPUT_19 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_19 8
+extern PyArrayObject* libsection_editor_output_20;
+#define OUTPUT_20 libsection_editor_output_20
+#define DTYPE_OUTPUT_20 npy_float64
+#define TYPENUM_OUTPUT_20 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_20 8
+extern PyArrayObject* libsection_editor_output_21;
+#define OUTPUT_21 libsection_editor_output_21
+#define DTYPE_OUTPUT_21 npy_float64
+#define TYPENUM_OUTPUT_21 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_21 8
+extern PyArrayObject* libsection_editor_output_22;
+#define OUTPUT_22 libsection_editor_output_22
+#define DTYPE_OUTPUT_22 npy_float64
+#define TYPENUM_OUTPUT_22 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_22 8
+extern PyArrayObject* libsection_editor_output_23;
+#define OUTPUT_23 libsection_editor_output_23
+#define DTYPE_OUTPUT_23 npy_float64
+#define TYPENUM_OUTPUT_23 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_23 8
+extern PyArrayObject* libsection_editor_output_24;
+#define OUTPUT_24 libsection_editor_output_24
+#define DTYPE_OUTPUT_24 npy_float64
+#define TYPENUM_OUTPUT_24 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_24 8
+extern PyArrayObject* libsection_editor_output_25;
+#define OUTPUT_25 libsection_editor_output_25
+#define DTYPE_OUTPUT_25 npy_float64
+#define TYPENUM_OUTPUT_25 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_25 8
+extern PyArrayObject* libsection_editor_output_26;
+#define OUTPUT_26 libsection_editor_output_26
+#define DTYPE_OUTPUT_26 npy_float64
+#define TYPENUM_OUTPUT_26 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_26 8
+extern PyArrayObject* libsection_editor_output_27;
+#define OUTPUT_27 libsection_editor_output_27
+#define DTYPE_OUTPUT_27 npy_float64
+#define TYPENUM_OUTPUT_27 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_27 8
+extern PyArrayObject* libsection_editor_output_28;
+#define OUTPUT_28 libsection_editor_output_28
+#define DTYPE_OUTPUT_28 npy_float64
+#define TYPENUM_OUTPUT_28 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_28 8
+extern PyArrayObject* libsection_editor_output_29;
+#define OUTPUT_29 libsection_editor_output_29
+#define DTYPE_OUTPUT_29 npy_float64
+#define TYPENUM_OUTPUT_29 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_29 8
+extern PyArrayObject* libsection_editor_output_30;
+#define OUTPUT_30 libsection_editor_output_30
+#define DTYPE_OUTPUT_30 npy_float64
+#define TYPENUM_OUTPUT_30 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_30 8
+extern PyArrayObject* libsection_editor_output_31;
+#define OUTPUT_31 libsection_editor_output_31
+#define DTYPE_OUTPUT_31 npy_float64
+#define TYPENUM_OUTPUT_31 NPY_FLOAT64
+#define ITEMSIZE_OUTPUT_31 8
+
+#endif  // LIBSECTION_EDITOR_H

@@ -1,0 +1,30 @@
+// `section-lint server`: the linter as a Language Server (LSP 3.17) over stdin and stdout.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "section/diagnostic.hpp"
+#include "section/op.hpp"
+#include "section/source.hpp"
+
+namespace lint_server {
+
+/// What the command line's linter gives the server for one document.
+struct Findings {
+  section::SourceManager sm;                     ///< the document's text, as linted
+  std::vector<section::Diagnostic> diagnostics;  ///< after settings and suppressions
+  section::OpDescription op;                     ///< the signature the settings give the file
+};
+
+/// Lints `text` as the file `path` with the settings that apply to it. Throws
+/// std::exception for a settings file that cannot be read (the message is shown).
+using Linter = std::function<Findings(std::string const& path, std::string const& text)>;
+
+/// Serves one client: reads JSON-RPC messages from `in`, writes to `out`, until `exit`.
+/// Returns 0 after `shutdown` then `exit`, 1 when the input ends or `exit` comes first.
+int serve(Linter const& lint, std::istream& in, std::ostream& out);
+
+}  // namespace lint_server
