@@ -49,8 +49,9 @@ std::pair<std::string_view, std::string_view> split_index(std::string_view name)
 /// ordinary words (`TAIL`, `FALL`), so there only a swap of two neighbouring letters counts.
 std::optional<std::size_t> typo_distance(std::string_view stem, std::string_view target) {
   std::size_t const allowed = target.size() >= 12 ? 2 : target.size() >= 5 ? 1 : 0;
-  auto const [shorter, longer] = std::minmax(stem.size(), target.size());
-  if (longer - shorter > allowed) return std::nullopt;  // also skips the quadratic distance
+  std::size_t const gap =
+      stem.size() > target.size() ? stem.size() - target.size() : target.size() - stem.size();
+  if (gap > allowed) return std::nullopt;  // also skips the quadratic distance
   std::size_t const distance = edit_distance(stem, target);
   if (distance == 0) return std::nullopt;
   if (distance <= allowed) return distance;
