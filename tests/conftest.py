@@ -76,6 +76,10 @@ class DoctestRun:
 
 
 class DoctestItem(pytest.Item):
+    # No fixtures; the attribute is there because plugins' hooks read it from every item
+    # (pytest-lsp's runtest wrapper fails on an item without it).
+    funcargs: dict = {}
+
     def __init__(self, *, run: DoctestRun, case: str, **kwargs) -> None:
         super().__init__(**kwargs)
         self.run, self.case = run, case
