@@ -302,57 +302,12 @@ class Server {
 
 // --- hover: what a generated macro is in the section under the cursor ---------------------------
 
-enum class Family { none, sub, io, apply };
-
-/// `INPUT_3` → {input, 3}.
-std::optional<std::pair<bool, std::size_t>> io_index(std::string_view name) {
-  for (auto [prefix, input] : {std::pair{std::string_view("INPUT_"), true},
-                               std::pair{std::string_view("OUTPUT_"), false}}) {
-    if (!name.starts_with(prefix)) continue;
-    auto const digits = name.substr(prefix.size());
-    if (digits.empty() || digits.size() > 6 ||
-        digits.find_first_not_of("0123456789") != std::string_view::npos)
-      return std::nullopt;
-    return std::pair{input, std::stoul(std::string(digits))};
-  }
-  return std::nullopt;
-}
-
-/// The family of a generated macro, as the linter's SL3xx checks classify it.
-Family family_of(std::string_view name) {
-  if (name == "FAIL" || name == "PARAMS") return Family::sub;
-  if (io_index(name)) return Family::io;
-  if (name == "APPLY_SPECIFIC" || name == "PARAMS_TYPE") return Family::apply;
-  if (name.starts_with("DTYPE_PARAM_") && name.size() > 12) return Family::apply;
-  for (std::string_view prefix : {"DTYPE_", "TYPENUM_", "ITEMSIZE_"})
-    if (name.starts_with(prefix) && io_index(name.substr(prefix.size()))) return Family::apply;
-  return Family::none;
-}
-
-bool defines(section::MacroScope const& scope, Family family) {
-  return family == Family::sub ? scope.sub : family == Family::io ? scope.io : scope.apply;
-}
-
-/// "`code` and `code_cleanup`": the sections that define `family`.
-std::string sections_with(Family family) {
-  std::vector<std::string_view> tags;
-  for (auto const& m : section::expansion_methods())
-    if (defines(m.macros, family)) tags.push_back(m.tag);
-  std::string out;
-  for (std::size_t i = 0; i < tags.size(); ++i)
-    out += std::string(i == 0                 ? ""
-                       : i + 1 == tags.size() ? " and "
-                                              : ", ") +
-           "`" + std::string(tags[i]) + "`";
-  return out;
-}
-
-char const* family_name(Family family) {
+char const* family_name(section::MacroFamily family) {
   switch (family) {
-    case Family::sub: return "a `sub` macro (the failure code, the params variable)";
-    case Family::io: return "an input/output variable macro";
-    case Family::apply: return "a per-apply macro (node name, dtypes, params types)";
-    case Family::none: break;
+    case section::MacroFamily::sub: return "a `sub` macro (the failure code, the params variable)";
+    case section::MacroFamily::io: return "an input/output variable macro";
+    case section::MacroFamily::apply: return "a per-apply macro (node name, dtypes, params types)";
+    case section::MacroFamily::none: break;
   }
   return "";
 }
@@ -395,8 +350,8 @@ json Server::hover(json const& params) const {
   while (end < text.size() && is_word(text[end])) ++end;
   if (begin == end) return nullptr;
   std::string const name(text.substr(begin, end - begin));
-  Family const family = family_of(name);
-  if (family == Family::none) return nullptr;
+  auto const family = section::classify_generated_macro(name).family;
+  if (family == section::MacroFamily::none) return nullptr;
 
   // The section under the cursor, as the parser splits the file.
   std::vector<section::Diagnostic> ignored;
@@ -411,9 +366,9 @@ json Server::hover(json const& params) const {
     value += "Section `" + block->tag +
              "` is not one of the nine (an extra section its op class pastes, or a mistyped "
              "tag): which macros it sees is not known here.";
-  } else if (!defines(method->macros, family)) {
-    value += "**Not defined** in section `" + block->tag + "`: only " + sections_with(family) +
-             " have it.";
+  } else if (!method->macros.defines(family)) {
+    value += "**Not defined** in section `" + block->tag + "`: only " +
+             section::tags_defining(family) + " have it.";
   } else if (!f.op.inputs || !f.op.outputs) {
     value += "Defined in section `" + block->tag + "` (`" + std::string(method->name) +
              "`). No signature is configured for this file, so its value is not known: give "

@@ -64,11 +64,36 @@ struct Expansion : ApplyCode {
   std::vector<Diagnostic> diagnostics;
 };
 
+/// The families of macros the expander generates, each defined around some sections only.
+enum class MacroFamily { none, sub, io, apply };
+
+/// What a macro name is to the expander.
+struct GeneratedMacro {
+  MacroFamily family = MacroFamily::none;
+  bool is_input = false;             ///< for indexed macros: input (else output)
+  std::optional<std::size_t> index;  ///< `k` of `INPUT_k`, `DTYPE_OUTPUT_k`, ...
+};
+
+/// `FAIL` and `PARAMS` → sub; `INPUT_k`/`OUTPUT_k` → io; `APPLY_SPECIFIC`, `PARAMS_TYPE`,
+/// `DTYPE_PARAM_x` and `DTYPE_`/`TYPENUM_`/`ITEMSIZE_` of an input or output → apply.
+GeneratedMacro classify_generated_macro(std::string_view name);
+
 /// The generated macros the expander defines around a section's text.
 struct MacroScope {
   bool apply = false;  ///< `APPLY_SPECIFIC`, `DTYPE_`/`TYPENUM_`/`ITEMSIZE_`, the params types
   bool sub = false;    ///< `FAIL`, `PARAMS`
   bool io = false;     ///< `INPUT_i`, `OUTPUT_i`
+
+  /// Whether `family` is defined here (`none`, not a generated macro, always is).
+  bool defines(MacroFamily family) const {
+    switch (family) {
+      case MacroFamily::sub: return sub;
+      case MacroFamily::io: return io;
+      case MacroFamily::apply: return apply;
+      case MacroFamily::none: return true;
+    }
+    return true;
+  }
 };
 
 /// One `c_*` method of an expansion: its name, the section whose text it pastes, and the macros
@@ -84,6 +109,9 @@ std::span<ExpansionMethod const> expansion_methods();
 
 /// The method that pastes section `tag`; nothing for a tag that is not one of the nine.
 ExpansionMethod const* expansion_method_of(std::string_view tag);
+
+/// The tags whose text sees `family`, for messages: "`code` and `code_cleanup`".
+std::string tags_defining(MacroFamily family);
 
 /// A method's result: its string, its list (`c_init_code`), or nothing (`c_code` where the
 /// reference raises).

@@ -2,6 +2,7 @@
 // one table the expander, the linter, the tools, the bindings and the tests read.
 #include <algorithm>
 #include <array>
+#include <charconv>
 
 #include "expand/methods.hpp"
 #include "section/parse.hpp"
@@ -50,6 +51,25 @@ constexpr std::array<std::pair<std::string_view, std::string Expansion::*>, 7> t
     {"code_cleanup", &Expansion::code_cleanup},
 }};
 
+std::optional<std::size_t> parse_index(std::string_view digits) {
+  if (digits.empty() || digits.size() > 9) return std::nullopt;
+  std::size_t value = 0;
+  auto const [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
+  return value;
+}
+
+/// `INPUT_3` → input 3; `OUTPUT_0` → output 0.
+std::optional<std::pair<bool, std::size_t>> io_index(std::string_view name) {
+  for (auto [prefix, input] : {std::pair{std::string_view("INPUT_"), true},
+                               std::pair{std::string_view("OUTPUT_"), false}}) {
+    if (name.starts_with(prefix)) {
+      if (auto k = parse_index(name.substr(prefix.size()))) return std::pair{input, *k};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 namespace detail {
@@ -76,6 +96,35 @@ MethodResult method_result(Expansion const& e, ExpansionMethod const& method) {
   for (auto const& [name, member] : text_members)
     if (name == method.tag) return e.*member;
   return {};
+}
+
+GeneratedMacro classify_generated_macro(std::string_view name) {
+  if (name == "FAIL" || name == "PARAMS") return {MacroFamily::sub, false, std::nullopt};
+  if (auto io = io_index(name))
+    return {.family = MacroFamily::io, .is_input = io->first, .index = io->second};
+  if (name == "APPLY_SPECIFIC" || name == "PARAMS_TYPE")
+    return {MacroFamily::apply, false, std::nullopt};
+  if (name.starts_with("DTYPE_PARAM_") && name.size() > 12)
+    return {MacroFamily::apply, false, std::nullopt};
+  for (std::string_view prefix : {"DTYPE_", "TYPENUM_", "ITEMSIZE_"}) {
+    if (name.starts_with(prefix)) {
+      if (auto io = io_index(name.substr(prefix.size())))
+        return {.family = MacroFamily::apply, .is_input = io->first, .index = io->second};
+    }
+  }
+  return {};
+}
+
+std::string tags_defining(MacroFamily family) {
+  std::vector<std::string_view> tags;
+  for (ExpansionMethod const& m : methods)
+    if (family != MacroFamily::none && m.macros.defines(family)) tags.push_back(m.tag);
+  std::string out;
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    out += i == 0 ? "" : i + 1 == tags.size() ? " and " : ", ";
+    out += "`" + std::string(tags[i]) + "`";
+  }
+  return out;
 }
 
 }  // namespace section

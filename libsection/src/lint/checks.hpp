@@ -11,6 +11,7 @@
 
 #include "parse/c_tokens.hpp"
 #include "parse/declarations.hpp"
+#include "section/expand.hpp"
 #include "section/lint.hpp"
 #include "section/parse.hpp"
 
@@ -58,18 +59,6 @@ inline std::string backquoted(std::string_view s) {
 }
 
 FileView make_file_view(SourceManager const& sm, ParsedFile const& parsed);
-
-/// The families of macros the expander generates, each defined in some sections only.
-enum class MacroFamily { none, sub, io, apply };
-
-/// What a macro name is to the expander.
-struct GeneratedMacro {
-  MacroFamily family = MacroFamily::none;
-  bool is_input = false;             ///< for indexed macros: input (else output)
-  std::optional<std::size_t> index;  ///< `k` of `INPUT_k`, `DTYPE_OUTPUT_k`, ...
-};
-
-GeneratedMacro classify_macro(std::string_view name);
 
 /// One use of a generated macro in a section of a known tag.
 struct MacroUse {

@@ -101,7 +101,7 @@ void check_macro_typos(FileView const& file, std::vector<Diagnostic>& out) {
       if (token.kind != TokenKind::identifier) continue;
       auto const name = file.spelling(token);
       if (!shaped_like_generated(name) || defined.contains(name) ||
-          classify_macro(name).family != MacroFamily::none)
+          classify_generated_macro(name).family != MacroFamily::none)
         continue;
       auto const intended = intended_macro(name);
       if (!intended) continue;
