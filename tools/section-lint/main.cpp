@@ -19,7 +19,6 @@
 
 #include "config.hpp"
 #include "files.hpp"
-#include "formats.hpp"
 #include "server.hpp"
 #include "watch.hpp"
 
@@ -135,8 +134,11 @@ std::string render(Options const& o, std::vector<section::Diagnostic> const& ds,
   if (o.format == "json") return section::render_json(ds, sm) + "\n";
   if (o.format == "sarif") return section::render_sarif(ds, sm);
   if (o.format == "github") return section::render_github(ds, sm);
-  if (o.format == "gitlab") return lint_formats::render_gitlab(ds, sm);
-  if (o.format == "junit") return lint_formats::render_junit(ds, sm);
+  if (o.format == "gitlab") {
+    char const* project = std::getenv("CI_PROJECT_DIR");  // set by GitLab's runner
+    return section::render_gitlab(ds, sm, project ? project : "");
+  }
+  if (o.format == "junit") return section::render_junit(ds, sm);
   std::string out;
   if (o.format == "concise") {
     for (auto const& d : ds) out += section::render_concise(d, sm, color) + "\n";

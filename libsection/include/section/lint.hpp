@@ -71,4 +71,15 @@ std::string render_sarif(std::vector<Diagnostic> const& ds, SourceManager const&
 /// are left out for ranges spanning lines.
 std::string render_github(std::vector<Diagnostic> const& ds, SourceManager const& sm);
 
+/// A GitLab Code Quality report: a JSON array of issues with `check_name`, `description`
+/// (`CODE: message`), `severity` (info, minor, major), `fingerprint` (stable across runs, unique
+/// within the report) and `location {path, lines {begin, end}}`. Paths are relative to
+/// `project_dir` (GitLab's $CI_PROJECT_DIR) when it is given, as GitLab needs them.
+std::string render_gitlab(std::vector<Diagnostic> const& ds, SourceManager const& sm,
+                          std::string const& project_dir = {});
+
+/// JUnit XML: one `<testsuite>` per file, one failing `<testcase>` per finding (a single
+/// passing one when there are none).
+std::string render_junit(std::vector<Diagnostic> const& ds, SourceManager const& sm);
+
 }  // namespace section

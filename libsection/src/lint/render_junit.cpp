@@ -1,43 +1,12 @@
-#include "formats.hpp"
-
-#include <cstdio>
-#include <cstdlib>
+// section-lint: JUnit XML (one test suite per file, a failing test case per finding), in the
+// shape ruff gives it.
 #include <filesystem>
 #include <map>
-#include <set>
 
-#include <nlohmann/json.hpp>
+#include "section/lint.hpp"
 
-namespace lint_formats {
+namespace section {
 namespace {
-
-char const* gitlab_severity(section::Severity s) {
-  switch (s) {
-    case section::Severity::info: return "info";
-    case section::Severity::warning: return "minor";
-    case section::Severity::error: return "major";
-  }
-  return "major";
-}
-
-// FNV-1a, 64 bits: the same text gives the same fingerprint on every run and machine.
-std::uint64_t fnv1a(std::string const& text, std::uint64_t hash = 14695981039346656037ull) {
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
-std::string report_path(std::string const& path) {
-  char const* project = std::getenv("CI_PROJECT_DIR");
-  if (!project || !*project) return path;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  auto const relative = fs::absolute(path, ec).lexically_normal().lexically_relative(
-      fs::absolute(project, ec).lexically_normal());
-  return relative.empty() ? path : relative.generic_string();
-}
 
 // The length of the well-formed UTF-8 sequence at text[i], or 0.
 std::size_t utf8_length(std::string const& text, std::size_t i) {
@@ -84,39 +53,8 @@ std::string xml(std::string const& text) {
 
 }  // namespace
 
-std::string render_gitlab(std::vector<section::Diagnostic> const& ds,
-                          section::SourceManager const& sm) {
-  auto report = nlohmann::ordered_json::array();  // ruff's order of keys
-  std::set<std::uint64_t> used;
-  for (auto const& d : ds) {
-    std::string path;
-    std::size_t begin = 1, end = 1;
-    if (d.range.valid()) {
-      auto const& file = sm.file(d.range.file);
-      path = report_path(file.path());
-      begin = file.line_column(d.range.begin).line;
-      end = file.line_column(d.range.end).line;
-    }
-    // Without the line, so that a finding keeps its fingerprint when code above it moves (as
-    // in ruff); a repeat of the same finding in a file is told apart by chaining the hash.
-    auto fingerprint = fnv1a(d.code + '\0' + d.message + '\0' + path);
-    while (!used.insert(fingerprint).second)
-      fingerprint = fnv1a(std::to_string(fingerprint), fingerprint);
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fingerprint));
-    // GitLab shows no `check_name`, so the description starts with the code (as in ruff).
-    report.push_back({{"check_name", d.code},
-                      {"description", d.code + ": " + d.message},
-                      {"severity", gitlab_severity(d.severity)},
-                      {"fingerprint", hex},
-                      {"location", {{"path", path}, {"lines", {{"begin", begin}, {"end", end}}}}}});
-  }
-  return report.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-}
-
-std::string render_junit(std::vector<section::Diagnostic> const& ds,
-                         section::SourceManager const& sm) {
-  std::map<std::string, std::vector<section::Diagnostic const*>> by_file;
+std::string render_junit(std::vector<Diagnostic> const& ds, SourceManager const& sm) {
+  std::map<std::string, std::vector<Diagnostic const*>> by_file;
   for (auto const& d : ds)
     by_file[d.range.valid() ? sm.file(d.range.file).path() : std::string()].push_back(&d);
   std::string const n = std::to_string(ds.size());
@@ -147,7 +85,7 @@ std::string render_junit(std::vector<section::Diagnostic> const& ds,
         where = "line " + std::to_string(lc.line) + ", col " + std::to_string(lc.column) + ", ";
       }
       out += ">\n            <properties>\n                <property name=\"severity\" value=\"" +
-             std::string(section::to_string(d->severity)) +
+             std::string(to_string(d->severity)) +
              "\"/>\n            </properties>\n            <failure message=\"" + xml(d->message) +
              "\">" + xml(where + d->message) + "</failure>\n        </testcase>\n";
     }
@@ -156,4 +94,4 @@ std::string render_junit(std::vector<section::Diagnostic> const& ds,
   return out + "</testsuites>\n";
 }
 
-}  // namespace lint_formats
+}  // namespace section
