@@ -163,12 +163,20 @@ bool Config::ignored_for(fs::path const& path, std::string const& code) const {
   return false;
 }
 
-std::optional<Config> read_config(fs::path const& file) {
+std::optional<std::string> read_text(fs::path const& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return std::nullopt;
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(file.string() + ": cannot be read");
+  if (!in) return std::nullopt;
   std::stringstream text;
   text << in.rdbuf();
-  return Reader(file).read(text.str());
+  return text.str();
+}
+
+std::optional<Config> read_config(fs::path const& file) {
+  auto const text = read_text(file);
+  if (!text) throw ConfigError(file.string() + ": cannot be read");
+  return Reader(file).read(*text);
 }
 
 Config const& ConfigFinder::for_directory(fs::path const& start) {

@@ -53,11 +53,14 @@ struct Config {
 /// Throws ConfigError.
 std::optional<Config> read_config(std::filesystem::path const& file);
 
-/// Finds and reads settings for files in the folder `dir`; caches by folder.
+/// The bytes of a regular file; nothing when it is not one or cannot be read.
+std::optional<std::string> read_text(std::filesystem::path const& file);
+
 /// The names of settings files in one folder, the first found wins.
 inline constexpr char const* settings_file_names[] = {".section-lint.toml", "section-lint.toml",
                                                       "pyproject.toml"};
 
+/// Finds and reads settings for files in the folder `dir`; caches by folder.
 class ConfigFinder {
  public:
   Config const& for_directory(std::filesystem::path const& dir);

@@ -1,9 +1,10 @@
 #include "files.hpp"
 
+#include "section/lint.hpp"
+
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -119,16 +120,6 @@ bool glob_at(std::string_view glob, std::size_t g, std::string_view path, std::s
   return p == path.size();
 }
 
-std::optional<std::string> read_text(fs::path const& file) {
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return std::nullopt;
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // ruff's exclusion match: a pattern matches the path's name or its absolute path, `*` spanning
 // folders (globset's default). Patterns from settings or the command line are taken relative to
 // the settings file's folder or the working folder; one without `/` also matches any name.
@@ -159,42 +150,24 @@ struct Exclusions {
   }
 };
 
-class Walker {
+// Which paths a folder walk leaves out: the exclusions of the settings that apply to each
+// folder, and .gitignore. Remembers what it read (settings, repositories, ignore files).
+class Excluder {
  public:
-  Walker(Selection const& selection, lint_config::ConfigFinder& finder)
-      : selection_(selection), finder_(finder) {}
+  Excluder(Selection const& selection, ConfigIn const& config_in)
+      : selection_(selection), config_in_(config_in) {}
 
-  void walk(fs::path const& root, std::vector<std::string>& found) {
-    std::vector<fs::path> pending{root};
-    while (!pending.empty()) {
-      fs::path const current = std::move(pending.back());
-      pending.pop_back();
-      std::error_code ec;
-      fs::directory_iterator it(current, ec);
-      if (ec) {  // reported when linted (SL004)
-        found.push_back(current.generic_string());
-        continue;
-      }
-      for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
-        auto const& path = it->path();
-        std::error_code type_ec;
-        bool const is_dir = it->symlink_status(type_ec).type() == fs::file_type::directory;
-        if (is_dir && path.filename().string().starts_with(".")) continue;
-        if (!is_dir && (path.extension() != ".c" && path.extension() != ".h")) continue;
-        if (excluded(path, is_dir)) continue;
-        if (is_dir) pending.push_back(path);
-        else if (it->is_regular_file(type_ec)) found.push_back(path.generic_string());
-      }
-      if (ec) found.push_back(current.generic_string());
-    }
+  bool excluded(fs::path const& path, bool is_dir) {
+    std::error_code ec;
+    auto const full = fs::absolute(path, ec).lexically_normal();
+    auto const& config = config_in_(full.parent_path());
+    if (exclusions_for(config).match(full)) return true;
+    bool const gitignore =
+        selection_.respect_gitignore.value_or(config.respect_gitignore.value_or(true));
+    return gitignore && gitignored(full, is_dir);
   }
 
  private:
-  lint_config::Config const& config_for(fs::path const& dir) {
-    static lint_config::Config const none;
-    return selection_.isolated ? none : finder_.for_directory(dir);
-  }
-
   Exclusions const& exclusions_for(lint_config::Config const& config) {
     auto& slot = exclusions_[&config];
     if (slot) return *slot;
@@ -207,16 +180,6 @@ class Walker {
     slot->add_user(config.extend_exclude, config_root);
     slot->add_user(selection_.extend_exclude, cwd);
     return *slot;
-  }
-
-  bool excluded(fs::path const& path, bool is_dir) {
-    std::error_code ec;
-    auto const full = fs::absolute(path, ec).lexically_normal();
-    auto const& config = config_for(full.parent_path());
-    if (exclusions_for(config).match(full)) return true;
-    bool const gitignore =
-        selection_.respect_gitignore.value_or(config.respect_gitignore.value_or(true));
-    return gitignore && gitignored(full, is_dir);
   }
 
   // As git (and ruff's walker) does: inside a repository, the .gitignore files from the
@@ -247,7 +210,7 @@ class Walker {
     auto it = ignore_files_.find(file);
     if (it == ignore_files_.end()) {
       std::unique_ptr<IgnoreFile> parsed;
-      if (auto const text = read_text(file))
+      if (auto const text = lint_config::read_text(file))
         parsed = std::make_unique<IgnoreFile>(base.value_or(file.parent_path()), *text);
       it = ignore_files_.emplace(file, std::move(parsed)).first;
     }
@@ -255,7 +218,7 @@ class Walker {
   }
 
   Selection const& selection_;
-  lint_config::ConfigFinder& finder_;
+  ConfigIn const& config_in_;
   std::map<lint_config::Config const*, std::unique_ptr<Exclusions>> exclusions_;
   std::map<fs::path, std::optional<fs::path>> repositories_;
   std::map<fs::path, std::unique_ptr<IgnoreFile>> ignore_files_;
@@ -307,22 +270,11 @@ std::optional<bool> IgnoreFile::match(fs::path const& path, bool is_dir) const {
 }
 
 std::vector<std::string> collect(std::vector<std::string> const& paths, Selection const& selection,
-                                 lint_config::ConfigFinder& finder) {
-  Walker walker(selection, finder);
-  std::vector<std::string> out;
-  for (auto const& path : paths) {
-    std::error_code ec;
-    // A NUL byte would cut the path short here; reading it as a file reports it.
-    if (path.find('\0') != std::string::npos || !fs::is_directory(path, ec)) {
-      out.push_back(path);
-      continue;
-    }
-    std::vector<std::string> found;
-    walker.walk(path, found);
-    std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
-  }
-  return out;
+                                 ConfigIn const& config_in) {
+  Excluder excluder(selection, config_in);
+  return section::collect_lint_paths(paths, nullptr, [&](fs::path const& path, bool is_dir) {
+    return excluder.excluded(path, is_dir);
+  });
 }
 
 }  // namespace lint_files

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,13 +47,15 @@ struct Selection {
   std::optional<std::vector<std::string>> exclude;  ///< replaces the settings' `exclude`
   std::vector<std::string> extend_exclude;          ///< added to every other exclusion
   std::optional<bool> respect_gitignore;            ///< overrides the settings when given
-  bool isolated = false;                            ///< no settings files are read
 };
 
-/// The files to lint for `paths`: files as given, folders walked (sorted within each folder
-/// given; hidden folders left out) with the exclusions applied. A folder that cannot be listed
+/// The settings that apply to the files of a folder.
+using ConfigIn = std::function<lint_config::Config const&(std::filesystem::path const& dir)>;
+
+/// The files to lint for `paths`: `section::collect_lint_paths`'s, with the exclusions of the
+/// settings of each folder (`config_in`) and .gitignore applied. A folder that cannot be listed
 /// is returned as itself, so that linting it reports why. Throws lint_config::ConfigError.
 std::vector<std::string> collect(std::vector<std::string> const& paths, Selection const& selection,
-                                 lint_config::ConfigFinder& finder);
+                                 ConfigIn const& config_in);
 
 }  // namespace lint_files

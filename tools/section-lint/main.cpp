@@ -289,28 +289,39 @@ struct Linted {
   std::vector<section::FileId> stdin_files;
 };
 
-/// The settings for the file `path` (none with `--isolated`).
+/// The settings for the files of folder `dir` (none with `--isolated`).
+lint_config::Config const& config_in(Options const& o, lint_config::ConfigFinder& finder,
+                                     fs::path const& dir) {
+  static lint_config::Config const none;
+  return o.isolated ? none : finder.for_directory(dir);
+}
+
+/// The settings for the file `path`.
 lint_config::Config const& config_for(Options const& o, lint_config::ConfigFinder& finder,
                                       std::string const& path) {
-  static lint_config::Config const none;
-  if (o.isolated) return none;
-  return finder.for_directory(fs::path(path).has_parent_path() ? fs::path(path).parent_path()
-                                                               : fs::current_path());
+  return config_in(
+      o, finder,
+      fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::current_path());
+}
+
+/// `lint_files::collect` with the settings `o` reads.
+std::vector<std::string> collect(Options const& o, std::vector<std::string> const& paths,
+                                 lint_config::ConfigFinder& finder) {
+  return lint_files::collect(
+      paths,
+      o.selection, [&](fs::path const& dir) -> auto const& { return config_in(o, finder, dir); });
 }
 
 /// Lints `files` (and stdin's text when given) with the settings that apply to each file.
 void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> const& files,
               std::optional<std::string> const& stdin_text, lint_config::ConfigFinder& finder,
               Linted& out) {
-  auto config_of = [&](std::string const& path) -> lint_config::Config const& {
-    return config_for(o, finder, path);
-  };
   // The files of one op (same settings file, same `signatures` entry) are linted together: the
   // signature checks look across an op's files. Per-file ignores are applied after.
   using Key = std::pair<lint_config::Config const*, lint_config::Config::Signature const*>;
   std::vector<std::pair<Key, std::vector<std::string>>> groups;
   for (auto const& file : files) {
-    auto const* config = &config_of(file);
+    auto const* config = &config_for(o, finder, file);
     Key const key{config, config->signature_for(file)};
     auto it =
         std::find_if(groups.begin(), groups.end(), [&](auto const& g) { return g.first == key; });
@@ -328,7 +339,7 @@ void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> co
          section::lint_files(out.sm, group, options_for(o, app, *key.first, key.second)));
   if (stdin_text) {
     std::string const name = o.stdin_filename.empty() ? "-" : o.stdin_filename;
-    auto const& config = config_of(o.stdin_filename.empty() ? "./-" : o.stdin_filename);
+    auto const& config = config_for(o, finder, o.stdin_filename.empty() ? "./-" : o.stdin_filename);
     auto const first = out.sm.size();
     keep(config, section::lint_text(out.sm, *stdin_text, name,
                                     options_for(o, app, config, config.signature_for(name))));
@@ -359,7 +370,7 @@ bool has_marker(std::string const& path) {
 /// beside section files are left alone (pre-commit passes every staged `.c` file).
 std::vector<std::string> lint_targets(Options const& o, std::vector<std::string> const& paths,
                                       lint_config::ConfigFinder& finder) {
-  auto files = lint_files::collect(paths, o.selection, finder);
+  auto files = collect(o, paths, finder);
   if (o.marked_only) std::erase_if(files, [](std::string const& f) { return !has_marker(f); });
   return files;
 }
@@ -403,7 +414,7 @@ std::vector<std::string> watched_files(Options const& o, std::vector<std::string
   lint_config::ConfigFinder finder;
   std::vector<std::string> files;
   try {
-    files = lint_files::collect(paths, o.selection, finder);
+    files = collect(o, paths, finder);
   } catch (lint_config::ConfigError const&) {  // reported by the run; keep polling the settings
     files = section::collect_lint_paths(paths);
   }
@@ -706,7 +717,6 @@ int main(int argc, char** argv) {
   if (exclude_option->count()) o.selection.exclude = exclude;
   if (respect_gitignore || no_respect_gitignore)
     o.selection.respect_gitignore = !no_respect_gitignore;
-  o.selection.isolated = o.isolated;
   try {
     if (*server) return server_mode(o, app);
     return run(o, app);

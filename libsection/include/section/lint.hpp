@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -57,11 +59,16 @@ std::vector<Diagnostic> lint_text(SourceManager& sm, std::string text,
 std::vector<Diagnostic> lint_files(SourceManager& sm, std::vector<std::string> const& paths,
                                    LintOptions const& options = {});
 
+/// Whether a folder walk leaves out `path` (a folder: with everything below it).
+using SkipPath = std::function<bool(std::filesystem::path const& path, bool is_folder)>;
+
 /// The files `lint_files` looks at: files as given, folders expanded to their sorted
-/// `*.c`/`*.h` files. Paths that do not exist are kept, so reading them reports SL004; folders
-/// that cannot be listed are reported in `problems` (SL004) when it is given.
+/// `*.c`/`*.h` files (hidden folders and what `skip` names left out). Paths that do not exist
+/// are kept, so reading them reports SL004; folders that cannot be listed are reported in
+/// `problems` (SL004) when it is given, else kept so that reading them reports it.
 std::vector<std::string> collect_lint_paths(std::vector<std::string> const& paths,
-                                            std::vector<Diagnostic>* problems = nullptr);
+                                            std::vector<Diagnostic>* problems = nullptr,
+                                            SkipPath const& skip = {});
 
 /// SARIF 2.1.0: one run of `section-lint` with every rule's metadata in `tool.driver.rules`.
 /// Columns are reported in Unicode code points (`columnKind`).

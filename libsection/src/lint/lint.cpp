@@ -103,10 +103,11 @@ Diagnostic unreadable_folder(std::filesystem::path const& dir, std::error_code c
   return make_diagnostic("SL004", "cannot read folder '" + dir.generic_string() + "': " + what);
 }
 
-// Every *.c/*.h below `dir`, hidden folders left out. A folder that cannot be listed is
-// reported, not skipped: a lint run that silently looked at fewer files would pass wrongly.
+// Every *.c/*.h below `dir`, hidden folders and what `skip` names left out. A folder that
+// cannot be listed is reported (or kept, for its reading to report it), not skipped: a lint run
+// that silently looked at fewer files would pass wrongly.
 void walk_folder(std::filesystem::path const& dir, std::vector<std::string>& found,
-                 std::vector<Diagnostic>* problems) {
+                 std::vector<Diagnostic>* problems, SkipPath const& skip) {
   namespace fs = std::filesystem;
   std::vector<fs::path> pending{dir};
   while (!pending.empty()) {
@@ -117,20 +118,24 @@ void walk_folder(std::filesystem::path const& dir, std::vector<std::string>& fou
     for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
       auto const& path = it->path();
       std::error_code type_ec;
-      if (it->symlink_status(type_ec).type() == fs::file_type::directory) {
-        if (!path.filename().string().starts_with(".")) pending.push_back(path);  // .git, .venv
-      } else if (is_section_source(path) && it->is_regular_file(type_ec)) {
-        found.push_back(path.generic_string());
-      }
+      bool const is_folder = it->symlink_status(type_ec).type() == fs::file_type::directory;
+      if (is_folder && path.filename().string().starts_with(".")) continue;  // .git, .venv
+      if (!is_folder && !is_section_source(path)) continue;
+      if (skip && skip(path, is_folder)) continue;
+      if (is_folder) pending.push_back(path);
+      else if (it->is_regular_file(type_ec)) found.push_back(path.generic_string());
     }
-    if (ec && problems) problems->push_back(unreadable_folder(current, ec));
+    if (!ec) continue;
+    if (problems) problems->push_back(unreadable_folder(current, ec));
+    else found.push_back(current.generic_string());
   }
 }
 
 }  // namespace
 
 std::vector<std::string> collect_lint_paths(std::vector<std::string> const& paths,
-                                            std::vector<Diagnostic>* problems) {
+                                            std::vector<Diagnostic>* problems,
+                                            SkipPath const& skip) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
   for (auto const& path : paths) {
@@ -141,7 +146,7 @@ std::vector<std::string> collect_lint_paths(std::vector<std::string> const& path
       continue;
     }
     std::vector<std::string> found;
-    walk_folder(path, found, problems);
+    walk_folder(path, found, problems, skip);
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }
