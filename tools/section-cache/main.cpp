@@ -123,6 +123,10 @@ int main(int argc, char** argv) {
                "The cache is LIBSECTION_CACHE_DIR, else $XDG_CACHE_HOME/libsection, else "
                "~/.cache/libsection."};
   app.require_subcommand(1);
+  std::string environment = "Environment (every build reads and checks these):\n";
+  for (auto const& v : section::setting_variables())
+    environment += "  " + std::string(v.name) + ": " + std::string(v.meaning) + "\n";
+  app.footer(environment);
   std::string cache_dir;
   app.add_option("--cache-dir", cache_dir, "the cache directory (default: as described above)");
 

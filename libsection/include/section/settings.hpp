@@ -31,7 +31,7 @@ struct Settings {
   std::string linker;                          ///< LIBSECTION_LINKER: "" (choose), bfd, ...
   std::vector<std::string> compiler_launcher;  ///< LIBSECTION_COMPILER_LAUNCHER
   bool precompiled_header = true;              ///< LIBSECTION_PCH=0 turns it off
-  bool progress = true;                        ///< LIBSECTION_PROGRESS=0 (read by Python)
+  // LIBSECTION_PROGRESS is checked with the others but read by Python's progress line.
 };
 
 /// Reads every variable from the environment and checks it; throws `SettingsError` naming the

@@ -130,9 +130,8 @@ Settings read_settings() {
   char const* pch = value_of("LIBSECTION_PCH");
   s.precompiled_header =
       !pch || zero_or_one("LIBSECTION_PCH", pch, "0 (no precompiled header) or 1");
-  char const* progress = value_of("LIBSECTION_PROGRESS");
-  s.progress =
-      !progress || zero_or_one("LIBSECTION_PROGRESS", progress, "0 (no progress line) or 1");
+  if (char const* progress = value_of("LIBSECTION_PROGRESS"))
+    zero_or_one("LIBSECTION_PROGRESS", progress, "0 (no progress line) or 1");
   return s;
 }
 

@@ -639,9 +639,11 @@ struct ModuleCache::Verified {
 
 ModuleCache::ModuleCache(fs::path const& root) : ModuleCache(root, true) {}
 
-ModuleCache::ModuleCache(fs::path const& root, bool create)
-    : max_bytes_(default_max_bytes()), lock_timeout_(default_lock_timeout()) {
-  // The settings are read first: a typo fails before anything is created or built.
+ModuleCache::ModuleCache(fs::path const& root, bool create) {
+  // The settings are read first, all at once: a typo fails before anything is created or built.
+  Settings const settings = linker_settings();
+  max_bytes_ = settings.cache_max_bytes;
+  lock_timeout_ = settings.lock_timeout;
   root_ = PrivateDir::open(root, create);
   entries_ = root_.sub("entries");
   locks_ = root_.sub("locks");

@@ -150,6 +150,7 @@ Toolchain find_toolchain(PrivateDir const& state) {
   for (std::size_t i = 1; i < tc.compiler.size(); ++i) tc.identity += " " + tc.compiler[i];
   bool native = false;
   tc.debug = settings.debug;
+  tc.precompiled_header = settings.precompiled_header;
   tc.flags = module_flags(settings, native);
   // `-march=native` code only runs on CPUs like this one: key it by the CPU too, so machines
   // sharing a cache never load each other's.
@@ -254,7 +255,7 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc,
                                                     PythonEnvironment const& python,
                                                     ModuleCache const& cache) {
   if (!tc.launcher.empty()) return std::nullopt;
-  if (!linker_settings().precompiled_header) return std::nullopt;
+  if (!tc.precompiled_header) return std::nullopt;
   if (tc.identity.find("clang") != std::string::npos) return std::nullopt;
 
   std::string const key = pch_key(tc, python);

@@ -24,7 +24,8 @@ struct Toolchain {
   /// Link flags common to every module: `-fuse-ld=gold` (or `lld` for clang) when the faster
   /// linker is installed, or as `LIBSECTION_LINKER` (`bfd`, `gold`, `lld`) asks.
   std::vector<std::string> link_flags;
-  bool debug = false;  ///< `LIBSECTION_DEBUG=1`: `-O0 -g` for gdb
+  bool debug = false;              ///< `LIBSECTION_DEBUG=1`: `-O0 -g` for gdb
+  bool precompiled_header = true;  ///< `LIBSECTION_PCH=0`: none
 };
 
 /// Finds the compiler: `CXX` (split on blanks, no shell; a leading `ccache`/`sccache`/`distcc`
