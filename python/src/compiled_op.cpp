@@ -7,6 +7,7 @@
 #include <new>
 #include <vector>
 
+#include "section/signature.hpp"
 #include "vectorcall_type.hpp"
 
 namespace py = pybind11;
@@ -75,29 +76,28 @@ bool output_as_declared(CompiledOp* self, Py_ssize_t j, PyObject* output) {
   DeclaredOutput const& want = (*self->declared)[static_cast<std::size_t>(j)];
   if (want.ndim < 0) return true;
   auto& numpy = py::detail::npy_api::get();
-  PyObject* got_dtype = nullptr;
-  if (numpy.PyArray_Check_(output)) {
-    auto const* array = py::detail::array_proxy(output);
-    auto const* descr = py::detail::array_descriptor_proxy(array->descr);
-    if (array->nd == want.ndim && descr->type_num == want.typenum) return true;
-    PyObject* declared_descr = numpy.PyArray_DescrFromType_(want.typenum);
-    bool const same = array->nd == want.ndim && declared_descr &&
-                      numpy.PyArray_EquivTypes_(array->descr, declared_descr);
+  if (!numpy.PyArray_Check_(output)) {
+    PyErr_Format(PyExc_TypeError, "%U: output %zd is a %s, but the op declares %s", self->name, j,
+                 Py_TYPE(output)->tp_name, want.type.c_str());
+    return false;
+  }
+  auto const* array = py::detail::array_proxy(output);
+  if (array->nd == want.ndim) {
+    if (py::detail::array_descriptor_proxy(array->descr)->type_num == want.typenum) return true;
+    PyObject* declared_descr = numpy.PyArray_DescrFromType_(want.typenum);  // `long` for int64
+    bool const same = declared_descr && numpy.PyArray_EquivTypes_(array->descr, declared_descr);
     Py_XDECREF(declared_descr);
     PyErr_Clear();
     if (same) return true;
-    got_dtype = PyObject_Str(array->descr);
-    std::string rank = array->nd == 0 ? "[]" : "[";
-    for (int i = 0; array->nd > 0 && i < array->nd; ++i) rank += i ? ",:" : ":";
-    if (array->nd > 0) rank += "]";
-    PyErr_Format(PyExc_TypeError, "%U: output %zd is a %s%s array, but the op declares %s",
-                 self->name, j, got_dtype ? PyUnicode_AsUTF8(got_dtype) : "?", rank.c_str(),
-                 want.type.c_str());
-    Py_XDECREF(got_dtype);
-    return false;
   }
-  PyErr_Format(PyExc_TypeError, "%U: output %zd is a %s, but the op declares %s", self->name, j,
-               Py_TYPE(output)->tp_name, want.type.c_str());
+  // No C++ exception may leave here (C callers): the C API, not pybind11's conversions.
+  PyObject* got_dtype = PyObject_Str(array->descr);
+  char const* dtype = got_dtype ? PyUnicode_AsUTF8(got_dtype) : nullptr;
+  TypeSpec const got{TypeSpec::Kind::tensor, dtype ? dtype : "?", array->nd};
+  Py_XDECREF(got_dtype);
+  PyErr_Clear();
+  PyErr_Format(PyExc_TypeError, "%U: output %zd is a %s array, but the op declares %s", self->name,
+               j, got.to_string().c_str(), want.type.c_str());
   return false;
 }
 
