@@ -16,7 +16,7 @@ writes, in DIR:
   diagnostics clang gives for statements at file scope (STATEMENT_DIAGNOSTICS) are suppressed in
   those files only; every other file keeps them. README.md, "In the editor", says what this hides.
 
-Nothing here imports the compiled core, so it runs wherever the package is installed.
+Section tags and params types are read by the core's own parser, as the build reads them.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import re
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import _core
 
 #: Sections whose text the expander pastes into a function body (statements, not declarations).
 STATEMENT_SECTIONS = frozenset(
@@ -53,9 +55,6 @@ STATEMENT_DIAGNOSTICS = (
 #: The editor shim, shipped in the package beside this module.
 SHIM = Path(__file__).resolve().parent / "include" / "libsection_editor.h"
 
-_MARKER = re.compile(r"^[ \t]*#[ \t]*section[ \t]+(\w+)", re.MULTILINE)
-_DTYPE = re.compile(r"^(bool|u?int(8|16|32|64)|float(16|32|64)|complex(64|128))(\[[:, ]*\])?$")
-
 
 @dataclass
 class Setup:
@@ -74,7 +73,7 @@ def include_flags() -> list[str]:
 
 
 def section_tags(path: Path) -> list[str]:
-    return _MARKER.findall(path.read_text(errors="replace"))
+    return [block["tag"] for block in _core.load_sections([str(path)]).blocks]
 
 
 def op_params(op_py: Path) -> dict[str, str]:
@@ -117,12 +116,16 @@ def params_header(folder: str, params: dict[str, str]) -> str:
     ]
     macros = []
     for name, type_ in params.items():
-        match = _DTYPE.match(type_.strip())
-        if not match or not name.isidentifier():
+        try:
+            spec = _core.parse_type(type_)
+        except ValueError:
+            spec = None
+        if spec is None or spec.kind == _core.TypeSpec.Kind.generic or not name.isidentifier():
             lines.append(f"  // {name}: {type_} (not a NumPy dtype: left out)")
             continue
-        c_type = "npy_" + ("bool" if match[1] == "bool" else match[1])
-        lines.append(f"  {'PyArrayObject*' if match[5] else c_type} {name};")
+        c_type = "npy_" + spec.dtype
+        tensor = spec.kind == _core.TypeSpec.Kind.tensor
+        lines.append(f"  {'PyArrayObject*' if tensor else c_type} {name};")
         macros.append(f"#define DTYPE_PARAM_{name} {c_type}")
     lines += [
         "};",
