@@ -91,6 +91,14 @@ struct Refs {
   }
 };
 
+// Drops the references to one call's outputs at scope exit (per batch element: no allocation).
+struct Results {
+  std::vector<PyObject*> const& items;
+  ~Results() {
+    for (PyObject* o : items) Py_XDECREF(o);
+  }
+};
+
 // The error XLA reports for the Python exception set now (which is kept in `errors`, a list
 // the Python side owns, so it can raise the exception itself).
 ffi::Error python_error(PyObject* errors, std::string const& op_name) {
@@ -294,8 +302,7 @@ ffi::Error run_node(ffi::RemainingArgs args, ffi::RemainingRets rets, std::uint6
       if (out_kinds[j] && !outputs[j]) return python_error(errors, op_name);
     }
     if (entry(op, inputs.data(), outputs.data()) != 0) return python_error(errors, op_name);
-    Refs results;
-    results.items.assign(outputs.begin(), outputs.end());
+    Results results{outputs};
     for (std::size_t j = 0; j < n_out; ++j) {
       if (outputs[j] == views[j]) continue;  // written in place
       if (store_output(outputs[j], out[j], out[j].data + b * out[j].element_bytes,

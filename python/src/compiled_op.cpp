@@ -3,7 +3,9 @@
 
 #include <pybind11/numpy.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <new>
 #include <vector>
 
@@ -26,7 +28,9 @@ struct CompiledOp {
   // One call at a time uses the instance and its cells. A thread that finds the op busy waits
   // with the GIL released (the running op may release it too); only the thread already running
   // the op (its C code calling back into it) is refused, since waiting would deadlock.
-  PyThread_type_lock lock;
+  // A plain mutex, not a PyThread lock: CPython's try-acquire reads the clock twice, which cost
+  // as much as running a small op (vmap calls it once per batch element).
+  std::mutex* lock;
   unsigned long running_thread;  // 0: not running
   // Instances of the same module for calls that find this one busy because its C code released
   // the GIL (`Py_BEGIN_ALLOW_THREADS` around its loop): each running thread gets a struct of
@@ -57,8 +61,8 @@ CompiledOp* idle_spare(CompiledOp* self) {
   Py_ssize_t const n = PyList_GET_SIZE(self->spares);
   for (Py_ssize_t i = 0; i < n; ++i) {
     auto* spare = reinterpret_cast<CompiledOp*>(PyList_GET_ITEM(self->spares, i));
-    if (PyThread_acquire_lock(spare->lock, NOWAIT_LOCK)) {
-      PyThread_release_lock(spare->lock);
+    if (spare->lock->try_lock()) {
+      spare->lock->unlock();
       return spare;
     }
   }
@@ -117,11 +121,11 @@ int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** output
                  self->name);
     return -1;
   }
-  if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+  if (!self->lock->try_lock()) {
     if (CompiledOp* spare = idle_spare(self))
       return run_with_inputs(spare, inputs, outputs, preset);
     if (PyErr_Occurred()) return -1;
-    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_BEGIN_ALLOW_THREADS self->lock->lock();
     Py_END_ALLOW_THREADS
   }
   self->running_thread = me;
@@ -129,7 +133,7 @@ int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** output
     CompiledOp* self;
     ~Release() {
       self->running_thread = 0;
-      PyThread_release_lock(self->lock);
+      self->lock->unlock();
     }
   } release{self};
   for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], inputs[i]);
@@ -210,7 +214,7 @@ void compiled_op_dealloc(PyObject* object) {
   Py_XDECREF(self->name);
   Py_XDECREF(self->spares);
   delete self->declared;
-  if (self->lock) PyThread_free_lock(self->lock);
+  delete self->lock;
   Py_TYPE(object)->tp_free(object);
 }
 
@@ -337,9 +341,18 @@ int compiled_op_run_native(PyObject* callable, PyObject* const* inputs, PyObject
 
 /// The JAX handler's entry: `outputs` holds, on entry, the arrays over XLA's result buffers.
 int compiled_op_run_native_into(PyObject* callable, PyObject* const* inputs, PyObject** outputs) {
-  std::vector<PyObject*> const preset(outputs,
-                                      outputs + reinterpret_cast<CompiledOp*>(callable)->n_outputs);
-  return run_with_inputs(reinterpret_cast<CompiledOp*>(callable), inputs, outputs, preset.data());
+  // Called once per batch element under vmap: no heap allocation for the common few outputs.
+  auto* self = reinterpret_cast<CompiledOp*>(callable);
+  auto const n = static_cast<std::size_t>(self->n_outputs);
+  PyObject* small[8];
+  std::vector<PyObject*> many;
+  PyObject** preset = small;
+  if (n > 8) {
+    many.resize(n);
+    preset = many.data();
+  }
+  std::copy(outputs, outputs + n, preset);
+  return run_with_inputs(self, inputs, outputs, preset);
 }
 
 }  // namespace
@@ -376,7 +389,7 @@ py::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
   self->running_thread = 0;
   self->spares = nullptr;
   self->declared = nullptr;
-  self->lock = PyThread_allocate_lock();
+  self->lock = new (std::nothrow) std::mutex;
   py::object owner = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(self));
   if (!self->cells || !self->lock) throw std::bad_alloc();
   if (!declared.empty() && declared.size() != n_outputs)
