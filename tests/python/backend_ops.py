@@ -91,7 +91,64 @@ class GaussLogLike(ExternalCOp):
         return [g * (mu - y), g * GaussLogLikeGrad()(y, mu)]
 
 
-for _cls in (VecMul, GaussLogLike):
+class SmoothLogLikeGrad(ExternalCOp):
+    """d/dalpha of SmoothLogLike, computed along the same recursion."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__(
+            "data/backends/smooth_loglike_grad.c", "APPLY_SPECIFIC(smooth_loglike_grad)"
+        )
+
+    def make_node(self, y, alpha):
+        y, alpha = as_tensor_variable(y), as_tensor_variable(alpha)
+        return Apply(self, [y, alpha], [pt.dscalar()])
+
+
+class SmoothLogLike(ExternalCOp):
+    """A recursive filter's log-likelihood (exponential smoothing, see the C file): y a float64
+    vector of data, alpha a float64 0-d tensor in (0, 1). Its built-in twin needs a scan
+    (`smooth_loglike_scan`). The gradient for alpha is SmoothLogLikeGrad; y is data."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("data/backends/smooth_loglike.c", "APPLY_SPECIFIC(smooth_loglike)")
+
+    def make_node(self, y, alpha):
+        y = as_tensor_variable(y).astype("float64")
+        alpha = as_tensor_variable(alpha).astype("float64")
+        return Apply(self, [y, alpha], [pt.dscalar()])
+
+    def _gradient(self, inputs, outputs, cotangents):
+        from pytensor.gradient import grad_not_implemented
+
+        y, alpha = inputs
+        [g] = cotangents
+        return [grad_not_implemented(self, 0, y), g * SmoothLogLikeGrad()(y, alpha)]
+
+
+def smooth_loglike_scan(y, alpha):
+    """SmoothLogLike written with PyTensor built-ins: the recursion as a scan."""
+    import warnings
+
+    import pytensor
+
+    y = as_tensor_variable(y).astype("float64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # scan's return signature, 3.x
+        states, _ = pytensor.scan(
+            lambda yt, s, a: a * yt + (1 - a) * s,
+            sequences=[y[1:]],
+            outputs_info=[y[0]],
+            non_sequences=[alpha],
+        )
+    predictions = pt.concatenate([y[:1], states[:-1]])
+    return -0.5 * ((y[1:] - predictions) ** 2).sum()
+
+
+for _cls in (VecMul, GaussLogLike, SmoothLogLike):
     setattr(_cls, GRADIENT, _cls._gradient)
 
 

@@ -162,6 +162,25 @@ def test_numba_frees_the_node_state_with_the_function(cache_dir):
     assert runners() == before
 
 
+@pytest.mark.parametrize("mode", ["CVM", "NUMBA"])
+def test_the_recursive_filter_op_equals_its_scan_twin_with_its_gradient(mode, cache_dir):
+    # The benchmark's "C beats the built-ins" model (bench/bench_samplers.py) is only a fair
+    # comparison if both compute the same log-likelihood and gradient.
+    from backend_ops import SmoothLogLike, smooth_loglike_scan
+
+    y = np.cumsum(np.random.default_rng(0).normal(size=200))
+    alpha = pt.dscalar("alpha")
+    outputs = []
+    for logp in (SmoothLogLike()(y, alpha), smooth_loglike_scan(y, alpha)):
+        outputs += [logp, pytensor.grad(logp, alpha)]
+    fn = pytensor.function([alpha], outputs, mode=mode)
+    for a in (0.1, 0.5, 0.93):
+        op_logp, op_grad, scan_logp, scan_grad = fn(a)
+        np.testing.assert_allclose(op_logp, scan_logp, rtol=1e-12)
+        np.testing.assert_allclose(op_grad, scan_grad, rtol=1e-9)
+        assert op_grad != 0
+
+
 def test_numba_works_in_a_second_process_with_pytensors_cache(tmp_path):
     # The compiled function embeds addresses of this process: it must never be cached on disk
     # and reloaded elsewhere. Two processes share one PyTensor compiledir.
