@@ -111,10 +111,48 @@ struct ModuleSource {
   std::vector<std::string> input_types, output_types;  ///< `describe()` of each, for messages
 };
 
-/// What every module starts with: Python, then NumPy's C API (also the precompiled header).
+/// What every module starts with (also the precompiled header): Python, NumPy's C API, and the
+/// glue every variable of a type shares, written once per module instead of once per variable
+/// (a module's size, and so its compile time, grows with its inputs only by their calls).
 inline constexpr char const* module_prelude =
     "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n"
-    "#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION\n#include <numpy/arrayobject.h>\n";
+    "#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION\n#include <numpy/arrayobject.h>\n"
+    "#ifndef LIBSECTION_PRELUDE\n#define LIBSECTION_PRELUDE\n"
+    // 0 when `py` is an aligned array of `typenum` (native byte order) with `ndim` dimensions;
+    // otherwise -1 with a TypeError that starts with `want` ("input 0: expected a ...").
+    // PyArray_EquivTypenums ignores byte order: a '>f8' array would pass as float64 and be read
+    // as garbage, so non-native byte order is refused too.
+    "static __attribute__((unused)) int libsection_check_tensor(PyObject* py, int typenum, int "
+    "ndim,\n"
+    "                                                          const char* want,\n"
+    "                                                          const char* label) {\n"
+    "  if (!PyArray_Check(py)) {\n"
+    "    PyErr_Format(PyExc_TypeError, \"%s, got %s\", want, Py_TYPE(py)->tp_name);\n"
+    "    return -1;\n"
+    "  }\n"
+    "  PyArrayObject* a = (PyArrayObject*)py;\n"
+    "  int const same = PyArray_NDIM(a) == ndim && PyArray_EquivTypenums(PyArray_TYPE(a), "
+    "typenum);\n"
+    "  if (!same || PyArray_ISBYTESWAPPED(a)) {\n"
+    "    PyObject* got_dtype = PyObject_Str((PyObject*)PyArray_DESCR(a));\n"
+    "    char const* got = got_dtype ? PyUnicode_AsUTF8(got_dtype) : \"?\";\n"
+    "    if (same)\n"
+    "      PyErr_Format(PyExc_TypeError, \"%s, got a %d-d %s array in non-native byte order; "
+    "convert it with a.astype(a.dtype.newbyteorder('='))\", want, PyArray_NDIM(a), got);\n"
+    "    else\n"
+    "      PyErr_Format(PyExc_TypeError, \"%s, got a %d-d %s array\", want, PyArray_NDIM(a), "
+    "got);\n"
+    "    Py_XDECREF(got_dtype);\n"
+    "    return -1;\n"
+    "  }\n"
+    "  if (!PyArray_ISALIGNED(a)) {\n"
+    "    PyErr_Format(PyExc_TypeError, \"%s: the array's data is not aligned for its dtype\", "
+    "label);\n"
+    "    return -1;\n"
+    "  }\n"
+    "  return 0;\n"
+    "}\n"
+    "#endif\n";
 
 /// The name `#line` directives give the module's own source (its path is only known when it is
 /// compiled, and must not change the text); compile errors there are mapped to the kept file.

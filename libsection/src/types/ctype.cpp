@@ -66,45 +66,10 @@ class TensorType final : public CType {
     std::string const want = label_of(sub) + ": expected a " + describe() + " array (" +
                              dtype_.name + ", " + std::to_string(ndim_) + "-d)";
     std::string code = name + " = NULL;\n";
-    if (check_input) {
-      code += "if (!PyArray_Check(py_" + name +
-              ")) {\n"
-              "  PyErr_Format(PyExc_TypeError, " +
-              c_string(want + ", got %s") + ", Py_TYPE(py_" + name + ")->tp_name);\n  " + fail +
-              "\n}\n";
-      // One branch on the hot path; the message is built only when it fails.
-      // PyArray_EquivTypenums ignores byte order: a '>f8' array would pass as float64 and be
-      // read as garbage, so non-native byte order is refused here too.
-      std::string const array = "(PyArrayObject*)py_" + name;
-      code += "if (PyArray_NDIM(" + array + ") != " + std::to_string(ndim_) +
-              " || !PyArray_EquivTypenums(PyArray_TYPE(" + array + "), " +
-              std::to_string(dtype_.typenum) + ") || PyArray_ISBYTESWAPPED(" + array +
-              ")) {\n"
-              "  PyObject* got_dtype = PyObject_Str((PyObject*)PyArray_DESCR(" +
-              array +
-              "));\n"
-              "  if (PyArray_NDIM(" +
-              array + ") == " + std::to_string(ndim_) + " && PyArray_EquivTypenums(PyArray_TYPE(" +
-              array + "), " + std::to_string(dtype_.typenum) +
-              ")) {\n"
-              "    PyErr_Format(PyExc_TypeError, " +
-              c_string(want + ", got a %d-d %s array in non-native byte order; convert it with "
-                              "a.astype(a.dtype.newbyteorder('='))") +
-              ", PyArray_NDIM(" + array +
-              "), got_dtype ? PyUnicode_AsUTF8(got_dtype) : \"?\");\n"
-              "  } else {\n"
-              "    PyErr_Format(PyExc_TypeError, " +
-              c_string(want + ", got a %d-d %s array") + ", PyArray_NDIM(" + array +
-              "), got_dtype ? PyUnicode_AsUTF8(got_dtype) : \"?\");\n"
-              "  }\n"
-              "  Py_XDECREF(got_dtype);\n  " +
-              fail + "\n}\n";
-      code += "if (!PyArray_ISALIGNED((PyArrayObject*)py_" + name +
-              ")) {\n"
-              "  PyErr_SetString(PyExc_TypeError, " +
-              c_string(label_of(sub) + ": the array's data is not aligned for its dtype") +
-              ");\n  " + fail + "\n}\n";
-    }
+    if (check_input)  // the prelude's shared check: one call per variable, not its text
+      code += "if (libsection_check_tensor(py_" + name + ", " + std::to_string(dtype_.typenum) +
+              ", " + std::to_string(ndim_) + ", " + c_string(want) + ", " +
+              c_string(label_of(sub)) + ")) {\n  " + fail + "\n}\n";
     code += name + " = (PyArrayObject*)py_" + name + ";\nPy_INCREF(" + name + ");\n";
     return code;
   }
@@ -126,7 +91,7 @@ class TensorType final : public CType {
   std::string c_cleanup(std::string const& name, Sub const&) const override {
     return "Py_XDECREF(" + name + ");\n" + name + " = NULL;\n";
   }
-  std::string c_code_cache_version() const override { return "tensor-2"; }
+  std::string c_code_cache_version() const override { return "tensor-3"; }
   std::string c_element_type() const override { return dtype_.c_type; }
   std::optional<DtypeInfo> dtype() const override { return dtype_; }
   std::optional<int> array_ndim() const override { return ndim_; }
