@@ -177,6 +177,48 @@ def test_wrong_dtype_or_ndim_raises_type_error_before_the_op_runs(vtv, bad, mess
         vtv(bad, np.ones(5))
 
 
+@pytest.mark.parametrize("n_inputs", [3, 40])
+def test_an_op_with_many_inputs_counts_references_and_checks_each_input(tmp_path, n_inputs):
+    # Past 32 variables the module's glue counts references out of line (its compile time
+    # would otherwise grow faster than the module); both forms must hold and drop exactly the
+    # references they take, and check every input with its own label.
+    params = ", ".join(f"PyArrayObject* x{i}" for i in range(n_inputs))
+    total = " + ".join(f"*(double*)PyArray_GETPTR1(x{i}, 0)" for i in range(n_inputs))
+    path = tmp_path / "many.c"
+    path.write_text(
+        "#section support_code_apply\n"
+        f"int APPLY_SPECIFIC(total)({params}, PyArrayObject** out) {{\n"
+        "  if (*out == NULL)\n"
+        "    *out = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x0), NPY_FLOAT64, 0);\n"
+        "  if (*out == NULL) return 1;\n"
+        f"  *(double*)PyArray_GETPTR1(*out, 0) = {total};\n"
+        "  return 0;\n"
+        "}\n"
+    )
+    op = build(
+        path, "APPLY_SPECIFIC(total)", inputs=["float64[:]"] * n_inputs, outputs=["float64[:]"]
+    )
+    source = (Path(op.info["library"]).parent / "source.cpp").read_text()
+    outline = "#define LIBSECTION_OUTLINE_REFS 1" in source
+    assert outline == (n_inputs > 32)
+    arrays = [np.full(1, float(i)) for i in range(n_inputs)]
+    before = [sys.getrefcount(a) for a in arrays]
+    for _ in range(50):
+        out = op(*arrays)
+    assert out[0] == sum(range(n_inputs))
+    out_refs = sys.getrefcount(out)
+    for _ in range(50):
+        op(*arrays)
+    assert [sys.getrefcount(a) for a in arrays] == before
+    assert sys.getrefcount(out) <= out_refs  # the op may have let go of it; never more
+    bad = list(arrays)
+    bad[n_inputs - 2] = np.ones(1, dtype=np.float32)
+    with pytest.raises(TypeError, match=rf"input {n_inputs - 2}: expected a float64\[:\] array"):
+        op(*bad)
+    del bad
+    assert [sys.getrefcount(a) for a in arrays] == before
+
+
 def test_wrong_number_of_inputs_or_keywords(vtv):
     with pytest.raises(TypeError, match="takes 2 inputs, got 1"):
         vtv(np.ones(3))

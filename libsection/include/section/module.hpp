@@ -152,6 +152,19 @@ inline constexpr char const* module_prelude =
     "  }\n"
     "  return 0;\n"
     "}\n"
+    // Reference counting in the glue: inline, or in a module with many variables (where
+    // LIBSECTION_OUTLINE_REFS is 1) calls, since GCC's time on one function of thousands of
+    // inline branches grows faster than the function.
+    "static __attribute__((noinline, unused)) void libsection_incref(PyObject* o) {\n"
+    "  Py_INCREF(o);\n"
+    "}\n"
+    "static __attribute__((noinline, unused)) void libsection_xdecref(PyObject* o) {\n"
+    "  Py_XDECREF(o);\n"
+    "}\n"
+    "#define LIBSECTION_INCREF(o) \\\n"
+    "  (LIBSECTION_OUTLINE_REFS ? libsection_incref((PyObject*)(o)) : Py_INCREF(o))\n"
+    "#define LIBSECTION_XDECREF(o) \\\n"
+    "  (LIBSECTION_OUTLINE_REFS ? libsection_xdecref((PyObject*)(o)) : Py_XDECREF(o))\n"
     "#endif\n";
 
 /// The name `#line` directives give the module's own source (its path is only known when it is

@@ -259,31 +259,31 @@ RunBlock ModuleWriter::variable_block(std::size_t v) {
 
 void ModuleWriter::fill_input_block(RunBlock& b, std::string const& n, CType const& type,
                                     Sub const& sub) const {
-  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n + ");\n" +
-               type.c_extract(n, sub, true);
-  b.cleanup = type.c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n";
+  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nLIBSECTION_INCREF(py_" + n +
+               ");\n" + type.c_extract(n, sub, true);
+  b.cleanup = type.c_cleanup(n, sub) + "LIBSECTION_XDECREF(py_" + n + ");\n";
 }
 
 // The cell still holds the previous output when the caller let go of it: the op may reuse it
 // (the tutorial's `vector_times_vector` does when the shape matches).
 void ModuleWriter::fill_output_block(RunBlock& b, std::string const& n, CType const& type,
                                      Sub const& sub) const {
-  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
+  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nLIBSECTION_INCREF(py_" + n +
                ");\nif (py_" + n + " == Py_None) {\n" + type.c_init(n, sub) + "} else {\n" +
                type.c_extract(n, sub, true) + "}\n";
   b.cleanup = "if (!__failure) {\n" + type.c_sync(n, sub) +
               "  PyObject* old_ = PyList_GET_ITEM(storage_" + n +
               ", 0);\n"
-              "  Py_INCREF(py_" +
+              "  LIBSECTION_INCREF(py_" +
               n + ");\n  PyList_SET_ITEM(storage_" + n + ", 0, py_" + n +
-              ");\n  Py_XDECREF(old_);\n}\n" + type.c_cleanup(n, sub) + "Py_XDECREF(py_" + n +
-              ");\n";
+              ");\n  LIBSECTION_XDECREF(old_);\n}\n" + type.c_cleanup(n, sub) +
+              "LIBSECTION_XDECREF(py_" + n + ");\n";
 }
 
 void ModuleWriter::fill_intermediate_block(RunBlock& b, std::string const& n, CType const& type,
                                            Sub const& sub) const {
-  b.behavior = "py_" + n + " = Py_None;\nPy_INCREF(Py_None);\n" + type.c_init(n, sub);
-  b.cleanup = type.c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n";
+  b.behavior = "py_" + n + " = Py_None;\nLIBSECTION_INCREF(Py_None);\n" + type.c_init(n, sub);
+  b.cleanup = type.c_cleanup(n, sub) + "LIBSECTION_XDECREF(py_" + n + ");\n";
 }
 
 // ---- per apply: ask the op for its code ----------------------------------------------------
@@ -339,9 +339,9 @@ void ModuleWriter::add_constant(std::size_t v) {
           {"id", std::to_string(init_id)},
           {"label", label_of(v)}};
   const_members_ += "PyObject* py_" + n + ";\n" + type.c_declare(n, sub, true);
-  const_init_ += "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nPy_INCREF(py_" + n +
-                 ");\n" + type.c_extract(n, sub, true);
-  const_cleanup_ = type.c_cleanup(n, sub) + "Py_XDECREF(py_" + n + ");\n" + const_cleanup_;
+  const_init_ += "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nLIBSECTION_INCREF(py_" +
+                 n + ");\n" + type.c_extract(n, sub, true);
+  const_cleanup_ = type.c_cleanup(n, sub) + "LIBSECTION_XDECREF(py_" + n + ");\n" + const_cleanup_;
 }
 
 // ---- the text ------------------------------------------------------------------------------
@@ -352,6 +352,10 @@ std::string ModuleWriter::heading() const {
     t += (i ? ", " : "") + module_.op_names[i];
   t += "\n";
   t += module_prelude;
+  // Past this many variables the glue's reference counting is out of line (see the prelude).
+  constexpr std::size_t inline_refs_up_to = 32;
+  t += "#define LIBSECTION_OUTLINE_REFS " +
+       std::string(names_.size() > inline_refs_up_to ? "1" : "0") + "\n";
   t += "#include <exception>\n";
   for (auto const& h : headers_) t += include_line(h);
   return t + "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n\n";
@@ -378,7 +382,7 @@ std::string ModuleWriter::init_function() const {
   std::string t = "\nint init(PyObject** storage) {\n";
   for (std::size_t i = 0; i < cells_.size(); ++i)
     t += "storage_" + names_[cells_[i]] + " = storage[" + std::to_string(i) +
-         "];\nPy_INCREF(storage_" + names_[cells_[i]] + ");\n";
+         "];\nLIBSECTION_INCREF(storage_" + names_[cells_[i]] + ");\n";
   return t + const_init_ + struct_init_ + "return 0;\n}\n";
 }
 
@@ -389,7 +393,7 @@ std::string ModuleWriter::cleanup_function() const {
   for (auto it = struct_cleanups_.rbegin(); it != struct_cleanups_.rend(); ++it)
     t += "{\n" + *it + "\n}\n";
   t += const_cleanup_;
-  for (auto v : cells_) t += "Py_XDECREF(storage_" + names_[v] + ");\n";
+  for (auto v : cells_) t += "LIBSECTION_XDECREF(storage_" + names_[v] + ");\n";
   return t + "}\n";
 }
 

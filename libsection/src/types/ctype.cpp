@@ -70,26 +70,26 @@ class TensorType final : public CType {
       code += "if (libsection_check_tensor(py_" + name + ", " + std::to_string(dtype_.typenum) +
               ", " + std::to_string(ndim_) + ", " + c_string(want) + ", " +
               c_string(label_of(sub)) + ")) {\n  " + fail + "\n}\n";
-    code += name + " = (PyArrayObject*)py_" + name + ";\nPy_INCREF(" + name + ");\n";
+    code += name + " = (PyArrayObject*)py_" + name + ";\nLIBSECTION_INCREF(" + name + ");\n";
     return code;
   }
   std::string c_sync(std::string const& name, Sub const&) const override {
     return "if (!" + name +
            ") {\n"
-           "  Py_XDECREF(py_" +
+           "  LIBSECTION_XDECREF(py_" +
            name + ");\n  py_" + name +
-           " = Py_None;\n  Py_INCREF(Py_None);\n"
+           " = Py_None;\n  LIBSECTION_INCREF(Py_None);\n"
            "} else if ((PyObject*)" +
            name + " != py_" + name +
            ") {\n"
-           "  Py_XDECREF(py_" +
+           "  LIBSECTION_XDECREF(py_" +
            name + ");\n  py_" + name + " = (PyObject*)" + name +
            ";\n"
-           "  Py_INCREF(py_" +
+           "  LIBSECTION_INCREF(py_" +
            name + ");\n}\n";
   }
   std::string c_cleanup(std::string const& name, Sub const&) const override {
-    return "Py_XDECREF(" + name + ");\n" + name + " = NULL;\n";
+    return "LIBSECTION_XDECREF(" + name + ");\n" + name + " = NULL;\n";
   }
   std::string c_code_cache_version() const override { return "tensor-3"; }
   std::string c_element_type() const override { return dtype_.c_type; }
@@ -195,14 +195,14 @@ class ScalarType final : public CType {
     return "{\n  PyArray_Descr* descr_ = PyArray_DescrFromType(" + std::to_string(dtype_.typenum) +
            ");\n  PyObject* value_ = descr_ ? PyArray_Scalar(&" + name +
            ", descr_, NULL) : NULL;\n"
-           "  Py_XDECREF(descr_);\n  Py_XDECREF(py_" +
+           "  LIBSECTION_XDECREF(descr_);\n  LIBSECTION_XDECREF(py_" +
            name +
            ");\n"
            "  if (value_) {\n    py_" +
            name +
            " = value_;\n  } else {\n"
            "    PyErr_Clear();\n    py_" +
-           name + " = Py_None;\n    Py_INCREF(Py_None);\n  }\n}\n";
+           name + " = Py_None;\n    LIBSECTION_INCREF(Py_None);\n  }\n}\n";
   }
   std::string c_cleanup(std::string const&, Sub const&) const override { return {}; }
   std::string c_code_cache_version() const override { return "scalar-1"; }
@@ -224,17 +224,17 @@ class GenericType final : public CType {
     return name + " = NULL;\n";
   }
   std::string c_extract(std::string const& name, Sub const&, bool) const override {
-    return name + " = py_" + name + ";\nPy_INCREF(" + name + ");\n";
+    return name + " = py_" + name + ";\nLIBSECTION_INCREF(" + name + ");\n";
   }
   std::string c_sync(std::string const& name, Sub const&) const override {
     return "if (!" + name + ") {\n  " + name +
-           " = Py_None;\n  Py_INCREF(Py_None);\n}\n"
+           " = Py_None;\n  LIBSECTION_INCREF(Py_None);\n}\n"
            "if (" +
-           name + " != py_" + name + ") {\n  Py_XDECREF(py_" + name + ");\n  py_" + name + " = " +
-           name + ";\n  Py_INCREF(py_" + name + ");\n}\n";
+           name + " != py_" + name + ") {\n  LIBSECTION_XDECREF(py_" + name + ");\n  py_" + name +
+           " = " + name + ";\n  LIBSECTION_INCREF(py_" + name + ");\n}\n";
   }
   std::string c_cleanup(std::string const& name, Sub const&) const override {
-    return "Py_XDECREF(" + name + ");\n" + name + " = NULL;\n";
+    return "LIBSECTION_XDECREF(" + name + ");\n" + name + " = NULL;\n";
   }
   std::string c_code_cache_version() const override { return "generic-1"; }
 };
