@@ -35,6 +35,8 @@ PUBLIC = {
     "op.hpp": "types",
     "expand.hpp": "expand",
     "module.hpp": "linker",
+    "private_dir.hpp": "linker",
+    "file_lock.hpp": "linker",
     "cache.hpp": "linker",
     "linker.hpp": "linker",
     "log.hpp": "linker",
