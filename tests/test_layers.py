@@ -37,6 +37,7 @@ PUBLIC = {
     "module.hpp": "linker",
     "private_dir.hpp": "linker",
     "file_lock.hpp": "linker",
+    "manifest.hpp": "linker",
     "cache.hpp": "linker",
     "linker.hpp": "linker",
     "log.hpp": "linker",

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "section/file_lock.hpp"
+#include "section/manifest.hpp"
 #include "section/private_dir.hpp"
 #include "section/settings.hpp"
 
@@ -28,14 +29,18 @@ struct WorkDir {
   FileLock in_use;
 };
 
-/// One published module: `<root>/entries/<key>/` with `module.so`, `source.cpp`, `build.log`
-/// and `manifest.json` (the library's size and SHA-256, how it was built, for what ops), or
-/// (in `CacheReport::headers`) one precompiled header set, `<root>/pch/<key>/`.
+/// One published module: `<root>/entries/<key>/` with the files of `entry_file` (the library,
+/// its source and build log, and the manifest: the library's size and SHA-256, how it was
+/// built, for what ops), or (in `CacheReport::headers`) one precompiled header set,
+/// `<root>/pch/<key>/`.
 struct CacheEntry {
   std::string key;
   std::filesystem::path dir;
   std::filesystem::path library;
-  std::string manifest;        ///< the manifest's JSON text
+  /// `find`/`get_or_build`: always there. `list`: nothing when `manifest_problem` says why
+  /// (damaged, or written in another format: then it is rebuilt, never loaded).
+  std::optional<ModuleManifest> manifest;
+  ManifestProblem manifest_problem;
   std::uintmax_t size = 0;     ///< bytes on disk, all files of the entry
   std::int64_t last_used = 0;  ///< seconds since the epoch (the entry directory's mtime)
   /// `find`/`get_or_build`: `module.so` opened read-only, the bytes that were verified. Load
@@ -46,8 +51,9 @@ struct CacheEntry {
 /// What a cache directory holds now.
 struct CacheReport {
   std::vector<CacheEntry> entries;
-  std::vector<CacheEntry> headers;  ///< precompiled headers (one-time setup), in `pch/`
-  std::uintmax_t total_size = 0;    ///< entries and headers
+  /// Precompiled headers (one-time setup), in `pch/`; they have no manifest.
+  std::vector<CacheEntry> headers;
+  std::uintmax_t total_size = 0;  ///< entries and headers
 };
 
 /// Every `LIBSECTION_*` setting (`read_settings`), a bad one as a `LinkError` naming it. The
@@ -92,15 +98,17 @@ class ModuleCache {
   void discard(WorkDir& work) const;
 
   /// A verified entry, or nothing. A corrupt entry (library missing, a symbolic link, wrong
-  /// mode, size or hash, bad manifest) is removed under its lock. Throws `LinkError` for an
+  /// mode, size or hash, bad manifest) is removed under its lock; one whose manifest is in
+  /// another format is a miss, left for `get_or_build` to replace. Throws `LinkError` for an
   /// entry owned by another user.
   std::optional<CacheEntry> find(std::string const& key);
 
   /// Builds with `build(work_dir)` under the key's lock unless another process published the
   /// entry first. `build` writes `module.so` (and anything else) into `work_dir` and returns
-  /// the manifest fields to record; the directory is then renamed into place. `built` tells
-  /// whether this call compiled.
-  using Builder = std::function<std::string(PrivateDir const& work_dir)>;
+  /// the manifest of how it was built; the cache adds the key, the library's size and SHA-256
+  /// and the time, and the directory is then renamed into place. `built` tells whether this
+  /// call compiled.
+  using Builder = std::function<ModuleManifest(PrivateDir const& work_dir)>;
   CacheEntry get_or_build(std::string const& key, Builder const& build, bool* built = nullptr);
 
   CacheReport list() const;

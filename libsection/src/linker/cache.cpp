@@ -1,5 +1,6 @@
 // The module cache. Layout under the root (every directory 0700 and owned by the user):
-//   entries/<key>/     module.so, source.cpp, build.log, manifest.json (published by rename)
+//   entries/<key>/     module.so, source.cpp, build.log, manifest.json (published by rename;
+//                      the names are `entry_file`'s, the manifest is manifest.cpp's)
 //   pch/<key>/         a precompiled prelude header and its verdict (the one-time setup)
 //   locks/<name>.lock  one flock per key; the exclusive holder writes its pid into it
 //   tmp/<work>/        builds in progress, each holding its `.in-use` file locked while alive
@@ -19,7 +20,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
 #include "base/hash.hpp"
 #include "linker/files.hpp"
@@ -137,7 +137,8 @@ double ModuleCache::default_lock_timeout() { return linker_settings().lock_timeo
 
 struct ModuleCache::Verified {
   std::optional<CacheEntry> entry;
-  std::string problem;  // why the entry is corrupt; empty (and no entry): it does not exist
+  std::string problem;  // why the entry cannot be used; empty (and no entry): it does not exist
+  bool other_format = false;  // only its manifest's format is another: a miss, not damage
 };
 
 ModuleCache::ModuleCache(fs::path const& root) : ModuleCache(root, true) {}
@@ -200,31 +201,18 @@ void ModuleCache::remove_entry(PrivateDir const& parent, std::string const& name
 
 namespace {
 
-/// Why an entry's manifest does not describe the entry of `key`; empty when it does.
-std::string manifest_problem(nlohmann::json const& manifest, std::string const& key) {
-  if (manifest.is_discarded() || !manifest.is_object()) return "manifest.json is not a JSON object";
-  auto const field = [&](char const* name) {
-    return manifest.contains(name) ? manifest[name] : nlohmann::json();
-  };
-  if (!field("key").is_string() || field("key").get<std::string>() != key)
-    return "manifest.json names another key";
-  if (!field("size").is_number_unsigned()) return "manifest.json has no size in bytes";
-  if (!field("sha256").is_string()) return "manifest.json has no sha256 text";
-  return {};
-}
-
 /// Why the library (`fd`, of the size `st` gives) is not the one `manifest` describes; empty
 /// when its size and SHA-256 match. The bytes hashed here are the bytes loaded: the caller
 /// loads through this descriptor.
-std::string library_problem(int fd, struct stat const& st, nlohmann::json const& manifest) {
-  auto const expected_size = manifest["size"].get<std::uintmax_t>();
-  if (static_cast<std::uintmax_t>(st.st_size) != expected_size)
-    return "module.so is " + std::to_string(st.st_size) + " bytes, the manifest says " +
-           std::to_string(expected_size);
+std::string library_problem(int fd, struct stat const& st, ModuleManifest const& manifest) {
+  std::string const library = entry_file::library;
+  if (static_cast<std::uintmax_t>(st.st_size) != manifest.size)
+    return library + " is " + std::to_string(st.st_size) + " bytes, the manifest says " +
+           std::to_string(manifest.size);
   auto const bytes = read_fd(fd, static_cast<std::size_t>(st.st_size));
-  if (!bytes || bytes->size() != expected_size) return "module.so cannot be read whole";
-  if (detail::sha256_hex(*bytes) != manifest["sha256"].get<std::string>())
-    return "module.so does not match the SHA-256 in the manifest";
+  if (!bytes || bytes->size() != manifest.size) return library + " cannot be read whole";
+  if (detail::sha256_hex(*bytes) != manifest.sha256)
+    return library + " does not match the SHA-256 in the manifest";
   return {};
 }
 
@@ -248,21 +236,29 @@ ModuleCache::Verified ModuleCache::verified(std::string const& key) {
 
   std::string problem;
   int const manifest_fd =
-      open_entry_file(dir_fd, "manifest.json", dir_path / "manifest.json", st, problem);
+      open_entry_file(dir_fd, entry_file::manifest, dir_path / entry_file::manifest, st, problem);
   if (manifest_fd < 0) return {std::nullopt, problem};
   FileHandle manifest_file(manifest_fd);
-  auto manifest_text = read_fd(manifest_fd);
-  if (!manifest_text) return {std::nullopt, "manifest.json cannot be read"};
-  auto const manifest = nlohmann::json::parse(*manifest_text, nullptr, false);
-  if (problem = manifest_problem(manifest, key); !problem.empty()) return {std::nullopt, problem};
+  auto const manifest_text = read_fd(manifest_fd);
+  if (!manifest_text) return {std::nullopt, std::string(entry_file::manifest) + " cannot be read"};
+  auto reading = ModuleManifest::parse(*manifest_text);
+  if (!reading.manifest)
+    return {std::nullopt, reading.problem.message,
+            reading.problem.kind == ManifestProblem::Kind::other_format};
+  ModuleManifest& manifest = *reading.manifest;
+  if (manifest.key != key)
+    return {std::nullopt, std::string(entry_file::manifest) + " names another key"};
 
-  int const library_fd = open_entry_file(dir_fd, "module.so", dir_path / "module.so", st, problem);
+  int const library_fd =
+      open_entry_file(dir_fd, entry_file::library, dir_path / entry_file::library, st, problem);
   if (library_fd < 0) return {std::nullopt, problem};
   FileHandle library(library_fd);
   if (problem = library_problem(library_fd, st, manifest); !problem.empty())
     return {std::nullopt, problem};
 
-  CacheEntry entry{key, dir_path, dir_path / "module.so", std::move(*manifest_text), 0, 0, library};
+  CacheEntry entry{key, dir_path, dir_path / entry_file::library};
+  entry.manifest = std::move(manifest);
+  entry.library_file = library;
   entry.size = tree_size(dir_path);
   ::futimens(dir_fd, nullptr);  // marks it recently used, for gc
   entry.last_used = ::fstat(dir_fd, &st) == 0 ? static_cast<std::int64_t>(st.st_mtim.tv_sec) : 0;
@@ -272,11 +268,12 @@ ModuleCache::Verified ModuleCache::verified(std::string const& key) {
 std::optional<CacheEntry> ModuleCache::find(std::string const& key) {
   if (!valid_key(key)) throw LinkError("invalid cache key `" + key + "`");
   auto found = verified(key);
-  if (found.entry || found.problem.empty()) return std::move(found.entry);
+  // Another format is a miss, never loaded: `get_or_build` replaces it under the key's lock.
+  if (found.entry || found.problem.empty() || found.other_format) return std::move(found.entry);
   // Damaged: look again under the key's lock (a builder may be replacing it), then drop it.
   FileLock lock = this->lock(key + ".lock", FileLock::Mode::exclusive);
   found = verified(key);
-  if (found.entry || found.problem.empty()) return std::move(found.entry);
+  if (found.entry || found.problem.empty() || found.other_format) return std::move(found.entry);
   log_record(LogLevel::warning, "cache entry " + (entries_.path() / key).string() +
                                     " is corrupt (" + found.problem + "); removing it");
   remove_entry(entries_, key);
@@ -290,29 +287,33 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
   FileLock lock = this->lock(key + ".lock", FileLock::Mode::exclusive);
   // Another process may have built it while we waited for the lock.
   if (auto found = verified(key); found.entry) return std::move(*found.entry);
-  else if (!found.problem.empty()) remove_entry(entries_, key);
+  else if (!found.problem.empty()) {
+    if (found.other_format)
+      log_record(LogLevel::info, "cache entry " + (entries_.path() / key).string() +
+                                     " was written in another format (" + found.problem +
+                                     "); rebuilding it");
+    remove_entry(entries_, key);
+  }
 
   WorkDir work = make_work_dir(key.substr(0, 16));
   try {
-    auto manifest = nlohmann::json::parse(build(work.dir), nullptr, false);
-    if (manifest.is_discarded() || !manifest.is_object())
-      throw LinkError("the build of cache entry " + key +
-                      " returned a manifest that is not a JSON object");
+    ModuleManifest manifest = build(work.dir);
     struct stat st {};
     std::string problem;
-    int const library_fd =
-        open_entry_file(work.dir.fd(), "module.so", work.dir.path() / "module.so", st, problem);
+    int const library_fd = open_entry_file(work.dir.fd(), entry_file::library,
+                                           work.dir.path() / entry_file::library, st, problem);
     if (library_fd < 0)
-      throw LinkError("the build of cache entry " + key +
-                      " produced no usable module.so: " + problem);
+      throw LinkError("the build of cache entry " + key + " produced no usable " +
+                      entry_file::library + ": " + problem);
     FileHandle library(library_fd);
     auto const bytes = read_fd(library_fd, static_cast<std::size_t>(st.st_size));
-    if (!bytes) throw LinkError("cannot read " + (work.dir.path() / "module.so").string());
-    manifest["key"] = key;
-    manifest["size"] = static_cast<std::uintmax_t>(bytes->size());
-    manifest["sha256"] = detail::sha256_hex(*bytes);
-    manifest["created"] = now_seconds();
-    work.dir.write("manifest.json", manifest.dump(2) + "\n");
+    if (!bytes) throw LinkError("cannot read " + (work.dir.path() / entry_file::library).string());
+    manifest.format = manifest_format;  // the format this code writes, whatever the builder said
+    manifest.key = key;
+    manifest.size = static_cast<std::uintmax_t>(bytes->size());
+    manifest.sha256 = detail::sha256_hex(*bytes);
+    manifest.created = now_seconds();
+    work.dir.write(entry_file::manifest, manifest.to_json());
     publish(work, entries_, key);
   } catch (...) {
     tmp_.remove(work.name);
@@ -335,11 +336,16 @@ CacheReport ModuleCache::list() const {
       CacheEntry entry;
       entry.key = name;
       entry.dir = dir->path() / name;
-      entry.library = entry.dir / "module.so";
+      entry.library = entry.dir / entry_file::library;
+      entry.manifest_problem = {ManifestProblem::Kind::damaged, 0,
+                                std::string(entry_file::manifest) + " cannot be read"};
       if (int const d = open_dir_at(dir->fd(), name); d >= 0) {
-        int const m = ::openat(d, "manifest.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        int const m =
+            ::openat(d, entry_file::manifest, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
         if (m >= 0) {
-          entry.manifest = read_fd(m).value_or("");
+          auto reading = ModuleManifest::parse(read_fd(m).value_or(""));
+          entry.manifest = std::move(reading.manifest);
+          entry.manifest_problem = std::move(reading.problem);
           ::close(m);
         }
         ::close(d);

@@ -24,6 +24,7 @@
 #include "parse/read.hpp"
 #include "section/codes.hpp"
 #include "section/log.hpp"
+#include "section/manifest.hpp"
 #include "section/platform.hpp"
 
 extern char** environ;
@@ -222,7 +223,7 @@ bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir con
   std::string const header_name = pch_header_name;
   fs::path const work_header = work.dir.path() / header_name;
   work.dir.write(header_name, module_prelude);
-  fs::path const log = work.dir.path() / "build.log";
+  fs::path const log = work.dir.path() / entry_file::log;
   auto build = base_compile(tc, python, {});
   build.insert(build.end(),
                {"-x", "c++-header", work_header.string(), "-o", work_header.string() + ".gch"});
@@ -235,7 +236,7 @@ bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir con
       status == 0 &&
       ::fstatat(work.dir.fd(), (header_name + ".gch").c_str(), &built, AT_SYMLINK_NOFOLLOW) == 0 &&
       S_ISREG(built.st_mode);
-  std::string const output = work.dir.read("build.log").value_or("");
+  std::string const output = work.dir.read(entry_file::log).value_or("");
   if (status != 0 && passing_failure(status, output)) {
     std::string why = status >= 128 ? "killed by signal " + std::to_string(status - 128) : output;
     while (!why.empty() && why.back() == '\n') why.pop_back();
