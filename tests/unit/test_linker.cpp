@@ -924,4 +924,22 @@ TEST_SUITE("linker") {
     CHECK(contains(records[0].message, "was written in another format (manifest.json is in "
                                        "format 99"));
   }
+
+  TEST_CASE("the module ABI and the manifest format enter every cache key") {
+    ModuleSource const m = generate_module(add_mul_graph());
+    Toolchain const tc{{}, {"/usr/bin/c++"}, "/usr/bin/c++: g++ 12", {"-O3"}};
+    PythonEnvironment const py{{"/inc"}, "cpython-311", "numpy 2 C-API 1"};
+    CacheFormat const today{module_abi_version, manifest_format};
+    CacheFormat const other_abi{module_abi_version + 1, manifest_format};
+    CacheFormat const other_manifest{module_abi_version, manifest_format + 1};
+    std::string const module_key = module_cache_key(m, tc, py);
+    CHECK(module_cache_key(m, tc, py, today) == module_key);
+    CHECK(module_cache_key(m, tc, py, other_abi) != module_key);
+    CHECK(module_cache_key(m, tc, py, other_manifest) != module_key);
+    std::string const header_key = precompiled_header_key(tc, py);
+    CHECK(header_key.size() == 24);
+    CHECK(precompiled_header_key(tc, py, today) == header_key);
+    CHECK(precompiled_header_key(tc, py, other_abi) != header_key);
+    CHECK(precompiled_header_key(tc, py, other_manifest) != header_key);
+  }
 }

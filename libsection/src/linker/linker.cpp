@@ -168,14 +168,15 @@ Graph single_op_graph(COpPtr op, std::vector<CTypePtr> const& inputs,
 // ---- cache key and build -------------------------------------------------------------------
 
 std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
-                             PythonEnvironment const& python) {
+                             PythonEnvironment const& python, CacheFormat const& format) {
   // Length-prefixed fields, so no two different field lists hash the same text.
   std::string material;
   auto add = [&](std::string const& field) {
     material += std::to_string(field.size()) + ":" + field + ";";
   };
   add("libsection-module");
-  add(std::to_string(module_abi_version));
+  add(std::to_string(format.module_abi));
+  add("manifest " + std::to_string(format.manifest));
   add(version);
   add(tc.identity);
   for (auto const& f : tc.flags) add(f);
