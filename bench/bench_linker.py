@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -171,14 +172,28 @@ def compiler_control(reps, cache_dir: Path, scratch: Path):
     """The machine's own ratio: one cached module's compile command, two at once vs one."""
     import shlex
 
-    entry = next((cache_dir / "entries").iterdir())
-    manifest = json.loads((entry / "manifest.json").read_text())
-    argv = shlex.split(manifest["compile_command"])
+    # The cache's own reader of its entries: section-cache, installed beside this Python.
+    tool = shutil.which(
+        "section-cache",
+        path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    if tool is None:
+        raise RuntimeError("section-cache is not installed beside this Python or on PATH")
+    listing = subprocess.run(
+        [tool, "--cache-dir", str(cache_dir), "list", "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    entry = next(e for e in json.loads(listing.stdout) if e["manifest"])
+    argv = shlex.split(entry["manifest"]["compile_command"])
     source_at, output_at = argv.index("c++", argv.index("-x")) + 1, argv.index("-o") + 1
+    # The command names the source in its build's work folder, since renamed to the entry's.
+    source = Path(entry["dir"]) / Path(argv[source_at]).name
 
     def command(i):
         cmd = list(argv)
-        cmd[source_at], cmd[output_at] = str(entry / "source.cpp"), str(scratch / f"control{i}.o")
+        cmd[source_at], cmd[output_at] = str(source), str(scratch / f"control{i}.o")
         return cmd
 
     alone, together = [], []

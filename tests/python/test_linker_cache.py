@@ -244,6 +244,41 @@ def test_section_cache_tool_lists_explains_collects_and_clears(cache_dir):
     assert run("gc", "--max-size", "lots").returncode == 2
 
 
+def test_an_entry_in_another_manifest_format_is_rebuilt_and_listed_as_such(cache_dir):
+    tool = section_cache_tool()
+    env = worker_env(cache_dir)
+    key = run_worker("float64", env)["key"]
+    manifest_path = cache_dir / "entries" / key / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    ours = manifest["format"]
+    manifest["format"] = ours + 1  # as another libsection version would write it
+    manifest_path.write_text(json.dumps(manifest, indent=2))
+
+    def run(*args):
+        return subprocess.run(
+            [tool, "--cache-dir", str(cache_dir), *args], text=True, capture_output=True, timeout=60
+        )
+
+    listing = run("list")
+    assert listing.returncode == 0, listing.stderr
+    assert f"not loaded: manifest.json is in format {ours + 1}" in listing.stdout
+    explained = run("explain", key[:12])
+    assert explained.returncode == 0, explained.stderr
+    assert "another format" in explained.stdout and "corrupt" not in explained.stdout
+    assert manifest_path.exists()  # explaining it changed nothing
+    (record,) = json.loads(run("list", "--json").stdout)
+    assert record["manifest"] is None and f"format {ours + 1}" in record["problem"]
+
+    process = start_worker("float64", env)
+    out, err = process.communicate(timeout=180)
+    assert process.returncode == 0, err  # never an error
+    result = json.loads(out)
+    assert result["compiled"] and result["correct"] and result["key"] == key
+    assert "corrupt" not in err  # a miss, not damage: no warning
+    assert json.loads(manifest_path.read_text())["format"] == ours
+    assert "verified" in run("explain", key[:12]).stdout
+
+
 # ---- the trust model: other local users, swaps, locks --------------------------------------
 
 ATTACKER = "libsection-test-attacker"

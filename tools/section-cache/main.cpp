@@ -7,13 +7,16 @@
 #include <nlohmann/json.hpp>
 
 #include "section/cache.hpp"
+#include "section/manifest.hpp"
 #include "section/module.hpp"
 #include "section/version.hpp"
 
 namespace {
 
 using section::CacheEntry;
+using section::ManifestProblem;
 using section::ModuleCache;
+using section::ModuleManifest;
 
 std::string human_size(std::uintmax_t bytes) {
   char buffer[32];
@@ -42,31 +45,57 @@ std::string when(std::int64_t seconds) {
   return std::string(text) + " (" + age(seconds) + ")";
 }
 
-// "VectorTimesVector(float64[:], float64[:]) -> float64[:]" from a manifest.
-std::string describe(std::string const& manifest_text) {
-  auto const m = nlohmann::json::parse(manifest_text, nullptr, false);
-  if (m.is_discarded() || !m.is_object()) return "(no readable manifest)";
-  auto join = [](nlohmann::json const& list) {
+// "VectorTimesVector(float64[:], float64[:]) -> float64[:]" from an entry's manifest, or why
+// it has none that this libsection uses.
+std::string describe(CacheEntry const& e) {
+  if (!e.manifest) {
+    if (e.manifest_problem.kind == ManifestProblem::Kind::other_format)
+      return "(not loaded: " + e.manifest_problem.message + ")";
+    return "(no readable manifest: " + e.manifest_problem.message + ")";
+  }
+  auto join = [](std::vector<std::string> const& list) {
     std::string out;
-    if (list.is_array())
-      for (auto const& item : list) out += (out.empty() ? "" : ", ") + item.get<std::string>();
+    for (auto const& item : list) out += (out.empty() ? "" : ", ") + item;
     return out;
   };
-  return join(m.value("ops", nlohmann::json::array())) + "(" +
-         join(m.value("inputs", nlohmann::json::array())) + ") -> " +
-         join(m.value("outputs", nlohmann::json::array()));
+  ModuleManifest const& m = *e.manifest;
+  return join(m.ops) + "(" + join(m.inputs) + ") -> " + join(m.outputs);
+}
+
+// The manifest's fields but the op's, one a line, in the file's (sorted) order.
+void print_fields(ModuleManifest const& m) {
+  auto const field = [](char const* name, std::string const& value) {
+    std::cout << "  " << name << ": " << value << "\n";
+  };
+  field("build_seconds", nlohmann::json(m.build_seconds).dump());
+  field("compile_command", m.compile_command);
+  field("compiler", m.compiler);
+  field("created", when(m.created));
+  field("format", std::to_string(m.format));
+  field("key", m.key);
+  field("libsection_version", m.libsection_version);
+  field("link_command", m.link_command);
+  field("module", m.module);
+  field("numpy", m.numpy);
+  field("python_abi", m.python_abi);
+  field("sha256", m.sha256);
+  field("size", std::to_string(m.size));
 }
 
 int list(ModuleCache const& cache, bool json) {
   auto const report = cache.list();
   if (json) {
     auto out = nlohmann::json::array();
-    for (auto const& e : report.entries)
-      out.push_back({{"key", e.key},
-                     {"dir", e.dir.string()},
-                     {"size", e.size},
-                     {"last_used", e.last_used},
-                     {"manifest", nlohmann::json::parse(e.manifest, nullptr, false)}});
+    for (auto const& e : report.entries) {
+      nlohmann::json record = {
+          {"key", e.key},
+          {"dir", e.dir.string()},
+          {"size", e.size},
+          {"last_used", e.last_used},
+          {"manifest", e.manifest ? nlohmann::json::parse(e.manifest->to_json()) : nullptr}};
+      if (!e.manifest) record["problem"] = e.manifest_problem.message;
+      out.push_back(std::move(record));
+    }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -74,7 +103,7 @@ int list(ModuleCache const& cache, bool json) {
             << cache.root().string() << "\n";
   for (auto const& e : report.entries)
     std::cout << "  " << e.key.substr(0, 12) << "  " << human_size(e.size) << "  "
-              << age(e.last_used) << "  " << describe(e.manifest) << "\n";
+              << age(e.last_used) << "  " << describe(e) << "\n";
   for (auto const& e : report.headers)
     std::cout << "  " << e.key.substr(0, 12) << "  " << human_size(e.size) << "  "
               << age(e.last_used) << "  (precompiled Python and NumPy headers)\n";
@@ -95,24 +124,17 @@ int explain(ModuleCache& cache, std::string const& prefix) {
     return 1;
   }
   auto const& e = matches.front();
-  bool const valid = cache.find(e.key).has_value();
+  std::string status;
+  if (e.manifest_problem.kind == ManifestProblem::Kind::other_format)
+    status = "another format: " + e.manifest_problem.message +
+             "; never loaded, and rebuilt when this libsection builds its module";
+  else if (cache.find(e.key)) status = "verified (size and SHA-256 match the manifest)";
+  else status = "corrupt: it was removed and will be rebuilt on next use";
   std::cout << "key:       " << e.key << "\n"
             << "directory: " << e.dir.string() << "\n"
-            << "status:    "
-            << (valid ? "verified (size and SHA-256 match the manifest)"
-                      : "corrupt: it was removed and will be rebuilt on next use")
-            << "\n"
-            << "op:        " << describe(e.manifest) << "\n";
-  auto const m = nlohmann::json::parse(e.manifest, nullptr, false);
-  if (!m.is_discarded() && m.is_object())
-    for (auto const& [field, value] : m.items())
-      if (field != "ops" && field != "inputs" && field != "outputs")
-        std::cout << "  " << field << ": "
-                  << (field == "created" && value.is_number_integer()
-                          ? when(value.get<std::int64_t>())
-                      : value.is_string() ? value.get<std::string>()
-                                          : value.dump())
-                  << "\n";
+            << "status:    " << status << "\n"
+            << "op:        " << describe(e) << "\n";
+  if (e.manifest) print_fields(*e.manifest);
   return 0;
 }
 

@@ -7,89 +7,19 @@
 // and a module is loaded from the very file descriptor its SHA-256 was checked through.
 #pragma once
 
-#include "section/settings.hpp"
-
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "section/file_lock.hpp"
+#include "section/manifest.hpp"
+#include "section/private_dir.hpp"
+#include "section/settings.hpp"
+
 namespace section {
-
-/// An open file descriptor shared by copies, closed with the last one (-1: none).
-class FileHandle {
- public:
-  FileHandle() = default;
-  explicit FileHandle(int fd);
-  int get() const { return fd_ ? *fd_ : -1; }
-  explicit operator bool() const { return get() >= 0; }
-
- private:
-  std::shared_ptr<int const> fd_;
-};
-
-/// A directory owned by the current user and writable by nobody else, held open: what is done
-/// inside goes through its descriptor (`openat`, never following a symbolic link), so renaming
-/// or replacing its path afterwards changes nothing for us.
-class PrivateDir {
- public:
-  PrivateDir() = default;
-  /// Opens `path`; with `create`, a missing directory (and missing parents) is created with
-  /// mode 0700. A symbolic link is followed only when the current user owns it. Throws
-  /// `LinkError` saying why and what to do when the directory is not trustworthy.
-  static PrivateDir open(std::filesystem::path const& path, bool create);
-  /// A subdirectory, created (0700) when missing; refused like `open`.
-  PrivateDir sub(std::string const& name) const;
-  /// An existing subdirectory that passes the checks, or nothing (missing, a symbolic link,
-  /// another owner's, writable by others: the caller replaces it).
-  std::optional<PrivateDir> existing(std::string const& name) const;
-
-  int fd() const { return fd_.get(); }
-  std::filesystem::path const& path() const { return path_; }
-
-  /// A regular file's bytes, or nothing when it is missing, a symbolic link or not ours.
-  std::optional<std::string> read(std::string const& name) const;
-  /// Writes `name` (mode 0600) through a temporary file and a rename. Throws `LinkError`.
-  void write(std::string const& name, std::string const& data) const;
-  /// Removes a file or a whole tree, never following a symbolic link. Errors are ignored.
-  void remove(std::string const& name) const;
-  /// Names in the directory (no `.`, `..`).
-  std::vector<std::string> names() const;
-
- private:
-  PrivateDir(FileHandle fd, std::filesystem::path path)
-      : fd_(std::move(fd)), path_(std::move(path)) {}
-  FileHandle fd_;
-  std::filesystem::path path_;
-};
-
-/// An `flock` on `<dir>/<name>`, released on destruction (or when the process dies). The
-/// exclusive holder writes its pid into the file, so a waiter that gives up can name it, and a
-/// lock whose recorded holder is dead (its descriptor leaked into another process) is taken over.
-class FileLock {
- public:
-  enum class Mode { exclusive, shared };
-  /// Waits up to `timeout_seconds` (0: one try), then throws `LinkError` naming the holder;
-  /// with `give_up_when_busy`, returns without the lock instead (`held()` is false).
-  FileLock(PrivateDir const& dir, std::string const& name, Mode mode, double timeout_seconds,
-           bool give_up_when_busy = false);
-  FileLock(FileLock&& other) noexcept;
-  FileLock& operator=(FileLock&& other) noexcept;
-  FileLock(FileLock const&) = delete;
-  FileLock& operator=(FileLock const&) = delete;
-  ~FileLock();
-  bool held() const { return fd_ >= 0; }
-  /// Turns a held exclusive lock into a shared one, e.g. once a setup is built and only in
-  /// use: other users may then share it. (flock converts in place; the holder's pid goes.)
-  void share();
-
- private:
-  int fd_ = -1;
-  Mode mode_ = Mode::exclusive;
-};
 
 /// A build in progress: a fresh directory in `tmp/` holding a lock file while its builder
 /// lives, so `gc` can tell the leftovers of killed builds from running ones.
@@ -99,14 +29,18 @@ struct WorkDir {
   FileLock in_use;
 };
 
-/// One published module: `<root>/entries/<key>/` with `module.so`, `source.cpp`, `build.log`
-/// and `manifest.json` (the library's size and SHA-256, how it was built, for what ops), or
-/// (in `CacheReport::headers`) one precompiled header set, `<root>/pch/<key>/`.
+/// One published module: `<root>/entries/<key>/` with the files of `entry_file` (the library,
+/// its source and build log, and the manifest: the library's size and SHA-256, how it was
+/// built, for what ops), or (in `CacheReport::headers`) one precompiled header set,
+/// `<root>/pch/<key>/`.
 struct CacheEntry {
   std::string key;
   std::filesystem::path dir;
   std::filesystem::path library;
-  std::string manifest;        ///< the manifest's JSON text
+  /// `find`/`get_or_build`: always there. `list`: nothing when `manifest_problem` says why
+  /// (damaged, or written in another format: then it is rebuilt, never loaded).
+  std::optional<ModuleManifest> manifest;
+  ManifestProblem manifest_problem;
   std::uintmax_t size = 0;     ///< bytes on disk, all files of the entry
   std::int64_t last_used = 0;  ///< seconds since the epoch (the entry directory's mtime)
   /// `find`/`get_or_build`: `module.so` opened read-only, the bytes that were verified. Load
@@ -117,8 +51,9 @@ struct CacheEntry {
 /// What a cache directory holds now.
 struct CacheReport {
   std::vector<CacheEntry> entries;
-  std::vector<CacheEntry> headers;  ///< precompiled headers (one-time setup), in `pch/`
-  std::uintmax_t total_size = 0;    ///< entries and headers
+  /// Precompiled headers (one-time setup), in `pch/`; they have no manifest.
+  std::vector<CacheEntry> headers;
+  std::uintmax_t total_size = 0;  ///< entries and headers
 };
 
 /// Every `LIBSECTION_*` setting (`read_settings`), a bad one as a `LinkError` naming it. The
@@ -163,15 +98,17 @@ class ModuleCache {
   void discard(WorkDir& work) const;
 
   /// A verified entry, or nothing. A corrupt entry (library missing, a symbolic link, wrong
-  /// mode, size or hash, bad manifest) is removed under its lock. Throws `LinkError` for an
+  /// mode, size or hash, bad manifest) is removed under its lock; one whose manifest is in
+  /// another format is a miss, left for `get_or_build` to replace. Throws `LinkError` for an
   /// entry owned by another user.
   std::optional<CacheEntry> find(std::string const& key);
 
   /// Builds with `build(work_dir)` under the key's lock unless another process published the
   /// entry first. `build` writes `module.so` (and anything else) into `work_dir` and returns
-  /// the manifest fields to record; the directory is then renamed into place. `built` tells
-  /// whether this call compiled.
-  using Builder = std::function<std::string(PrivateDir const& work_dir)>;
+  /// the manifest of how it was built; the cache adds the key, the library's size and SHA-256
+  /// and the time, and the directory is then renamed into place. `built` tells whether this
+  /// call compiled.
+  using Builder = std::function<ModuleManifest(PrivateDir const& work_dir)>;
   CacheEntry get_or_build(std::string const& key, Builder const& build, bool* built = nullptr);
 
   CacheReport list() const;

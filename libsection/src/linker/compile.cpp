@@ -24,6 +24,7 @@
 #include "parse/read.hpp"
 #include "section/codes.hpp"
 #include "section/log.hpp"
+#include "section/manifest.hpp"
 #include "section/platform.hpp"
 
 extern char** environ;
@@ -190,15 +191,6 @@ bool passing_failure(int status, std::string const& log) {
 
 constexpr char const* pch_header_name = "libsection_prelude.h";
 
-/// The setup's key: the compiler, its flags and the Python it compiles for.
-std::string pch_key(Toolchain const& tc, PythonEnvironment const& python) {
-  std::string material = tc.identity + "\n" + module_prelude;
-  for (auto const& f : tc.flags) material += "\n" + f;
-  for (auto const& d : python.include_dirs) material += "\n" + d;
-  material += "\n" + python.abi + "\n" + python.numpy_api;
-  return detail::sha256_hex(material).substr(0, 24);
-}
-
 /// What the setup of `key` decided: use the header (its .gch is there), skip it, or nothing yet.
 std::optional<bool> pch_decided(PrivateDir const& headers, std::string const& key) {
   auto const dir = headers.existing(key);
@@ -222,7 +214,7 @@ bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir con
   std::string const header_name = pch_header_name;
   fs::path const work_header = work.dir.path() / header_name;
   work.dir.write(header_name, module_prelude);
-  fs::path const log = work.dir.path() / "build.log";
+  fs::path const log = work.dir.path() / entry_file::log;
   auto build = base_compile(tc, python, {});
   build.insert(build.end(),
                {"-x", "c++-header", work_header.string(), "-o", work_header.string() + ".gch"});
@@ -235,7 +227,7 @@ bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir con
       status == 0 &&
       ::fstatat(work.dir.fd(), (header_name + ".gch").c_str(), &built, AT_SYMLINK_NOFOLLOW) == 0 &&
       S_ISREG(built.st_mode);
-  std::string const output = work.dir.read("build.log").value_or("");
+  std::string const output = work.dir.read(entry_file::log).value_or("");
   if (status != 0 && passing_failure(status, output)) {
     std::string why = status >= 128 ? "killed by signal " + std::to_string(status - 128) : output;
     while (!why.empty() && why.back() == '\n') why.pop_back();
@@ -251,6 +243,17 @@ bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir con
 
 }  // namespace
 
+std::string precompiled_header_key(Toolchain const& tc, PythonEnvironment const& python,
+                                   CacheFormat const& format) {
+  std::string material = "module abi " + std::to_string(format.module_abi) + "\nmanifest " +
+                         std::to_string(format.manifest) + "\n" + tc.identity + "\n" +
+                         module_prelude;
+  for (auto const& f : tc.flags) material += "\n" + f;
+  for (auto const& d : python.include_dirs) material += "\n" + d;
+  material += "\n" + python.abi + "\n" + python.numpy_api;
+  return detail::sha256_hex(material).substr(0, 24);
+}
+
 std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc,
                                                     PythonEnvironment const& python,
                                                     ModuleCache const& cache) {
@@ -258,7 +261,7 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc,
   if (!tc.precompiled_header) return std::nullopt;
   if (tc.identity.find("clang") != std::string::npos) return std::nullopt;
 
-  std::string const key = pch_key(tc, python);
+  std::string const key = precompiled_header_key(tc, python);
   std::string const lock_name = "pch-" + key + ".lock";
   PrivateDir const& headers = cache.headers();
   auto answer = [&](bool use, FileLock lock) -> std::optional<PrecompiledHeader> {

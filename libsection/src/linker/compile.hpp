@@ -10,6 +10,7 @@
 #include "section/cache.hpp"
 #include "section/diagnostic.hpp"
 #include "section/linker.hpp"
+#include "section/manifest.hpp"
 #include "section/module.hpp"
 #include "section/source.hpp"
 
@@ -43,6 +44,19 @@ struct PrecompiledHeader {
   FileLock in_use;
 };
 
+/// The versions every cache key includes, so that a cache shared by two libsection versions
+/// never mixes their entries or headers: the generated modules' ABI and the manifest's format.
+/// Only tests name other versions.
+struct CacheFormat {
+  int module_abi = module_abi_version;
+  int manifest = manifest_format;
+};
+
+/// The key of the precompiled header set in `pch/`: the cache format, the compiler, its flags
+/// and the Python it compiles for.
+std::string precompiled_header_key(Toolchain const& tc, PythonEnvironment const& python,
+                                   CacheFormat const& format = {});
+
 /// One-time setup: a precompiled header for the module prelude (Python + NumPy, about 85 % of a
 /// module's compile time), built once per compiler, flags and Python in the cache's `pch/`
 /// (inside its size cap), and used whenever it builds. GCC only; not
@@ -75,9 +89,9 @@ std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceMana
 /// The argv of a command as one line a user can paste into a shell.
 std::string shell_quote(std::vector<std::string> const& argv);
 
-/// The cache key: hash of the module text, the compiler's identity and flags, the Python ABI,
-/// NumPy's version and C API, and libsection's version.
+/// The cache key: hash of the cache format, the module text, the compiler's identity and flags,
+/// the Python ABI, NumPy's version and C API, and libsection's version.
 std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
-                             PythonEnvironment const& python);
+                             PythonEnvironment const& python, CacheFormat const& format = {});
 
 }  // namespace section

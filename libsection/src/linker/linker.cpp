@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "base/hash.hpp"
 #include "base/text.hpp"
@@ -13,6 +12,7 @@
 #include "parse/declarations.hpp"
 #include "section/expand.hpp"
 #include "section/log.hpp"
+#include "section/manifest.hpp"
 #include "section/names.hpp"
 #include "section/platform.hpp"
 #include "section/version.hpp"
@@ -168,14 +168,15 @@ Graph single_op_graph(COpPtr op, std::vector<CTypePtr> const& inputs,
 // ---- cache key and build -------------------------------------------------------------------
 
 std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
-                             PythonEnvironment const& python) {
+                             PythonEnvironment const& python, CacheFormat const& format) {
   // Length-prefixed fields, so no two different field lists hash the same text.
   std::string material;
   auto add = [&](std::string const& field) {
     material += std::to_string(field.size()) + ":" + field + ";";
   };
   add("libsection-module");
-  add(std::to_string(module_abi_version));
+  add(std::to_string(format.module_abi));
+  add("manifest " + std::to_string(format.manifest));
   add(version);
   add(tc.identity);
   for (auto const& f : tc.flags) add(f);
@@ -217,17 +218,17 @@ std::string join_names(std::vector<std::string> const& names) {
   // Keeping it is a courtesy: when it fails (a full disk, an unwritable failed/), the compile
   // error is still what is reported.
   fs::path kept = cache.failed().path() / key;
-  std::string log = work.read("build.log").value_or("");
+  std::string log = work.read(entry_file::log).value_or("");
   std::string where;
   try {
     cache.failed().remove(key);
     PrivateDir const dir = cache.failed().sub(key);
     std::string kept_log = log;
     replace_all(kept_log, work.path().string(), kept.string());
-    replace_all(kept_log, module_file_name, (kept / "source.cpp").string());
-    dir.write("source.cpp", module.text);
-    dir.write("build.log", kept_log);
-    dir.write("command.txt", shell_quote(command) + "\n");
+    replace_all(kept_log, module_file_name, (kept / entry_file::source).string());
+    dir.write(entry_file::source, module.text);
+    dir.write(entry_file::log, kept_log);
+    dir.write(entry_file::command, shell_quote(command) + "\n");
     log = std::move(kept_log);
     where = "\nthe generated source, the command and the full log are in " + kept.string();
   } catch (LinkError const& e) {
@@ -265,11 +266,11 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
   result.entry = cache.get_or_build(
       key,
       [&](PrivateDir const& work) {
-        fs::path const source = work.path() / "source.cpp";
-        fs::path const object = work.path() / "module.o";
-        fs::path const library = work.path() / "module.so";
-        fs::path const log = work.path() / "build.log";
-        work.write("source.cpp", module.text);
+        fs::path const source = work.path() / entry_file::source;
+        fs::path const object = work.path() / entry_file::object;
+        fs::path const library = work.path() / entry_file::library;
+        fs::path const log = work.path() / entry_file::log;
+        work.write(entry_file::source, module.text);
         auto const pch = precompiled_header(tc, python, cache);
         auto commands = compile_commands(tc, python, module, source, object, library,
                                          pch ? std::optional<fs::path>(pch->header) : std::nullopt);
@@ -282,7 +283,7 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
           report_failure(module, key, cache, work, commands.compile, sm);
         if (run_program(commands.link, log) != 0)
           report_failure(module, key, cache, work, commands.link, sm);
-        work.remove("module.o");
+        work.remove(entry_file::object);
         double const seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         // One record per compile, after it, so it can carry the time (a cache hit says nothing).
@@ -293,20 +294,19 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
                        join_names(module.input_types) + ") -> " + join_names(module.output_types) +
                        " in " + took + " s (" + key.substr(0, 12) + ")",
                    seconds);
-        nlohmann::json manifest = {
-            {"module", module.name},
-            {"ops", module.op_names},
-            {"inputs", module.input_types},
-            {"outputs", module.output_types},
-            {"libsection_version", version},
-            {"compiler", tc.identity},
-            {"compile_command", shell_quote(commands.compile)},
-            {"link_command", shell_quote(commands.link)},
-            {"python_abi", python.abi},
-            {"numpy", python.numpy_api},
-            {"build_seconds", seconds},
-        };
-        return manifest.dump();
+        ModuleManifest manifest;
+        manifest.module = module.name;
+        manifest.ops = module.op_names;
+        manifest.inputs = module.input_types;
+        manifest.outputs = module.output_types;
+        manifest.libsection_version = version;
+        manifest.compiler = tc.identity;
+        manifest.compile_command = shell_quote(commands.compile);
+        manifest.link_command = shell_quote(commands.link);
+        manifest.python_abi = python.abi;
+        manifest.numpy = python.numpy_api;
+        manifest.build_seconds = seconds;
+        return manifest;
       },
       &result.compiled);
   return result;
