@@ -78,6 +78,12 @@ struct GeneratedMacro {
 /// `DTYPE_PARAM_x` and `DTYPE_`/`TYPENUM_`/`ITEMSIZE_` of an input or output → apply.
 GeneratedMacro classify_generated_macro(std::string_view name);
 
+/// The generated macro `name` most likely misspells: `APPLY_SPECIFC` → `APPLY_SPECIFIC`,
+/// `DTYPE_OUPUT_0` → `DTYPE_OUTPUT_0` (an index is kept as written). Nothing for a name not
+/// spelled like one (upper case, digits, underscores), for a generated macro itself, and for a
+/// name as close to two of them. The linter (SL305) and the hints of a failed compile ask it.
+std::optional<std::string> intended_generated_macro(std::string_view name);
+
 /// The generated macros the expander defines around a section's text.
 struct MacroScope {
   bool apply = false;  ///< `APPLY_SPECIFIC`, `DTYPE_`/`TYPENUM_`/`ITEMSIZE_`, the params types
