@@ -2,6 +2,9 @@
 // in its macro blocks, and the main function call built from `func_name`.
 #include "section/expand.hpp"
 
+#include <cctype>
+
+#include "base/text.hpp"
 #include "expand/line_directives.hpp"
 #include "expand/macros.hpp"
 #include "expand/methods.hpp"
@@ -13,6 +16,10 @@ namespace section {
 namespace {
 
 using detail::MacroBlock;
+
+// The statement of `c_code` that calls an op's main function: `if (func_name(args) != 0) {`.
+constexpr std::string_view call_open = "if (";
+constexpr std::string_view call_close = ") != 0) {";
 
 Diagnostic signature_diagnostic(std::string const& code, std::string message) {
   return make_diagnostic(code, std::move(message));
@@ -126,7 +133,8 @@ class Expander {
     out += i16 + "{\n";
     std::string const args =
         node_.function_args ? *node_.function_args : detail::function_arguments(op_, node_);
-    out += i18 + "if (" + *op_.func_name + "(" + args + params + ") != 0) {\n";
+    out += i18 + std::string(call_open) + *op_.func_name + "(" + args + params +
+           std::string(call_close) + "\n";
     out += i20 + sub_value(node_.sub, "fail") + "\n";
     out += i18 + "}\n";
     out += i16 + "}\n";
@@ -156,6 +164,30 @@ class Expander {
 };
 
 }  // namespace
+
+namespace detail {
+
+std::optional<std::string> called_main_function(std::string_view line) {
+  while (!line.empty() && is_blank(line.front())) line.remove_prefix(1);
+  if (!line.starts_with(call_open) || !line.ends_with(call_close)) return std::nullopt;
+  line.remove_prefix(call_open.size());
+  // A name (`f`, `ns::f`), then its arguments; or a macro call `APPLY_SPECIFIC(f)`, then them.
+  auto const name_end = [&](std::size_t from) {
+    std::size_t i = from;
+    while (i < line.size() &&
+           (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_' || line[i] == ':'))
+      ++i;
+    return i;
+  };
+  std::size_t const name = name_end(0);
+  if (name == 0 || name >= line.size() || line[name] != '(') return std::nullopt;
+  std::size_t const inner = name_end(name + 1);
+  if (inner > name + 1 && inner + 1 < line.size() && line[inner] == ')' && line[inner + 1] == '(')
+    return std::string(line.substr(0, inner + 1));
+  return std::string(line.substr(0, name));
+}
+
+}  // namespace detail
 
 Expansion expand(SourceManager const& sm, SectionSet const& sections, OpDescription const& op,
                  NodeContext const& node, ExpandOptions const& options) {
