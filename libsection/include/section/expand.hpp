@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "section/codes.hpp"
 #include "section/diagnostic.hpp"
 #include "section/op.hpp"
 #include "section/parse.hpp"
@@ -50,6 +51,9 @@ struct ApplyCode {
   std::string init_code_struct;
   std::string code_cleanup;
 };
+
+/// The codes the expander reports (SE1xx), for the code table.
+std::span<DiagnosticCode const* const> expander_codes();
 
 /// The string of every `c_*` method for one apply.
 struct Expansion : ApplyCode {

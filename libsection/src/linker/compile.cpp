@@ -492,7 +492,7 @@ std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceMana
       if (!out.empty()) out.back().notes.push_back({bounded_message(m->message), range});
       continue;
     }
-    out.push_back(make_diagnostic(m->kind == "warning" ? "compile-warning" : "compile-error",
+    out.push_back(make_diagnostic(m->kind == "warning" ? compile_warning : compile_error,
                                   bounded_message(m->message), range));
   }
   return out;
