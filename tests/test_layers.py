@@ -1,7 +1,7 @@
 """The library's layers: no file of libsection includes a layer above its own.
 
 The stages of libsection/src, lowest first: base (source, text, hashing, diagnostics and their
-rendering, the code table, the platform file), parse (reading, the section scanner and its
+rendering, diagnostic codes, the platform file), parse (reading, the section scanner and its
 checks, the C scanner), types (type strings, signatures, C types, the op description), expand,
 and then the linker and the linter, which sit side by side and never include each other. A
 public header belongs to the stage that implements it (the table below); a header added without

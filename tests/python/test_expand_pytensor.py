@@ -148,21 +148,29 @@ def test_a_c_error_is_reported_at_the_section_file_and_line():
     assert "undeclared_identifier_in_broken_c" in str(error.value)
 
 
-def test_a_call_that_does_not_match_the_function_is_reported_at_the_call():
-    """Errors in generated code point at the kept module source, at the generated call."""
+def test_a_call_that_does_not_match_the_function_is_reported_at_its_declaration():
+    """An error in the generated call is told at the main function's declaration; the compiler's
+    error at the call stays a diagnostic, pointing into the kept module source."""
     x = pt.dvector("x")
     op = UnaryVectorOp(str(VTV), "APPLY_SPECIFIC(vector_times_vector)")
     with pytest.raises(CompileError) as error:
         pytensor.function([x], op(x), mode=C_BACKEND)
-    found = re.search(
-        r"^(/\S+/source\.cpp):(\d+):\d+: error: cannot convert", str(error.value), re.M
-    )
-    assert found, str(error.value)
-    line = Path(found[1]).read_text().splitlines()[int(found[2]) - 1]
+    message = str(error.value)
+    assert re.search(
+        rf"^{re.escape(str(VTV))}:25:\d+: error: the generated call of the op's main function "
+        r"`APPLY_SPECIFIC\(vector_times_vector\)` \(func_name\) does not match its "
+        r"declaration: cannot convert",
+        message,
+        re.M,
+    ), message
+    assert "source.cpp:" not in message
+    at_call = [d for d in error.value.diagnostics if d.message.startswith("cannot convert")]
+    assert at_call and at_call[0].filename.endswith("/source.cpp")
+    line = Path(at_call[0].filename).read_text().splitlines()[at_call[0].line - 1]
     assert "APPLY_SPECIFIC(vector_times_vector)(V1, &V2)" in line
 
 
-def test_without_line_directives_the_error_points_into_the_generated_module():
+def test_without_line_directives_the_error_is_in_the_generated_module(monkeypatch):
     class NoLines(UnaryVectorOp):
         line_directives = False
 
@@ -170,7 +178,16 @@ def test_without_line_directives_the_error_points_into_the_generated_module():
     op = NoLines(str(DATA / "broken.c"), "APPLY_SPECIFIC(broken)")
     with pytest.raises(CompileError) as error:
         pytensor.function([x], op(x), mode=C_BACKEND)
-    assert "broken.c:" not in str(error.value)
+    message = str(error.value)
+    assert "broken.c:" not in message
+    # One line says what failed there, without the module's lines unless they are asked for.
+    assert re.search(
+        r"^error in the generated module: .undeclared_identifier_in_broken_c", message, re.M
+    )
+    assert "/source.cpp:" not in message
+    monkeypatch.setenv("LIBSECTION_SHOW_GENERATED", "1")
+    with pytest.raises(CompileError) as error:
+        pytensor.function([x], op(x), mode=C_BACKEND)
     assert "/source.cpp:" in str(error.value)  # the kept module source
 
 

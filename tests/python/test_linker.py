@@ -1,6 +1,7 @@
 """The linker core on the seeds' examples: Python-defined types and ops, the tutorial op,
 failures and their cleanups, output reuse, compile errors."""
 
+import re
 import sys
 from pathlib import Path
 
@@ -352,6 +353,75 @@ def test_compile_error_points_at_the_users_file_and_line(tmp_path):
     assert Path(kept).parent == tmp_path / "cache" / "failed"
     for name in ("source.cpp", "build.log", "command.txt"):
         assert (Path(kept) / name).read_text()
+
+
+# An op whose main function uses the generated macros, and one with a `code` section and params.
+MACRO_OP = """#section support_code_apply
+int APPLY_SPECIFIC(vector_add)(PyArrayObject* x, PyArrayObject* y, PyArrayObject** z) {
+    int typenum = TYPENUM_INPUT_1;
+    DTYPE_OUTPUT_0* out = NULL;
+    (void)typenum; (void)out; (void)x; (void)y; (void)z;
+    return 0;
+}
+"""
+CODE_OP = """#section code
+if (PARAMS->k < 0) FAIL;
+Py_XDECREF(OUTPUT_0);
+OUTPUT_0 = (PyArrayObject*)PyArray_NewCopy(INPUT_0, NPY_CORDER);
+"""
+TYPOS = [
+    # typo, what it means, the op, the line of the typo
+    ("DTYPE_OUPUT_0", "DTYPE_OUTPUT_0", MACRO_OP, 4),
+    ("APPLY_SPECIFC", "APPLY_SPECIFIC", MACRO_OP, 2),
+    ("TYPENUM_INTPUT_1", "TYPENUM_INPUT_1", MACRO_OP, 3),
+    ("PARMS", "PARAMS", CODE_OP, 2),
+    ("OUPUT_0", "OUTPUT_0", CODE_OP, 3),
+]
+
+
+def build_with_typo(tmp_path, typo, intended, op):
+    src = tmp_path / "typo.c"
+    src.write_text(op.replace(intended, typo, 1))
+    with pytest.raises(CompileError) as info:
+        if op is MACRO_OP:
+            build(src, "APPLY_SPECIFIC(vector_add)", ["float64[:]"] * 2, ["float64[:]"])
+        else:
+            build(src, None, ["float64[:]"], ["float64[:]"], params={"k": ("int32", 1)})
+    return src, info.value
+
+
+@pytest.mark.parametrize(("typo", "intended", "op", "line"), TYPOS, ids=[t[0] for t in TYPOS])
+def test_a_mistyped_generated_macro_is_told_at_the_users_line_with_a_did_you_mean(
+    tmp_path, typo, intended, op, line
+):
+    src, error = build_with_typo(tmp_path, typo, intended, op)
+    message = str(error)
+    hint = f"note: `{typo}` is not a macro libsection defines; did you mean `{intended}`?"
+    assert f"{src}:{line}:" in message
+    assert any(f"{src}:{line}:" in text and hint in text for text in message.splitlines()), message
+    # No line of the generated module is shown; the kept folder still is.
+    assert not [text for text in message.splitlines() if "source.cpp" in text], message
+    assert error.kept_dir in message
+    assert any(hint.removeprefix("note: ") in d.notes for d in error.diagnostics)
+
+
+def test_a_mistyped_main_function_is_told_as_the_op_s_not_its_generated_call(tmp_path, monkeypatch):
+    src, error = build_with_typo(tmp_path, "APPLY_SPECIFC", "APPLY_SPECIFIC", MACRO_OP)
+    message = str(error)
+    told = (
+        f"{src}:2:5: error: func_name names the op's main function `APPLY_SPECIFIC(vector_add)`, "
+        "but no section file declares it"
+    )
+    assert told in message.splitlines()
+    # The diagnostics still hold the compiler's error at the generated call, with what it means.
+    generated = [d for d in error.diagnostics if d.filename.endswith("source.cpp")]
+    assert generated and "vector_add_node_" in generated[0].message
+    assert told.split("error: ")[1] in generated[0].notes
+    # Asked for, the generated module's lines are shown as the compiler wrote them.
+    monkeypatch.setenv("LIBSECTION_SHOW_GENERATED", "1")
+    _, shown = build_with_typo(tmp_path, "APPLY_SPECIFC", "APPLY_SPECIFIC", MACRO_OP)
+    assert re.search(r"/source\.cpp:\d+:\d+: error: .vector_add_node_", str(shown)), str(shown)
+    assert told.replace(": error: ", ": note: ") in str(shown).splitlines()
 
 
 def test_bad_type_strings_name_the_problem():

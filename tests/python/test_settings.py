@@ -25,6 +25,7 @@ BAD = [
     ("LIBSECTION_LINKER", "evil"),
     ("LIBSECTION_PCH", "maybe"),
     ("LIBSECTION_PROGRESS", "yes"),
+    ("LIBSECTION_SHOW_GENERATED", "all"),
     ("LIBSECTION_LOCK_TIMEOUT", "soon"),
     ("LIBSECTION_CACHE_MAX_BYTES", "big"),
     ("LIBSECTION_MAX_FILE_BYTES", "-1"),

@@ -10,7 +10,6 @@
 #include <regex>
 #include <set>
 #include <sstream>
-#include <stdexcept>
 
 #include "section/codes.hpp"
 #include "section/expand.hpp"
@@ -44,6 +43,12 @@ std::map<std::string, std::string> codes_in_sources() {
   }
   return found;
 }
+
+/// Whether a diagnostic can be made from a `Code`.
+template <typename Code>
+constexpr bool makes_diagnostic = requires(Code code) {
+  make_diagnostic(code, std::string());
+};
 
 }  // namespace
 
@@ -90,12 +95,20 @@ TEST_SUITE("code table") {
       CHECK(lint.count(c.code) == (c.code.starts_with("SL") ? 1u : 0u));
   }
 
-  TEST_CASE("a diagnostic takes its severity from the table, and an unknown code is refused") {
-    CHECK(make_diagnostic("SL205", "m").severity == Severity::info);
-    CHECK(make_diagnostic("SL101", "m").severity == Severity::warning);
-    CHECK(make_diagnostic("compile-warning", "m").severity == Severity::warning);
-    CHECK(make_diagnostic("SE101", "m").severity == Severity::error);
-    CHECK_THROWS_AS(make_diagnostic("SL999", "m"), std::logic_error);
+  TEST_CASE("a diagnostic takes its code and severity from its code, and a string is no code") {
+    for (char const* code : {"SL205", "SL101", "compile-warning", "SE101"}) {
+      auto const* entry = find_diagnostic_code(code);
+      REQUIRE(entry);
+      auto const d = make_diagnostic(*entry, "m");
+      CHECK(d.code == code);
+      CHECK(d.severity == entry->severity);
+    }
+    CHECK(find_diagnostic_code("SL205")->severity == Severity::info);
+    CHECK(make_diagnostic(compile_warning, "m").severity == Severity::warning);
+    // Codes are constants checked by the compiler: a string, spelt right or not, is refused.
+    static_assert(makes_diagnostic<DiagnosticCode>);
+    static_assert(!makes_diagnostic<char const*>);
+    static_assert(!makes_diagnostic<std::string>);
   }
 
   TEST_CASE("a code section with a function name is one check for the expander and the linter") {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/hash.hpp"
+#include "expand/line_directives.hpp"
 #include "section/expand.hpp"
 #include "section/op.hpp"
 #include "section/signature.hpp"
@@ -293,6 +294,14 @@ TEST_SUITE("line directives") {
     CHECK(relocate_line_directives(module, "/tmp/mod.cpp") ==
           "a\n#line 3 \"/tmp/mod.cpp\"\nb\n  #line 3 \"x.c\"\n"
           "#line 9 \"<libsection-generated>x\n#line \"<libsection-generated> c_code\"\n");
+  }
+
+  TEST_CASE("the path of a directive reads back as it was written") {
+    for (std::string path : {"ops/vtv.c", "we\"ird\\name\n.c", "<libsection-module>", ""})
+      CHECK(detail::line_directive_path("  " + detail::line_directive(12, path)) == path);
+    for (char const* line : {"#line 3", "#line x \"a.c\"", "#line 3 \"a\"b.c\"", "#line 3 \"a.c",
+                             "int x; // #line 3 \"a.c\"", "#line 3 \"a.c\\\""})
+      CHECK_MESSAGE(!detail::line_directive_path(line), line);
   }
 }
 

@@ -339,6 +339,64 @@ TEST_SUITE("linker") {
     CHECK_FALSE(ds[1].range.valid());
   }
 
+  TEST_CASE("a failed compile is told in the user's file, with a did-you-mean for a typo") {
+    SourceManager sm;
+    FileId const op = sm.add("op.c", "#section support_code_apply\n"
+                                     "int APPLY_SPECIFC(vector_add)(PyArrayObject* x) {\n"
+                                     "    return DTYPE_OUPUT_0;\n"
+                                     "}\n");
+    // The module names its section files in `#line` directives.
+    auto const sources = compiled_sources("#line 1 \"op.c\"\n"
+                                          "                  if (APPLY_SPECIFIC(vector_add)(V1, "
+                                          "&V2) != 0) {\n"
+                                          "#line 3 \"<libsection-module>\"\n",
+                                          "gen/source.cpp", sm);
+    CHECK(sources.section_files == std::vector<FileId>{op});
+    std::string const hash(64, 'a');
+    std::string const log =
+        "op.c:2:19: error: \u2018vector_add\u2019 was not declared in this scope\n"
+        "op.c:3:12: error: 'DTYPE_OUPUT_0' was not declared in this scope\n"
+        "gen/source.cpp:2:38: error: \u2018vector_add_node_m" +
+        hash + "_0\u2019 was not declared in this scope; did you mean \u2018op_instance_m" + hash +
+        "\u2019?\n"
+        "gen/source.cpp:3:1: error: something about the module itself\n"
+        "gen/source.cpp:3:5: error: and something more\n";
+    auto const explain = [&](bool show_generated) {
+      auto ds = parse_compiler_output(log, sm);
+      REQUIRE(ds.size() == 5);
+      auto const text = explain_compile_errors(ds, sm, sources, show_generated);
+      return std::pair{text, ds};
+    };
+    auto const [text, ds] = explain(false);
+    std::string const apply = "`APPLY_SPECIFC` is not a macro libsection defines; did you mean "
+                              "`APPLY_SPECIFIC`?";
+    CHECK(text == "\nop.c:2:19: error: \u2018vector_add\u2019 was not declared in this scope"
+                  "\nop.c:2:5: note: " +
+                      apply +
+                      "\nop.c:3:12: error: 'DTYPE_OUPUT_0' was not declared in this scope"
+                      "\nop.c:3:12: note: `DTYPE_OUPUT_0` is not a macro libsection defines; did "
+                      "you mean `DTYPE_OUTPUT_0`?"
+                      "\nop.c:2:5: error: func_name names the op's main function "
+                      "`APPLY_SPECIFIC(vector_add)`, but no section file declares it"
+                      "\nerror in the generated module: something about the module itself (1 "
+                      "more error there; LIBSECTION_SHOW_GENERATED=1 lists them with their "
+                      "lines)");
+    // Every error stays a diagnostic where the compiler put it; what was told is in its notes.
+    CHECK(ds[0].notes.at(0).message == apply);
+    CHECK(ds[0].notes.at(0).range.file == op);
+    CHECK(ds[2].range.file == sources.generated);
+    CHECK(ds[2].notes.size() == 2);
+    CHECK(ds[3].notes.empty());
+
+    auto const [shown, _] = explain(true);
+    CHECK(shown.find("\ngen/source.cpp:2:38: error: \u2018vector_add_node_m" + hash) !=
+          std::string::npos);
+    CHECK(shown.find("\nop.c:2:5: note: func_name names the op's main function") !=
+          std::string::npos);
+    CHECK(shown.find("\ngen/source.cpp:3:5: error: and something more") != std::string::npos);
+    CHECK(shown.find("error in the generated module") == std::string::npos);
+  }
+
   TEST_CASE("programs run without a shell, their output captured") {
     TempDir dir;
     fs::create_directories(dir.path);

@@ -1,5 +1,6 @@
-// Every diagnostic code libsection reports (parser, linter, expander, compiler): the one place
-// each code's name, severity and documentation are written. Every emitter goes through it.
+// What a diagnostic code is: its name, severity and documentation, written once beside the
+// check that reports it, and made into diagnostics from that constant (a misspelt code does not
+// compile). The table of every code is the linter's (`diagnostic_codes`, lint.hpp).
 #pragma once
 
 #include <span>
@@ -32,16 +33,20 @@ struct DiagnosticCode {
   Reporter reported_by;
 };
 
-/// Every code, sorted by code.
-std::span<DiagnosticCode const> diagnostic_codes();
-DiagnosticCode const* find_diagnostic_code(std::string_view code);
+/// A lint rule: an `SL` code, which the parser or the linter reports.
+using LintRule = DiagnosticCode;
+
+/// The compiler's codes. They live here, below both the linker that reports them and the
+/// linter whose table lists them.
+extern DiagnosticCode const compile_error;
+extern DiagnosticCode const compile_warning;
+std::span<DiagnosticCode const* const> compiler_codes();
 
 /// `section-lint --explain CODE`: a heading with the code and its name, the summary, the severity,
 /// the stage that reports it, then the documentation (Markdown).
 std::string explain_code(DiagnosticCode const& code);
 
-/// A diagnostic of `code` with the severity the table gives it. Throws `std::logic_error` for a
-/// code missing from the table (a bug in libsection, caught by its tests).
-Diagnostic make_diagnostic(std::string_view code, std::string message, SourceRange range = {});
+/// A diagnostic of `code`, with the severity it gives.
+Diagnostic make_diagnostic(DiagnosticCode const& code, std::string message, SourceRange range = {});
 
 }  // namespace section

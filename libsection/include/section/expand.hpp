@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "section/codes.hpp"
 #include "section/diagnostic.hpp"
 #include "section/op.hpp"
 #include "section/parse.hpp"
@@ -51,6 +52,9 @@ struct ApplyCode {
   std::string code_cleanup;
 };
 
+/// The codes the expander reports (SE1xx), for the code table.
+std::span<DiagnosticCode const* const> expander_codes();
+
 /// The string of every `c_*` method for one apply.
 struct Expansion : ApplyCode {
   std::string support_code;         ///< one string (an op linked from Python may give a list)
@@ -77,6 +81,12 @@ struct GeneratedMacro {
 /// `FAIL` and `PARAMS` → sub; `INPUT_k`/`OUTPUT_k` → io; `APPLY_SPECIFIC`, `PARAMS_TYPE`,
 /// `DTYPE_PARAM_x` and `DTYPE_`/`TYPENUM_`/`ITEMSIZE_` of an input or output → apply.
 GeneratedMacro classify_generated_macro(std::string_view name);
+
+/// The generated macro `name` most likely misspells: `APPLY_SPECIFC` → `APPLY_SPECIFIC`,
+/// `DTYPE_OUPUT_0` → `DTYPE_OUTPUT_0` (an index is kept as written). Nothing for a name not
+/// spelled like one (upper case, digits, underscores), for a generated macro itself, and for a
+/// name as close to two of them. The linter (SL305) and the hints of a failed compile ask it.
+std::optional<std::string> intended_generated_macro(std::string_view name);
 
 /// The generated macros the expander defines around a section's text.
 struct MacroScope {

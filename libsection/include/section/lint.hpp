@@ -18,8 +18,11 @@
 
 namespace section {
 
-/// A lint rule is an entry of the code table (codes.hpp) that the parser or the linter reports.
-using LintRule = DiagnosticCode;
+/// Every diagnostic code, sorted by code: the code table `--explain`, `--list-rules`, SARIF and
+/// the documentation read. Each code is defined beside the check that reports it; the table is
+/// assembled from each stage's list of them (lint/registry.cpp).
+std::span<DiagnosticCode const> diagnostic_codes();
+DiagnosticCode const* find_diagnostic_code(std::string_view code);
 
 /// Every rule (the `SL` codes of the code table), sorted by code.
 std::span<LintRule const> lint_rules();

@@ -32,6 +32,9 @@ constexpr std::array variables = {
     SettingVariable{"LIBSECTION_PROGRESS",
                     "0: no progress line for compiles over a second; 1 or unset: on a terminal "
                     "or in a notebook"},
+    SettingVariable{"LIBSECTION_SHOW_GENERATED",
+                    "1: a compile error also lists the compiler's messages about the generated "
+                    "module's own lines; 0 or unset: those are told in terms of your files"},
 };
 
 /// The variable's value; nullptr when unset or empty (both mean the default).
@@ -132,6 +135,9 @@ Settings read_settings() {
       !pch || zero_or_one("LIBSECTION_PCH", pch, "0 (no precompiled header) or 1");
   if (char const* progress = value_of("LIBSECTION_PROGRESS"))
     zero_or_one("LIBSECTION_PROGRESS", progress, "0 (no progress line) or 1");
+  char const* show = value_of("LIBSECTION_SHOW_GENERATED");
+  s.show_generated = show && zero_or_one("LIBSECTION_SHOW_GENERATED", show,
+                                         "1 (show errors in the generated module) or 0");
   return s;
 }
 

@@ -2,6 +2,9 @@
 // in its macro blocks, and the main function call built from `func_name`.
 #include "section/expand.hpp"
 
+#include <cctype>
+
+#include "base/text.hpp"
 #include "expand/line_directives.hpp"
 #include "expand/macros.hpp"
 #include "expand/methods.hpp"
@@ -12,21 +15,120 @@
 namespace section {
 namespace {
 
+// The codes of this file, each beside its check; the code table (lint/registry.cpp) lists
+// them from expander_codes().
+
+constexpr DiagnosticCode unknown_dtype{
+    .code = "SE101",
+    .name = "unknown-dtype",
+    .severity = Severity::error,
+    .summary = "a dtype the generated macros cannot describe",
+    .documentation = R"md(## What it does
+Reports an input or output dtype outside bool, int8..int64, uint8..uint64, float16, float32,
+float64, complex64 and complex128.
+
+## Why is this bad?
+The expander defines `DTYPE_INPUT_k`, `TYPENUM_INPUT_k` and `ITEMSIZE_INPUT_k` from the dtype;
+for an unknown one it cannot, and nothing is expanded.
+
+## Example
+An apply signature with the input dtype `float128`.
+
+## Use instead
+One of the dtypes listed above.
+)md",
+    .reported_by = Reporter::expander,
+};
+
+constexpr DiagnosticCode signature_mismatch{
+    .code = "SE102",
+    .name = "signature-mismatch",
+    .severity = Severity::error,
+    .summary = "the apply signature's names and types disagree",
+    .documentation = R"md(## What it does
+Reports an apply signature with a different number of input (or output) names than types.
+
+## Why is this bad?
+The expander pairs each `INPUT_k`/`OUTPUT_k` with a name and a type; with the counts apart the
+macros would name variables that do not exist.
+
+## Example
+Two input dtypes and one input name.
+
+## Use instead
+One name per input and per output.
+)md",
+    .reported_by = Reporter::expander,
+};
+
+constexpr DiagnosticCode bad_function_name{
+    .code = "SE104",
+    .name = "bad-function-name",
+    .severity = Severity::error,
+    .summary = "`func_name` is not a C function name",
+    .documentation = R"md(## What it does
+Reports a `func_name` that is not a C identifier, a `::`-qualified name, or
+`APPLY_SPECIFIC(name)`.
+
+## Why is this bad?
+The name is pasted into the generated `c_code` call; anything else would inject text into the
+generated C.
+
+## Example
+`func_name = "f(x); g"`.
+
+## Use instead
+`f`, `ns::f` or `APPLY_SPECIFIC(f)`.
+)md",
+    .reported_by = Reporter::expander,
+};
+
+constexpr DiagnosticCode bad_padding{
+    .code = "SE105",
+    .name = "bad-padding",
+    .severity = Severity::error,
+    .summary = "`num_inputs`/`num_outputs` outside 0 to 1024",
+    .documentation = R"md(## What it does
+Reports a padding count (`_cop_num_inputs`, `_cop_num_outputs`) below 0 or above 1024.
+
+## Why is this bad?
+The expander generates one argument per padded input and output; such counts are mistakes and
+would generate an unusable call.
+
+## Example
+`_cop_num_inputs = -1`.
+
+## Use instead
+A count from 0 to 1024, or none (the node's own arity).
+)md",
+    .reported_by = Reporter::expander,
+};
+
+}  // namespace
+
+std::span<DiagnosticCode const* const> expander_codes() {
+  static constexpr DiagnosticCode const* codes[] = {&unknown_dtype, &signature_mismatch,
+                                                    &bad_function_name, &bad_padding};
+  return codes;
+}
+
+namespace {
+
 using detail::MacroBlock;
 
-Diagnostic signature_diagnostic(std::string const& code, std::string message) {
-  return make_diagnostic(code, std::move(message));
-}
+// The statement of `c_code` that calls an op's main function: `if (func_name(args) != 0) {`.
+constexpr std::string_view call_open = "if (";
+constexpr std::string_view call_close = ") != 0) {";
 
 void check_dtypes(std::vector<std::optional<std::string>> const& dtypes, char const* role,
                   std::vector<Diagnostic>& diagnostics) {
   for (std::size_t i = 0; i < dtypes.size(); ++i) {
     if (dtypes[i] && !dtype_info(*dtypes[i])) {
       diagnostics.push_back(
-          signature_diagnostic("SE101", std::string("unknown dtype `") + *dtypes[i] + "` for " +
-                                            role + " " + std::to_string(i) +
-                                            " (known: bool, int8..int64, uint8..uint64, "
-                                            "float16, float32, float64, complex64, complex128)"));
+          make_diagnostic(unknown_dtype, std::string("unknown dtype `") + *dtypes[i] + "` for " +
+                                             role + " " + std::to_string(i) +
+                                             " (known: bool, int8..int64, uint8..uint64, "
+                                             "float16, float32, float64, complex64, complex128)"));
     }
   }
 }
@@ -36,26 +138,28 @@ void check_signature(OpDescription const& op, NodeContext const& node,
   check_dtypes(node.input_dtypes, "input", diagnostics);
   check_dtypes(node.output_dtypes, "output", diagnostics);
   if (!node.inputs.empty() && node.inputs.size() != node.input_dtypes.size()) {
-    diagnostics.push_back(signature_diagnostic(
-        "SE102", "the signature has " + std::to_string(node.input_dtypes.size()) +
-                     " input types but " + std::to_string(node.inputs.size()) + " input names"));
+    diagnostics.push_back(make_diagnostic(
+        signature_mismatch, "the signature has " + std::to_string(node.input_dtypes.size()) +
+                                " input types but " + std::to_string(node.inputs.size()) +
+                                " input names"));
   }
   if (!node.outputs.empty() && node.outputs.size() != node.output_dtypes.size()) {
-    diagnostics.push_back(signature_diagnostic(
-        "SE102", "the signature has " + std::to_string(node.output_dtypes.size()) +
-                     " output types but " + std::to_string(node.outputs.size()) + " output names"));
+    diagnostics.push_back(make_diagnostic(
+        signature_mismatch, "the signature has " + std::to_string(node.output_dtypes.size()) +
+                                " output types but " + std::to_string(node.outputs.size()) +
+                                " output names"));
   }
   // The function name and the padding reach the generated call: checked before any of it is.
   try {
     if (op.func_name) check_func_name(*op.func_name);
   } catch (section::signature_error const& e) {
-    diagnostics.push_back(signature_diagnostic("SE104", e.what()));
+    diagnostics.push_back(make_diagnostic(bad_function_name, e.what()));
   }
   try {
     check_padding(op.num_inputs, "num_inputs (_cop_num_inputs)");
     check_padding(op.num_outputs, "num_outputs (_cop_num_outputs)");
   } catch (section::signature_error const& e) {
-    diagnostics.push_back(signature_diagnostic("SE105", e.what()));
+    diagnostics.push_back(make_diagnostic(bad_padding, e.what()));
   }
 }
 
@@ -126,7 +230,8 @@ class Expander {
     out += i16 + "{\n";
     std::string const args =
         node_.function_args ? *node_.function_args : detail::function_arguments(op_, node_);
-    out += i18 + "if (" + *op_.func_name + "(" + args + params + ") != 0) {\n";
+    out += i18 + std::string(call_open) + *op_.func_name + "(" + args + params +
+           std::string(call_close) + "\n";
     out += i20 + sub_value(node_.sub, "fail") + "\n";
     out += i18 + "}\n";
     out += i16 + "}\n";
@@ -157,6 +262,30 @@ class Expander {
 
 }  // namespace
 
+namespace detail {
+
+std::optional<std::string> called_main_function(std::string_view line) {
+  while (!line.empty() && is_blank(line.front())) line.remove_prefix(1);
+  if (!line.starts_with(call_open) || !line.ends_with(call_close)) return std::nullopt;
+  line.remove_prefix(call_open.size());
+  // A name (`f`, `ns::f`), then its arguments; or a macro call `APPLY_SPECIFIC(f)`, then them.
+  auto const name_end = [&](std::size_t from) {
+    std::size_t i = from;
+    while (i < line.size() &&
+           (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_' || line[i] == ':'))
+      ++i;
+    return i;
+  };
+  std::size_t const name = name_end(0);
+  if (name == 0 || name >= line.size() || line[name] != '(') return std::nullopt;
+  std::size_t const inner = name_end(name + 1);
+  if (inner > name + 1 && inner + 1 < line.size() && line[inner] == ')' && line[inner + 1] == '(')
+    return std::string(line.substr(0, inner + 1));
+  return std::string(line.substr(0, name));
+}
+
+}  // namespace detail
+
 Expansion expand(SourceManager const& sm, SectionSet const& sections, OpDescription const& op,
                  NodeContext const& node, ExpandOptions const& options) {
   Expansion result;
@@ -181,7 +310,7 @@ Expansion expand(SourceManager const& sm, SectionSet const& sections, OpDescript
   Section const* code = sections.find("code");
   if (op.func_name && code) {
     SourceRange const where = code->blocks.empty() ? SourceRange{} : code->blocks.front().marker;
-    result.diagnostics.push_back(detail::code_section_with_func_name(where, *op.func_name));
+    result.diagnostics.push_back(detail::code_section_conflict(where, *op.func_name));
   } else if (op.func_name) {
     result.code = expander.function_call();
   } else if (code) {

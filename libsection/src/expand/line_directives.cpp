@@ -71,6 +71,28 @@ bool append_fragment(std::string& out, SourceManager const& sm, SectionSet const
   return true;
 }
 
+std::optional<std::string> line_directive_path(std::string_view line) {
+  line.remove_prefix(std::min(line.find_first_not_of(" \t"), line.size()));
+  if (!line.starts_with("#line ")) return std::nullopt;
+  line.remove_prefix(6);
+  std::size_t const digits = line.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string_view::npos || line.substr(digits, 2) != " \"" ||
+      line.size() < digits + 3 || line.back() != '"')
+    return std::nullopt;
+  std::string_view const literal = line.substr(digits + 2, line.size() - digits - 3);
+  std::string path;
+  for (std::size_t i = 0; i < literal.size(); ++i) {  // undoes c_string_literal
+    char c = literal[i];
+    if (c == '"') return std::nullopt;
+    if (c == '\\') {
+      if (++i == literal.size()) return std::nullopt;
+      c = literal[i] == 'n' ? '\n' : literal[i];
+    }
+    path += c;
+  }
+  return path;
+}
+
 }  // namespace section::detail
 
 namespace section {

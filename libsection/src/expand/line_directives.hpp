@@ -1,7 +1,9 @@
 // Internal: placing a user's section text into generated code, with `#line` directives.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "section/expand.hpp"
 
@@ -24,5 +26,9 @@ bool append_fragment(std::string& out, SourceManager const& sm, SectionSet const
 
 /// `path` as a C string literal.
 std::string c_string_literal(std::string_view path);
+
+/// The path of a line that is a `#line N "path"` directive as `line_directive` writes it (or
+/// indented); nothing for any other line.
+std::optional<std::string> line_directive_path(std::string_view line);
 
 }  // namespace section::detail

@@ -2,7 +2,9 @@
 // (`get_c_macros`, `get_sub_macros`, `get_io_macros`) and its main function's argument list.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "section/expand.hpp"
@@ -28,5 +30,9 @@ MacroBlock io_macros(std::vector<std::string> const& inputs,
 
 /// `format_c_function_args`: inputs, then `&output`s, each padded with `NULL` to its count.
 std::string function_arguments(OpDescription const& op, NodeContext const& node);
+
+/// The `func_name` a line of generated code calls when it is the statement of `c_code` calling
+/// an op's main function (`if (APPLY_SPECIFIC(f)(V1, &V2) != 0) {`); nothing for another line.
+std::optional<std::string> called_main_function(std::string_view line);
 
 }  // namespace section::detail

@@ -152,6 +152,7 @@ Toolchain find_toolchain(PrivateDir const& state) {
   bool native = false;
   tc.debug = settings.debug;
   tc.precompiled_header = settings.precompiled_header;
+  tc.show_generated = settings.show_generated;
   tc.flags = module_flags(settings, native);
   // `-march=native` code only runs on CPUs like this one: key it by the CPU too, so machines
   // sharing a cache never load each other's.
@@ -457,6 +458,17 @@ std::string bounded_message(std::string_view message) {
 
 }  // namespace
 
+FileId file_named(std::string const& path, SourceManager& sm) {
+  FileId file = no_file;
+  for (FileId id = 0; id < sm.size(); ++id)
+    if (sm.file(id).path() == path) file = id;
+  // Only regular files of bounded size: the path comes from the compiler's output.
+  if (file == no_file)
+    if (auto text = detail::read_regular_file(path); auto* bytes = std::get_if<std::string>(&text))
+      file = sm.add(path, std::move(*bytes));
+  return file;
+}
+
 std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceManager& sm) {
   std::vector<Diagnostic> out;
   std::string_view const text(log);
@@ -468,15 +480,7 @@ std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceMana
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     auto const m = read_compiler_line(line);
     if (!m) continue;
-    std::string const path(m->path);
-    FileId file = no_file;
-    for (FileId id = 0; id < sm.size(); ++id)
-      if (sm.file(id).path() == path) file = id;
-    // Only regular files of bounded size: the path comes from the compiler's output.
-    if (file == no_file)
-      if (auto text = detail::read_regular_file(path);
-          auto* bytes = std::get_if<std::string>(&text))
-        file = sm.add(path, std::move(*bytes));
+    FileId const file = file_named(std::string(m->path), sm);
     SourceRange range{};
     if (file != no_file) {
       auto const& f = sm.file(file);
@@ -491,7 +495,7 @@ std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceMana
       if (!out.empty()) out.back().notes.push_back({bounded_message(m->message), range});
       continue;
     }
-    out.push_back(make_diagnostic(m->kind == "warning" ? "compile-warning" : "compile-error",
+    out.push_back(make_diagnostic(m->kind == "warning" ? compile_warning : compile_error,
                                   bounded_message(m->message), range));
   }
   return out;

@@ -27,6 +27,9 @@ struct Toolchain {
   std::vector<std::string> link_flags;
   bool debug = false;              ///< `LIBSECTION_DEBUG=1`: `-O0 -g` for gdb
   bool precompiled_header = true;  ///< `LIBSECTION_PCH=0`: none
+  /// `LIBSECTION_SHOW_GENERATED=1`: a failed compile's message lists the errors in the
+  /// generated module's own lines as the compiler wrote them
+  bool show_generated = false;
 };
 
 /// Finds the compiler: `CXX` (split on blanks, no shell; a leading `ccache`/`sccache`/`distcc`
@@ -82,9 +85,36 @@ CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& p
 /// (128 + signal when killed); throws `LinkError` when the program cannot be started.
 int run_program(std::vector<std::string> const& argv, std::filesystem::path const& log);
 
+/// The file of `sm` named `path` (the last one added), else the regular file at `path` read
+/// from disk into `sm`; `no_file` when there is none.
+FileId file_named(std::string const& path, SourceManager& sm);
+
 /// Parses gcc/clang output (`file:line:col: error: message`). Locations in files held by `sm`
 /// (matched by path) become ranges there; others are added to `sm` from disk when readable.
 std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceManager& sm);
+
+/// Where a failed compile's messages point: the module's own text, or the section files its
+/// `#line` directives name.
+struct CompiledSources {
+  FileId generated = no_file;
+  std::vector<FileId> section_files;
+};
+
+/// Adds `module_text` to `sm` as `module_path`, and finds the files its `#line` directives name
+/// (`file_named`; one that cannot be read is left out).
+CompiledSources compiled_sources(std::string const& module_text, std::string const& module_path,
+                                 SourceManager& sm);
+
+/// The lines of a failed compile's message, one per error (at most 10), each starting with a
+/// newline; empty when no error was parsed. What libsection knows about an error is added to its
+/// diagnostic as notes and told in the message: a name one typo away from a generated macro
+/// on an error in a section file (`APPLY_SPECIFC`: did you mean `APPLY_SPECIFIC`?), and for an
+/// error in the generated module, what it says about the user's files (the op's main function
+/// is not declared, or its call does not match it), at the likely typo or the compiler's note
+/// there. Other errors in the generated module are summed up in one line, unless
+/// `show_generated` asks for them as the compiler wrote them.
+std::string explain_compile_errors(std::vector<Diagnostic>& diagnostics, SourceManager const& sm,
+                                   CompiledSources const& sources, bool show_generated);
 
 /// The argv of a command as one line a user can paste into a shell.
 std::string shell_quote(std::vector<std::string> const& argv);

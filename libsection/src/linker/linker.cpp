@@ -213,7 +213,8 @@ std::string join_names(std::vector<std::string> const& names) {
 
 [[noreturn]] void report_failure(ModuleSource const& module, std::string const& key,
                                  ModuleCache& cache, PrivateDir const& work,
-                                 std::vector<std::string> const& command, SourceManager& sm) {
+                                 std::vector<std::string> const& command, SourceManager& sm,
+                                 bool show_generated) {
   // Keep what a user needs to reproduce the failure, outside the (discarded) work directory.
   // Keeping it is a courtesy: when it fails (a full disk, an unwritable failed/), the compile
   // error is still what is reported.
@@ -238,15 +239,18 @@ std::string join_names(std::vector<std::string> const& names) {
     kept.clear();
   }
 
+  // Errors in the module's own lines are read against its text, under the path the log gives
+  // it, so what they say about the op can be told in its section files.
+  std::string const module_path =
+      ((kept.empty() ? work.path() : kept) / entry_file::source).string();
+  if (kept.empty()) replace_all(log, module_file_name, module_path);
+  CompiledSources const sources = compiled_sources(module.text, module_path, sm);
   auto diagnostics = parse_compiler_output(log, sm);
   std::string message = "compiling " + join_names(module.op_names) + " failed";
-  int shown = 0;
-  for (auto const& d : diagnostics) {
-    if (!d.is_error() || shown == 10) continue;
-    message += "\n" + location_text(d.range, sm) + ": error: " + d.message;
-    ++shown;
-  }
-  if (shown == 0) {
+  std::string const errors = explain_compile_errors(diagnostics, sm, sources, show_generated);
+  if (!errors.empty()) {
+    message += errors;
+  } else {
     // No parsable error (a crash, a missing program): show the end of the log itself.
     std::string tail = log.size() > 2000 ? log.substr(log.size() - 2000) : log;
     message += "\n" + tail;
@@ -280,9 +284,9 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
                                      (cache.root() / "entries" / key).string());
         auto const start = std::chrono::steady_clock::now();
         if (run_program(commands.compile, log) != 0)
-          report_failure(module, key, cache, work, commands.compile, sm);
+          report_failure(module, key, cache, work, commands.compile, sm, tc.show_generated);
         if (run_program(commands.link, log) != 0)
-          report_failure(module, key, cache, work, commands.link, sm);
+          report_failure(module, key, cache, work, commands.link, sm, tc.show_generated);
         work.remove(entry_file::object);
         double const seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

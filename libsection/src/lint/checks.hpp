@@ -73,6 +73,7 @@ struct MacroUse {
 void for_each_macro_use(FileView const& file, std::function<void(MacroUse const&)> const& visit);
 
 // Rule families. Each appends what it finds; selection and suppressions are applied afterwards.
+// Each file defines its rules beside its checks and lists them for the code table.
 void check_structure(FileView const& file, std::vector<Diagnostic>& out);       // SL2xx
 void check_macro_scope(FileView const& file, std::vector<Diagnostic>& out);     // SL301–SL304
 void check_macro_typos(FileView const& file, std::vector<Diagnostic>& out);     // SL305
@@ -83,6 +84,13 @@ void check_io_arity(FileView const& file, OpDescription const& op, std::vector<D
 /// SL602–SL604 over all files of one op (the main function may live in any of them).
 void check_signature(std::span<FileView const> files, OpDescription const& op,
                      std::vector<Diagnostic>& out);
+std::span<LintRule const* const> structure_rules();
+std::span<LintRule const* const> macro_scope_rules();
+std::span<LintRule const* const> macro_typo_rules();
+std::span<LintRule const* const> apply_specific_rules();
+std::span<LintRule const* const> control_flow_rules();
+std::span<LintRule const* const> signature_rules();
+std::span<LintRule const* const> suppression_rules();
 
 /// Applies `// section-lint: ignore[...]` and `ignore-file[...]` comments of `file` to
 /// `diagnostics` (those of that file), and reports unused or malformed ones (SL9xx).

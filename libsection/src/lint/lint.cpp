@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "lint/checks.hpp"
+#include "parse/read.hpp"
 
 namespace section {
 
@@ -100,7 +101,8 @@ namespace {
 Diagnostic unreadable_folder(std::filesystem::path const& dir, std::error_code const& ec) {
   std::string what = ec.message();
   if (!what.empty()) what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
-  return make_diagnostic("SL004", "cannot read folder '" + dir.generic_string() + "': " + what);
+  return make_diagnostic(detail::unreadable_file,
+                         "cannot read folder '" + dir.generic_string() + "': " + what);
 }
 
 // Every *.c/*.h below `dir`, hidden folders and what `skip` names left out. A folder that

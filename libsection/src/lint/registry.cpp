@@ -1,12 +1,41 @@
-// section-lint: the rules (the SL codes of the code table) and `--select`/`--ignore` prefix
-// selection.
+// The code table, assembled from the codes each stage defines beside its checks; the rules (its
+// SL codes) and `--select`/`--ignore` prefix selection.
 #include <algorithm>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 
 #include "lint/checks.hpp"
+#include "parse/checks.hpp"
+#include "parse/read.hpp"
 
 namespace section {
+
+std::span<DiagnosticCode const> diagnostic_codes() {
+  // One list per file that defines codes: a new code is listed with its file's own.
+  static std::vector<DiagnosticCode> const table = [] {
+    std::vector<DiagnosticCode> all;
+    for (auto const codes : std::initializer_list<std::span<DiagnosticCode const* const>>{
+             expander_codes(), detail::reading_rules(), detail::judging_rules(),
+             lint_detail::structure_rules(), lint_detail::macro_scope_rules(),
+             lint_detail::macro_typo_rules(), lint_detail::apply_specific_rules(),
+             lint_detail::control_flow_rules(), lint_detail::signature_rules(),
+             lint_detail::suppression_rules(), compiler_codes()})
+      for (auto const* code : codes) all.push_back(*code);
+    std::sort(all.begin(), all.end(),
+              [](DiagnosticCode const& a, DiagnosticCode const& b) { return a.code < b.code; });
+    return all;
+  }();
+  return table;
+}
+
+DiagnosticCode const* find_diagnostic_code(std::string_view code) {
+  auto const codes = diagnostic_codes();
+  auto const it =
+      std::lower_bound(codes.begin(), codes.end(), code,
+                       [](DiagnosticCode const& c, std::string_view k) { return c.code < k; });
+  return it != codes.end() && it->code == code ? &*it : nullptr;
+}
 
 std::span<LintRule const> lint_rules() {
   static std::span<LintRule const> const rules = [] {

@@ -8,6 +8,83 @@
 namespace section::lint_detail {
 namespace {
 
+// The rules of this file, each beside its check; the code table (lint/registry.cpp) lists
+// them from control_flow_rules().
+
+constexpr LintRule return_in_code{
+    .code = "SL501",
+    .name = "return-in-code",
+    .severity = Severity::error,
+    .summary = "`return` in a `code` section; use `FAIL`",
+    .documentation = R"md(## What it does
+Flags `return` statements in a `code` section (outside lambdas and local class members).
+
+## Why is this bad?
+The expander pastes `code` into the body of the module's generated `run()` function, inside
+nested blocks whose cleanup code releases the inputs and outputs and reports errors. A
+`return` leaves `run()` directly: the cleanup never runs (leaking references), outputs are
+not stored, and an error set with `PyErr_SetString` is not reported as the op's failure.
+`FAIL` sets the failure code and jumps to the cleanup.
+
+## Example
+```c
+#section code
+if (PyArray_NDIM(INPUT_0) != 1) {
+    PyErr_SetString(PyExc_ValueError, "x must be 1-d");
+    return 1;
+}
+```
+
+## Use instead
+```c
+#section code
+if (PyArray_NDIM(INPUT_0) != 1) {
+    PyErr_SetString(PyExc_ValueError, "x must be 1-d");
+    FAIL;
+}
+```
+)md",
+    .reported_by = Reporter::linter,
+};
+
+constexpr LintRule goto_out_of_code{
+    .code = "SL502",
+    .name = "goto-out-of-code",
+    .severity = Severity::error,
+    .summary = "`goto` to a label the `code` section does not define",
+    .documentation = R"md(## What it does
+Flags `goto label` in a `code` section when no block of the file's `code` section defines
+`label`.
+
+## Why is this bad?
+The target is either missing (a compile error in the generated module) or a label of the
+generated code such as `__label_7`, whose number changes with the graph. Jumping there skips
+the failure bookkeeping `FAIL` does.
+
+## Example
+```c
+#section code
+if (!ok) goto __label_7;
+```
+
+## Use instead
+```c
+#section code
+if (!ok) FAIL;
+```
+)md",
+    .reported_by = Reporter::linter,
+};
+
+}  // namespace
+
+std::span<LintRule const* const> control_flow_rules() {
+  static constexpr LintRule const* rules[] = {&return_in_code, &goto_out_of_code};
+  return rules;
+}
+
+namespace {
+
 bool is_label_keyword(std::string_view word) {
   return word == "default" || word == "public" || word == "private" || word == "protected" ||
          word == "case";
@@ -33,7 +110,7 @@ class CodeWalker {
         if (braces.back() != Brace::block) --nested_functions;
         braces.pop_back();
       } else if (nested_functions == 0 && is(i, "return")) {
-        auto d = make_diagnostic("SL501",
+        auto d = make_diagnostic(return_in_code,
                                  "`return` in section `code` leaves the generated function "
                                  "without its cleanup; use `FAIL` to report an error",
                                  file_.range(tokens_[i]));
@@ -42,7 +119,7 @@ class CodeWalker {
         out.push_back(std::move(d));
       } else if (nested_functions == 0 && is(i, "goto") && i + 1 < tokens_.size() &&
                  tokens_[i + 1].kind == TokenKind::identifier && !labels_.contains(spell(i + 1))) {
-        out.push_back(make_diagnostic("SL502",
+        out.push_back(make_diagnostic(goto_out_of_code,
                                       "`goto " + std::string(spell(i + 1)) +
                                           "` jumps to a label the `code` section does not "
                                           "define; use `FAIL` to leave it",

@@ -8,6 +8,95 @@
 namespace section::lint_detail {
 namespace {
 
+// The rules of this file, each beside its check; the code table (lint/registry.cpp) lists
+// them from suppression_rules().
+
+constexpr LintRule unused_suppression{
+    .code = "SL901",
+    .name = "unused-suppression",
+    .severity = Severity::warning,
+    .summary = "a suppression comment that suppresses nothing",
+    .documentation = R"md(## What it does
+Reports codes in `// section-lint: ignore[...]` and `ignore-file[...]` comments that matched
+no finding. Codes of rules turned off with `--select`/`--ignore` are not reported.
+
+## Why is this bad?
+A stale suppression hides the next real problem of that kind on the line (or in the file).
+
+## Example
+```c
+int x = 1;  // section-lint: ignore[SL301]
+```
+
+## Use instead
+Remove the comment (the fix does), or the codes that no longer apply.
+)md",
+    .reported_by = Reporter::linter,
+};
+
+constexpr LintRule unknown_code_in_suppression{
+    .code = "SL902",
+    .name = "unknown-code-in-suppression",
+    .severity = Severity::warning,
+    .summary = "a suppression comment names a code that is not a rule",
+    .documentation = R"md(## What it does
+Reports codes in suppression comments that are not rule codes (`section-lint --list-rules`).
+
+## Why is this bad?
+The comment suppresses nothing; usually the code is misspelled and the finding it was meant
+to silence is still reported, or will be.
+
+## Example
+```c
+FAIL;  // section-lint: ignore[SL31]
+```
+
+## Use instead
+```c
+FAIL;  // section-lint: ignore[SL301]
+```
+)md",
+    .reported_by = Reporter::linter,
+};
+
+constexpr LintRule malformed_suppression{
+    .code = "SL903",
+    .name = "malformed-suppression",
+    .severity = Severity::warning,
+    .summary = "a `section-lint:` comment that is not a valid suppression",
+    .documentation = R"md(## What it does
+Reports comments containing `section-lint:` that do not continue with `ignore[CODE, ...]` or
+`ignore-file[CODE, ...]`.
+
+## Why is this bad?
+The comment was meant to suppress something and does not.
+
+## Example
+```c
+// section-lint: ignore SL301
+// section-lint: noqa[SL301]
+```
+
+## Use instead
+```c
+// section-lint: ignore[SL301]
+```
+A comment `ignore[...]` applies to findings starting on its line; `ignore-file[...]` to the
+whole file, wherever it is.
+)md",
+    .reported_by = Reporter::linter,
+};
+
+}  // namespace
+
+std::span<LintRule const* const> suppression_rules() {
+  static constexpr LintRule const* rules[] = {&unused_suppression, &unknown_code_in_suppression,
+                                              &malformed_suppression};
+  return rules;
+}
+
+namespace {
+
 constexpr std::string_view directive_prefix = "section-lint:";
 
 struct SuppressedCode {
@@ -103,7 +192,8 @@ class SuppressionReader {
   void add_code(Suppression& s, std::size_t begin, std::size_t end) {
     std::string code(file_.text.substr(begin, end - begin));
     if (!find_lint_rule(code)) {
-      meta_.push_back(make_diagnostic("SL902", "`" + code + "` is not a section-lint rule code",
+      meta_.push_back(make_diagnostic(unknown_code_in_suppression,
+                                      "`" + code + "` is not a section-lint rule code",
                                       {file_.file, begin, end}));
       return;
     }
@@ -117,7 +207,7 @@ class SuppressionReader {
   }
 
   void malformed(Comment const& c, std::string const& why) {
-    meta_.push_back(make_diagnostic("SL903", "malformed suppression comment: " + why,
+    meta_.push_back(make_diagnostic(malformed_suppression, "malformed suppression comment: " + why,
                                     {file_.file, c.begin, c.end}));
   }
 
@@ -172,7 +262,7 @@ void report_unused(std::vector<Suppression> const& suppressions, FileView const&
       if (c.used) kept += (kept.empty() ? "" : ", ") + c.code;
     for (auto const& c : s.codes) {
       if (c.used || is_meta_code(c.code) != meta_codes || !selection.enabled(c.code)) continue;
-      auto d = make_diagnostic("SL901",
+      auto d = make_diagnostic(unused_suppression,
                                "unused suppression of `" + c.code + "`: no such finding " +
                                    (s.file_wide ? "in this file" : "on this line"),
                                {file.file, c.begin, c.end});

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "parse/scan.hpp"
+#include "section/codes.hpp"
 
 namespace section::detail {
 
@@ -29,6 +30,9 @@ std::optional<LoadError> reference_error(SourceManager const& sm,
 
 /// A `code` section in an op that also names a main function (SL604): the reference
 /// `ExternalCOp.c_code` fails. Reported by the expander and by the linter, at `code_marker`.
-Diagnostic code_section_with_func_name(SourceRange code_marker, std::string_view func_name);
+Diagnostic code_section_conflict(SourceRange code_marker, std::string_view func_name);
+
+/// The rules of the judging pass (SL1xx, SL2xx and SL604), for the code table.
+std::span<LintRule const* const> judging_rules();
 
 }  // namespace section::detail

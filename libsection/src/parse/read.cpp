@@ -17,6 +17,103 @@
 
 namespace section {
 
+namespace detail {
+
+// The rules of this file, each beside its check; the code table (lint/registry.cpp) lists
+// them from reading_rules().
+
+constexpr LintRule invalid_utf8{
+    .code = "SL001",
+    .name = "invalid-utf8",
+    .severity = Severity::error,
+    .summary = "the file is not valid UTF-8",
+    .documentation = R"md(## What it does
+Reports the first byte that is not part of a valid UTF-8 sequence, with its byte offset.
+
+## Why is this bad?
+PyTensor reads section files with `encoding="utf-8"` and raises `UnicodeDecodeError`; the op
+cannot be loaded. Nothing else in the file is checked.
+
+## Example
+A file saved as Latin-1 with `// café` in a comment.
+
+## Use instead
+Re-save the file as UTF-8.
+)md",
+    .reported_by = Reporter::parser,
+};
+
+constexpr LintRule utf8_bom{
+    .code = "SL002",
+    .name = "utf8-bom",
+    .severity = Severity::warning,
+    .summary = "the file starts with a UTF-8 byte order mark",
+    .documentation = R"md(## What it does
+Reports a UTF-8 byte order mark (U+FEFF) at the start of the file.
+
+## Why is this bad?
+The reference loaders keep the BOM as text, so a marker on the first line is not at the start
+of its line: the file fails with "Stray code before first #section statement" or "No valid
+section marker was found".
+
+## Example
+A file saved by an editor set to "UTF-8 with BOM".
+
+## Use instead
+Save as UTF-8 without a BOM (the fix removes the three bytes).
+)md",
+    .reported_by = Reporter::parser,
+};
+
+constexpr LintRule binary_file{
+    .code = "SL003",
+    .name = "binary-file",
+    .severity = Severity::warning,
+    .summary = "the file contains NUL bytes",
+    .documentation = R"md(## What it does
+Reports a NUL byte, the sign of a binary file (an object file, an image) given as a section file.
+
+## Why is this bad?
+A C compiler rejects the text, and the file is almost certainly not the one meant.
+
+## Example
+`section-lint build/` over a folder holding compiled `*.o` files renamed `*.c`.
+
+## Use instead
+Point the op (or `section-lint`) at the C source.
+)md",
+    .reported_by = Reporter::parser,
+};
+
+constexpr LintRule unreadable_file{
+    .code = "SL004",
+    .name = "unreadable-file",
+    .severity = Severity::error,
+    .summary = "the file cannot be read",
+    .documentation = R"md(## What it does
+Reports a path that does not exist, is a directory given where a file was expected, or
+cannot be opened (permissions), with the system's reason.
+
+## Why is this bad?
+The reference loader raises `FileNotFoundError` (or another `OSError`) when the op is created.
+
+## Example
+`func_files = ["vectorTimesVector.c"]` while the file is named `vector_times_vector.c`.
+
+## Use instead
+Fix the path; relative paths are relative to the op class's own Python file.
+)md",
+    .reported_by = Reporter::parser,
+};
+
+std::span<LintRule const* const> reading_rules() {
+  static constexpr LintRule const* rules[] = {&invalid_utf8, &utf8_bom, &binary_file,
+                                              &unreadable_file};
+  return rules;
+}
+
+}  // namespace detail
+
 namespace {
 
 std::string hex_byte(unsigned char b) {
@@ -36,7 +133,8 @@ std::size_t normalised_offset(std::string_view raw, std::size_t raw_offset) {
 Diagnostic read_error(std::string const& display_path, detail::ReadFailure const& failure,
                       int* error_out) {
   if (error_out) *error_out = failure.error;
-  return make_diagnostic("SL004", "cannot read '" + display_path + "': " + failure.message);
+  return make_diagnostic(detail::unreadable_file,
+                         "cannot read '" + display_path + "': " + failure.message);
 }
 
 std::string lower_first(std::string what) {
@@ -130,7 +228,7 @@ std::optional<FileId> add_source(SourceManager& sm, std::string text,
   if (bad) {
     auto const at = normalised_offset(raw, bad->offset);
     auto d =
-        make_diagnostic("SL001",
+        make_diagnostic(detail::invalid_utf8,
                         "invalid UTF-8 (in file " + display_path + "): can't decode byte " +
                             hex_byte(static_cast<unsigned char>(raw[bad->offset])) +
                             " at byte offset " + std::to_string(bad->offset) + ": " + bad->reason,
@@ -142,14 +240,14 @@ std::optional<FileId> add_source(SourceManager& sm, std::string text,
   auto const& stored = sm.file(id).text();
   if (nul != std::string::npos) {
     auto const at = stored.find('\0');
-    diagnostics.push_back(make_diagnostic("SL003",
+    diagnostics.push_back(make_diagnostic(detail::binary_file,
                                           "file contains a NUL byte at byte offset " +
                                               std::to_string(nul) +
                                               "; it looks like binary data, not C source",
                                           {id, at, at + 1}));
   }
   if (stored.starts_with("\xEF\xBB\xBF")) {
-    auto d = make_diagnostic("SL002",
+    auto d = make_diagnostic(detail::utf8_bom,
                              "file starts with a UTF-8 byte order mark (U+FEFF); the reference "
                              "loaders read it as text, so the first line is not a section marker",
                              {id, 0, 3});

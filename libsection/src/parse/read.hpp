@@ -1,12 +1,20 @@
 // Internal: reading a file and reporting the OS error number when it cannot be read.
 #pragma once
 
+#include <span>
 #include <string>
 #include <variant>
 
+#include "section/codes.hpp"
 #include "section/read.hpp"
 
 namespace section::detail {
+
+/// SL004, which the linter also reports for a folder it cannot list.
+extern LintRule const unreadable_file;
+
+/// The rules of reading a file (SL0xx), for the code table.
+std::span<LintRule const* const> reading_rules();
 
 /// Why a file could not be read: an OS error number, or 0 when `message` says why.
 struct ReadFailure {
