@@ -911,12 +911,13 @@ TEST_SUITE("linker") {
         {edited_manifest("\"build_seconds\": 1.25", "\"build_seconds\": null"),
          "manifest.json has no build_seconds in seconds"},
     };
-    for (auto const& [text, message] : cases) {
+    for (auto const& c : cases) {  // not a structured binding: clang 14 cannot capture one
+      std::string const& text = c.first;
       CAPTURE(text);
       auto const read = ModuleManifest::parse(text);
       CHECK_FALSE(read.manifest);
       CHECK(read.problem.kind == ManifestProblem::Kind::damaged);
-      CHECK(read.problem.message == message);
+      CHECK(read.problem.message == c.second);
     }
   }
 

@@ -256,7 +256,10 @@ ModuleCache::Verified ModuleCache::verified(std::string const& key) {
   if (problem = library_problem(library_fd, st, manifest); !problem.empty())
     return {std::nullopt, problem};
 
-  CacheEntry entry{key, dir_path, dir_path / entry_file::library};
+  CacheEntry entry;
+  entry.key = key;
+  entry.dir = dir_path;
+  entry.library = dir_path / entry_file::library;
   entry.manifest = std::move(manifest);
   entry.library_file = library;
   entry.size = tree_size(dir_path);
