@@ -1,5 +1,6 @@
 // Types and ops written in Python: each `c_*` method of the linker core's interfaces calls the
-// Python method of the same name, when the object has one.
+// Python method of the same name, when the object has one; PyTensor's own TensorType gets
+// libsection's version of its glue (`pytensor_tensor_type`) instead.
 #include "python_ops.hpp"
 
 #include <pybind11/stl.h>
@@ -132,11 +133,46 @@ class PythonOp final : public COp {
   py::object op_;
 };
 
+// The version of PyTensor's TensorType C code that `pytensor_tensor_type` reproduces (the same
+// text in PyTensor 3.0 to 3.3); another version keeps the glue its methods write.
+constexpr long pytensor_tensor_glue_version = 11;
+
+// Whether `value` is a PyTensor TensorType whose glue is exactly that class's: no class of its
+// MRO before TensorType, nor the instance, defines a `c_*` method or `dtype_specs` (which the
+// glue is written from), and its C code version is the one reproduced.
+bool has_pytensor_tensor_glue(py::handle value) {
+  py::object const module =
+      py::module_::import("sys").attr("modules").attr("get")("pytensor.tensor.type");
+  if (module.is_none()) return false;  // no PyTensor type can exist yet
+  py::object const base = module.attr("TensorType");
+  if (!py::isinstance(value, base)) return false;
+  std::vector<py::object> own;  // the namespaces that could redefine TensorType's methods
+  if (py::hasattr(value, "__dict__")) own.push_back(value.attr("__dict__"));
+  for (py::handle cls : py::type::handle_of(value).attr("__mro__")) {
+    if (cls.is(base)) break;
+    own.push_back(cls.attr("__dict__"));
+  }
+  for (py::handle name : py::module_::import("builtins").attr("dir")(base)) {
+    std::string const n = name.cast<std::string>();
+    if (n.rfind("c_", 0) != 0 && n != "dtype_specs") continue;
+    for (auto const& names : own)
+      if (names.contains(name)) return false;
+  }
+  py::object const version = value.attr("c_code_cache_version")();
+  return py::isinstance<py::tuple>(version) && py::len(version) > 0 &&
+         py::isinstance<py::int_>(version[py::int_(0)]) &&
+         version[py::int_(0)].cast<long>() == pytensor_tensor_glue_version;
+}
+
 }  // namespace
 
 CTypePtr to_type(py::handle value) {
   if (py::isinstance<py::str>(value)) return parse_ctype(value.cast<std::string>());
-  return std::make_shared<PythonType>(py::reinterpret_borrow<py::object>(value));
+  auto python = std::make_shared<PythonType>(py::reinterpret_borrow<py::object>(value));
+  if (!has_pytensor_tensor_glue(value)) return python;
+  py::tuple const specs = value.attr("dtype_specs")();
+  return pytensor_tensor_type(specs[1].cast<std::string>(), specs[2].cast<std::string>(),
+                              std::move(python));
 }
 
 COpPtr to_op(py::object op) { return std::make_shared<PythonOp>(std::move(op)); }

@@ -138,6 +138,30 @@ TEST_SUITE("linker") {
           std::string::npos);
   }
 
+  TEST_CASE(
+      "PyTensor's tensor glue calls the prelude's functions, the rest is the wrapped type's") {
+    auto const rest = parse_ctype("float64[:]");
+    auto const t = pytensor_tensor_type("npy_float64", "NPY_FLOAT64", rest);
+    Sub const sub{{"fail", "FAIL_HERE"}, {"label", "input 0"}};
+    std::string const extract = t->c_extract("V1", sub, true);
+    CHECK(count(extract, "FAIL_HERE") == 1);
+    CHECK(extract.find("libsection_pt_extract(py_V1, NPY_FLOAT64, \"NPY_FLOAT64\")") !=
+          std::string::npos);
+    CHECK(t->c_extract("V1", sub, false).find("FAIL_HERE") == std::string::npos);
+    CHECK(t->c_declare("V1", sub, true).find("typedef npy_float64 dtype_V1;") != std::string::npos);
+    CHECK(t->c_sync("V1", sub).find("libsection_pt_sync(&py_V1, V1)") != std::string::npos);
+    CHECK(t->describe() == rest->describe());
+    CHECK(t->c_code_cache_version() == rest->c_code_cache_version());
+    CHECK(std::string(module_prelude).find("int libsection_pt_extract(") != std::string::npos);
+    // Both names are pasted into C code.
+    CHECK_THROWS_AS(pytensor_tensor_type("npy_float64); x(", "NPY_FLOAT64", rest),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(pytensor_tensor_type("npy_float64", "1 + NPY_FLOAT64", rest),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(pytensor_tensor_type("npy_float64", "NPY_FLOAT64", nullptr),
+                    std::invalid_argument);
+  }
+
   TEST_CASE("params structs are named like PyTensor's ParamsType and extracted per field") {
     ParamsType params({{"k", parse_type("int64")}, {"a", parse_type("float64[:]")}});
     CHECK(params.spec().type_name.rfind("_Params_", 0) == 0);

@@ -69,6 +69,12 @@ CTypePtr tensor_type(DtypeInfo dtype, int ndim);
 CTypePtr scalar_type(DtypeInfo dtype);
 /// Any Python object, held as a new reference (`PyObject*`).
 CTypePtr generic_type();
+/// PyTensor's `TensorType` (its C code version 11) with its glue written by libsection: the
+/// same checks, exception types and messages, the checks being calls of prelude functions.
+/// `element_type` and `typenum` are its `dtype_specs()[1:]` (`npy_float64`, `NPY_FLOAT64`);
+/// everything but the glue comes from `rest`, the type as its Python methods give it. Throws
+/// `std::invalid_argument` for names that are not NumPy's.
+CTypePtr pytensor_tensor_type(std::string element_type, std::string typenum, CTypePtr rest);
 
 /// An op's params: a C struct with one member per field (sorted by name, named like PyTensor's
 /// `ParamsType`), extracted once per instance from a Python dict. `PARAMS->field` in op code.

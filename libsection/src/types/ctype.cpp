@@ -3,6 +3,7 @@
 #include "section/ctype.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 #include "base/hash.hpp"
@@ -99,6 +100,55 @@ class TensorType final : public CType {
  private:
   DtypeInfo dtype_;
   int ndim_;
+};
+
+// PyTensor's TensorType, its glue written here with its checks in the prelude's
+// `libsection_pt_*` functions (one call per variable instead of its ~40 lines); what is not glue
+// (describe, headers, support code, versions) is the wrapped type's.
+class PyTensorTensorType final : public CType {
+ public:
+  PyTensorTensorType(std::string element_type, std::string typenum, CTypePtr rest)
+      : element_type_(std::move(element_type)), typenum_(std::move(typenum)),
+        rest_(std::move(rest)) {}
+
+  std::string describe() const override { return rest_->describe(); }
+  std::string c_declare(std::string const& name, Sub const&, bool check_input) const override {
+    std::string code = "PyArrayObject* " + name + ";\n";
+    if (check_input) code += "typedef " + element_type_ + " dtype_" + name + ";\n";
+    return code;
+  }
+  std::string c_init(std::string const& name, Sub const&) const override {
+    return name + " = NULL;\n";
+  }
+  std::string c_extract(std::string const& name, Sub const& sub, bool check_input) const override {
+    if (!check_input)
+      return name + " = (PyArrayObject*)(py_" + name + ");\nPy_XINCREF(" + name + ");\n";
+    // Past the check `py_<name>` is an array: the increment needs no NULL test.
+    return name + " = NULL;\nif (libsection_pt_extract(py_" + name + ", " + typenum_ + ", " +
+           c_string(typenum_) + ")) {\n  " + fail_of(sub) + "\n}\n" + name +
+           " = (PyArrayObject*)(py_" + name + ");\nLIBSECTION_INCREF(" + name + ");\n";
+  }
+  std::string c_sync(std::string const& name, Sub const& sub) const override {
+    return "if (libsection_pt_sync(&py_" + name + ", " + name + ")) {\n  " + fail_of(sub) + "\n}\n";
+  }
+  std::string c_cleanup(std::string const& name, Sub const&) const override {
+    return "LIBSECTION_XDECREF(" + name + ");\n";
+  }
+  std::vector<std::string> c_support_code() const override { return rest_->c_support_code(); }
+  std::vector<std::string> c_headers() const override { return rest_->c_headers(); }
+  std::vector<std::string> c_header_dirs() const override { return rest_->c_header_dirs(); }
+  std::vector<std::string> c_libraries() const override { return rest_->c_libraries(); }
+  std::vector<std::string> c_lib_dirs() const override { return rest_->c_lib_dirs(); }
+  std::vector<std::string> c_compile_args() const override { return rest_->c_compile_args(); }
+  std::vector<std::string> c_init_code() const override { return rest_->c_init_code(); }
+  std::string c_code_cache_version() const override { return rest_->c_code_cache_version(); }
+  std::string c_element_type() const override { return rest_->c_element_type(); }
+  std::optional<DtypeInfo> dtype() const override { return rest_->dtype(); }
+  std::optional<int> array_ndim() const override { return rest_->array_ndim(); }
+
+ private:
+  std::string element_type_, typenum_;
+  CTypePtr rest_;
 };
 
 enum class ScalarKind { boolean, signed_int, unsigned_int, floating };
@@ -280,6 +330,20 @@ class TemplateType final : public CType {
 CTypePtr tensor_type(DtypeInfo dtype, int ndim) {
   if (ndim < 0 || ndim > 32) throw std::invalid_argument("a tensor has 0 to 32 dimensions");
   return std::make_shared<TensorType>(std::move(dtype), ndim);
+}
+CTypePtr pytensor_tensor_type(std::string element_type, std::string typenum, CTypePtr rest) {
+  auto const word = [](std::string const& s, char const* prefix) {
+    return s.rfind(prefix, 0) == 0 && s.size() > 4 && std::all_of(s.begin(), s.end(), [](char c) {
+             return std::isalnum((unsigned char)c) || c == '_';
+           });
+  };
+  // Both are pasted into C code: only the names PyTensor gives (`npy_float64`, `NPY_FLOAT64`).
+  if (!word(element_type, "npy_") || !word(typenum, "NPY_"))
+    throw std::invalid_argument("not a NumPy element type and type number: `" + element_type +
+                                "`, `" + typenum + "`");
+  if (!rest) throw std::invalid_argument("a PyTensor tensor type needs the type it wraps");
+  return std::make_shared<PyTensorTensorType>(std::move(element_type), std::move(typenum),
+                                              std::move(rest));
 }
 CTypePtr scalar_type(DtypeInfo dtype) { return std::make_shared<ScalarType>(std::move(dtype)); }
 CTypePtr generic_type() { return std::make_shared<GenericType>(); }
