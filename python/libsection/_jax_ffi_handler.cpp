@@ -83,19 +83,15 @@ struct Gil {
   ~Gil() { PyGILState_Release(state); }
 };
 
-// Drops references at scope exit.
-struct Refs {
-  std::vector<PyObject*> items;
-  ~Refs() {
-    for (PyObject* o : items) Py_XDECREF(o);
-  }
-};
-
-// Drops the references to one call's outputs at scope exit (per batch element: no allocation).
-struct Results {
-  std::vector<PyObject*> const& items;
-  ~Results() {
-    for (PyObject* o : items) Py_XDECREF(o);
+// Drops the references a batch element holds, at scope exit, and empties their slots: the
+// vectors are reused along the batch, so nothing is allocated per element.
+struct DropRefs {
+  std::vector<PyObject*>& slots;
+  ~DropRefs() {
+    for (PyObject*& o : slots) {
+      Py_XDECREF(o);
+      o = nullptr;
+    }
   }
 };
 
@@ -277,12 +273,12 @@ ffi::Error run_node(ffi::RemainingArgs args, ffi::RemainingRets rets, std::uint6
 
   std::string const op_name(name);
   Gil gil;
-  std::vector<PyObject*> inputs(n_in), outputs(n_out), views(n_out);
+  std::vector<PyObject*> inputs(n_in), outputs(n_out), views(n_out), copies(n_in);
   // One array per buffer, moved along the batch: a new one only when the op kept a reference
   // to the last (it is then the op's, and must not change under it).
   std::vector<Reused> in_views(n_in), out_views(n_out);
   for (std::size_t b = 0; b < n_batch; ++b) {
-    Refs held;
+    DropRefs held{copies};  // the inputs made for this element (scalars, copies)
     for (std::size_t i = 0; i < n_in; ++i) {
       char* data = in[i].data + b * in[i].element_bytes;
       // in_kinds: 0 scalar, 1 tensor, 2 tensor the op destroys (gets a copy)
@@ -290,7 +286,7 @@ ffi::Error run_node(ffi::RemainingArgs args, ffi::RemainingRets rets, std::uint6
         inputs[i] = in_views[i].at(in[i], data, false);
       } else {
         inputs[i] = wrap_input(in[i], data, in_kinds[i] != 0, true);
-        held.items.push_back(inputs[i]);
+        copies[i] = inputs[i];
       }
       if (!inputs[i]) return python_error(errors, op_name);
     }
@@ -302,7 +298,7 @@ ffi::Error run_node(ffi::RemainingArgs args, ffi::RemainingRets rets, std::uint6
       if (out_kinds[j] && !outputs[j]) return python_error(errors, op_name);
     }
     if (entry(op, inputs.data(), outputs.data()) != 0) return python_error(errors, op_name);
-    Results results{outputs};
+    DropRefs results{outputs};
     for (std::size_t j = 0; j < n_out; ++j) {
       if (outputs[j] == views[j]) continue;  // written in place
       if (store_output(outputs[j], out[j], out[j].data + b * out[j].element_bytes,

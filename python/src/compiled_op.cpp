@@ -3,7 +3,6 @@
 
 #include <pybind11/numpy.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -167,9 +166,10 @@ int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** output
   }
   for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
     PyObject* cell = self->cells[self->n_inputs + j];
+    PyObject* const given = preset ? preset[j] : nullptr;  // read first: `preset` may be `outputs`
     outputs[j] = PyList_GET_ITEM(cell, 0);
     Py_INCREF(outputs[j]);
-    if (preset && preset[j] && outputs[j] == preset[j]) set_cell(cell, Py_None);
+    if (given && outputs[j] == given) set_cell(cell, Py_None);
   }
   return 0;
 }
@@ -341,18 +341,8 @@ int compiled_op_run_native(PyObject* callable, PyObject* const* inputs, PyObject
 
 /// The JAX handler's entry: `outputs` holds, on entry, the arrays over XLA's result buffers.
 int compiled_op_run_native_into(PyObject* callable, PyObject* const* inputs, PyObject** outputs) {
-  // Called once per batch element under vmap: no heap allocation for the common few outputs.
-  auto* self = reinterpret_cast<CompiledOp*>(callable);
-  auto const n = static_cast<std::size_t>(self->n_outputs);
-  PyObject* small[8];
-  std::vector<PyObject*> many;
-  PyObject** preset = small;
-  if (n > 8) {
-    many.resize(n);
-    preset = many.data();
-  }
-  std::copy(outputs, outputs + n, preset);
-  return run_with_inputs(self, inputs, outputs, preset);
+  // The arrays given are the presets; run_with_inputs reads each before writing its output.
+  return run_with_inputs(reinterpret_cast<CompiledOp*>(callable), inputs, outputs, outputs);
 }
 
 }  // namespace

@@ -146,18 +146,24 @@ bool has_pytensor_tensor_glue(py::handle value) {
   if (module.is_none()) return false;  // no PyTensor type can exist yet
   py::object const base = module.attr("TensorType");
   if (!py::isinstance(value, base)) return false;
+  // TensorType's glue methods, listed once (every variable of every drop-in node asks).
+  static std::vector<std::string> const glue_methods = [&] {
+    std::vector<std::string> out;
+    for (py::handle name : py::module_::import("builtins").attr("dir")(base)) {
+      std::string n = name.cast<std::string>();
+      if (n.rfind("c_", 0) == 0 || n == "dtype_specs") out.push_back(std::move(n));
+    }
+    return out;
+  }();
   std::vector<py::object> own;  // the namespaces that could redefine TensorType's methods
   if (py::hasattr(value, "__dict__")) own.push_back(value.attr("__dict__"));
   for (py::handle cls : py::type::handle_of(value).attr("__mro__")) {
     if (cls.is(base)) break;
     own.push_back(cls.attr("__dict__"));
   }
-  for (py::handle name : py::module_::import("builtins").attr("dir")(base)) {
-    std::string const n = name.cast<std::string>();
-    if (n.rfind("c_", 0) != 0 && n != "dtype_specs") continue;
-    for (auto const& names : own)
-      if (names.contains(name)) return false;
-  }
+  for (auto const& names : own)
+    for (auto const& method : glue_methods)
+      if (names.contains(method)) return false;
   py::object const version = value.attr("c_code_cache_version")();
   return py::isinstance<py::tuple>(version) && py::len(version) > 0 &&
          py::isinstance<py::int_>(version[py::int_(0)]) &&

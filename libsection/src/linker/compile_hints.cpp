@@ -13,16 +13,10 @@
 #include "linker/compile.hpp"
 #include "parse/c_tokens.hpp"
 #include "section/expand.hpp"
+#include "section/names.hpp"
 
 namespace section {
 namespace {
-
-bool is_identifier(std::string_view s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
 
 /// The texts a compiler message quotes: gcc's ‘x’ (or 'x' in the C locale), clang's 'x'.
 std::vector<std::string_view> quoted_texts(std::string_view message) {
@@ -137,7 +131,7 @@ class Explainer {
       return d.range;
     };
     for (auto name : quoted_texts(d.message))
-      if (is_identifier(name)) add(name, on_line(name));
+      if (is_c_identifier(name)) add(name, on_line(name));
     for (auto const& t : tokens)
       if (t.kind == c_scan::TokenKind::identifier)
         add(text.substr(t.begin, t.end - t.begin), {d.range.file, t.begin, t.end});

@@ -3,10 +3,10 @@
 #include "section/ctype.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <stdexcept>
 
 #include "base/hash.hpp"
+#include "section/names.hpp"
 
 namespace section {
 namespace {
@@ -333,9 +333,7 @@ CTypePtr tensor_type(DtypeInfo dtype, int ndim) {
 }
 CTypePtr pytensor_tensor_type(std::string element_type, std::string typenum, CTypePtr rest) {
   auto const word = [](std::string const& s, char const* prefix) {
-    return s.rfind(prefix, 0) == 0 && s.size() > 4 && std::all_of(s.begin(), s.end(), [](char c) {
-             return std::isalnum((unsigned char)c) || c == '_';
-           });
+    return s.rfind(prefix, 0) == 0 && s.size() > 4 && is_c_identifier(s);
   };
   // Both are pasted into C code: only the names PyTensor gives (`npy_float64`, `NPY_FLOAT64`).
   if (!word(element_type, "npy_") || !word(typenum, "NPY_"))
