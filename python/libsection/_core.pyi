@@ -4,7 +4,7 @@ libsection's C++ core: parser, expander, linker core
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'cancel_builds', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'cancel_builds', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -311,6 +311,10 @@ class LinkError(ValueError):
     pass
 class CompileError(RuntimeError):
     pass
+class NodeOp:
+    """
+    An op whose code the linker core generates, for `Graph.add_apply`.
+    """
 class Graph:
     """
     A graph of applies for one compiled module. Types are type strings (`"float64[:]"`) or Python
@@ -362,6 +366,13 @@ def cache_dir() -> str:
 def cancel_builds() -> None:
     """
     Stops every build under way in this process, in any thread (its compiler killed; it raises KeyboardInterrupt): for a caller interrupted while threads build for it.
+    """
+def dropin_node_op(loaded: LoadedSections, description: OpDescription, options: ExpandOptions, compile_args: collections.abc.Sequence[str], python: typing.Any, overridden: collections.abc.Sequence[str]) -> NodeOp:
+    """
+    A drop-in node's op: the sections of ``loaded`` expanded by the linker core, as
+    ``build()``'s are, with ``compile_args`` added. Only the ``overridden`` methods (``c_code``,
+    ``c_support_code_apply``, ...) are asked of ``python``, an object with the node's ``c_*``
+    methods minus their ``node`` argument.
     """
 def expand(sections: LoadedSections, op: OpDescription, node: NodeContext, options: ExpandOptions = ...) -> dict:
     """

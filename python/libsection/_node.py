@@ -140,6 +140,15 @@ def _params(op, node):
     return value, params_type
 
 
+def _node_op(op, node):
+    """The node's op for the linker core: a drop-in op's own (its sections expanded in C++,
+    Python asked only for what its class overrides), else the op's ``c_*`` methods."""
+    python = _NodeCode(op, node)
+    own_route = getattr(op, "_node_op", None)
+    section_op = own_route(python) if own_route is not None else None
+    return section_op if section_op is not None else python
+
+
 def _node_graph(node):
     """The linker core's graph of one node, and its constant values (the params)."""
     op = node.op
@@ -153,7 +162,7 @@ def _node_graph(node):
         params_var = graph.add_constant(params[1], "params")
         constants.append(params[0])
     outputs = graph.add_apply(
-        _NodeCode(op, node), inputs, [v.type for v in node.outputs], params_var
+        _node_op(op, node), inputs, [v.type for v in node.outputs], params_var
     )
     for o in outputs:
         graph.add_output(o)

@@ -15,13 +15,14 @@ directives point compiler errors at the ``.c`` files (class attribute ``line_dir
 padding counts, ``check_input`` and the params. There is no ``FutureWarning``, and each file
 is read and parsed once per process.
 
-**Every backend runs the same C code.** In ``mode="CVM"`` PyTensor's C linker builds the node
-from the op's ``c_*`` methods. Every other mode (``FAST_COMPILE``, ``NUMBA``, PyTensor 3's
-default ``FAST_RUN``) builds the very same description (the op's ``c_*`` methods, its
-``params_type`` and the node's types' own C code) through libsection's linker core: one module
-per node signature, cached on disk, and one instance of the op's struct per thunk, as the C
-backend has. An op that defines its own Python ``perform`` runs that outside the C backend,
-as PyTensor does.
+**Every backend runs the same C code.** In every mode (``CVM``, ``FAST_COMPILE``, ``NUMBA``,
+PyTensor 3's default ``FAST_RUN``) libsection's linker core builds the node from the description
+PyTensor's C linker would use (the op's ``c_*`` methods, its ``params_type`` and the node's
+types' own C code): one module per node signature, cached on disk, and one instance of the
+op's struct per thunk, as the C backend has. The linker core expands the sections itself, by
+the route ``build()``'s ops take and with its checks; Python is asked only for the ``c_*``
+methods a class overrides. An op that defines its own Python ``perform`` runs that outside the
+C backend, as PyTensor does.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import inspect
 import re
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytensor.graph.basic import Apply, Variable
@@ -40,7 +42,15 @@ from pytensor.tensor.type import TensorType
 
 from . import _backends, _core, _numba
 from ._load import load_texts, raise_for, relative_to_class
-from ._node import NodeRunner, compile_node, make_c_thunk, make_thunk, prepare_nodes, store
+from ._node import (
+    NodeRunner,
+    compile_node,
+    make_c_thunk,
+    make_thunk,
+    prepare_nodes,
+    pytensor_flags,
+    store,
+)
 from ._types import tensor
 from .op import ExternalCOp as StandaloneOp
 
@@ -59,6 +69,63 @@ _MACRO_METHODS = tuple(
     for method in _core.expansion_methods()
     if method.apply_macros and method.name != "c_code"
 )
+
+
+# The methods the linker core asks a node's op for (minus their ``node`` argument), and the
+# ones whose override reshapes every string of an expansion.
+_NODE_METHODS = (
+    "c_code",
+    "c_code_cleanup",
+    "c_support_code",
+    "c_support_code_apply",
+    "c_init_code",
+    "c_init_code_apply",
+    "c_support_code_struct",
+    "c_init_code_struct",
+    "c_cleanup_code_struct",
+    "c_headers",
+    "c_header_dirs",
+    "c_libraries",
+    "c_lib_dirs",
+    "c_compile_args",
+)
+_RESHAPING_METHODS = ("get_c_macros", "format_c_function_args")
+
+
+@dataclass(frozen=True)
+class _ApplyKey:
+    """Everything one expansion depends on, as PyTensor's C linker asks for it: the memo key of
+    ``ExternalCOp._expansion`` and the node context it is built from."""
+
+    name: str
+    input_dtypes: tuple[str | None, ...]
+    output_dtypes: tuple[str | None, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    params: str  # the params variable's C name; empty without params
+    fail: str
+    init_fail: str
+    params_type: object
+    check_input: bool
+    func_name: str | None
+    num_inputs: int | None
+    num_outputs: int | None
+    line_directives: bool
+    newline_fix: bool
+    function_args: str | None  # an overridden format_c_function_args's result
+
+    def node_context(self) -> _core.NodeContext:
+        context = _core.NodeContext()
+        context.node_name = self.name
+        context.input_dtypes = list(self.input_dtypes)
+        context.output_dtypes = list(self.output_dtypes)
+        context.inputs = list(self.inputs)
+        context.outputs = list(self.outputs)
+        params = {"params": self.params} if self.params else {}
+        context.sub = {"fail": self.fail, **params}
+        context.init_sub = {"fail": self.init_fail, **params}
+        context.function_args = self.function_args
+        return context
 
 
 def _file_key(path: Path) -> tuple:
@@ -237,41 +304,32 @@ class ExternalCOp(COp):
             function_args = self.format_c_function_args(list(inputs), list(outputs))
         if check_input is None:
             check_input = bool(getattr(self, "check_input", True))
-        key = (
-            name,
-            tuple(_dtype(v) for v in node.inputs) if node is not None else (),
-            tuple(_dtype(v) for v in node.outputs) if node is not None else (),
-            tuple(inputs),
-            tuple(outputs),
-            sub.get("params", "") if sub is not None else "",
-            fail,
-            init_fail,
-            self.params_type,
-            check_input,
-            self.func_name,
-            self._cop_num_inputs,
-            self._cop_num_outputs,
-            bool(self.line_directives),
-            bool(self.newline_fix),
-            function_args,
+        key = _ApplyKey(
+            name=name,
+            input_dtypes=tuple(_dtype(v) for v in node.inputs) if node is not None else (),
+            output_dtypes=tuple(_dtype(v) for v in node.outputs) if node is not None else (),
+            inputs=tuple(inputs),
+            outputs=tuple(outputs),
+            params=sub.get("params", "") if sub is not None else "",
+            fail=fail,
+            init_fail=init_fail,
+            params_type=self.params_type,
+            check_input=check_input,
+            func_name=self.func_name,
+            num_inputs=self._cop_num_inputs,
+            num_outputs=self._cop_num_outputs,
+            line_directives=bool(self.line_directives),
+            newline_fix=bool(self.newline_fix),
+            function_args=function_args,
         )
         memo = self.__dict__.setdefault("_expansions", {})
         expansion = memo.get(key)
         if expansion is None:
-            node_context = _core.NodeContext()
-            (
-                node_context.node_name,
-                node_context.input_dtypes,
-                node_context.output_dtypes,
-                node_context.inputs,
-                node_context.outputs,
-            ) = (key[0], list(key[1]), list(key[2]), list(key[3]), list(key[4]))
-            params = {"params": key[5]} if key[5] else {}
-            node_context.sub = {"fail": fail, **params}
-            node_context.init_sub = {"fail": init_fail, **params}
-            node_context.function_args = function_args
             expansion = _core.expand(
-                self._sections, self._op_description(check_input), node_context, self._options()
+                self._sections,
+                self._op_description(check_input),
+                key.node_context(),
+                self._options(),
             )
             errors = [d for d in expansion["diagnostics"] if d.severity == "error"]
             if errors and not any(d.code == "SL604" for d in errors):
@@ -280,6 +338,22 @@ class ExternalCOp(COp):
                 memo.clear()
             memo[key] = expansion
         return expansion
+
+    def _node_op(self, python):
+        """This op as the linker core builds it for one node: its sections expanded in C++, as
+        ``build()``'s are, with the same checks; ``python`` (the node's ``c_*`` methods minus
+        ``node``) is asked only for the ``c_*`` methods the class overrides. None when it
+        overrides ``get_c_macros`` or ``format_c_function_args``, which reshape every string:
+        then every method is asked of ``python``."""
+        cls = type(self)
+        if any(_own(cls, m) or m in self.__dict__ for m in _RESHAPING_METHODS):
+            return None
+        overridden = [m for m in _NODE_METHODS if _own(cls, m) or m in self.__dict__]
+        description = self._op_description()
+        description.name = cls.__name__
+        return _core.dropin_node_op(
+            self._sections, description, self._options(), pytensor_flags(), python, overridden
+        )
 
     def _methods(self, node, name, inputs=(), outputs=(), sub=None, fail="", init_fail=""):
         """The c_* strings of one apply, with the macros of an overridden ``get_c_macros`` in

@@ -151,8 +151,30 @@ bool python_interrupted() {
   return PyErr_Occurred() != nullptr || PyErr_CheckSignals() != 0;
 }
 
+/// An op the linker core generates the code of (a drop-in node's), for `Graph.add_apply`.
+struct NodeOp {
+  COpPtr op;
+};
+
 /// `Graph` and what is done with one: `link` and `prepare`.
 void bind_graphs(py::module_& m) {
+  py::class_<NodeOp>(m, "NodeOp",
+                     "An op whose code the linker core generates, for `Graph.add_apply`.");
+  m.def(
+      "dropin_node_op",
+      [](LoadedSections const& loaded, OpDescription description, ExpandOptions options,
+         std::vector<std::string> compile_args, py::object python,
+         std::vector<std::string> const& overridden) {
+        SectionOp section(std::move(description), loaded.sources, loaded.set, std::move(options));
+        return NodeOp{
+            dropin_op(std::move(section), std::move(compile_args), std::move(python), overridden)};
+      },
+      py::arg("loaded"), py::arg("description"), py::arg("options"), py::arg("compile_args"),
+      py::arg("python"), py::arg("overridden"),
+      R"doc(A drop-in node's op: the sections of ``loaded`` expanded by the linker core, as
+``build()``'s are, with ``compile_args`` added. Only the ``overridden`` methods (``c_code``,
+``c_support_code_apply``, ...) are asked of ``python``, an object with the node's ``c_*``
+methods minus their ``node`` argument.)doc");
   py::class_<PyGraph>(m, "Graph", R"doc(
 A graph of applies for one compiled module. Types are type strings (`"float64[:]"`) or Python
 objects with the CType methods (`c_declare(name, sub)`, `c_extract`, ...); ops are Python
@@ -176,8 +198,9 @@ objects with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*`
              std::optional<std::size_t> params) {
             std::vector<CTypePtr> types;
             for (auto t : output_types) types.push_back(to_type(t));
-            return g.edit().add_apply(to_op(std::move(op)), std::move(inputs), std::move(types),
-                                      params);
+            COpPtr code =
+                py::isinstance<NodeOp>(op) ? op.cast<NodeOp const&>().op : to_op(std::move(op));
+            return g.edit().add_apply(std::move(code), std::move(inputs), std::move(types), params);
           },
           py::arg("op"), py::arg("inputs"), py::arg("output_types"), py::arg("params") = py::none(),
           "Adds an apply; returns its output variables.")

@@ -5,6 +5,7 @@
 
 #include <pybind11/stl.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,10 @@ py::dict sub_dict(Sub const& sub) {
   return d;
 }
 
-/// A type object from Python with the CType methods (`c_declare(name, sub)`, ...). The GIL is
-/// held: the linker only generates code while the caller holds it.
+/// A type object from Python with the CType methods (`c_declare(name, sub)`, ...). The methods
+/// without arguments are asked once, here, so generating a module calls into Python only for
+/// the code of each variable (the GIL is held: the linker generates code while its caller holds
+/// it).
 class PythonType final : public CType {
  public:
   explicit PythonType(py::object type) : type_(std::move(type)) {
@@ -34,8 +37,23 @@ class PythonType final : public CType {
       if (!py::hasattr(type_, required))
         throw py::type_error("type " + std::string(py::repr(type_)) + " has no " + required +
                              "(name, sub) method: it cannot be used from C");
+    description_ = py::str(type_);
+    support_code_ = list("c_support_code");
+    headers_ = list("c_headers");
+    header_dirs_ = list("c_header_dirs");
+    libraries_ = list("c_libraries");
+    lib_dirs_ = list("c_lib_dirs");
+    compile_args_ = list("c_compile_args");
+    init_code_ = list("c_init_code");
+    if (py::hasattr(type_, "c_code_cache_version"))
+      cache_version_ = py::str(type_.attr("c_code_cache_version")());
+    if (py::hasattr(type_, "c_element_type"))
+      element_type_ = py::str(type_.attr("c_element_type")());
+    // PyTensor's types with a dtype (its `HasDataType`) get the dtype macros from it.
+    if (py::hasattr(type_, "dtype") && py::isinstance<py::str>(type_.attr("dtype")))
+      dtype_ = dtype_info(type_.attr("dtype").cast<std::string>());
   }
-  std::string describe() const override { return py::str(type_); }
+  std::string describe() const override { return description_; }
   std::string c_declare(std::string const& n, Sub const& s, bool) const override {
     return text("c_declare", n, s);
   }
@@ -51,21 +69,16 @@ class PythonType final : public CType {
   std::string c_cleanup(std::string const& n, Sub const& s) const override {
     return text("c_cleanup", n, s);
   }
-  std::vector<std::string> c_support_code() const override { return list("c_support_code"); }
-  std::vector<std::string> c_headers() const override { return list("c_headers"); }
-  std::vector<std::string> c_header_dirs() const override { return list("c_header_dirs"); }
-  std::vector<std::string> c_libraries() const override { return list("c_libraries"); }
-  std::vector<std::string> c_lib_dirs() const override { return list("c_lib_dirs"); }
-  std::vector<std::string> c_compile_args() const override { return list("c_compile_args"); }
-  std::vector<std::string> c_init_code() const override { return list("c_init_code"); }
-  std::string c_code_cache_version() const override {
-    if (!py::hasattr(type_, "c_code_cache_version")) return {};
-    return py::str(type_.attr("c_code_cache_version")());
-  }
-  std::string c_element_type() const override {
-    if (!py::hasattr(type_, "c_element_type")) return {};
-    return py::str(type_.attr("c_element_type")());
-  }
+  std::vector<std::string> c_support_code() const override { return support_code_; }
+  std::vector<std::string> c_headers() const override { return headers_; }
+  std::vector<std::string> c_header_dirs() const override { return header_dirs_; }
+  std::vector<std::string> c_libraries() const override { return libraries_; }
+  std::vector<std::string> c_lib_dirs() const override { return lib_dirs_; }
+  std::vector<std::string> c_compile_args() const override { return compile_args_; }
+  std::vector<std::string> c_init_code() const override { return init_code_; }
+  std::string c_code_cache_version() const override { return cache_version_; }
+  std::string c_element_type() const override { return element_type_; }
+  std::optional<DtypeInfo> dtype() const override { return dtype_; }
 
  private:
   std::string text(char const* method, std::string const& name, Sub const& sub) const {
@@ -77,15 +90,49 @@ class PythonType final : public CType {
     return string_list(type_.attr(method)());
   }
   py::object type_;
+  std::string description_, cache_version_, element_type_;
+  std::vector<std::string> support_code_, headers_, header_dirs_, libraries_, lib_dirs_,
+      compile_args_, init_code_;
+  std::optional<DtypeInfo> dtype_;
 };
 
-/// An op object from Python with PyTensor `COp`-like methods, minus the `node` argument:
-/// `c_code(name, inputs, outputs, sub)` (required), `c_code_cleanup(...)`, `c_support_code()`,
+/// The methods of an op object from Python with PyTensor `COp`-like methods, minus the `node`
+/// argument: `c_code(name, inputs, outputs, sub)`, `c_code_cleanup(...)`, `c_support_code()`,
 /// `c_support_code_apply(name)`, `c_init_code()`, `c_init_code_apply(name)`,
-/// `c_support_code_struct(name)`, `c_init_code_struct(name, sub)`,
-/// `c_cleanup_code_struct(name)`, `c_headers()`, `c_header_dirs()`, `c_libraries()`,
-/// `c_lib_dirs()`, `c_compile_args()`. A string attribute `name` names it in messages (default:
-/// its class's name).
+/// `c_support_code_struct(name)`, `c_init_code_struct(name, sub)`, `c_cleanup_code_struct(name)`,
+/// `c_headers()`, `c_header_dirs()`, `c_libraries()`, `c_lib_dirs()`, `c_compile_args()`.
+/// Each is asked when `wanted(its name)` and the object has it.
+template <class Wanted>
+void take_python_parts(py::object const& op, NodeContext const& ctx, OpCode& code,
+                       Wanted const& wanted) {
+  auto const has = [&](char const* method) { return wanted(method) && py::hasattr(op, method); };
+  auto const list = [&](char const* method, std::vector<std::string>& out) {
+    if (has(method)) out = string_list(op.attr(method)());
+  };
+  auto const text = [&](char const* method, std::string& out, auto&&... args) {
+    if (has(method)) out = op.attr(method)(args...).template cast<std::string>();
+  };
+  py::str const node(ctx.node_name);
+  py::list inputs = py::cast(ctx.inputs), outputs = py::cast(ctx.outputs);
+  py::dict const sub = sub_dict(ctx.sub);
+  text("c_code", code.code, node, inputs, outputs, sub);
+  text("c_code_cleanup", code.code_cleanup, node, inputs, outputs, sub);
+  list("c_support_code", code.support_code);
+  list("c_init_code", code.init_code);
+  list("c_headers", code.headers);
+  list("c_header_dirs", code.header_dirs);
+  list("c_libraries", code.libraries);
+  list("c_lib_dirs", code.lib_dirs);
+  list("c_compile_args", code.compile_args);
+  text("c_support_code_apply", code.support_code_apply, node);
+  text("c_init_code_apply", code.init_code_apply, node);
+  text("c_support_code_struct", code.support_code_struct, node);
+  text("c_init_code_struct", code.init_code_struct, node, sub_dict(ctx.init_sub));
+  text("c_cleanup_code_struct", code.cleanup_code_struct, node);
+}
+
+/// An op object from Python whose every `c_*` method (`take_python_parts`) is called; `c_code`
+/// is required. A string attribute `name` names it in messages (default: its class's name).
 class PythonOp final : public COp {
  public:
   explicit PythonOp(py::object op) : op_(std::move(op)) {
@@ -99,38 +146,67 @@ class PythonOp final : public COp {
     return py::str(py::type::handle_of(op_).attr("__name__"));
   }
   OpCode generate(NodeContext const& ctx) const override {
-    py::str const node(ctx.node_name);
-    py::list inputs = py::cast(ctx.inputs), outputs = py::cast(ctx.outputs);
-    py::dict const sub = sub_dict(ctx.sub);
     OpCode code;
-    code.code = op_.attr("c_code")(node, inputs, outputs, sub).cast<std::string>();
-    code.code_cleanup = call("c_code_cleanup", node, inputs, outputs, sub);
-    code.support_code = list("c_support_code");
-    code.init_code = list("c_init_code");
-    code.headers = list("c_headers");
-    code.header_dirs = list("c_header_dirs");
-    code.libraries = list("c_libraries");
-    code.lib_dirs = list("c_lib_dirs");
-    code.compile_args = list("c_compile_args");
-    code.support_code_apply = call("c_support_code_apply", node);
-    code.init_code_apply = call("c_init_code_apply", node);
-    code.support_code_struct = call("c_support_code_struct", node);
-    code.init_code_struct = call("c_init_code_struct", node, sub_dict(ctx.init_sub));
-    code.cleanup_code_struct = call("c_cleanup_code_struct", node);
+    take_python_parts(op_, ctx, code, [](char const*) { return true; });
     return code;
   }
 
  private:
-  template <class... Args>
-  std::string call(char const* method, Args&&... args) const {
-    if (!py::hasattr(op_, method)) return {};
-    return op_.attr(method)(std::forward<Args>(args)...).template cast<std::string>();
-  }
-  std::vector<std::string> list(char const* method) const {
-    if (!py::hasattr(op_, method)) return {};
-    return string_list(op_.attr(method)());
-  }
   py::object op_;
+};
+
+/// A drop-in node's op: its section files expanded by the linker core, as `build()`'s ops are,
+/// with `compile_args` (PyTensor's flags) added; only the methods named in `overridden`, which
+/// the op's class overrides in Python, are asked of `python` (the node's `c_*` methods minus
+/// `node`). Expansion errors raise what the drop-in's methods raise in PyTensor's C backend.
+class DropInOp final : public COp {
+ public:
+  DropInOp(SectionOp section, std::vector<std::string> compile_args, py::object python,
+           std::set<std::string> overridden)
+      : section_(std::move(section)), compile_args_(std::move(compile_args)),
+        python_(std::move(python)), overridden_(std::move(overridden)) {}
+  std::string name() const override { return section_.name(); }
+  OpCode generate(NodeContext const& ctx) const override {
+    Expansion e = section_.expansion(ctx);
+    bool const own_code = overridden_.count("c_code") != 0;
+    raise_expansion_errors(e, own_code);
+    OpCode code;
+    code.support_code = {std::move(e.support_code)};
+    if (e.code) code.code = std::move(*e.code);
+    static_cast<ApplyCode&>(code) = std::move(static_cast<ApplyCode&>(e));
+    code.compile_args = compile_args_;
+    if (!overridden_.empty())
+      take_python_parts(python_, ctx, code,
+                        [&](char const* method) { return overridden_.count(method) != 0; });
+    return code;
+  }
+
+ private:
+  // The drop-in's `c_*` methods raise ValueError for an expansion error, AssertionError for a
+  // `func_name` with `_cop_num_inputs` below the inputs (SL604), NotImplementedError without
+  // code; this route raises the same.
+  void raise_expansion_errors(Expansion const& e, bool own_code) const {
+    std::string messages, padding;
+    for (auto const& d : e.diagnostics) {
+      if (!d.is_error()) continue;
+      if (d.code == "SL604") padding = d.message;
+      messages += (messages.empty() ? "" : "\n") + d.message;
+    }
+    if (!messages.empty() && padding.empty()) throw py::value_error(messages);
+    if (e.code || own_code) return;
+    if (!padding.empty()) {
+      PyErr_SetString(PyExc_AssertionError, padding.c_str());
+      throw py::error_already_set();
+    }
+    PyErr_SetString(PyExc_NotImplementedError,
+                    (name() + " has no `code` section and no func_name").c_str());
+    throw py::error_already_set();
+  }
+
+  SectionOp section_;
+  std::vector<std::string> compile_args_;
+  py::object python_;
+  std::set<std::string> overridden_;
 };
 
 // The version of PyTensor's TensorType C code that `pytensor_tensor_type` reproduces (the same
@@ -182,5 +258,11 @@ CTypePtr to_type(py::handle value) {
 }
 
 COpPtr to_op(py::object op) { return std::make_shared<PythonOp>(std::move(op)); }
+
+COpPtr dropin_op(SectionOp section, std::vector<std::string> compile_args, py::object python,
+                 std::vector<std::string> const& overridden) {
+  return std::make_shared<DropInOp>(std::move(section), std::move(compile_args), std::move(python),
+                                    std::set<std::string>(overridden.begin(), overridden.end()));
+}
 
 }  // namespace section::python

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 
 #include "section/ctype.hpp"
+#include "section/linker.hpp"
 #include "section/module.hpp"
 
 namespace section::python {
@@ -16,5 +17,11 @@ CTypePtr to_type(pybind11::handle value);
 /// A Python object with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*`
 /// methods of PyTensor's COp, minus their `node` argument.
 COpPtr to_op(pybind11::object op);
+
+/// A drop-in node's op: `section` expanded by the linker core, `compile_args` added, and only
+/// the `overridden` methods (names of the `c_*` methods above) asked of `python`, an object
+/// with those methods minus `node`.
+COpPtr dropin_op(SectionOp section, std::vector<std::string> compile_args, pybind11::object python,
+                 std::vector<std::string> const& overridden);
 
 }  // namespace section::python

@@ -59,14 +59,23 @@ class SectionOp final : public COp {
  public:
   /// `sm` holds the files `sections` were loaded from (also used to map compile errors).
   /// Throws `signature_error` for a name, func_name or padding that cannot go into C.
-  SectionOp(OpDescription op, std::shared_ptr<SourceManager const> sm, SectionSet sections);
+  SectionOp(OpDescription op, std::shared_ptr<SourceManager const> sm, SectionSet sections,
+            ExpandOptions options = {});
   std::string name() const override { return op_.name; }
+  /// The expansion's strings as an op's code; throws `LinkError` for an expansion with errors or
+  /// without a `c_code`.
   OpCode generate(NodeContext const& node) const override;
+  /// The expansion for one apply, its diagnostics unjudged, after the checks every route runs:
+  /// throws `InputTypeError` for a scalar passed where the main function takes an array (or the
+  /// other way round).
+  Expansion expansion(NodeContext const& node) const;
+  OpDescription const& description() const { return op_; }
 
  private:
   OpDescription op_;
   std::shared_ptr<SourceManager const> sm_;
   SectionSet sections_;
+  ExpandOptions options_;
 };
 
 /// The single-apply graph `build()` makes: one input per `inputs` type, one output per

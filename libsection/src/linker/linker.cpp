@@ -22,8 +22,10 @@ namespace fs = std::filesystem;
 
 // ---- ops from section files ----------------------------------------------------------------
 
-SectionOp::SectionOp(OpDescription op, std::shared_ptr<SourceManager const> sm, SectionSet sections)
-    : op_(std::move(op)), sm_(std::move(sm)), sections_(std::move(sections)) {
+SectionOp::SectionOp(OpDescription op, std::shared_ptr<SourceManager const> sm, SectionSet sections,
+                     ExpandOptions options)
+    : op_(std::move(op)), sm_(std::move(sm)), sections_(std::move(sections)),
+      options_(std::move(options)) {
   if (!sm_) throw std::invalid_argument("SectionOp needs the SourceManager of its files");
   check_display_name(op_.name, "op name");
   if (op_.func_name) check_func_name(*op_.func_name);
@@ -134,9 +136,13 @@ void check_main_function_inputs(OpDescription const& spec, SourceManager const& 
 
 }  // namespace
 
-OpCode SectionOp::generate(NodeContext const& node) const {
+Expansion SectionOp::expansion(NodeContext const& node) const {
   check_main_function_inputs(op_, *sm_, sections_, node);
-  Expansion e = expand(*sm_, sections_, op_, node);
+  return expand(*sm_, sections_, op_, node, options_);
+}
+
+OpCode SectionOp::generate(NodeContext const& node) const {
+  Expansion e = expansion(node);
   if (has_errors(e.diagnostics) || !e.code) {
     std::string message = op_.name + ": cannot expand its sections";
     for (auto const& d : e.diagnostics)
