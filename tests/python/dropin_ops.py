@@ -187,6 +187,18 @@ class ShiftRecipe(_Op):
         return define + "\n#define SHIFT 5", undef + "\n#undef SHIFT"
 
 
+class MisalignedOutRecipe(_Op):
+    """Hands back a float64 vector whose data is not aligned, which the sync must refuse."""
+
+    __props__ = ()
+
+    def __init__(self):
+        self._load("data/dropin/misaligned_out.c", "APPLY_SPECIFIC(misaligned_out)")
+
+    def make_node(self, x):
+        return Apply(self, [as_tensor_variable(x)], [pt.dvector()])
+
+
 RECIPES = [
     ShiftRecipe,
     CounterRecipe,
@@ -196,6 +208,7 @@ RECIPES = [
     QuadraticRecipe,
     Scale0dRecipe,
     Scale0dWithPerformRecipe,
+    MisalignedOutRecipe,
 ]
 
 

@@ -100,6 +100,17 @@ def test_a_previous_output_is_checked_as_in_pytensors_c_backend(output, shared_c
     )
 
 
+def test_a_misaligned_output_fails_its_sync_as_in_pytensors_c_backend(shared_cache):
+    def node(ops):
+        return ops["MisalignedOut"]()(pt.dvector()).owner
+
+    values = [np.array([1.0, 2.0])]
+    ours = run_c_thunk(node(OURS), values)
+    assert ours[0] is NotImplementedError
+    assert ours[1].startswith("c_sync: expected an aligned array, got non-aligned array")
+    assert_same(ours, run_c_thunk(node(THEIRS), values))
+
+
 def test_a_static_shape_is_not_checked_by_the_glue_in_either(shared_cache):
     def static():
         return pt.tensor(dtype="float64", shape=(3,))
