@@ -1,4 +1,15 @@
-"""How the benchmarks print a duration: µs below a millisecond, ms below a second, else s."""
+"""How the benchmarks print a duration (µs below a millisecond, ms below a second, else s), and
+the CPU time they count for builds."""
+
+import resource
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process and the children they
+    waited for: a whole `python -c` process with its compilers, measured by the difference
+    around it. CPU time, not wall time: a noisy machine stretches wall time, not this."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def fmt_time(seconds: float | None) -> str:
