@@ -141,6 +141,16 @@ constexpr char const* exception_helper =
     "    PyErr_Format(PyExc_RuntimeError, \"%s: C++ exception of an unknown type\", where);\n"
     "  }\n}\n";
 
+// A C string literal of `text` as is (node table strings are formats or plain messages).
+std::string c_literal(std::string const& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 std::string escape_for_c_string(std::string const& text) {
   std::string out;
   for (char c : text) {
@@ -165,6 +175,8 @@ class ModuleWriter {
   void add_op_parts(OpCode const& code);
   std::string label_of(std::size_t v) const;
   RunBlock variable_block(std::size_t v);
+  bool fill_runtime_block(RunBlock& b, std::size_t v, Sub const& sub);
+  std::string node_table() const;
   void fill_input_block(RunBlock& b, std::string const& n, CType const& type, Sub const& sub) const;
   void fill_output_block(RunBlock& b, std::string const& n, CType const& type,
                          Sub const& sub) const;
@@ -194,6 +206,7 @@ class ModuleWriter {
   // Support code: the types' first, then the ops'; exact duplicates dropped, as PyTensor does.
   std::vector<std::string> headers_, support_, init_code_;
   std::vector<RunBlock> run_blocks_;
+  std::vector<RuntimeVar> runtime_vars_;  // the node table: variables whose glue is the runtime's
   int next_id_ = 1, next_init_id_ = 1;
   std::string support_apply_, struct_members_, struct_init_, init_apply_;
   std::vector<std::string> struct_cleanups_;
@@ -251,10 +264,46 @@ RunBlock ModuleWriter::variable_block(std::size_t v) {
           {"failure_var", "__failure"},
           {"label", label_of(v)}};
   RunBlock b{"PyObject* py_" + n + ";\n" + var.type->c_declare(n, sub, true), {}, {}, id};
+  if (fill_runtime_block(b, v, sub)) return b;
   if (var.role == Graph::Role::input) fill_input_block(b, n, *var.type, sub);
   else if (is_output_.count(v)) fill_output_block(b, n, *var.type, sub);
   else fill_intermediate_block(b, n, *var.type, sub);
   return b;
+}
+
+// A variable of a built-in type: one call of the runtime each way, its entry of the node table
+// saying what to check and the messages (the runtime always sets an exception when it fails).
+bool ModuleWriter::fill_runtime_block(RunBlock& b, std::size_t v, Sub const& sub) {
+  auto entry = vars_[v].type->runtime_var(sub, true);
+  if (!entry) return false;
+  std::string const& n = names_[v];
+  std::string const args =
+      "&py_" + n + ", &" + n + ", &libsection_vars[" + std::to_string(runtime_vars_.size()) + "]";
+  std::string const id = std::to_string(b.id);
+  std::string const fail = " {__failure = " + id + "; goto __label_" + id + ";}\n";
+  runtime_vars_.push_back(std::move(*entry));
+  if (vars_[v].role == Graph::Role::input) {
+    b.behavior = "if (libsection_rt->extract(storage_" + n + ", " + args + "))" + fail;
+    b.cleanup = "libsection_rt->cleanup(" + args + ");\n";
+  } else if (is_output_.count(v)) {
+    b.behavior = "if (libsection_rt->extract_output(storage_" + n + ", " + args + "))" + fail;
+    b.cleanup = "if (libsection_rt->store_output(storage_" + n + ", " + args +
+                ", __failure)) __failure = " + id + ";\n";
+  } else {
+    b.behavior = "libsection_rt->init(" + args + ");\n";
+    b.cleanup = "libsection_rt->cleanup(" + args + ");\n";
+  }
+  return true;
+}
+
+std::string ModuleWriter::node_table() const {
+  std::string t = "static const libsection_runtime* libsection_rt;\n";
+  if (runtime_vars_.empty()) return t;
+  t += "static const libsection_var libsection_vars[] = {\n";
+  for (auto const& e : runtime_vars_)
+    t += "{" + std::to_string(static_cast<int>(e.kind)) + ", " + std::to_string(e.typenum) + ", " +
+         std::to_string(e.n) + ", " + c_literal(e.a) + ", " + c_literal(e.b) + "},\n";
+  return t + "};\n";
 }
 
 void ModuleWriter::fill_input_block(RunBlock& b, std::string const& n, CType const& type,
@@ -358,7 +407,8 @@ std::string ModuleWriter::heading() const {
        std::string(names_.size() > inline_refs_up_to ? "1" : "0") + "\n";
   t += "#include <exception>\n";
   for (auto const& h : headers_) t += include_line(h);
-  return t + "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n\n";
+  t += "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n";
+  return t + node_table() + "\n";
 }
 
 std::string ModuleWriter::support_part() const {
@@ -406,7 +456,8 @@ std::string ModuleWriter::entry_points() const {
 
 // No C++ exception may leave these extern "C" functions: it would abort the process.
 std::string ModuleWriter::module_init_function() const {
-  std::string t = "LIBSECTION_EXPORT PyObject* libsection_module_init(void) {\n"
+  std::string t = "LIBSECTION_EXPORT PyObject* libsection_module_init(const void* runtime) {\n"
+                  "libsection_rt = (const libsection_runtime*)runtime;\n"
                   "if (_import_array() < 0) return NULL;\ntry {\n";
   for (auto const& c : init_code_) t += "{\n" + c + "\n}\n";
   return t + init_apply_ +
