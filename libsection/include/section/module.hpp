@@ -248,7 +248,18 @@ inline constexpr char const* module_prelude =
     "var,\n"
     "                      int failed);\n"
     "  void (*cleanup)(PyObject** py, void* value, const libsection_var* var);\n"
+    // Sets the Python error for the C++ exception being handled (called inside a `catch`).
+    "  void (*set_cxx_error)(const char* where);\n"
+    "  void** numpy_api;\n"
+    "  int numpy_version;\n"
     "} libsection_runtime;\n"
+    // A module takes NumPy's API table from the runtime, which imported it (same headers).
+    "#if NPY_ABI_VERSION >= 0x02000000\n"
+    "#define LIBSECTION_USE_RUNTIME_NUMPY(rt) \\\n"
+    "  (PyArray_API = (rt)->numpy_api, PyArray_RUNTIME_VERSION = (rt)->numpy_version)\n"
+    "#else\n"
+    "#define LIBSECTION_USE_RUNTIME_NUMPY(rt) (PyArray_API = (rt)->numpy_api)\n"
+    "#endif\n"
     "#endif\n";
 
 /// The runtime's C++ source (valid C too): the prelude, the functions of `libsection_runtime`

@@ -111,6 +111,9 @@ bool is_blank_code(std::string const& code) {
   return code.find_first_not_of(" \t\r\n") == std::string::npos;
 }
 
+// `text` where the module is compiled as C++ (a module's text is valid C as well).
+std::string cxx_only(std::string const& text) { return "#ifdef __cplusplus\n" + text + "#endif\n"; }
+
 std::string nest(std::vector<RunBlock> const& blocks) {
   std::string declare, head, tail;
   for (auto const& b : blocks) {
@@ -120,26 +123,18 @@ std::string nest(std::vector<RunBlock> const& blocks) {
       head += "{\n" + b.behavior;
       tail = label + b.cleanup + "}\n" + tail;
     } else if (is_blank_code(b.cleanup)) {
-      head += "{\ntry {\n" + b.behavior + "} catch (...) {\n" + b.on_exception + "goto __label_" +
-              std::to_string(b.id) + ";\n}\n";
+      head += "{\n" + cxx_only("try {\n") + b.behavior +
+              cxx_only("} catch (...) {\n" + b.on_exception + "goto __label_" +
+                       std::to_string(b.id) + ";\n}\n");
       tail = label + b.cleanup + "}\n" + tail;
     } else {
-      head += "{\ntry {\n" + b.behavior;
-      tail = label + b.cleanup + "} catch (...) {\n" + b.on_exception + "}\n}\n" + tail;
+      head += "{\n" + cxx_only("try {\n") + b.behavior;
+      tail =
+          label + b.cleanup + cxx_only("} catch (...) {\n" + b.on_exception + "}\n") + "}\n" + tail;
     }
   }
   return declare + head + tail;
 }
-
-// Sets the Python error for the C++ exception being handled; called inside a `catch`.
-constexpr char const* exception_helper =
-    "static void libsection_set_cxx_error(char const* where) {\n"
-    "  try {\n    throw;\n"
-    "  } catch (std::exception const& e) {\n"
-    "    PyErr_Format(PyExc_RuntimeError, \"%s: C++ exception: %s\", where, e.what());\n"
-    "  } catch (...) {\n"
-    "    PyErr_Format(PyExc_RuntimeError, \"%s: C++ exception of an unknown type\", where);\n"
-    "  }\n}\n";
 
 // A C string literal of `text` as is (node table strings are formats or plain messages).
 std::string c_literal(std::string const& text) {
@@ -189,6 +184,9 @@ class ModuleWriter {
   std::string heading() const;
   std::string support_part() const;
   std::string instance_part() const;
+  bool plain_instance() const;
+  std::string plain_instance_part() const;
+  std::string plain_instance_functions() const;
   std::string init_function() const;
   std::string cleanup_function() const;
   std::string entry_points() const;
@@ -210,6 +208,8 @@ class ModuleWriter {
   int next_id_ = 1, next_init_id_ = 1;
   std::string support_apply_, struct_members_, struct_init_, init_apply_;
   std::vector<std::string> struct_cleanups_;
+  std::vector<std::string> struct_code_;  // per apply: its struct members, init and cleanup
+  bool all_runtime_ = true;               // every run-time variable's glue is the runtime's
   std::string const_members_, const_init_, const_cleanup_;
 };
 
@@ -265,6 +265,7 @@ RunBlock ModuleWriter::variable_block(std::size_t v) {
           {"label", label_of(v)}};
   RunBlock b{"PyObject* py_" + n + ";\n" + var.type->c_declare(n, sub, true), {}, {}, id};
   if (fill_runtime_block(b, v, sub)) return b;
+  all_runtime_ = false;
   if (var.role == Graph::Role::input) fill_input_block(b, n, *var.type, sub);
   else if (is_output_.count(v)) fill_output_block(b, n, *var.type, sub);
   else fill_intermediate_block(b, n, *var.type, sub);
@@ -373,9 +374,12 @@ void ModuleWriter::add_apply(std::size_t a) {
   struct_members_ += code.support_code_struct + "\n";
   struct_init_ += "{\n" + code.init_code_struct + "\n}\n";
   struct_cleanups_.push_back(code.cleanup_code_struct);
-  run_blocks_.push_back(
-      {"", "// Op class " + op_name + "\n" + code.code + "\n", code.code_cleanup + "\n", id,
-       "__failure = " + std::to_string(id) + ";\nlibsection_set_cxx_error(\"" + what + "\");\n"});
+  struct_code_.push_back(code.support_code_struct + code.init_code_struct +
+                         code.cleanup_code_struct);
+  run_blocks_.push_back({"", "// Op class " + op_name + "\n" + code.code + "\n",
+                         code.code_cleanup + "\n", id,
+                         "__failure = " + std::to_string(id) +
+                             ";\nlibsection_rt->set_cxx_error(\"" + what + "\");\n"});
 }
 
 // ---- constants: members of the struct, extracted once by init() ----------------------------
@@ -405,20 +409,39 @@ std::string ModuleWriter::heading() const {
   constexpr std::size_t inline_refs_up_to = 32;
   t += "#define LIBSECTION_OUTLINE_REFS " +
        std::string(names_.size() > inline_refs_up_to ? "1" : "0") + "\n";
-  t += "#include <exception>\n";
+  t += "#ifdef __cplusplus\n#include <exception>\n"
+       "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n#else\n"
+       "#define LIBSECTION_EXPORT __attribute__((visibility(\"default\")))\n#endif\n";
   for (auto const& h : headers_) t += include_line(h);
-  t += "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n";
   return t + node_table() + "\n";
 }
 
 std::string ModuleWriter::support_part() const {
   std::string t = "//////// support code\n";
-  t += exception_helper;
   for (auto const& s : support_) t += s + "\n";
   return t + support_apply_;
 }
 
+// Without constants and struct code from ops, the instance is only its cells: a C struct and
+// plain functions (C as well as C++, and cheaper to compile than a class with methods).
+bool ModuleWriter::plain_instance() const {
+  return graph_.constants().empty() &&
+         std::all_of(struct_code_.begin(), struct_code_.end(), is_blank_code);
+}
+
+std::string ModuleWriter::plain_instance_part() const {
+  std::string const instance = "op_instance_" + std::string(hash_placeholder);
+  std::string t = "\n//////// instance\ntypedef struct " + instance + " {\nPyObject* storage[" +
+                  std::to_string(cells_.size()) + "];\n} " + instance +
+                  ";\n\nstatic int libsection_run(" + instance + "* self) {\n";
+  for (std::size_t i = 0; i < cells_.size(); ++i)
+    t += "PyObject* const storage_" + names_[cells_[i]] + " = self->storage[" + std::to_string(i) +
+         "];\n";
+  return t + "int __failure = 0;\n" + nest(run_blocks_) + "return __failure;\n}\n";
+}
+
 std::string ModuleWriter::instance_part() const {
+  if (plain_instance()) return plain_instance_part();
   std::string t = "\n//////// instance\nnamespace {\nstruct " + std::string("op_instance_") +
                   hash_placeholder + " {\n";
   for (auto v : cells_) t += "PyObject* storage_" + names_[v] + ";\n";
@@ -455,17 +478,46 @@ std::string ModuleWriter::entry_points() const {
 }
 
 // No C++ exception may leave these extern "C" functions: it would abort the process.
+// NumPy's API table is the runtime's (imported once, with the same headers and checks).
 std::string ModuleWriter::module_init_function() const {
   std::string t = "LIBSECTION_EXPORT PyObject* libsection_module_init(const void* runtime) {\n"
                   "libsection_rt = (const libsection_runtime*)runtime;\n"
-                  "if (_import_array() < 0) return NULL;\ntry {\n";
-  for (auto const& c : init_code_) t += "{\n" + c + "\n}\n";
-  return t + init_apply_ +
-         "} catch (...) {\n  libsection_set_cxx_error(\"module initialisation\");\n"
-         "  return NULL;\n}\nreturn Py_None;\n}\n\n";
+                  "LIBSECTION_USE_RUNTIME_NUMPY(libsection_rt);\n";
+  std::string init;
+  for (auto const& c : init_code_) init += "{\n" + c + "\n}\n";
+  init += init_apply_;
+  if (is_blank_code(init)) return t + "return Py_None;\n}\n\n";
+  return t + cxx_only("try {\n") + init +
+         cxx_only("} catch (...) {\n  libsection_rt->set_cxx_error(\"module initialisation\");\n"
+                  "  return NULL;\n}\n") +
+         "return Py_None;\n}\n\n";
+}
+
+std::string ModuleWriter::plain_instance_functions() const {
+  std::string const instance = "op_instance_" + std::string(hash_placeholder);
+  std::string const n = std::to_string(cells_.size());
+  std::string run = "  return libsection_run((" + instance + "*)self);\n";
+  if (!all_runtime_)  // a type's own glue may be C++ that throws
+    run = cxx_only("  try {\n") + run +
+          cxx_only("  } catch (...) {\n    libsection_rt->set_cxx_error(\"run (outside an op's "
+                   "code)\");\n    return -1;\n  }\n");
+  return "LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {\n" + instance +
+         "* self = (" + instance + "*)malloc(sizeof(" + instance +
+         "));\n"
+         "int i;\nif (!self) {\n  PyErr_NoMemory();\n  return NULL;\n}\n"
+         "for (i = 0; i < " +
+         n + "; ++i) {\n  self->storage[i] = storage[i];\n  Py_INCREF(storage[i]);\n}\n" +
+         "return self;\n}\n\n"
+         "LIBSECTION_EXPORT int libsection_instance_run(void* self) {\n" +
+         run +
+         "}\n\n"
+         "LIBSECTION_EXPORT void libsection_instance_free(void* self) {\n"
+         "int i;\nfor (i = 0; i < " +
+         n + "; ++i) Py_XDECREF(((" + instance + "*)self)->storage[i]);\nfree(self);\n}\n";
 }
 
 std::string ModuleWriter::instance_functions() const {
+  if (plain_instance()) return plain_instance_functions();
   std::string const instance = "op_instance_" + std::string(hash_placeholder);
   return "LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {\n" + instance +
          "* self = NULL;\n"
@@ -474,7 +526,7 @@ std::string ModuleWriter::instance_functions() const {
          "(); } catch (...) { PyErr_NoMemory(); return NULL; }\n"
          "int failed = 0;\n"
          "try {\n  failed = self->init(storage);\n} catch (...) {\n"
-         "  libsection_set_cxx_error(\"instance initialisation (init_code_struct)\");\n"
+         "  libsection_rt->set_cxx_error(\"instance initialisation (init_code_struct)\");\n"
          "  failed = -1;\n}\n"
          "if (failed != 0) {\n  try { self->cleanup(); } catch (...) {}\n  delete self;\n"
          "  return NULL;\n}\n"
@@ -483,7 +535,8 @@ std::string ModuleWriter::instance_functions() const {
          "    return static_cast<" +
          instance +
          "*>(self)->run();\n  } catch (...) {\n"
-         "    libsection_set_cxx_error(\"run (outside an op's code)\");\n    return -1;\n  }\n}\n\n"
+         "    libsection_rt->set_cxx_error(\"run (outside an op's code)\");\n    return -1;\n  "
+         "}\n}\n\n"
          "LIBSECTION_EXPORT void libsection_instance_free(void* self) {\n  try {\n"
          "    static_cast<" +
          instance +

@@ -203,9 +203,27 @@ static int libsection_rt_store_output(PyObject* cell, PyObject** py, void* value
   return result;
 }
 
-static const libsection_runtime libsection_rt_table = {
-    LIBSECTION_RUNTIME_ABI,       libsection_rt_extract, libsection_rt_extract_output,
-    libsection_rt_init,           libsection_rt_store_output, libsection_rt_cleanup};
+#ifdef __cplusplus
+#include <exception>
+static void libsection_rt_set_cxx_error(const char* where) {
+  try {
+    throw;
+  } catch (std::exception const& e) {
+    PyErr_Format(PyExc_RuntimeError, "%s: C++ exception: %s", where, e.what());
+  } catch (...) {
+    PyErr_Format(PyExc_RuntimeError, "%s: C++ exception of an unknown type", where);
+  }
+}
+#define LIBSECTION_RT_CXX_ERROR libsection_rt_set_cxx_error
+#else
+#define LIBSECTION_RT_CXX_ERROR NULL
+#endif
+
+/* NumPy's API fields are filled by libsection_module_init, which the loader calls first. */
+static libsection_runtime libsection_rt_table = {
+    LIBSECTION_RUNTIME_ABI, libsection_rt_extract, libsection_rt_extract_output,
+    libsection_rt_init,     libsection_rt_store_output, libsection_rt_cleanup,
+    LIBSECTION_RT_CXX_ERROR, NULL, 0};
 
 LIBSECTION_EXPORT const libsection_runtime* libsection_runtime_table(void) {
   return &libsection_rt_table;
@@ -216,6 +234,10 @@ LIBSECTION_EXPORT int libsection_abi_version(void) { return LIBSECTION_RUNTIME_A
 LIBSECTION_EXPORT PyObject* libsection_module_init(const void* runtime) {
   (void)runtime;
   if (_import_array() < 0) return NULL;
+  libsection_rt_table.numpy_api = PyArray_API;
+#if NPY_ABI_VERSION >= 0x02000000
+  libsection_rt_table.numpy_version = PyArray_RUNTIME_VERSION;
+#endif
   return Py_None;
 }
 LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {
