@@ -119,23 +119,39 @@ static void libsection_rt_clear(void* value, const libsection_var* var) {
   else *(PyObject**)value = NULL;
 }
 
+/* The common case, an array exactly as declared, decided without calls: what the checks of
+   kinds 1 and 3 accept at once (the same type number is an equivalent one). */
+static int libsection_rt_as_declared(PyObject* py, const libsection_var* var) {
+  PyArrayObject* a = (PyArrayObject*)py;
+  if (Py_TYPE(py) != &PyArray_Type || PyArray_TYPE(a) != var->typenum || !PyArray_ISALIGNED(a))
+    return 0;
+  if (var->kind == 1) return PyArray_NDIM(a) == var->n && !PyArray_ISBYTESWAPPED(a);
+  return var->kind == 3;
+}
+
 static int libsection_rt_extract(PyObject* cell, PyObject** py, void* value,
                                  const libsection_var* var) {
-  *py = PyList_GET_ITEM(cell, 0);
-  Py_INCREF(*py);
-  return libsection_rt_convert(*py, value, var);
+  PyObject* object = PyList_GET_ITEM(cell, 0);
+  Py_INCREF(object);
+  *py = object;
+  if ((var->kind == 1 || var->kind == 3) && libsection_rt_as_declared(object, var)) {
+    Py_INCREF(object);
+    *(PyObject**)value = object;
+    return 0;
+  }
+  return libsection_rt_convert(object, value, var);
 }
 
 /* An output's cell holds None (the op makes the value) or the previous output (it may reuse). */
 static int libsection_rt_extract_output(PyObject* cell, PyObject** py, void* value,
                                         const libsection_var* var) {
-  *py = PyList_GET_ITEM(cell, 0);
-  Py_INCREF(*py);
-  if (*py == Py_None) {
+  if (PyList_GET_ITEM(cell, 0) == Py_None) {
+    *py = Py_None;
+    Py_INCREF(Py_None);
     libsection_rt_clear(value, var);
     return 0;
   }
-  return libsection_rt_convert(*py, value, var);
+  return libsection_rt_extract(cell, py, value, var);
 }
 
 static void libsection_rt_init(PyObject** py, void* value, const libsection_var* var) {
