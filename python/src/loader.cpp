@@ -143,6 +143,10 @@ void const* runtime_table() {
 
 LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   PythonEnvironment const& python = python_environment();
+  // The runtime first, as the precompiled header is: what a module needs is in the cache
+  // before it, so a size cap evicts the runtime rather than the module just built. The
+  // runtime itself (and only it) is initialised without one.
+  void const* runtime = module.name == runtime_name ? nullptr : runtime_table();
   std::filesystem::path library;
   std::string key;
   FileHandle verified_library;  // the module's bytes as verified; loaded through this
@@ -174,8 +178,6 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
     info = build_info(module, built);
     debug = built.debug;
   }
-  // The runtime itself (and only it) is initialised without one.
-  void const* runtime = module.name == runtime_name ? nullptr : runtime_table();
   LoadedLibrary const& lib = load_library(key, library, verified_library.get(), debug, runtime);
   memo.emplace(module.text, std::make_pair(library, py::dict(info)));
   return {&lib, std::move(info)};

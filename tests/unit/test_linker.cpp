@@ -213,10 +213,10 @@ TEST_SUITE("linker") {
     CHECK(m.text.find("{2, 0, 0, \"\", \"\"},") != std::string::npos);
     CHECK(m.text.find("{8, 11, 4, ") != std::string::npos);
     CHECK(m.text.find("{1, 12, 2, \"output 0: expected a float64[:,:] array") != std::string::npos);
-    CHECK(count(m.text, "libsection_rt->extract(storage_") == 3);
+    CHECK(count(m.text, "libsection_rt->extract(storage[") == 3);
     CHECK(count(m.text, "libsection_rt->init(") == 1);
-    CHECK(count(m.text, "libsection_rt->extract_output(storage_") == 1);
-    CHECK(count(m.text, "libsection_rt->store_output(storage_") == 1);
+    CHECK(count(m.text, "libsection_rt->extract_output(storage[") == 1);
+    CHECK(count(m.text, "libsection_rt->store_output(storage[") == 1);
     CHECK(count(m.text, "libsection_rt->cleanup(") == 4);
     // No glue of its own: no check, no conversion, no reference counting of variables.
     CHECK(m.text.find("libsection_check_tensor(py_") == std::string::npos);

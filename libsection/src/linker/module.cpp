@@ -3,6 +3,7 @@
 #include "section/module.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -169,6 +170,11 @@ class ModuleWriter {
   void add_type_parts(CType const& type);
   void add_op_parts(OpCode const& code);
   std::string label_of(std::size_t v) const;
+  // The storage cell of variable `name`: an element of the instance's `storage` array (one
+  // array, not a member or a local per cell: GCC's time on a function grows with them).
+  std::string cell(std::string const& name) const {
+    return "storage[" + std::to_string(cell_of_.at(name)) + "]";
+  }
   RunBlock variable_block(std::size_t v);
   bool fill_runtime_block(RunBlock& b, std::size_t v, Sub const& sub);
   std::string node_table() const;
@@ -200,6 +206,7 @@ class ModuleWriter {
   std::vector<std::size_t>
       cells_;  // storage cells, in the order `libsection_instance_new` gets them
   std::set<std::size_t> is_output_;
+  std::map<std::string, std::size_t> cell_of_;  // by C name: its index in `cells_`
   ModuleSource module_;
   // Support code: the types' first, then the ops'; exact duplicates dropped, as PyTensor does.
   std::vector<std::string> headers_, support_, init_code_;
@@ -221,6 +228,7 @@ ModuleWriter::ModuleWriter(Graph const& graph) : graph_(graph), vars_(graph.vari
   cells_.insert(cells_.end(), graph.outputs().begin(), graph.outputs().end());
   cells_.insert(cells_.end(), graph.constants().begin(), graph.constants().end());
   is_output_.insert(graph.outputs().begin(), graph.outputs().end());
+  for (std::size_t i = 0; i < cells_.size(); ++i) cell_of_[names_[cells_[i]]] = i;
 }
 
 void ModuleWriter::add_type_parts(CType const& t) {
@@ -284,11 +292,11 @@ bool ModuleWriter::fill_runtime_block(RunBlock& b, std::size_t v, Sub const& sub
   std::string const fail = " {__failure = " + id + "; goto __label_" + id + ";}\n";
   runtime_vars_.push_back(std::move(*entry));
   if (vars_[v].role == Graph::Role::input) {
-    b.behavior = "if (libsection_rt->extract(storage_" + n + ", " + args + "))" + fail;
+    b.behavior = "if (libsection_rt->extract(" + cell(n) + ", " + args + "))" + fail;
     b.cleanup = "libsection_rt->cleanup(" + args + ");\n";
   } else if (is_output_.count(v)) {
-    b.behavior = "if (libsection_rt->extract_output(storage_" + n + ", " + args + "))" + fail;
-    b.cleanup = "if (libsection_rt->store_output(storage_" + n + ", " + args +
+    b.behavior = "if (libsection_rt->extract_output(" + cell(n) + ", " + args + "))" + fail;
+    b.cleanup = "if (libsection_rt->store_output(" + cell(n) + ", " + args +
                 ", __failure)) __failure = " + id + ";\n";
   } else {
     b.behavior = "libsection_rt->init(" + args + ");\n";
@@ -309,7 +317,7 @@ std::string ModuleWriter::node_table() const {
 
 void ModuleWriter::fill_input_block(RunBlock& b, std::string const& n, CType const& type,
                                     Sub const& sub) const {
-  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nLIBSECTION_INCREF(py_" + n +
+  b.behavior = "py_" + n + " = PyList_GET_ITEM(" + cell(n) + ", 0);\nLIBSECTION_INCREF(py_" + n +
                ");\n" + type.c_extract(n, sub, true);
   b.cleanup = type.c_cleanup(n, sub) + "LIBSECTION_XDECREF(py_" + n + ");\n";
 }
@@ -318,14 +326,14 @@ void ModuleWriter::fill_input_block(RunBlock& b, std::string const& n, CType con
 // (the tutorial's `vector_times_vector` does when the shape matches).
 void ModuleWriter::fill_output_block(RunBlock& b, std::string const& n, CType const& type,
                                      Sub const& sub) const {
-  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nLIBSECTION_INCREF(py_" + n +
+  b.behavior = "py_" + n + " = PyList_GET_ITEM(" + cell(n) + ", 0);\nLIBSECTION_INCREF(py_" + n +
                ");\nif (py_" + n + " == Py_None) {\n" + type.c_init(n, sub) + "} else {\n" +
                type.c_extract(n, sub, true) + "}\n";
-  b.cleanup = "if (!__failure) {\n" + type.c_sync(n, sub) +
-              "  PyObject* old_ = PyList_GET_ITEM(storage_" + n +
+  b.cleanup = "if (!__failure) {\n" + type.c_sync(n, sub) + "  PyObject* old_ = PyList_GET_ITEM(" +
+              cell(n) +
               ", 0);\n"
               "  LIBSECTION_INCREF(py_" +
-              n + ");\n  PyList_SET_ITEM(storage_" + n + ", 0, py_" + n +
+              n + ");\n  PyList_SET_ITEM(" + cell(n) + ", 0, py_" + n +
               ");\n  LIBSECTION_XDECREF(old_);\n}\n" + type.c_cleanup(n, sub) +
               "LIBSECTION_XDECREF(py_" + n + ");\n";
 }
@@ -392,8 +400,8 @@ void ModuleWriter::add_constant(std::size_t v) {
           {"id", std::to_string(init_id)},
           {"label", label_of(v)}};
   const_members_ += "PyObject* py_" + n + ";\n" + type.c_declare(n, sub, true);
-  const_init_ += "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nLIBSECTION_INCREF(py_" +
-                 n + ");\n" + type.c_extract(n, sub, true);
+  const_init_ += "py_" + n + " = PyList_GET_ITEM(" + cell(n) + ", 0);\nLIBSECTION_INCREF(py_" + n +
+                 ");\n" + type.c_extract(n, sub, true);
   const_cleanup_ = type.c_cleanup(n, sub) + "LIBSECTION_XDECREF(py_" + n + ");\n" + const_cleanup_;
 }
 
@@ -433,10 +441,7 @@ std::string ModuleWriter::plain_instance_part() const {
   std::string const instance = "op_instance_" + std::string(hash_placeholder);
   std::string t = "\n//////// instance\ntypedef struct " + instance + " {\nPyObject* storage[" +
                   std::to_string(cells_.size()) + "];\n} " + instance +
-                  ";\n\nstatic int libsection_run(" + instance + "* self) {\n";
-  for (std::size_t i = 0; i < cells_.size(); ++i)
-    t += "PyObject* const storage_" + names_[cells_[i]] + " = self->storage[" + std::to_string(i) +
-         "];\n";
+                  ";\n\nstatic int libsection_run(PyObject** storage) {\n";
   return t + "int __failure = 0;\n" + nest(run_blocks_) + "return __failure;\n}\n";
 }
 
@@ -444,7 +449,7 @@ std::string ModuleWriter::instance_part() const {
   if (plain_instance()) return plain_instance_part();
   std::string t = "\n//////// instance\nnamespace {\nstruct " + std::string("op_instance_") +
                   hash_placeholder + " {\n";
-  for (auto v : cells_) t += "PyObject* storage_" + names_[v] + ";\n";
+  t += "PyObject* storage[" + std::to_string(cells_.size()) + "];\n";
   t += const_members_ + struct_members_;
   t += init_function() + cleanup_function();
   return t + "\nint run() {\nint __failure = 0;\n" + nest(run_blocks_) +
@@ -452,10 +457,9 @@ std::string ModuleWriter::instance_part() const {
 }
 
 std::string ModuleWriter::init_function() const {
-  std::string t = "\nint init(PyObject** storage) {\n";
-  for (std::size_t i = 0; i < cells_.size(); ++i)
-    t += "storage_" + names_[cells_[i]] + " = storage[" + std::to_string(i) +
-         "];\nLIBSECTION_INCREF(storage_" + names_[cells_[i]] + ");\n";
+  std::string t = "\nint init(PyObject** cells) {\nfor (int i = 0; i < " +
+                  std::to_string(cells_.size()) +
+                  "; ++i) {\n  storage[i] = cells[i];\n  Py_INCREF(cells[i]);\n}\n";
   return t + const_init_ + struct_init_ + "return 0;\n}\n";
 }
 
@@ -466,7 +470,7 @@ std::string ModuleWriter::cleanup_function() const {
   for (auto it = struct_cleanups_.rbegin(); it != struct_cleanups_.rend(); ++it)
     t += "{\n" + *it + "\n}\n";
   t += const_cleanup_;
-  for (auto v : cells_) t += "LIBSECTION_XDECREF(storage_" + names_[v] + ");\n";
+  t += "for (int i = 0; i < " + std::to_string(cells_.size()) + "; ++i) Py_XDECREF(storage[i]);\n";
   return t + "}\n";
 }
 
@@ -496,7 +500,7 @@ std::string ModuleWriter::module_init_function() const {
 std::string ModuleWriter::plain_instance_functions() const {
   std::string const instance = "op_instance_" + std::string(hash_placeholder);
   std::string const n = std::to_string(cells_.size());
-  std::string run = "  return libsection_run((" + instance + "*)self);\n";
+  std::string run = "  return libsection_run(((" + instance + "*)self)->storage);\n";
   if (!all_runtime_)  // a type's own glue may be C++ that throws
     run = cxx_only("  try {\n") + run +
           cxx_only("  } catch (...) {\n    libsection_rt->set_cxx_error(\"run (outside an op's "
