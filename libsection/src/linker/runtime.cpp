@@ -271,9 +271,12 @@ LIBSECTION_EXPORT void libsection_instance_free(void* self) { (void)self; }
 }  // namespace
 
 std::string runtime_source() {
-  return "// The libsection " LIBSECTION_VERSION " runtime\n" + std::string(module_prelude) +
-         "#define LIBSECTION_RUNTIME_ABI " + std::to_string(module_abi_version) + "\n" +
-         runtime_functions;
+  // Named by a #line, as a module's code is: `__FILE__` in Python's macros (asserts) would
+  // otherwise paste the compile's temporary path in, and a shared compiler cache could never
+  // reuse the object on another machine.
+  return "// The libsection " LIBSECTION_VERSION " runtime\n#line 2 \"<libsection-runtime>\"\n" +
+         std::string(module_prelude) + "#define LIBSECTION_RUNTIME_ABI " +
+         std::to_string(module_abi_version) + "\n" + runtime_functions;
 }
 
 }  // namespace section
