@@ -330,7 +330,7 @@ LIBSECTION_EXPORT XLA_FFI_Error* libsection_jax_call(XLA_FFI_CallFrame* frame) {
 
 // What the loader asks of every libsection module. The handler library has no instances.
 LIBSECTION_EXPORT int libsection_abi_version(void) { return LIBSECTION_MODULE_ABI; }
-LIBSECTION_EXPORT PyObject* libsection_module_init(void) {
+LIBSECTION_EXPORT PyObject* libsection_module_init(const void*) {
   if (_import_array() < 0) return NULL;
   return Py_None;
 }

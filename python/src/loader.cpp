@@ -46,7 +46,7 @@ PythonEnvironment const& python_environment() {
 
 namespace {
 
-using InitFn = PyObject* (*)();
+using InitFn = PyObject* (*)(void const*);
 
 /// Loads the module of cache entry `key` from `verified_fd`, the descriptor its SHA-256 was
 /// checked through (`platform::descriptor_path`, `/proc/self/fd/N` on Linux, reopens that same
@@ -55,7 +55,7 @@ using InitFn = PyObject* (*)();
 /// this module again. A debug build is loaded by its path: gdb reads modules by the loader's name
 /// for them, and `/proc/self/fd/N` would name one of gdb's own descriptors.
 LoadedLibrary const& load_library(std::string const& key, std::filesystem::path const& path,
-                                  int verified_fd, bool by_path) {
+                                  int verified_fd, bool by_path, void const* runtime) {
   static std::map<std::string, LoadedLibrary> loaded;  // by cache key; guarded by the GIL
   if (auto it = loaded.find(key); it != loaded.end()) return it->second;
   if (verified_fd < 0) throw LinkError("cannot load " + path.string() + ": it was not verified");
@@ -82,7 +82,7 @@ LoadedLibrary const& load_library(std::string const& key, std::filesystem::path 
   lib.instance_new = reinterpret_cast<NewFn>(symbol("libsection_instance_new"));
   lib.run = reinterpret_cast<RunFn>(symbol("libsection_instance_run"));
   lib.instance_free = reinterpret_cast<FreeFn>(symbol("libsection_instance_free"));
-  if (!init()) throw py::error_already_set();
+  if (!init(runtime)) throw py::error_already_set();
   return loaded.emplace(key, lib).first->second;
 }
 
@@ -119,8 +119,34 @@ void cancel_builds() { ++cancellations; }
 
 bool build_cancelled() { return cancellations_seen != cancellations.load(); }
 
+namespace {
+
+/// The runtime's table (`libsection_runtime`), which every module's initialisation receives:
+/// built (or found in the cache) and loaded the first time a module is loaded in this process.
+void const* runtime_table() {
+  static void const* table = nullptr;  // guarded by the GIL
+  if (table) return table;
+  ModuleSource module;
+  module.text = runtime_source();
+  module.name = runtime_name;
+  module.op_names = {runtime_name};
+  SourceManager sm;
+  LoadedModule const loaded = load_module(module, sm);
+  using TableFn = void const* (*)();
+  auto get = reinterpret_cast<TableFn>(::dlsym(loaded.library->handle, "libsection_runtime_table"));
+  if (!get) raise_python(LinkError("the libsection runtime has no libsection_runtime_table"), sm);
+  table = get();
+  return table;
+}
+
+}  // namespace
+
 LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   PythonEnvironment const& python = python_environment();
+  // The runtime first, as the precompiled header is: what a module needs is in the cache
+  // before it, so a size cap evicts the runtime rather than the module just built. The
+  // runtime itself (and only it) is initialised without one.
+  void const* runtime = module.name == runtime_name ? nullptr : runtime_table();
   std::filesystem::path library;
   std::string key;
   FileHandle verified_library;  // the module's bytes as verified; loaded through this
@@ -152,7 +178,7 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
     info = build_info(module, built);
     debug = built.debug;
   }
-  LoadedLibrary const& lib = load_library(key, library, verified_library.get(), debug);
+  LoadedLibrary const& lib = load_library(key, library, verified_library.get(), debug, runtime);
   memo.emplace(module.text, std::make_pair(library, py::dict(info)));
   return {&lib, std::move(info)};
 }

@@ -137,16 +137,18 @@ def test_pytensors_messages_are_the_expected_ones(shared_cache):
 
 
 def run_text(node):
-    """The module's run(), where each variable's glue is."""
+    """The module's node table and run(), where each variable's glue is."""
     graph, _ = _node_graph(node)
     text = graph.source()
-    return text[text.index("int run() {") :]
+    return text[text.index("static const libsection_runtime* libsection_rt;") :]
 
 
-def test_a_tensor_types_glue_is_a_call_of_the_prelude_function():
+def test_a_tensor_types_glue_is_a_call_of_the_runtime():
     run = run_text(maybe_add(OURS))
-    assert run.count("libsection_pt_extract(py_") == 3  # x, y, and the output (when not None)
-    assert run.count("libsection_pt_sync(&py_") == 1
+    # x, y, and the output (when not None): PyTensor's checks, by the typenum's name
+    assert run.count('{3, 12, 0, "NPY_FLOAT64", ""}') == 3
+    assert run.count("libsection_rt->extract") == 3
+    assert run.count("libsection_rt->store_output(") == 1  # its c_sync
     assert "expected an ndarray" not in run  # PyTensor's text is not pasted per variable
 
 
@@ -171,6 +173,6 @@ class Plain(TensorType):
 )
 def test_only_tensor_types_with_pytensors_own_glue_get_libsections(cls, native):
     run = run_text(maybe_add(OURS, lambda: cls("float64", shape=(None,))()))
-    assert run.count("libsection_pt_extract(py_") == (3 if native else 2)
+    assert run.count("libsection_rt->extract") == (3 if native else 2)
     assert ("/* own extract */" in run) == (cls is OwnExtract)
     assert ("expected an ndarray" in run) == (not native)

@@ -196,6 +196,60 @@ TEST_SUITE("linker") {
     CHECK(m.text.find("#include <iostream>") == std::string::npos);
   }
 
+  TEST_CASE("built-in types' glue is a node table entry and one runtime call each way") {
+    Graph g;
+    auto const x = g.add_input(parse_ctype("float64[:]"), "x");
+    auto const k = g.add_input(parse_ctype("int16"), "k");
+    auto const o = g.add_input(parse_ctype("object"));
+    auto out = g.add_apply(std::make_shared<TemplateOp>("Add", "+"), {x, k, o},
+                           {parse_ctype("float32"), parse_ctype("float64[:,:]")});
+    g.add_output(out[1]);  // out[0] is an intermediate
+    ModuleSource const m = generate_module(g);
+    // The table: kind, typenum, dimensions or item size, and the messages' strings.
+    CHECK(m.text.find("{1, 12, 1, \"input 0 (x): expected a float64[:] array (float64, 1-d)\", "
+                      "\"input 0 (x)\"},") != std::string::npos);
+    CHECK(m.text.find("{6, 3, 2, \"input 1 (k): expected an integer for int16, got %s\", "
+                      "\"input 1 (k): value out of range for int16\"},") != std::string::npos);
+    CHECK(m.text.find("{2, 0, 0, \"\", \"\"},") != std::string::npos);
+    CHECK(m.text.find("{8, 11, 4, ") != std::string::npos);
+    CHECK(m.text.find("{1, 12, 2, \"output 0: expected a float64[:,:] array") != std::string::npos);
+    CHECK(count(m.text, "libsection_rt->extract(storage[") == 3);
+    CHECK(count(m.text, "libsection_rt->init(") == 1);
+    CHECK(count(m.text, "libsection_rt->extract_output(storage[") == 1);
+    CHECK(count(m.text, "libsection_rt->store_output(storage[") == 1);
+    CHECK(count(m.text, "libsection_rt->cleanup(") == 4);
+    // No glue of its own: no check, no conversion, no reference counting of variables.
+    CHECK(m.text.find("libsection_check_tensor(py_") == std::string::npos);
+    CHECK(m.text.find("PyNumber_Index") == std::string::npos);
+    CHECK(m.text.find("LIBSECTION_INCREF(py_") == std::string::npos);
+    // A plain instance: cells in a C struct, the module initialised from the runtime's table.
+    CHECK(m.text.find("PyObject* storage[4];") != std::string::npos);
+    CHECK(m.text.find("libsection_module_init(const void* runtime)") != std::string::npos);
+    CHECK(m.text.find("_import_array") == std::string::npos);
+    CHECK(m.text.find("namespace {") == std::string::npos);
+    CHECK(m.text.find("int run() {") == std::string::npos);
+  }
+
+  TEST_CASE("the runtime holds the built-in types' glue, its table in the prelude") {
+    std::string const runtime = runtime_source();
+    CHECK(runtime.rfind("// The libsection ", 0) == 0);
+    CHECK(runtime.find(module_prelude) != std::string::npos);
+    CHECK(runtime.find(
+              "LIBSECTION_EXPORT const libsection_runtime* libsection_runtime_table(void)") !=
+          std::string::npos);
+    CHECK(runtime.find("#define LIBSECTION_RUNTIME_ABI " + std::to_string(module_abi_version)) !=
+          std::string::npos);
+    CHECK(std::string(module_prelude).find("typedef struct libsection_runtime {") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("types with their own glue keep it: templates and params") {
+    ModuleSource const m = generate_module(add_mul_graph());
+    CHECK(m.text.find("PyFloat_AsDouble(py_V1)") != std::string::npos);
+    CHECK(m.text.find("libsection_rt->extract") == std::string::npos);
+    CHECK(m.text.find("static const libsection_var") == std::string::npos);
+  }
+
   TEST_CASE("module generation is deterministic") {
     CHECK(generate_module(add_mul_graph()).text == generate_module(add_mul_graph()).text);
   }

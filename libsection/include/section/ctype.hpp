@@ -17,6 +17,26 @@ namespace section {
 /// human description of the variable ("input 0") for error messages.
 using Sub = std::map<std::string, std::string>;
 
+/// A variable whose glue the runtime holds instead of generated code (the prelude's
+/// `libsection_var`, one entry of a module's node table): the same checks and messages as the
+/// type's `c_*` code, written once in the runtime.
+struct RuntimeVar {
+  enum class Kind {
+    array = 1,                     ///< `tensor_type`: a = the TypeError's start, b = the label
+    object = 2,                    ///< held as is: `generic_type`, or an unchecked array
+    pytensor_array = 3,            ///< PyTensor's checks; a = the typenum's name
+    pytensor_array_unchecked = 4,  ///< PyTensor's, with `check_input` off
+    scalar_bool = 5,               ///< a = the TypeError's format (`%s`: the type got)
+    scalar_int = 6,                ///< a = the TypeError's format, b = the OverflowError's text
+    scalar_uint = 7,
+    scalar_float = 8,
+  };
+  Kind kind;
+  int typenum = 0;
+  int n = 0;  ///< arrays: dimensions; scalars: item size in bytes
+  std::string a, b;
+};
+
 /// `sub[key]`, or empty when `sub` has no such entry (an op without params has no `params`).
 std::string sub_value(Sub const& sub, std::string const& key);
 
@@ -56,6 +76,13 @@ class CType {
   /// For a NumPy array type, its number of dimensions: what an output must have (with
   /// `dtype()`) when it is handed back to a caller.
   virtual std::optional<int> array_ndim() const { return std::nullopt; }
+  /// When the runtime holds this type's glue, its node table entry for a variable with `sub`
+  /// (its `label`); nothing when the module must keep the generated `c_*` code.
+  virtual std::optional<RuntimeVar> runtime_var(Sub const& sub, bool check_input) const {
+    (void)sub;
+    (void)check_input;
+    return std::nullopt;
+  }
 };
 
 using CTypePtr = std::shared_ptr<CType const>;

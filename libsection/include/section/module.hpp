@@ -91,11 +91,12 @@ class Graph {
 };
 
 /// Bumped whenever the layout of generated modules or their exported functions change.
-inline constexpr int module_abi_version = 1;
+inline constexpr int module_abi_version = 2;
 
 /// A generated module. Its exported C functions (all `extern "C"`):
 ///   `int libsection_abi_version(void)`
-///   `PyObject* libsection_module_init(void)`  (borrowed `Py_None`, or NULL with an exception)
+///   `PyObject* libsection_module_init(const void* runtime)`  (the `libsection_runtime` table;
+///       returns a borrowed `Py_None`, or NULL with an exception)
 ///   `void* libsection_instance_new(PyObject** storage)`  (cells: inputs, outputs, constants)
 ///   `int libsection_instance_run(void*)`  (0, or a failure code with an exception set)
 ///   `void libsection_instance_free(void*)`
@@ -227,7 +228,47 @@ inline constexpr char const* module_prelude =
     "  (LIBSECTION_OUTLINE_REFS ? libsection_incref((PyObject*)(o)) : Py_INCREF(o))\n"
     "#define LIBSECTION_XDECREF(o) \\\n"
     "  (LIBSECTION_OUTLINE_REFS ? libsection_xdecref((PyObject*)(o)) : Py_XDECREF(o))\n"
+    // The runtime (see `runtime_source`): the glue of the built-in types, compiled once per
+    // cache key and reached through this table, which `libsection_module_init` receives. A
+    // module's node table has one `libsection_var` per variable the runtime handles: its kind
+    // (`RuntimeVar::Kind`), NumPy type number, dimensions (arrays) or item size (scalars), and
+    // the two strings its messages quote. `value` points at the variable's C value.
+    "typedef struct libsection_var {\n"
+    "  int kind, typenum, n;\n"
+    "  const char* a;\n"
+    "  const char* b;\n"
+    "} libsection_var;\n"
+    "typedef struct libsection_runtime {\n"
+    "  int abi;\n"
+    "  int (*extract)(PyObject* cell, PyObject** py, void* value, const libsection_var* var);\n"
+    "  int (*extract_output)(PyObject* cell, PyObject** py, void* value,\n"
+    "                        const libsection_var* var);\n"
+    "  void (*init)(PyObject** py, void* value, const libsection_var* var);\n"
+    "  int (*store_output)(PyObject* cell, PyObject** py, void* value, const libsection_var* "
+    "var,\n"
+    "                      int failed);\n"
+    "  void (*cleanup)(PyObject** py, void* value, const libsection_var* var);\n"
+    // Sets the Python error for the C++ exception being handled (called inside a `catch`).
+    "  void (*set_cxx_error)(const char* where);\n"
+    "  void** numpy_api;\n"
+    "  int numpy_version;\n"
+    "} libsection_runtime;\n"
+    // A module takes NumPy's API table from the runtime, which imported it (same headers).
+    "#if NPY_ABI_VERSION >= 0x02000000\n"
+    "#define LIBSECTION_USE_RUNTIME_NUMPY(rt) \\\n"
+    "  (PyArray_API = (rt)->numpy_api, PyArray_RUNTIME_VERSION = (rt)->numpy_version)\n"
+    "#else\n"
+    "#define LIBSECTION_USE_RUNTIME_NUMPY(rt) (PyArray_API = (rt)->numpy_api)\n"
+    "#endif\n"
     "#endif\n";
+
+/// The runtime's C++ source (valid C too): the prelude, the functions of `libsection_runtime`
+/// and a module's entry points, with `libsection_runtime_table` returning the table. Built and
+/// loaded like a module, once per process; every module's `libsection_module_init` gets it.
+std::string runtime_source();
+
+/// The runtime's name, as the cache and messages show it.
+inline constexpr char const* runtime_name = "libsection_runtime";
 
 /// The name `#line` directives give the module's own source (its path is only known when it is
 /// compiled, and must not change the text); compile errors there are mapped to the kept file.

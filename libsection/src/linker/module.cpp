@@ -3,6 +3,7 @@
 #include "section/module.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -111,6 +112,9 @@ bool is_blank_code(std::string const& code) {
   return code.find_first_not_of(" \t\r\n") == std::string::npos;
 }
 
+// `text` where the module is compiled as C++ (a module's text is valid C as well).
+std::string cxx_only(std::string const& text) { return "#ifdef __cplusplus\n" + text + "#endif\n"; }
+
 std::string nest(std::vector<RunBlock> const& blocks) {
   std::string declare, head, tail;
   for (auto const& b : blocks) {
@@ -120,26 +124,28 @@ std::string nest(std::vector<RunBlock> const& blocks) {
       head += "{\n" + b.behavior;
       tail = label + b.cleanup + "}\n" + tail;
     } else if (is_blank_code(b.cleanup)) {
-      head += "{\ntry {\n" + b.behavior + "} catch (...) {\n" + b.on_exception + "goto __label_" +
-              std::to_string(b.id) + ";\n}\n";
+      head += "{\n" + cxx_only("try {\n") + b.behavior +
+              cxx_only("} catch (...) {\n" + b.on_exception + "goto __label_" +
+                       std::to_string(b.id) + ";\n}\n");
       tail = label + b.cleanup + "}\n" + tail;
     } else {
-      head += "{\ntry {\n" + b.behavior;
-      tail = label + b.cleanup + "} catch (...) {\n" + b.on_exception + "}\n}\n" + tail;
+      head += "{\n" + cxx_only("try {\n") + b.behavior;
+      tail =
+          label + b.cleanup + cxx_only("} catch (...) {\n" + b.on_exception + "}\n") + "}\n" + tail;
     }
   }
   return declare + head + tail;
 }
 
-// Sets the Python error for the C++ exception being handled; called inside a `catch`.
-constexpr char const* exception_helper =
-    "static void libsection_set_cxx_error(char const* where) {\n"
-    "  try {\n    throw;\n"
-    "  } catch (std::exception const& e) {\n"
-    "    PyErr_Format(PyExc_RuntimeError, \"%s: C++ exception: %s\", where, e.what());\n"
-    "  } catch (...) {\n"
-    "    PyErr_Format(PyExc_RuntimeError, \"%s: C++ exception of an unknown type\", where);\n"
-    "  }\n}\n";
+// A C string literal of `text` as is (node table strings are formats or plain messages).
+std::string c_literal(std::string const& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
 
 std::string escape_for_c_string(std::string const& text) {
   std::string out;
@@ -164,7 +170,14 @@ class ModuleWriter {
   void add_type_parts(CType const& type);
   void add_op_parts(OpCode const& code);
   std::string label_of(std::size_t v) const;
+  // The storage cell of variable `name`: an element of the instance's `storage` array (one
+  // array, not a member or a local per cell: GCC's time on a function grows with them).
+  std::string cell(std::string const& name) const {
+    return "storage[" + std::to_string(cell_of_.at(name)) + "]";
+  }
   RunBlock variable_block(std::size_t v);
+  bool fill_runtime_block(RunBlock& b, std::size_t v, Sub const& sub);
+  std::string node_table() const;
   void fill_input_block(RunBlock& b, std::string const& n, CType const& type, Sub const& sub) const;
   void fill_output_block(RunBlock& b, std::string const& n, CType const& type,
                          Sub const& sub) const;
@@ -177,6 +190,9 @@ class ModuleWriter {
   std::string heading() const;
   std::string support_part() const;
   std::string instance_part() const;
+  bool plain_instance() const;
+  std::string plain_instance_part() const;
+  std::string plain_instance_functions() const;
   std::string init_function() const;
   std::string cleanup_function() const;
   std::string entry_points() const;
@@ -190,13 +206,17 @@ class ModuleWriter {
   std::vector<std::size_t>
       cells_;  // storage cells, in the order `libsection_instance_new` gets them
   std::set<std::size_t> is_output_;
+  std::map<std::string, std::size_t> cell_of_;  // by C name: its index in `cells_`
   ModuleSource module_;
   // Support code: the types' first, then the ops'; exact duplicates dropped, as PyTensor does.
   std::vector<std::string> headers_, support_, init_code_;
   std::vector<RunBlock> run_blocks_;
+  std::vector<RuntimeVar> runtime_vars_;  // the node table: variables whose glue is the runtime's
   int next_id_ = 1, next_init_id_ = 1;
   std::string support_apply_, struct_members_, struct_init_, init_apply_;
   std::vector<std::string> struct_cleanups_;
+  std::vector<std::string> struct_code_;  // per apply: its struct members, init and cleanup
+  bool all_runtime_ = true;               // every run-time variable's glue is the runtime's
   std::string const_members_, const_init_, const_cleanup_;
 };
 
@@ -208,6 +228,7 @@ ModuleWriter::ModuleWriter(Graph const& graph) : graph_(graph), vars_(graph.vari
   cells_.insert(cells_.end(), graph.outputs().begin(), graph.outputs().end());
   cells_.insert(cells_.end(), graph.constants().begin(), graph.constants().end());
   is_output_.insert(graph.outputs().begin(), graph.outputs().end());
+  for (std::size_t i = 0; i < cells_.size(); ++i) cell_of_[names_[cells_[i]]] = i;
 }
 
 void ModuleWriter::add_type_parts(CType const& t) {
@@ -251,15 +272,52 @@ RunBlock ModuleWriter::variable_block(std::size_t v) {
           {"failure_var", "__failure"},
           {"label", label_of(v)}};
   RunBlock b{"PyObject* py_" + n + ";\n" + var.type->c_declare(n, sub, true), {}, {}, id};
+  if (fill_runtime_block(b, v, sub)) return b;
+  all_runtime_ = false;
   if (var.role == Graph::Role::input) fill_input_block(b, n, *var.type, sub);
   else if (is_output_.count(v)) fill_output_block(b, n, *var.type, sub);
   else fill_intermediate_block(b, n, *var.type, sub);
   return b;
 }
 
+// A variable of a built-in type: one call of the runtime each way, its entry of the node table
+// saying what to check and the messages (the runtime always sets an exception when it fails).
+bool ModuleWriter::fill_runtime_block(RunBlock& b, std::size_t v, Sub const& sub) {
+  auto entry = vars_[v].type->runtime_var(sub, true);
+  if (!entry) return false;
+  std::string const& n = names_[v];
+  std::string const args =
+      "&py_" + n + ", &" + n + ", &libsection_vars[" + std::to_string(runtime_vars_.size()) + "]";
+  std::string const id = std::to_string(b.id);
+  std::string const fail = " {__failure = " + id + "; goto __label_" + id + ";}\n";
+  runtime_vars_.push_back(std::move(*entry));
+  if (vars_[v].role == Graph::Role::input) {
+    b.behavior = "if (libsection_rt->extract(" + cell(n) + ", " + args + "))" + fail;
+    b.cleanup = "libsection_rt->cleanup(" + args + ");\n";
+  } else if (is_output_.count(v)) {
+    b.behavior = "if (libsection_rt->extract_output(" + cell(n) + ", " + args + "))" + fail;
+    b.cleanup = "if (libsection_rt->store_output(" + cell(n) + ", " + args +
+                ", __failure)) __failure = " + id + ";\n";
+  } else {
+    b.behavior = "libsection_rt->init(" + args + ");\n";
+    b.cleanup = "libsection_rt->cleanup(" + args + ");\n";
+  }
+  return true;
+}
+
+std::string ModuleWriter::node_table() const {
+  std::string t = "static const libsection_runtime* libsection_rt;\n";
+  if (runtime_vars_.empty()) return t;
+  t += "static const libsection_var libsection_vars[] = {\n";
+  for (auto const& e : runtime_vars_)
+    t += "{" + std::to_string(static_cast<int>(e.kind)) + ", " + std::to_string(e.typenum) + ", " +
+         std::to_string(e.n) + ", " + c_literal(e.a) + ", " + c_literal(e.b) + "},\n";
+  return t + "};\n";
+}
+
 void ModuleWriter::fill_input_block(RunBlock& b, std::string const& n, CType const& type,
                                     Sub const& sub) const {
-  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nLIBSECTION_INCREF(py_" + n +
+  b.behavior = "py_" + n + " = PyList_GET_ITEM(" + cell(n) + ", 0);\nLIBSECTION_INCREF(py_" + n +
                ");\n" + type.c_extract(n, sub, true);
   b.cleanup = type.c_cleanup(n, sub) + "LIBSECTION_XDECREF(py_" + n + ");\n";
 }
@@ -268,14 +326,14 @@ void ModuleWriter::fill_input_block(RunBlock& b, std::string const& n, CType con
 // (the tutorial's `vector_times_vector` does when the shape matches).
 void ModuleWriter::fill_output_block(RunBlock& b, std::string const& n, CType const& type,
                                      Sub const& sub) const {
-  b.behavior = "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nLIBSECTION_INCREF(py_" + n +
+  b.behavior = "py_" + n + " = PyList_GET_ITEM(" + cell(n) + ", 0);\nLIBSECTION_INCREF(py_" + n +
                ");\nif (py_" + n + " == Py_None) {\n" + type.c_init(n, sub) + "} else {\n" +
                type.c_extract(n, sub, true) + "}\n";
-  b.cleanup = "if (!__failure) {\n" + type.c_sync(n, sub) +
-              "  PyObject* old_ = PyList_GET_ITEM(storage_" + n +
+  b.cleanup = "if (!__failure) {\n" + type.c_sync(n, sub) + "  PyObject* old_ = PyList_GET_ITEM(" +
+              cell(n) +
               ", 0);\n"
               "  LIBSECTION_INCREF(py_" +
-              n + ");\n  PyList_SET_ITEM(storage_" + n + ", 0, py_" + n +
+              n + ");\n  PyList_SET_ITEM(" + cell(n) + ", 0, py_" + n +
               ");\n  LIBSECTION_XDECREF(old_);\n}\n" + type.c_cleanup(n, sub) +
               "LIBSECTION_XDECREF(py_" + n + ");\n";
 }
@@ -324,9 +382,12 @@ void ModuleWriter::add_apply(std::size_t a) {
   struct_members_ += code.support_code_struct + "\n";
   struct_init_ += "{\n" + code.init_code_struct + "\n}\n";
   struct_cleanups_.push_back(code.cleanup_code_struct);
-  run_blocks_.push_back(
-      {"", "// Op class " + op_name + "\n" + code.code + "\n", code.code_cleanup + "\n", id,
-       "__failure = " + std::to_string(id) + ";\nlibsection_set_cxx_error(\"" + what + "\");\n"});
+  struct_code_.push_back(code.support_code_struct + code.init_code_struct +
+                         code.cleanup_code_struct);
+  run_blocks_.push_back({"", "// Op class " + op_name + "\n" + code.code + "\n",
+                         code.code_cleanup + "\n", id,
+                         "__failure = " + std::to_string(id) +
+                             ";\nlibsection_rt->set_cxx_error(\"" + what + "\");\n"});
 }
 
 // ---- constants: members of the struct, extracted once by init() ----------------------------
@@ -339,8 +400,8 @@ void ModuleWriter::add_constant(std::size_t v) {
           {"id", std::to_string(init_id)},
           {"label", label_of(v)}};
   const_members_ += "PyObject* py_" + n + ";\n" + type.c_declare(n, sub, true);
-  const_init_ += "py_" + n + " = PyList_GET_ITEM(storage_" + n + ", 0);\nLIBSECTION_INCREF(py_" +
-                 n + ");\n" + type.c_extract(n, sub, true);
+  const_init_ += "py_" + n + " = PyList_GET_ITEM(" + cell(n) + ", 0);\nLIBSECTION_INCREF(py_" + n +
+                 ");\n" + type.c_extract(n, sub, true);
   const_cleanup_ = type.c_cleanup(n, sub) + "LIBSECTION_XDECREF(py_" + n + ");\n" + const_cleanup_;
 }
 
@@ -356,22 +417,39 @@ std::string ModuleWriter::heading() const {
   constexpr std::size_t inline_refs_up_to = 32;
   t += "#define LIBSECTION_OUTLINE_REFS " +
        std::string(names_.size() > inline_refs_up_to ? "1" : "0") + "\n";
-  t += "#include <exception>\n";
+  t += "#ifdef __cplusplus\n#include <exception>\n"
+       "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n#else\n"
+       "#define LIBSECTION_EXPORT __attribute__((visibility(\"default\")))\n#endif\n";
   for (auto const& h : headers_) t += include_line(h);
-  return t + "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n\n";
+  return t + node_table() + "\n";
 }
 
 std::string ModuleWriter::support_part() const {
   std::string t = "//////// support code\n";
-  t += exception_helper;
   for (auto const& s : support_) t += s + "\n";
   return t + support_apply_;
 }
 
+// Without constants and struct code from ops, the instance is only its cells: a C struct and
+// plain functions (C as well as C++, and cheaper to compile than a class with methods).
+bool ModuleWriter::plain_instance() const {
+  return graph_.constants().empty() &&
+         std::all_of(struct_code_.begin(), struct_code_.end(), is_blank_code);
+}
+
+std::string ModuleWriter::plain_instance_part() const {
+  std::string const instance = "op_instance_" + std::string(hash_placeholder);
+  std::string t = "\n//////// instance\ntypedef struct " + instance + " {\nPyObject* storage[" +
+                  std::to_string(cells_.size()) + "];\n} " + instance +
+                  ";\n\nstatic int libsection_run(PyObject** storage) {\n";
+  return t + "int __failure = 0;\n" + nest(run_blocks_) + "return __failure;\n}\n";
+}
+
 std::string ModuleWriter::instance_part() const {
+  if (plain_instance()) return plain_instance_part();
   std::string t = "\n//////// instance\nnamespace {\nstruct " + std::string("op_instance_") +
                   hash_placeholder + " {\n";
-  for (auto v : cells_) t += "PyObject* storage_" + names_[v] + ";\n";
+  t += "PyObject* storage[" + std::to_string(cells_.size()) + "];\n";
   t += const_members_ + struct_members_;
   t += init_function() + cleanup_function();
   return t + "\nint run() {\nint __failure = 0;\n" + nest(run_blocks_) +
@@ -379,10 +457,9 @@ std::string ModuleWriter::instance_part() const {
 }
 
 std::string ModuleWriter::init_function() const {
-  std::string t = "\nint init(PyObject** storage) {\n";
-  for (std::size_t i = 0; i < cells_.size(); ++i)
-    t += "storage_" + names_[cells_[i]] + " = storage[" + std::to_string(i) +
-         "];\nLIBSECTION_INCREF(storage_" + names_[cells_[i]] + ");\n";
+  std::string t = "\nint init(PyObject** cells) {\nfor (int i = 0; i < " +
+                  std::to_string(cells_.size()) +
+                  "; ++i) {\n  storage[i] = cells[i];\n  Py_INCREF(cells[i]);\n}\n";
   return t + const_init_ + struct_init_ + "return 0;\n}\n";
 }
 
@@ -393,7 +470,7 @@ std::string ModuleWriter::cleanup_function() const {
   for (auto it = struct_cleanups_.rbegin(); it != struct_cleanups_.rend(); ++it)
     t += "{\n" + *it + "\n}\n";
   t += const_cleanup_;
-  for (auto v : cells_) t += "LIBSECTION_XDECREF(storage_" + names_[v] + ");\n";
+  t += "for (int i = 0; i < " + std::to_string(cells_.size()) + "; ++i) Py_XDECREF(storage[i]);\n";
   return t + "}\n";
 }
 
@@ -405,16 +482,46 @@ std::string ModuleWriter::entry_points() const {
 }
 
 // No C++ exception may leave these extern "C" functions: it would abort the process.
+// NumPy's API table is the runtime's (imported once, with the same headers and checks).
 std::string ModuleWriter::module_init_function() const {
-  std::string t = "LIBSECTION_EXPORT PyObject* libsection_module_init(void) {\n"
-                  "if (_import_array() < 0) return NULL;\ntry {\n";
-  for (auto const& c : init_code_) t += "{\n" + c + "\n}\n";
-  return t + init_apply_ +
-         "} catch (...) {\n  libsection_set_cxx_error(\"module initialisation\");\n"
-         "  return NULL;\n}\nreturn Py_None;\n}\n\n";
+  std::string t = "LIBSECTION_EXPORT PyObject* libsection_module_init(const void* runtime) {\n"
+                  "libsection_rt = (const libsection_runtime*)runtime;\n"
+                  "LIBSECTION_USE_RUNTIME_NUMPY(libsection_rt);\n";
+  std::string init;
+  for (auto const& c : init_code_) init += "{\n" + c + "\n}\n";
+  init += init_apply_;
+  if (is_blank_code(init)) return t + "return Py_None;\n}\n\n";
+  return t + cxx_only("try {\n") + init +
+         cxx_only("} catch (...) {\n  libsection_rt->set_cxx_error(\"module initialisation\");\n"
+                  "  return NULL;\n}\n") +
+         "return Py_None;\n}\n\n";
+}
+
+std::string ModuleWriter::plain_instance_functions() const {
+  std::string const instance = "op_instance_" + std::string(hash_placeholder);
+  std::string const n = std::to_string(cells_.size());
+  std::string run = "  return libsection_run(((" + instance + "*)self)->storage);\n";
+  if (!all_runtime_)  // a type's own glue may be C++ that throws
+    run = cxx_only("  try {\n") + run +
+          cxx_only("  } catch (...) {\n    libsection_rt->set_cxx_error(\"run (outside an op's "
+                   "code)\");\n    return -1;\n  }\n");
+  return "LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {\n" + instance +
+         "* self = (" + instance + "*)malloc(sizeof(" + instance +
+         "));\n"
+         "int i;\nif (!self) {\n  PyErr_NoMemory();\n  return NULL;\n}\n"
+         "for (i = 0; i < " +
+         n + "; ++i) {\n  self->storage[i] = storage[i];\n  Py_INCREF(storage[i]);\n}\n" +
+         "return self;\n}\n\n"
+         "LIBSECTION_EXPORT int libsection_instance_run(void* self) {\n" +
+         run +
+         "}\n\n"
+         "LIBSECTION_EXPORT void libsection_instance_free(void* self) {\n"
+         "int i;\nfor (i = 0; i < " +
+         n + "; ++i) Py_XDECREF(((" + instance + "*)self)->storage[i]);\nfree(self);\n}\n";
 }
 
 std::string ModuleWriter::instance_functions() const {
+  if (plain_instance()) return plain_instance_functions();
   std::string const instance = "op_instance_" + std::string(hash_placeholder);
   return "LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {\n" + instance +
          "* self = NULL;\n"
@@ -423,7 +530,7 @@ std::string ModuleWriter::instance_functions() const {
          "(); } catch (...) { PyErr_NoMemory(); return NULL; }\n"
          "int failed = 0;\n"
          "try {\n  failed = self->init(storage);\n} catch (...) {\n"
-         "  libsection_set_cxx_error(\"instance initialisation (init_code_struct)\");\n"
+         "  libsection_rt->set_cxx_error(\"instance initialisation (init_code_struct)\");\n"
          "  failed = -1;\n}\n"
          "if (failed != 0) {\n  try { self->cleanup(); } catch (...) {}\n  delete self;\n"
          "  return NULL;\n}\n"
@@ -432,7 +539,8 @@ std::string ModuleWriter::instance_functions() const {
          "    return static_cast<" +
          instance +
          "*>(self)->run();\n  } catch (...) {\n"
-         "    libsection_set_cxx_error(\"run (outside an op's code)\");\n    return -1;\n  }\n}\n\n"
+         "    libsection_rt->set_cxx_error(\"run (outside an op's code)\");\n    return -1;\n  "
+         "}\n}\n\n"
          "LIBSECTION_EXPORT void libsection_instance_free(void* self) {\n  try {\n"
          "    static_cast<" +
          instance +

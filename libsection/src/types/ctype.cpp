@@ -3,6 +3,7 @@
 #include "section/ctype.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 #include "base/hash.hpp"
@@ -64,12 +65,10 @@ class TensorType final : public CType {
   }
   std::string c_extract(std::string const& name, Sub const& sub, bool check_input) const override {
     std::string const fail = fail_of(sub);
-    std::string const want = label_of(sub) + ": expected a " + describe() + " array (" +
-                             dtype_.name + ", " + std::to_string(ndim_) + "-d)";
     std::string code = name + " = NULL;\n";
     if (check_input)  // the prelude's shared check: one call per variable, not its text
       code += "if (libsection_check_tensor(py_" + name + ", " + std::to_string(dtype_.typenum) +
-              ", " + std::to_string(ndim_) + ", " + c_string(want) + ", " +
+              ", " + std::to_string(ndim_) + ", " + c_string(want(sub)) + ", " +
               c_string(label_of(sub)) + ")) {\n  " + fail + "\n}\n";
     code += name + " = (PyArrayObject*)py_" + name + ";\nLIBSECTION_INCREF(" + name + ");\n";
     return code;
@@ -92,12 +91,21 @@ class TensorType final : public CType {
   std::string c_cleanup(std::string const& name, Sub const&) const override {
     return "LIBSECTION_XDECREF(" + name + ");\n" + name + " = NULL;\n";
   }
+  std::optional<RuntimeVar> runtime_var(Sub const& sub, bool check_input) const override {
+    if (!check_input) return RuntimeVar{RuntimeVar::Kind::object, 0, 0, {}, {}};
+    return RuntimeVar{RuntimeVar::Kind::array, dtype_.typenum, ndim_, want(sub), label_of(sub)};
+  }
   std::string c_code_cache_version() const override { return "tensor-3"; }
   std::string c_element_type() const override { return dtype_.c_type; }
   std::optional<DtypeInfo> dtype() const override { return dtype_; }
   std::optional<int> array_ndim() const override { return ndim_; }
 
  private:
+  // The start of the TypeError for a value that is not such an array.
+  std::string want(Sub const& sub) const {
+    return label_of(sub) + ": expected a " + describe() + " array (" + dtype_.name + ", " +
+           std::to_string(ndim_) + "-d)";
+  }
   DtypeInfo dtype_;
   int ndim_;
 };
@@ -133,6 +141,20 @@ class PyTensorTensorType final : public CType {
   }
   std::string c_cleanup(std::string const& name, Sub const&) const override {
     return "LIBSECTION_XDECREF(" + name + ");\n";
+  }
+  std::optional<RuntimeVar> runtime_var(Sub const&, bool check_input) const override {
+    // The number `typenum_` (`NPY_FLOAT64`) names; a name outside the table keeps its glue.
+    std::string name = typenum_.substr(4);
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    auto const dtype = dtype_info(name);
+    if (!dtype) return std::nullopt;
+    return RuntimeVar{
+        check_input ? RuntimeVar::Kind::pytensor_array : RuntimeVar::Kind::pytensor_array_unchecked,
+        dtype->typenum,
+        0,
+        typenum_,
+        {}};
   }
   std::vector<std::string> c_support_code() const override { return rest_->c_support_code(); }
   std::vector<std::string> c_headers() const override { return rest_->c_headers(); }
@@ -255,6 +277,29 @@ class ScalarType final : public CType {
            name + " = Py_None;\n    LIBSECTION_INCREF(Py_None);\n  }\n}\n";
   }
   std::string c_cleanup(std::string const&, Sub const&) const override { return {}; }
+  std::optional<RuntimeVar> runtime_var(Sub const& sub, bool) const override {
+    std::string const label = label_of(sub);
+    std::string const range = label + ": value out of range for " + dtype_.name;
+    switch (kind_) {
+      case ScalarKind::boolean:
+        return RuntimeVar{RuntimeVar::Kind::scalar_bool,
+                          dtype_.typenum,
+                          dtype_.itemsize,
+                          label + ": expected a bool, got %s",
+                          {}};
+      case ScalarKind::floating:
+        return RuntimeVar{RuntimeVar::Kind::scalar_float, dtype_.typenum, dtype_.itemsize,
+                          label + ": expected a real number for " + dtype_.name + ", got %s",
+                          range};
+      case ScalarKind::signed_int:
+      case ScalarKind::unsigned_int:
+        return RuntimeVar{kind_ == ScalarKind::signed_int ? RuntimeVar::Kind::scalar_int
+                                                          : RuntimeVar::Kind::scalar_uint,
+                          dtype_.typenum, dtype_.itemsize,
+                          label + ": expected an integer for " + dtype_.name + ", got %s", range};
+    }
+    return std::nullopt;
+  }
   std::string c_code_cache_version() const override { return "scalar-1"; }
   std::string c_element_type() const override { return dtype_.c_type; }
   std::optional<DtypeInfo> dtype() const override { return dtype_; }
@@ -285,6 +330,9 @@ class GenericType final : public CType {
   }
   std::string c_cleanup(std::string const& name, Sub const&) const override {
     return "LIBSECTION_XDECREF(" + name + ");\n" + name + " = NULL;\n";
+  }
+  std::optional<RuntimeVar> runtime_var(Sub const&, bool) const override {
+    return RuntimeVar{RuntimeVar::Kind::object, 0, 0, {}, {}};
   }
   std::string c_code_cache_version() const override { return "generic-1"; }
 };

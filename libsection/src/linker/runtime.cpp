@@ -1,0 +1,282 @@
+// The runtime: the glue of the built-in types (NumPy arrays and scalars, Python objects) that
+// every module used to generate, compiled once per cache key and shared by the modules of a
+// process through the `libsection_runtime` table (declared in the prelude). A module keeps only
+// its node table and one call per variable; its compile time no longer grows with this code.
+//
+// Each function does what the type's `c_extract`/`c_init`/`c_sync`/`c_cleanup` text does for
+// the variable (ctype.cpp), with the same checks, exception types and messages: the array
+// checks are the prelude's own functions, the messages come from the node table, which the
+// types fill (`CType::runtime_var`).
+#include <string>
+
+#include "section/module.hpp"
+
+namespace section {
+
+namespace {
+
+constexpr char const* runtime_functions = R"(#define LIBSECTION_OUTLINE_REFS 0
+#define LIBSECTION_EXPORT_C __attribute__((visibility("default")))
+#ifdef __cplusplus
+#define LIBSECTION_EXPORT extern "C" LIBSECTION_EXPORT_C
+#else
+#define LIBSECTION_EXPORT LIBSECTION_EXPORT_C
+#endif
+
+/* A scalar's conversion failed: a TypeError naming what it got. */
+static int libsection_rt_type_error(const libsection_var* var, PyObject* py) {
+  PyErr_Format(PyExc_TypeError, var->a, Py_TYPE(py)->tp_name);
+  return -1;
+}
+
+static int libsection_rt_range_error(const libsection_var* var) {
+  PyErr_SetString(PyExc_OverflowError, var->b);
+  return -1;
+}
+
+static void libsection_rt_store_int(void* value, int size, unsigned long long bits) {
+  switch (size) {
+    case 1: *(npy_uint8*)value = (npy_uint8)bits; break;
+    case 2: *(npy_uint16*)value = (npy_uint16)bits; break;
+    case 4: *(npy_uint32*)value = (npy_uint32)bits; break;
+    default: *(npy_uint64*)value = (npy_uint64)bits; break;
+  }
+}
+
+/* The variable's C value from `py` (a new reference the caller holds): 0, or -1 with an
+   exception. */
+static int libsection_rt_convert(PyObject* py, void* value, const libsection_var* var) {
+  switch (var->kind) {
+    case 1: /* array */
+      *(PyArrayObject**)value = NULL;
+      if (libsection_check_tensor(py, var->typenum, var->n, var->a, var->b)) return -1;
+      *(PyArrayObject**)value = (PyArrayObject*)py;
+      Py_INCREF(py);
+      return 0;
+    case 3: /* PyTensor's array */
+      *(PyArrayObject**)value = NULL;
+      if (libsection_pt_extract(py, var->typenum, var->a)) return -1;
+      *(PyArrayObject**)value = (PyArrayObject*)py;
+      Py_INCREF(py);
+      return 0;
+    case 2: /* an object */
+    case 4: /* PyTensor's array, unchecked */
+      *(PyObject**)value = py;
+      Py_XINCREF(py);
+      return 0;
+    case 5: /* bool */
+      if (py == Py_True || py == Py_False || PyArray_IsScalar(py, Bool)) {
+        *(npy_bool*)value = (npy_bool)PyObject_IsTrue(py);
+        return 0;
+      }
+      return libsection_rt_type_error(var, py);
+    case 8: { /* float32, float64 */
+      double v = PyFloat_AsDouble(py);
+      if (v == -1.0 && PyErr_Occurred()) return libsection_rt_type_error(var, py);
+      /* A finite value a float32 cannot hold is refused; inf and nan pass. */
+      if (var->n == 4 && v - v == 0 && (v > 3.4028234663852886e+38 || v < -3.4028234663852886e+38))
+        return libsection_rt_range_error(var);
+      if (var->n == 4) *(npy_float32*)value = (npy_float32)v;
+      else *(npy_float64*)value = (npy_float64)v;
+      return 0;
+    }
+    case 6:   /* signed integers */
+    case 7: { /* unsigned integers */
+      PyObject* index = PyNumber_Index(py);
+      if (!index) return libsection_rt_type_error(var, py);
+      int const bits = var->n * 8;
+      if (var->kind == 6) {
+        long long v = PyLong_AsLongLong(index);
+        Py_DECREF(index);
+        long long const high = bits == 64 ? (long long)INT64_MAX : (1LL << (bits - 1)) - 1;
+        long long const low = bits == 64 ? (long long)INT64_MIN : -(1LL << (bits - 1));
+        if ((v == -1 && PyErr_Occurred()) || v < low || v > high) {
+          PyErr_Clear();
+          return libsection_rt_range_error(var);
+        }
+        libsection_rt_store_int(value, var->n, (unsigned long long)v);
+      } else {
+        unsigned long long v = PyLong_AsUnsignedLongLong(index);
+        Py_DECREF(index);
+        unsigned long long const high = bits == 64 ? (unsigned long long)UINT64_MAX
+                                                   : (1ULL << bits) - 1;
+        if ((v == (unsigned long long)-1 && PyErr_Occurred()) || v > high) {
+          PyErr_Clear();
+          return libsection_rt_range_error(var);
+        }
+        libsection_rt_store_int(value, var->n, v);
+      }
+      return 0;
+    }
+  }
+  PyErr_Format(PyExc_SystemError, "libsection runtime: unknown variable kind %d", var->kind);
+  return -1;
+}
+
+/* c_init */
+static void libsection_rt_clear(void* value, const libsection_var* var) {
+  if (var->kind >= 5) libsection_rt_store_int(value, var->n, 0);
+  else *(PyObject**)value = NULL;
+}
+
+/* The common case, an array exactly as declared, decided without calls: what the checks of
+   kinds 1 and 3 accept at once (the same type number is an equivalent one). */
+static int libsection_rt_as_declared(PyObject* py, const libsection_var* var) {
+  PyArrayObject* a = (PyArrayObject*)py;
+  if (Py_TYPE(py) != &PyArray_Type || PyArray_TYPE(a) != var->typenum || !PyArray_ISALIGNED(a))
+    return 0;
+  if (var->kind == 1) return PyArray_NDIM(a) == var->n && !PyArray_ISBYTESWAPPED(a);
+  return var->kind == 3;
+}
+
+static int libsection_rt_extract(PyObject* cell, PyObject** py, void* value,
+                                 const libsection_var* var) {
+  PyObject* object = PyList_GET_ITEM(cell, 0);
+  Py_INCREF(object);
+  *py = object;
+  if ((var->kind == 1 || var->kind == 3) && libsection_rt_as_declared(object, var)) {
+    Py_INCREF(object);
+    *(PyObject**)value = object;
+    return 0;
+  }
+  return libsection_rt_convert(object, value, var);
+}
+
+/* An output's cell holds None (the op makes the value) or the previous output (it may reuse). */
+static int libsection_rt_extract_output(PyObject* cell, PyObject** py, void* value,
+                                        const libsection_var* var) {
+  if (PyList_GET_ITEM(cell, 0) == Py_None) {
+    *py = Py_None;
+    Py_INCREF(Py_None);
+    libsection_rt_clear(value, var);
+    return 0;
+  }
+  return libsection_rt_extract(cell, py, value, var);
+}
+
+static void libsection_rt_init(PyObject** py, void* value, const libsection_var* var) {
+  *py = Py_None;
+  Py_INCREF(Py_None);
+  libsection_rt_clear(value, var);
+}
+
+/* c_sync: `*py` becomes the value's object. */
+static int libsection_rt_sync(PyObject** py, void* value, const libsection_var* var) {
+  if (var->kind == 3 || var->kind == 4)
+    return libsection_pt_sync(py, *(PyArrayObject**)value);
+  if (var->kind >= 5) { /* a NumPy scalar of the exact dtype, as NumPy's reductions return */
+    PyArray_Descr* descr = PyArray_DescrFromType(var->typenum);
+    PyObject* scalar = descr ? PyArray_Scalar(value, descr, NULL) : NULL;
+    Py_XDECREF(descr);
+    Py_XDECREF(*py);
+    if (scalar) {
+      *py = scalar;
+    } else {
+      PyErr_Clear();
+      *py = Py_None;
+      Py_INCREF(Py_None);
+    }
+    return 0;
+  }
+  PyObject* object = *(PyObject**)value;
+  if (!object) {
+    Py_XDECREF(*py);
+    *py = Py_None;
+    Py_INCREF(Py_None);
+  } else if (object != *py) {
+    Py_XDECREF(*py);
+    *py = object;
+    Py_INCREF(object);
+  }
+  return 0;
+}
+
+/* c_cleanup, and the variable's reference to its object. */
+static void libsection_rt_cleanup(PyObject** py, void* value, const libsection_var* var) {
+  if (var->kind < 5) {
+    Py_XDECREF(*(PyObject**)value);
+    *(PyObject**)value = NULL;
+  }
+  Py_XDECREF(*py);
+}
+
+/* After the op ran (`failed` 0): the output's object goes into its cell; then it is cleaned up
+   either way. -1 with an exception when c_sync failed (the cell keeps what it had). */
+static int libsection_rt_store_output(PyObject* cell, PyObject** py, void* value,
+                                      const libsection_var* var, int failed) {
+  int result = 0;
+  if (!failed) {
+    if (libsection_rt_sync(py, value, var)) {
+      result = -1;
+    } else {
+      PyObject* old = PyList_GET_ITEM(cell, 0);
+      Py_INCREF(*py);
+      PyList_SET_ITEM(cell, 0, *py);
+      Py_XDECREF(old);
+    }
+  }
+  libsection_rt_cleanup(py, value, var);
+  return result;
+}
+
+#ifdef __cplusplus
+#include <exception>
+static void libsection_rt_set_cxx_error(const char* where) {
+  try {
+    throw;
+  } catch (std::exception const& e) {
+    PyErr_Format(PyExc_RuntimeError, "%s: C++ exception: %s", where, e.what());
+  } catch (...) {
+    PyErr_Format(PyExc_RuntimeError, "%s: C++ exception of an unknown type", where);
+  }
+}
+#define LIBSECTION_RT_CXX_ERROR libsection_rt_set_cxx_error
+#else
+#define LIBSECTION_RT_CXX_ERROR NULL
+#endif
+
+/* NumPy's API fields are filled by libsection_module_init, which the loader calls first. */
+static libsection_runtime libsection_rt_table = {
+    LIBSECTION_RUNTIME_ABI, libsection_rt_extract, libsection_rt_extract_output,
+    libsection_rt_init,     libsection_rt_store_output, libsection_rt_cleanup,
+    LIBSECTION_RT_CXX_ERROR, NULL, 0};
+
+LIBSECTION_EXPORT const libsection_runtime* libsection_runtime_table(void) {
+  return &libsection_rt_table;
+}
+
+/* A module's entry points, so the runtime is built, verified and loaded as modules are. */
+LIBSECTION_EXPORT int libsection_abi_version(void) { return LIBSECTION_RUNTIME_ABI; }
+LIBSECTION_EXPORT PyObject* libsection_module_init(const void* runtime) {
+  (void)runtime;
+  if (_import_array() < 0) return NULL;
+  libsection_rt_table.numpy_api = PyArray_API;
+#if NPY_ABI_VERSION >= 0x02000000
+  libsection_rt_table.numpy_version = PyArray_RUNTIME_VERSION;
+#endif
+  return Py_None;
+}
+LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {
+  (void)storage;
+  PyErr_SetString(PyExc_TypeError, "the libsection runtime has no op");
+  return NULL;
+}
+LIBSECTION_EXPORT int libsection_instance_run(void* self) {
+  (void)self;
+  return -1;
+}
+LIBSECTION_EXPORT void libsection_instance_free(void* self) { (void)self; }
+)";
+
+}  // namespace
+
+std::string runtime_source() {
+  // Named by a #line, as a module's code is: `__FILE__` in Python's macros (asserts) would
+  // otherwise paste the compile's temporary path in, and a shared compiler cache could never
+  // reuse the object on another machine.
+  return "// The libsection " LIBSECTION_VERSION " runtime\n#line 2 \"<libsection-runtime>\"\n" +
+         std::string(module_prelude) + "#define LIBSECTION_RUNTIME_ABI " +
+         std::to_string(module_abi_version) + "\n" + runtime_functions;
+}
+
+}  // namespace section
