@@ -413,9 +413,18 @@ TEST_SUITE("cache version") {
     CHECK(differs([](Apply& t) { t.op.num_outputs = 1; }));
     CHECK(differs([](Apply& t) { t.op.check_input = false; }));
     CHECK(differs([](Apply& t) { t.op.params = params_spec(parse_params("k:int64")); }));
+    CHECK(differs([](Apply& t) { t.op.language = Language::c; }));
     // C symbols and node names belong to the linker's key, not the op's version:
     // op_cache_version takes the OpDescription alone, so no node can reach it.
     CHECK(op_cache_version(a.sm, a.set, s.op, reference_mode()) != base);
+  }
+
+  TEST_CASE("a C++ op's version does not name its language: it stays as it was") {
+    Loaded a(Files{{"a.c", "#section support_code_apply\nint a;\n"}});
+    Apply s = vtv_signature();
+    Apply cxx = vtv_signature();
+    cxx.op.language = Language::cxx;
+    CHECK(op_cache_version(a.sm, a.set, cxx.op) == op_cache_version(a.sm, a.set, s.op));
   }
 
   TEST_CASE("does not depend on where the files are") {
@@ -490,5 +499,58 @@ TEST_SUITE("golden") {
         }
       }
     }
+  }
+}
+
+TEST_SUITE("language") {
+  TEST_CASE("an op declares c or c++, and anything else names the op and the accepted values") {
+    CHECK(parse_language("c", "Op") == Language::c);
+    CHECK(parse_language("c++", "Op") == Language::cxx);
+    CHECK(language_name(Language::c) == "c");
+    CHECK(language_name(Language::cxx) == "c++");
+    for (char const* bad : {"C", "cpp", "", "c ", "c89"}) {
+      CAPTURE(bad);
+      CHECK_THROWS_WITH_AS(parse_language(bad, "MyOp"), doctest::Contains("MyOp: language is \""),
+                           std::invalid_argument);
+      CHECK_THROWS_WITH_AS(parse_language(bad, "MyOp"),
+                           doctest::Contains("give \"c++\" (the default) or \"c\""),
+                           std::invalid_argument);
+    }
+  }
+
+  TEST_CASE("an op declared C is refused at the line of a C++ construct or a struct section") {
+    Loaded files(Files{{"op.c", "#section support_code\n"
+                                "static int f(int const& x) { return x; }\n"
+                                "#section support_code_struct\n"
+                                "int APPLY_SPECIFIC(n);\n"
+                                "#section code\n"
+                                "int* p = nullptr;\n"}});
+    Apply a = single_node({}, {});
+    Expansion const cxx = expand(files.sm, files.set, a.op, a.node);
+    CHECK_FALSE(has_errors(cxx.diagnostics));
+    a.op.language = Language::c;
+    Expansion const c = expand(files.sm, files.set, a.op, a.node);
+    std::vector<std::string> codes;
+    for (auto const& d : c.diagnostics) codes.push_back(d.code);
+    CHECK(codes == std::vector<std::string>{"SL208", "SL209", "SL208"});
+    CHECK(c.diagnostics[0].message.find("reference parameter") != std::string::npos);
+    CHECK(
+        files.sm.file(c.diagnostics[0].range.file).line_column(c.diagnostics[0].range.begin).line ==
+        2);
+    CHECK(c.diagnostics[2].message.find("write `NULL`") != std::string::npos);
+    CHECK_FALSE(c.code);  // nothing is expanded for an op refused
+  }
+
+  TEST_CASE("C code and names C++ reserves pass as C") {
+    Loaded files(
+        Files{{"op.c", "#section support_code\n"
+                       "static int class_of(int new, int delete) { return new & delete; }\n"
+                       "struct s { int class; };\n"
+                       "static int g(struct s* p) { int try = p->class; return try; }\n"
+                       "#section code\n"
+                       "int a[4 & 3] = {0};\n"}});
+    Apply a = single_node({}, {});
+    a.op.language = Language::c;
+    CHECK(expand(files.sm, files.set, a.op, a.node).diagnostics.empty());
   }
 }

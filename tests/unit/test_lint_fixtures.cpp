@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "section/lint.hpp"
+#include "section/op.hpp"
 #include "section/render.hpp"
 #include "section/signature.hpp"
 
@@ -39,6 +40,7 @@ LintOptions options_of(std::string const& text) {
     else if (flag == "--outputs") options.op.outputs = parse_type_list(value, "output");
     else if (flag == "--params") options.op.has_params = !parse_params(value).empty();
     else if (flag == "--func-name") options.op.func_name = value;
+    else if (flag == "--language") options.op.language = parse_language(value, "fixture");
     else FAIL("unknown option in fixture: " << flag);
   }
   return options;

@@ -60,6 +60,7 @@ struct Options {
   std::string outputs;
   std::string params;
   std::string func_name;
+  std::string language = "c++";
   std::vector<std::string> extra_sections;
   lint_files::Selection selection;  // --exclude, --extend-exclude, --[no-]respect-gitignore
 };
@@ -88,6 +89,7 @@ section::OpDescription read_signature(Options const& o, CLI::App const& app,
   auto const func_name =
       pick("--func-name", o.func_name, &lint_config::Config::Signature::func_name);
   section::OpDescription s;
+  s.language = section::parse_language(o.language, "--language");
   try {
     if (inputs) s.inputs = section::parse_type_list(*inputs, "input");
     if (outputs) s.outputs = section::parse_type_list(*outputs, "output");
@@ -700,6 +702,11 @@ int main(int argc, char** argv) {
   app.add_option("--outputs", o.outputs, "The op's output types, e.g. float64[:]");
   app.add_option("--params", o.params, "The op's params fields, e.g. k:int64");
   app.add_option("--func-name", o.func_name, "The op's main function, e.g. APPLY_SPECIFIC(f)");
+  app.add_option("--language", o.language,
+                 "What the files are written in: c++ (the default) or c (an op declared "
+                 "`language = \"c\"`; reports C++-only constructs, SL208, and struct sections, "
+                 "SL209)")
+      ->check(CLI::IsMember({"c++", "c"}));
   app.add_option("--extra-sections", o.extra_sections,
                  "Section tags an op's base class adds to the nine, e.g. kernels (comma-separated, "
                  "or the option repeated)")

@@ -64,7 +64,8 @@ struct Expansion : ApplyCode {
   std::string macro_defines, macro_undefs;
   /// Errors. A bad signature (SE101 unknown dtype, SE102 names and types disagree) leaves every
   /// string empty; a `code` section together with a func_name (SL604, where the reference
-  /// raises `AssertionError` in `c_code`) leaves only `code` unset.
+  /// raises `AssertionError` in `c_code`) leaves only `code` unset. An op declared C whose
+  /// files are not C (SL208, SL209) leaves every string empty too.
   std::vector<Diagnostic> diagnostics;
 };
 

@@ -4,12 +4,24 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "section/ctype.hpp"
 #include "section/signature.hpp"
 
 namespace section {
+
+/// The language an op's code is written in. C++ by default (what PyTensor compiles); an op
+/// declared C may be compiled as C, never switched to it silently.
+enum class Language { cxx, c };
+
+/// `"c++"` or `"c"`, as users spell the declaration.
+std::string_view language_name(Language language);
+
+/// The language `text` declares (`"c"` or `"c++"`); throws `std::invalid_argument` naming
+/// `owner` (the op) and the accepted values for anything else.
+Language parse_language(std::string_view text, std::string const& owner);
 
 /// What an op is, whatever node it is applied to (its sections come with it, loaded apart).
 struct OpDescription {
@@ -25,6 +37,9 @@ struct OpDescription {
   /// The op's one signature, when it has one (the tools' `--inputs`/`--outputs`, `build()`);
   /// nothing when each node brings its own types (PyTensor).
   std::optional<std::vector<TypeSpec>> inputs, outputs;
+  /// What its sections are written in (`language = "c"`): a C op's files are checked as C
+  /// (SL208, SL209) and its module is compiled as C.
+  Language language = Language::cxx;
 };
 
 /// One application of an op: the names and types its code sees, as the reference `c_*(node,

@@ -54,6 +54,8 @@ std::string op_cache_version(SourceManager const& sm, SectionSet const& sections
       f.add("param_c_type", field.c_element_type);
     }
   }
+  // Only a C op adds the field: the versions of C++ ops (every op before it) stay as they were.
+  if (op.language == Language::c) f.add("language", language_name(op.language));
   f.add("line_directives", options.line_directives);
   if (options.line_directives) f.add("resume_file", options.resume_file);
   f.add("newline_fix", options.newline_fix);

@@ -8,6 +8,7 @@
 #include "expand/line_directives.hpp"
 #include "expand/macros.hpp"
 #include "expand/methods.hpp"
+#include "parse/c_language.hpp"
 #include "parse/checks.hpp"
 #include "section/codes.hpp"
 #include "section/names.hpp"
@@ -290,6 +291,10 @@ Expansion expand(SourceManager const& sm, SectionSet const& sections, OpDescript
                  NodeContext const& node, ExpandOptions const& options) {
   Expansion result;
   check_signature(op, node, result.diagnostics);
+  // An op declared C is refused here, at its files' lines, before any module is written.
+  if (op.language == Language::c)
+    for (Section const& section : sections.sections)
+      detail::check_c_language(sm, section.blocks, result.diagnostics);
   if (has_errors(result.diagnostics)) return result;
 
   Expander expander(sm, sections, op, node, options);

@@ -1,7 +1,20 @@
 // The node context PyTensor's CLinker gives a single-node graph.
 #include "section/op.hpp"
 
+#include <stdexcept>
+
+#include "base/text.hpp"
+
 namespace section {
+
+std::string_view language_name(Language language) { return language == Language::c ? "c" : "c++"; }
+
+Language parse_language(std::string_view text, std::string const& owner) {
+  if (text == "c") return Language::c;
+  if (text == "c++") return Language::cxx;
+  throw std::invalid_argument(owner + ": language is \"" + bounded_quote(text, 40) +
+                              "\"; give \"c++\" (the default) or \"c\"");
+}
 
 NodeContext single_node_context(OpDescription const& op) {
   static std::vector<TypeSpec> const none;
