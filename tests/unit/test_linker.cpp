@@ -313,6 +313,58 @@ TEST_SUITE("linker") {
     CHECK(module_cache_key(swapped, tc, py) != module_cache_key(m, tc, py));
   }
 
+  TEST_CASE("a C module is compiled as C by the C compiler, keyed and headed apart") {
+    ModuleSource m;
+    m.name = "mc";
+    m.op_names = {"Op"};
+    m.text = std::string(module_prelude) + c_module_prelude + "int f(void) { return 0; }\n";
+    Toolchain cxx{{}, {"/usr/bin/c++"}, "/usr/bin/c++: g++ 12", {"-O3"}};
+    PythonEnvironment py{{"/inc"}, "cpython-311", "numpy 2 C-API 1"};
+    std::string const cxx_key = module_cache_key(m, cxx, py);
+    m.language = Language::c;
+    CHECK(module_cache_key(m, cxx, py) != cxx_key);  // the language alone is another build
+    CHECK_THROWS_WITH_AS(compile_commands(cxx, py, m, "m.c", "m.o", "m.so"),
+                         doctest::Contains("module mc is c, but its compiler is for c++"),
+                         LinkError);
+    Toolchain c = cxx;
+    c.language = Language::c;
+    auto const cmd = compile_commands(c, py, m, "m.c", "m.o", "m.so");
+    auto const x = std::find(cmd.compile.begin(), cmd.compile.end(), "-x");
+    REQUIRE(x + 1 < cmd.compile.end());
+    CHECK(*(x + 1) == "c");
+    CHECK(precompiled_header_key(c, py) != precompiled_header_key(cxx, py));
+  }
+
+  TEST_CASE("an op declared C is refused while modules are written as C++, never switched") {
+    class DeclaredC final : public COp {
+     public:
+      std::string name() const override { return "COp"; }
+      OpCode generate(NodeContext const& ctx) const override {
+        OpCode code;
+        code.code = ctx.outputs[0] + " = " + ctx.inputs[0] + ";";
+        return code;
+      }
+      Language language() const override { return Language::c; }
+    };
+    auto d = double_type();
+    Graph alone;
+    auto x = alone.add_input(d, "x");
+    alone.add_output(alone.add_apply(std::make_shared<DeclaredC>(), {x}, {d})[0]);
+    CHECK_THROWS_WITH_AS(generate_module(alone),
+                         doctest::Contains("COp is declared C (language = \"c\"), but "
+                                           "libsection"),
+                         LinkError);
+    CHECK_THROWS_WITH_AS(generate_module(alone), doctest::Contains("language = \"c++\""),
+                         LinkError);
+    Graph mixed;
+    auto y = mixed.add_input(d, "y");
+    auto a = mixed.add_apply(std::make_shared<TemplateOp>("Add", "+"), {y, y}, {d});
+    mixed.add_output(mixed.add_apply(std::make_shared<DeclaredC>(), {a[0]}, {d})[0]);
+    CHECK_THROWS_WITH_AS(generate_module(mixed),
+                         doctest::Contains("its module also holds Add, which is C++"), LinkError);
+    CHECK(generate_module(add_mul_graph()).language == Language::cxx);
+  }
+
   TEST_CASE("the cache builds once, verifies, and rebuilds a corrupt entry") {
     TempDir dir;
     ModuleCache cache(dir.path);
@@ -511,6 +563,40 @@ TEST_SUITE("linker") {
 }
 
 TEST_SUITE("linker") {
+  TEST_CASE("C modules are compiled by CC, else cc, as GNU C11 with LIBSECTION_CFLAGS") {
+    TempDir dir;
+    fs::create_directories(dir.path / "bin");
+    fs::path const fake = dir.path / "bin" / "fakec";
+    std::ofstream(fake) << "#!/bin/sh\necho \"fakec 3.0\"\n";
+    fs::permissions(fake, fs::perms::owner_all);
+    ::setenv("CC", fake.string().c_str(), 1);
+    ::setenv("LIBSECTION_CFLAGS", "-DC_ONLY", 1);
+    ::setenv("LIBSECTION_CXXFLAGS", "-DCXX_ONLY", 1);
+    auto const state = PrivateDir::open(dir.path / "state", true);
+    Toolchain const c = find_toolchain(state, Language::c);
+    CHECK(c.language == Language::c);
+    CHECK(c.compiler == std::vector<std::string>{fake.string()});
+    CHECK(c.identity == fake.string() + ": fakec 3.0");
+    auto has = [](Toolchain const& tc, char const* flag) {
+      return std::find(tc.flags.begin(), tc.flags.end(), flag) != tc.flags.end();
+    };
+    CHECK(has(c, "-std=gnu11"));
+    CHECK(has(c, "-DC_ONLY"));
+    CHECK_FALSE(has(c, "-DCXX_ONLY"));
+    CHECK_FALSE(has(c, "-Wno-write-strings"));  // a C++ warning: C compilers complain of it
+    Toolchain const cxx = find_toolchain(state);
+    CHECK(cxx.language == Language::cxx);
+    CHECK(has(cxx, "-std=c++17"));
+    CHECK(has(cxx, "-DCXX_ONLY"));
+    CHECK_FALSE(has(cxx, "-DC_ONLY"));
+    ::setenv("CC", "no-such-c-compiler-anywhere", 1);
+    CHECK_THROWS_WITH_AS(find_toolchain(state, Language::c),
+                         doctest::Contains("CC names `no-such-c-compiler"), LinkError);
+    ::unsetenv("CC");
+    ::unsetenv("LIBSECTION_CFLAGS");
+    ::unsetenv("LIBSECTION_CXXFLAGS");
+  }
+
   TEST_CASE("modules link with gold when it is installed, or with the linker asked for") {
     TempDir dir;
     auto const state = PrivateDir::open(dir.path / "state", true);

@@ -70,6 +70,7 @@ class SectionOp final : public COp {
   /// other way round).
   Expansion expansion(NodeContext const& node) const;
   OpDescription const& description() const { return op_; }
+  Language language() const override { return op_.language; }
 
  private:
   OpDescription op_;

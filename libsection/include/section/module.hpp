@@ -48,6 +48,8 @@ class COp {
   virtual std::string name() const = 0;
   /// Throws `LinkError` when the op cannot generate code for this apply.
   virtual OpCode generate(NodeContext const& node) const = 0;
+  /// What its code is written in: C++ unless the op declares C (`language = "c"`).
+  virtual Language language() const { return Language::cxx; }
 };
 
 using COpPtr = std::shared_ptr<COp const>;
@@ -110,6 +112,9 @@ struct ModuleSource {
   std::vector<std::string> compile_args;
   std::vector<std::string> op_names;
   std::vector<std::string> input_types, output_types;  ///< `describe()` of each, for messages
+  /// What the text is compiled as: C only when every op of the graph is declared C and the
+  /// text is C (it then starts with `module_prelude` and `c_module_prelude`); part of the key.
+  Language language = Language::cxx;
 };
 
 /// What every module starts with (also the precompiled header): Python, NumPy's C API, and the
@@ -269,6 +274,10 @@ std::string runtime_source();
 
 /// The runtime's name, as the cache and messages show it.
 inline constexpr char const* runtime_name = "libsection_runtime";
+
+/// What a module compiled as C has after `module_prelude`: `bool`, `true` and `false`, which
+/// PyTensor's C code uses (C++ has them built in; C before C23 from this header).
+inline constexpr char const* c_module_prelude = "#include <stdbool.h>\n";
 
 /// The name `#line` directives give the module's own source (its path is only known when it is
 /// compiled, and must not change the text); compile errors there are mapped to the kept file.

@@ -28,6 +28,7 @@ struct Settings {
   std::size_t max_file_bytes = std::size_t{64} << 20;        ///< LIBSECTION_MAX_FILE_BYTES
   bool debug = false;                                        ///< LIBSECTION_DEBUG=1
   std::vector<std::string> cxxflags;                         ///< LIBSECTION_CXXFLAGS
+  std::vector<std::string> cflags;                           ///< LIBSECTION_CFLAGS
   std::string linker;                          ///< LIBSECTION_LINKER: "" (choose), bfd, ...
   std::vector<std::string> compiler_launcher;  ///< LIBSECTION_COMPILER_LAUNCHER
   bool precompiled_header = true;              ///< LIBSECTION_PCH=0 turns it off

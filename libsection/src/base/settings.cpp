@@ -23,6 +23,9 @@ constexpr std::array variables = {
     SettingVariable{"LIBSECTION_DEBUG", "1: build modules for gdb (-O0 -g); 0 or unset: -O3"},
     SettingVariable{"LIBSECTION_CXXFLAGS",
                     "flags added to every module's compile (e.g. -march=native)"},
+    SettingVariable{"LIBSECTION_CFLAGS",
+                    "flags added to the compile of every module compiled as C (an op declared "
+                    "language = \"c\")"},
     SettingVariable{"LIBSECTION_LINKER",
                     "bfd, gold, lld or default (default: lld for clang, else gold when "
                     "installed)"},
@@ -124,6 +127,7 @@ Settings read_settings() {
   char const* debug = value_of("LIBSECTION_DEBUG");
   s.debug = debug && zero_or_one("LIBSECTION_DEBUG", debug, "1 (build for gdb: -O0 -g) or 0");
   s.cxxflags = split_blanks(value_of("LIBSECTION_CXXFLAGS"));
+  s.cflags = split_blanks(value_of("LIBSECTION_CFLAGS"));
   if (char const* linker = value_of("LIBSECTION_LINKER")) {
     s.linker = linker;
     if (s.linker != "bfd" && s.linker != "gold" && s.linker != "lld" && s.linker != "default")

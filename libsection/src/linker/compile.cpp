@@ -86,21 +86,29 @@ std::string resolve_program(std::string const& program, std::string const& named
   return resolved->string();
 }
 
-/// The compiler command (resolved path, then its arguments) from `CXX`, else the first of
-/// `c++`, `g++`, `clang++` on PATH. A leading launcher in `CXX` goes to `launcher` when none
-/// is set: the launcher does not decide what is built, the compiler after it does.
-std::vector<std::string> find_compiler(std::vector<std::string>& launcher) {
-  std::vector<std::string> cxx = split_blanks(std::getenv("CXX"));
-  if (cxx.size() > 1 && launcher.empty() && is_launcher(cxx[0])) {
-    launcher = {resolve_program(cxx[0], "CXX")};
-    cxx.erase(cxx.begin());
+/// The compiler command (resolved path, then its arguments) from `CXX` (`CC` for C), else the
+/// first of `c++`, `g++`, `clang++` (`cc`, `gcc`, `clang`) on PATH. A leading launcher there
+/// goes to `launcher` when none is set: the launcher does not decide what is built, the
+/// compiler after it does.
+std::vector<std::string> find_compiler(std::vector<std::string>& launcher, Language language) {
+  bool const c = language == Language::c;
+  char const* const variable = c ? "CC" : "CXX";
+  std::vector<std::string> command = split_blanks(std::getenv(variable));
+  if (command.size() > 1 && launcher.empty() && is_launcher(command[0])) {
+    launcher = {resolve_program(command[0], variable)};
+    command.erase(command.begin());
   }
-  if (!cxx.empty()) {
-    cxx[0] = resolve_program(cxx[0], "CXX");
-    return cxx;
+  if (!command.empty()) {
+    command[0] = resolve_program(command[0], variable);
+    return command;
   }
-  for (char const* candidate : {"c++", "g++", "clang++"})
+  auto const candidates = c ? std::vector<char const*>{"cc", "gcc", "clang"}
+                            : std::vector<char const*>{"c++", "g++", "clang++"};
+  for (char const* candidate : candidates)
     if (auto resolved = find_on_path(candidate)) return {resolved->string()};
+  if (c)
+    throw LinkError("no C compiler found for an op declared C: set CC, or install gcc or clang "
+                    "(searched PATH for cc, gcc and clang)");
   throw LinkError("no C++ compiler found: set CXX, or install g++ or clang++ "
                   "(searched PATH for c++, g++ and clang++)");
 }
@@ -110,15 +118,18 @@ std::vector<std::string> find_compiler(std::vector<std::string>& launcher) {
 /// `native` is set.
 /// `LIBSECTION_DEBUG=1`: modules for gdb (`-O0 -g`). The flags enter the key, so debug modules
 /// sit apart in the cache.
-std::vector<std::string> module_flags(Settings const& settings, bool& native) {
+/// C modules: GNU C11 (what PyTensor-style C code needs: declarations after statements, `for`
+/// declarations, GNU extensions) and `LIBSECTION_CFLAGS`.
+std::vector<std::string> module_flags(Settings const& settings, Language language, bool& native) {
   bool const debug = settings.debug;
-  std::vector<std::string> flags = {"-std=c++17", debug ? "-O0" : "-O3"};
+  bool const c = language == Language::c;
+  std::vector<std::string> flags = {c ? "-std=gnu11" : "-std=c++17", debug ? "-O0" : "-O3"};
   if (debug) flags.emplace_back("-g");
-  flags.insert(flags.end(),
-               {"-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-Wno-unused-label",
-                "-Wno-unused-variable", "-Wno-unused-but-set-variable", "-Wno-write-strings"});
+  flags.insert(flags.end(), {"-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-Wno-unused-label",
+                             "-Wno-unused-variable", "-Wno-unused-but-set-variable"});
+  if (!c) flags.emplace_back("-Wno-write-strings");  // C++ only: C's literals are `char[]`
   native = false;
-  for (auto const& f : settings.cxxflags) {
+  for (auto const& f : c ? settings.cflags : settings.cxxflags) {
     native = native || f.find("=native") != std::string::npos;
     flags.push_back(f);
   }
@@ -140,20 +151,21 @@ std::vector<std::string> linker_flags(Settings const& settings, std::string cons
 
 }  // namespace
 
-Toolchain find_toolchain(PrivateDir const& state) {
+Toolchain find_toolchain(PrivateDir const& state, Language language) {
   Settings const settings = linker_settings();
   Toolchain tc;
+  tc.language = language;
   tc.launcher = settings.compiler_launcher;
   if (!tc.launcher.empty())
     tc.launcher[0] = resolve_program(tc.launcher[0], "LIBSECTION_COMPILER_LAUNCHER");
-  tc.compiler = find_compiler(tc.launcher);
+  tc.compiler = find_compiler(tc.launcher, language);
   tc.identity = compiler_identity(tc.compiler[0], state);
   for (std::size_t i = 1; i < tc.compiler.size(); ++i) tc.identity += " " + tc.compiler[i];
   bool native = false;
   tc.debug = settings.debug;
   tc.precompiled_header = settings.precompiled_header;
   tc.show_generated = settings.show_generated;
-  tc.flags = module_flags(settings, native);
+  tc.flags = module_flags(settings, language, native);
   // `-march=native` code only runs on CPUs like this one: key it by the CPU too, so machines
   // sharing a cache never load each other's.
   if (native)
@@ -217,8 +229,9 @@ bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir con
   work.dir.write(header_name, module_prelude);
   fs::path const log = work.dir.path() / entry_file::log;
   auto build = base_compile(tc, python, {});
+  char const* const kind = tc.language == Language::c ? "c-header" : "c++-header";
   build.insert(build.end(),
-               {"-x", "c++-header", work_header.string(), "-o", work_header.string() + ".gch"});
+               {"-x", kind, work_header.string(), "-o", work_header.string() + ".gch"});
   int status = 0;
   timed_run(build, log, status);
   // No timing probes: they cost two more compiles on the first build, and a header GCC
@@ -252,6 +265,8 @@ std::string precompiled_header_key(Toolchain const& tc, PythonEnvironment const&
   for (auto const& f : tc.flags) material += "\n" + f;
   for (auto const& d : python.include_dirs) material += "\n" + d;
   material += "\n" + python.abi + "\n" + python.numpy_api;
+  // Only a C header adds it: the keys of the C++ headers stay as they were.
+  if (tc.language == Language::c) material += "\nlanguage c";
   return detail::sha256_hex(material).substr(0, 24);
 }
 
@@ -303,14 +318,17 @@ CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& p
                                  ModuleSource const& module, fs::path const& source,
                                  fs::path const& object, fs::path const& library,
                                  std::optional<fs::path> const& pch) {
+  if (tc.language != module.language)
+    throw LinkError("module " + module.name + " is " + std::string(language_name(module.language)) +
+                    ", but its compiler is for " + std::string(language_name(tc.language)));
   CompileCommands cmd;
   cmd.compile = tc.launcher;
   auto const base = base_compile(tc, python, module.compile_args);
   cmd.compile.insert(cmd.compile.end(), base.begin(), base.end());
   for (auto const& dir : module.header_dirs) cmd.compile.push_back("-I" + dir);
   if (pch) cmd.compile.insert(cmd.compile.end(), {"-include", pch->string()});
-  cmd.compile.insert(cmd.compile.end(),
-                     {"-c", "-x", "c++", source.string(), "-o", object.string()});
+  cmd.compile.insert(cmd.compile.end(), {"-c", "-x", tc.language == Language::c ? "c" : "c++",
+                                         source.string(), "-o", object.string()});
 
   // Linking is a separate step so ccache/sccache/distcc can cache and distribute the compile.
   cmd.link = tc.compiler;

@@ -19,7 +19,7 @@ namespace section {
 /// The compiler and how it is run.
 struct Toolchain {
   std::vector<std::string> launcher;  ///< `LIBSECTION_COMPILER_LAUNCHER`, e.g. `ccache`
-  std::vector<std::string> compiler;  ///< resolved compiler path, then any arguments from `CXX`
+  std::vector<std::string> compiler;  ///< resolved compiler path, then arguments from `CXX`/`CC`
   std::string identity;               ///< path and first line of `--version`
   std::vector<std::string> flags;     ///< compile flags common to every module
   /// Link flags common to every module: `-fuse-ld=gold` (or `lld` for clang) when the faster
@@ -30,6 +30,7 @@ struct Toolchain {
   /// `LIBSECTION_SHOW_GENERATED=1`: a failed compile's message lists the errors in the
   /// generated module's own lines as the compiler wrote them
   bool show_generated = false;
+  Language language = Language::cxx;  ///< what it compiles: C++ (`$CXX`) or C (`$CC`)
 };
 
 /// Finds the compiler: `CXX` (split on blanks, no shell; a leading `ccache`/`sccache`/`distcc`
@@ -38,7 +39,9 @@ struct Toolchain {
 /// later processes spawn nothing. `LIBSECTION_CXXFLAGS` adds flags; with `-march=native` the
 /// identity also names this CPU. The linker is gold (lld for clang) when installed, unless
 /// `LIBSECTION_LINKER` names another. Throws `LinkError`.
-Toolchain find_toolchain(PrivateDir const& state);
+/// For C (modules of ops declared C): `CC` (default `cc`, else `gcc`, `clang`), `-std=gnu11`
+/// and `LIBSECTION_CFLAGS` in place of the C++ ones.
+Toolchain find_toolchain(PrivateDir const& state, Language language = Language::cxx);
 
 /// A precompiled header ready to `-include`, with its lock held so `gc` leaves it alone while
 /// a module compiles with it.
@@ -55,8 +58,8 @@ struct CacheFormat {
   int manifest = manifest_format;
 };
 
-/// The key of the precompiled header set in `pch/`: the cache format, the compiler, its flags
-/// and the Python it compiles for.
+/// The key of the precompiled header set in `pch/`: the cache format, the compiler, its flags,
+/// the language (a C header is its own) and the Python it compiles for.
 std::string precompiled_header_key(Toolchain const& tc, PythonEnvironment const& python,
                                    CacheFormat const& format = {});
 
@@ -70,7 +73,8 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc,
                                                     PythonEnvironment const& python,
                                                     ModuleCache const& cache);
 
-/// The compile (`-c`) and link (`-shared`) commands for `source` → `object` → `library`.
+/// The compile (`-c`) and link (`-shared`) commands for `source` → `object` → `library`, in
+/// the module's language (`-x c` or `-x c++`); throws `LinkError` when `tc` is for the other.
 struct CompileCommands {
   std::vector<std::string> compile;
   std::vector<std::string> link;
@@ -119,8 +123,8 @@ std::string explain_compile_errors(std::vector<Diagnostic>& diagnostics, SourceM
 /// The argv of a command as one line a user can paste into a shell.
 std::string shell_quote(std::vector<std::string> const& argv);
 
-/// The cache key: hash of the cache format, the module text, the compiler's identity and flags,
-/// the Python ABI, NumPy's version and C API, and libsection's version.
+/// The cache key: hash of the cache format, the module text and its language, the compiler's
+/// identity and flags, the Python ABI, NumPy's version and C API, and libsection's version.
 std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
                              PythonEnvironment const& python, CacheFormat const& format = {});
 

@@ -206,6 +206,8 @@ std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
   add("lib-dirs");
   for (auto const& d : module.lib_dirs) add(d);
   add(module.text);
+  // Only a C module adds it (its compiler and flags differ too): C++ keys stay as they were.
+  if (module.language == Language::c) add("language c");
   return detail::sha256_hex(material);
 }
 
@@ -269,7 +271,7 @@ std::string join_names(std::vector<std::string> const& names) {
 
 BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& python,
                          ModuleCache& cache, SourceManager& sm) {
-  Toolchain const tc = find_toolchain(cache.state());
+  Toolchain const tc = find_toolchain(cache.state(), module.language);
   std::string const key = module_cache_key(module, tc, python);
   BuiltModule result;
   result.debug = tc.debug;

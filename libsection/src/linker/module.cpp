@@ -156,6 +156,33 @@ std::string escape_for_c_string(std::string const& text) {
   return out;
 }
 
+// Whether the text this writer lays out is C: it is C++ (a struct with member functions,
+// `namespace`, exceptions caught at the `extern "C"` entry points), so an op declared C is refused
+// below rather than compiled as C++ behind its back.
+constexpr bool layout_is_c = false;
+
+/// The module's language: C only when every op of the graph is declared C and the layout is C;
+/// otherwise a `LinkError` for the op declared C, naming why.
+Language module_language(Graph const& graph) {
+  COp const* declared_c = nullptr;
+  COp const* declared_cxx = nullptr;
+  for (auto const& apply : graph.applies()) {
+    COp const*& first = apply.op->language() == Language::c ? declared_c : declared_cxx;
+    if (!first) first = apply.op.get();
+  }
+  if (!declared_c) return Language::cxx;
+  std::string const op = declared_c->name() + " is declared C (language = \"c\")";
+  if (declared_cxx)
+    throw LinkError(op + ", but its module also holds " + declared_cxx->name() +
+                    ", which is C++: a module is compiled in one language, so declare them alike");
+  if (!layout_is_c)
+    throw LinkError(op + ", but libsection " LIBSECTION_VERSION
+                         " writes modules as C++ (a struct with member functions, C++ exceptions "
+                         "caught at the entry points): declare it C++ (language = \"c++\", the "
+                         "default) to build it");
+  return Language::c;
+}
+
 /// Writes one module: gathers the parts the graph's types and ops give (in the order the
 /// text lists them), then lays out the text part by part. Failure ids number the run-time
 /// blocks (variables, then applies) and, separately, the init-time ones (applies, then
@@ -567,6 +594,8 @@ ModuleSource ModuleWriter::write() && {
     if (vars_[v].role != Graph::Role::constant) run_blocks_.push_back(variable_block(v));
   for (std::size_t a = 0; a < graph_.applies().size(); ++a) add_apply(a);
   for (auto v : graph_.constants()) add_constant(v);
+  // After the ops' code: what an op declared C is refused for in its own files comes first.
+  module_.language = module_language(graph_);
   return std::move(*this).named(heading() + support_part() + instance_part() + entry_points());
 }
 
