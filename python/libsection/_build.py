@@ -23,6 +23,15 @@ CompiledOp = _core.CompiledOp
 __all__ = ["CompileError", "CompiledOp", "LinkError", "Module", "build", "build_many"]
 
 
+def checked_language(owner: str, language: object) -> str:
+    """``language`` as an op declares it, ``"c++"`` (the default) or ``"c"``; anything else
+    raises ``ValueError`` naming ``owner`` (the op) and the accepted values."""
+    description = _core.OpDescription()
+    description.name = owner
+    description.language = str(language)
+    return description.language
+
+
 def _sections(files) -> tuple[LoadedSections, str]:
     """The loaded sections and the default op name (the first file's stem)."""
     if isinstance(files, LoadedSections):
@@ -86,6 +95,7 @@ def build(
     num_inputs: int | None = None,
     num_outputs: int | None = None,
     check_input: bool = True,
+    language: str = "c++",
     progress: bool | None = None,
 ) -> CompiledOp:
     """Compiles the op implemented by section ``files`` and returns it as a callable.
@@ -99,6 +109,8 @@ def build(
     as ``PARAMS->field``. Wrong dtypes or dimensions raise ``TypeError`` before the op runs.
     ``name`` (default: the first file's name without extension) names the op in messages.
     A compile error raises ``CompileError`` pointing at the section file's lines.
+    ``language="c"`` declares the files C: they are checked as C (section-lint's SL208 and
+    SL209, raised as ``LinkError``) and the module is compiled as C by ``$CC``.
     A compile that takes over a second shows ``compiling NAME (1.2 s)`` on a terminal's stderr
     (``progress``: None decides so, True always, False never; see ``build_many``).
     """
@@ -115,6 +127,7 @@ def build(
             num_inputs=num_inputs,
             num_outputs=num_outputs,
             check_input=check_input,
+            language=language,
         )
 
 
@@ -131,6 +144,7 @@ def _build(
     num_inputs: int | None = None,
     num_outputs: int | None = None,
     check_input: bool = True,
+    language: str = "c++",
 ) -> CompiledOp:
     """``build()`` as task ``number`` of ``shown``."""
     loaded, default_name = _sections(files)
@@ -151,6 +165,7 @@ def _build(
             num_inputs=num_inputs,
             num_outputs=num_outputs,
             check_input=check_input,
+            language=checked_language(name, language),
         )
 
 

@@ -192,6 +192,14 @@ class OpDescription:
     def inputs(self, arg0: collections.abc.Sequence[TypeSpec] | None) -> None:
         ...
     @property
+    def language(self) -> str:
+        """
+        ``"c++"`` (the default) or ``"c"``: what the op's sections are written in; anything else is a ``ValueError`` naming the op (``name``).
+        """
+    @language.setter
+    def language(self, arg1: str) -> None:
+        ...
+    @property
     def num_inputs(self) -> int | None:
         ...
     @num_inputs.setter
@@ -355,9 +363,9 @@ class Dispatcher:
         """
         Call self as a function.
         """
-def build_sections(loaded: LoadedSections, inputs: collections.abc.Sequence[str], outputs: collections.abc.Sequence[str], func_name: str | None = None, params: collections.abc.Sequence[tuple[str, str, typing.Any]] = [], name: str = 'SectionOp', num_inputs: typing.SupportsInt | typing.SupportsIndex | None = None, num_outputs: typing.SupportsInt | typing.SupportsIndex | None = None, check_input: bool = True) -> typing.Any:
+def build_sections(loaded: LoadedSections, inputs: collections.abc.Sequence[str], outputs: collections.abc.Sequence[str], func_name: str | None = None, params: collections.abc.Sequence[tuple[str, str, typing.Any]] = [], name: str = 'SectionOp', num_inputs: typing.SupportsInt | typing.SupportsIndex | None = None, num_outputs: typing.SupportsInt | typing.SupportsIndex | None = None, check_input: bool = True, language: str = 'c++') -> typing.Any:
     """
-    Builds the op of loaded section files for the given input/output type strings.
+    Builds the op of loaded section files for the given input/output type strings; ``language="c"`` compiles it as C.
     """
 def cache_dir() -> str:
     """
@@ -393,9 +401,9 @@ def load_sections(paths: collections.abc.Sequence[str], display_paths: collectio
     """
     Reads and merges section files (`extra_tags`: tags accepted besides the nine). Never raises for file content: see `.error`.
     """
-def load_support_library(name: str, code: str, header_dirs: collections.abc.Sequence[str], symbols: collections.abc.Sequence[str]) -> tuple[dict, dict]:
+def load_support_library(name: str, code: str, header_dirs: collections.abc.Sequence[str], symbols: collections.abc.Sequence[str], language: str = 'c++') -> tuple[dict, dict]:
     """
-    Builds (or finds in the cache) and loads a support library from C++ ``code`` (after Python's and NumPy's headers; it defines the module entry points, with ``LIBSECTION_MODULE_ABI`` for the ABI version); returns ``({symbol: address}, info)``.
+    Builds (or finds in the cache) and loads a support library from C++ ``code`` (C with ``language="c"``; after Python's and NumPy's headers; it defines the module entry points, with ``LIBSECTION_MODULE_ABI`` for the ABI version); returns ``({symbol: address}, info)``.
     """
 def load_texts(texts: collections.abc.Sequence[str], names: collections.abc.Sequence[str], extra_tags: collections.abc.Sequence[str] = []) -> LoadedSections:
     """

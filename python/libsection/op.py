@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _core
-from ._build import build
+from ._build import build, checked_language
 from ._load import load, relative_to_class
 from ._types import type_of
 
@@ -43,7 +43,8 @@ class ExternalCOp:
     takes them), and define ``output_types``. Optional class attributes: ``_cop_num_inputs`` /
     ``_cop_num_outputs`` (NULL padding of the call), ``check_input`` (dtype macros), and
     ``params``, a ``{field: type string}`` dict whose values are the instance's attributes of
-    those names, seen by the C code as ``params->field``.
+    those names, seen by the C code as ``params->field``, and ``language``, ``"c++"`` (the
+    default) or ``"c"``: files declared C are checked as C and their module compiled as C.
     """
 
     func_files: str | Path | Sequence[str | Path] = ()
@@ -52,6 +53,7 @@ class ExternalCOp:
     _cop_num_outputs: int | None = None
     check_input: bool = True
     params: dict[str, str] = {}
+    language: str = "c++"
 
     def __init__(self, func_files=None, func_name: str | None = None) -> None:
         files = self.func_files if func_files is None else func_files
@@ -62,6 +64,7 @@ class ExternalCOp:
         self.func_files = [Path(f) for f in files]
         if func_name is not None:
             self.func_name = func_name
+        checked_language(type(self).__name__, self.language)  # a bad value fails here, not later
         self._compiled: dict[tuple, Any] = {}
         self._loaded: _core.LoadedSections | None = None
         self._dispatch = _core.Dispatcher(self._compiled_for_values)
@@ -114,6 +117,7 @@ class ExternalCOp:
                 num_inputs=self._cop_num_inputs,
                 num_outputs=self._cop_num_outputs,
                 check_input=bool(self.check_input),
+                language=self.language,
             )
             # The core logs each compile (one INFO record with its time); a cache hit only here.
             if not op.info.get("compiled"):

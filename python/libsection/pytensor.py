@@ -41,6 +41,7 @@ from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
 from . import _backends, _core, _numba
+from ._build import checked_language
 from ._load import load_texts, raise_for, relative_to_class
 from ._node import (
     NodeRunner,
@@ -113,6 +114,7 @@ class _ApplyKey:
     line_directives: bool
     newline_fix: bool
     function_args: str | None  # an overridden format_c_function_args's result
+    language: str  # "c" refuses C++ in the files (SL208, SL209)
 
     def node_context(self) -> _core.NodeContext:
         context = _core.NodeContext()
@@ -172,6 +174,9 @@ class ExternalCOp(COp):
     newline_fix = True
     """End ``code``/``code_cleanup`` with a newline (PyTensor's do not, and fail to compile
     when the node is the last block of the module)."""
+    language = "c++"
+    """What the section files are written in: ``"c++"`` (PyTensor's, the default) or ``"c"``,
+    checked as C (section-lint's SL208 and SL209) and compiled as C."""
 
     @classmethod
     def get_path(cls, f: Path) -> Path:
@@ -189,6 +194,7 @@ class ExternalCOp(COp):
         self.code_sections: dict[str, str] = {}
         self._code_names: list[str] = []
         self._resolved_files: list[Path] = []
+        checked_language(type(self).__name__, self.language)  # a bad value fails here
         self.load_c_code(self.func_files)
 
     def _extra_tags(self) -> list[str]:
@@ -276,6 +282,8 @@ class ExternalCOp(COp):
     def _op_description(self, check_input: bool | None = None):
         """What the op is, whatever node it is applied to."""
         op = _core.OpDescription()
+        op.name = type(self).__name__  # named by a bad `language`
+        op.language = str(self.language)
         op.has_params = self.params_type is not None
         op.params = self._params_spec()
         if check_input is None:
@@ -321,6 +329,7 @@ class ExternalCOp(COp):
             line_directives=bool(self.line_directives),
             newline_fix=bool(self.newline_fix),
             function_args=function_args,
+            language=str(self.language),
         )
         memo = self.__dict__.setdefault("_expansions", {})
         expansion = memo.get(key)

@@ -83,7 +83,15 @@ List fields are copied on assignment: assign whole lists.)doc")
       .def_readwrite("has_params", &OpDescription::has_params)
       .def_readwrite("params", &OpDescription::params)
       .def_readwrite("inputs", &OpDescription::inputs)
-      .def_readwrite("outputs", &OpDescription::outputs);
+      .def_readwrite("outputs", &OpDescription::outputs)
+      .def_property(
+          "language",
+          [](OpDescription const& op) { return std::string(language_name(op.language)); },
+          [](OpDescription& op, std::string const& text) {
+            op.language = parse_language(text, op.name);
+          },
+          "``\"c++\"`` (the default) or ``\"c\"``: what the op's sections are written in; "
+          "anything else is a ``ValueError`` naming the op (``name``).");
 }
 
 void bind_node_context(py::module_& m) {

@@ -256,7 +256,7 @@ void bind_linker(py::module_& m) {
          std::vector<std::string> const& outputs, std::optional<std::string> func_name,
          std::vector<std::tuple<std::string, std::string, py::object>> const& params,
          std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
-         bool check_input) {
+         bool check_input, std::string const& language) {
         if (!loaded.set.ok())
           raise_python(LinkError(loaded.set.error->message, loaded.set.diagnostics),
                        *loaded.sources);
@@ -266,6 +266,7 @@ void bind_linker(py::module_& m) {
         spec.num_inputs = num_inputs;
         spec.num_outputs = num_outputs;
         spec.check_input = check_input;
+        spec.language = parse_language(language, name);
         spec.inputs = parse_type_strings(inputs, "inputs");
         spec.outputs = parse_type_strings(outputs, "outputs");
         std::vector<CTypePtr> const in = ctypes_for(*spec.inputs), out = ctypes_for(*spec.outputs);
@@ -290,17 +291,23 @@ void bind_linker(py::module_& m) {
       py::arg("params") = std::vector<std::tuple<std::string, std::string, py::object>>{},
       py::arg("name") = "SectionOp", py::arg("num_inputs") = py::none(),
       py::arg("num_outputs") = py::none(), py::arg("check_input") = true,
-      "Builds the op of loaded section files for the given input/output type strings.");
+      py::arg("language") = "c++",
+      "Builds the op of loaded section files for the given input/output type strings; "
+      "``language=\"c\"`` compiles it as C.");
 
   m.def(
       "load_support_library",
       [](std::string const& name, std::string const& code,
-         std::vector<std::string> const& header_dirs, std::vector<std::string> const& symbols) {
+         std::vector<std::string> const& header_dirs, std::vector<std::string> const& symbols,
+         std::string const& language) {
         // A library that is not generated from ops (the JAX handler): built, cached, verified
         // and loaded as modules are, so it gets the cache's trust checks and its key.
         ModuleSource module;
-        module.text = std::string(module_prelude) + "#define LIBSECTION_MODULE_ABI " +
-                      std::to_string(module_abi_version) + "\n" + code;
+        module.language = parse_language(language, name);
+        bool const c = module.language == Language::c;
+        module.text = std::string(module_prelude) + (c ? c_module_prelude : "") +
+                      "#define LIBSECTION_MODULE_ABI " + std::to_string(module_abi_version) + "\n" +
+                      code;
         module.name = name;
         module.header_dirs = header_dirs;
         module.op_names = {name};
@@ -315,9 +322,11 @@ void bind_linker(py::module_& m) {
         return py::make_tuple(addresses, loaded.info);
       },
       py::arg("name"), py::arg("code"), py::arg("header_dirs"), py::arg("symbols"),
-      "Builds (or finds in the cache) and loads a support library from C++ ``code`` (after "
-      "Python's and NumPy's headers; it defines the module entry points, with "
-      "``LIBSECTION_MODULE_ABI`` for the ABI version); returns ``({symbol: address}, info)``.");
+      py::arg("language") = "c++",
+      "Builds (or finds in the cache) and loads a support library from C++ ``code`` (C with "
+      "``language=\"c\"``; after Python's and NumPy's headers; it defines the module entry "
+      "points, with ``LIBSECTION_MODULE_ABI`` for the ABI version); returns "
+      "``({symbol: address}, info)``.");
 
   m.def("cancel_builds", &cancel_builds,
         "Stops every build under way in this process, in any thread (its compiler killed; it "

@@ -132,7 +132,8 @@ void take_python_parts(py::object const& op, NodeContext const& ctx, OpCode& cod
 }
 
 /// An op object from Python whose every `c_*` method (`take_python_parts`) is called; `c_code`
-/// is required. A string attribute `name` names it in messages (default: its class's name).
+/// is required. A string attribute `name` names it in messages (default: its class's name); one
+/// named `language`, `"c"` or `"c++"` (the default), declares its code's.
 class PythonOp final : public COp {
  public:
   explicit PythonOp(py::object op) : op_(std::move(op)) {
@@ -144,6 +145,10 @@ class PythonOp final : public COp {
     if (py::hasattr(op_, "name") && py::isinstance<py::str>(op_.attr("name")))
       return op_.attr("name").cast<std::string>();
     return py::str(py::type::handle_of(op_).attr("__name__"));
+  }
+  Language language() const override {
+    if (!py::hasattr(op_, "language")) return Language::cxx;
+    return parse_language(py::str(op_.attr("language")).cast<std::string>(), name());
   }
   OpCode generate(NodeContext const& ctx) const override {
     OpCode code;
@@ -166,6 +171,7 @@ class DropInOp final : public COp {
       : section_(std::move(section)), compile_args_(std::move(compile_args)),
         python_(std::move(python)), overridden_(std::move(overridden)) {}
   std::string name() const override { return section_.name(); }
+  Language language() const override { return section_.language(); }
   OpCode generate(NodeContext const& ctx) const override {
     Expansion e = section_.expansion(ctx);
     bool const own_code = overridden_.count("c_code") != 0;

@@ -1,0 +1,181 @@
+"""Ops declared C (`language = "c"`): the declaration on the standalone op, the drop-in and
+`build()`, its checks (SL208, SL209) on both routes and in section-lint, its place in the cache
+version, the C compile path, and the refusal, never a silent switch to C++, while modules are
+written as C++.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+from examples import OPS_DIR
+from test_section_lint import SECTION_LINT
+
+import libsection
+from libsection import _core
+
+CXX_IN_C = """#section support_code_apply
+int APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) {
+    PyArrayObject* none = nullptr;
+    Py_XDECREF(*z);
+    *z = (PyArrayObject*)PyArray_NewCopy(x, NPY_ANYORDER);
+    return *z == none;
+}
+"""
+
+VTV = OPS_DIR / "vector_times_vector" / "vectorTimesVector.c"
+
+
+def standalone(language, files=(VTV,)):
+    class Declared(libsection.ExternalCOp):
+        func_files = [str(f) for f in files]
+        func_name = "APPLY_SPECIFIC(vector_times_vector)"
+
+        def output_types(self, x, y):
+            return ["float64[:]"]
+
+    Declared.language = language
+    return Declared
+
+
+@pytest.mark.parametrize("bad", ["C", "cpp", "", None, 3])
+def test_anything_but_c_or_cxx_names_the_op_and_the_accepted_values(bad):
+    with pytest.raises(
+        ValueError, match=r'Declared: language is .*give "c\+\+" \(the default\) or "c"'
+    ):
+        standalone(bad)()
+    with pytest.raises(ValueError, match=r'vectorTimesVector: language is .*or "c"'):
+        libsection.build(VTV, "APPLY_SPECIFIC(vector_times_vector)", ["float64[:]"] * 2,
+                         ["float64[:]"], language=bad)  # fmt: skip
+
+
+def test_cxx_stays_the_default_and_builds():
+    op = standalone("c++")()
+    assert libsection.ExternalCOp.language == "c++"
+    np.testing.assert_array_equal(op(np.arange(3.0), np.ones(3)), np.arange(3.0))
+
+
+def test_an_op_declared_c_is_refused_while_modules_are_written_as_cxx():
+    # The tutorial op's file is C: it passes the checks, and the build says why it stops
+    # rather than compiling the op as C++ behind its back.
+    with pytest.raises(
+        libsection.LinkError, match=r'is declared C \(language = "c"\), but libsection'
+    ):
+        standalone("c")()(np.arange(3.0), np.ones(3))
+    with pytest.raises(libsection.LinkError, match=r'language = "c\+\+", the default'):
+        libsection.build(VTV, "APPLY_SPECIFIC(vector_times_vector)", ["float64[:]"] * 2,
+                         ["float64[:]"], language="c")  # fmt: skip
+
+
+def test_cxx_in_a_file_declared_c_is_refused_at_its_line(tmp_path):
+    path = tmp_path / "op.c"
+    path.write_text(CXX_IN_C)
+    with pytest.raises(libsection.LinkError) as caught:
+        libsection.build(path, "APPLY_SPECIFIC(f)", ["float64[:]"], ["float64[:]"], language="c")
+    assert "`nullptr` is C++ (and C23): write `NULL`" in str(caught.value)
+    found = [(d.code, d.line) for d in caught.value.diagnostics]
+    assert found == [("SL208", 3)]
+    # Declared C++, the same file builds.
+    op = libsection.build(path, "APPLY_SPECIFIC(f)", ["float64[:]"], ["float64[:]"])
+    np.testing.assert_array_equal(op(np.arange(2.0)), np.arange(2.0))
+
+
+def test_a_c_support_library_is_compiled_as_c():
+    # Valid C that C++ rejects: `new` and `class` as names, a `void*` converted implicitly.
+    code = """
+static int new = 41;
+static int class_of(int class) { return class + 1; }
+__attribute__((visibility("default"))) int libsection_c_answer(void) {
+    void* p = &new;
+    int* q = p;
+    bool yes = true;
+    return yes ? class_of(*q) : 0;
+}
+__attribute__((visibility("default"))) int libsection_abi_version(void) {
+    return LIBSECTION_MODULE_ABI;
+}
+__attribute__((visibility("default"))) PyObject* libsection_module_init(void) { return Py_None; }
+__attribute__((visibility("default"))) void* libsection_instance_new(PyObject** s) {
+    (void)s;
+    return NULL;
+}
+__attribute__((visibility("default"))) int libsection_instance_run(void* s) { (void)s; return -1; }
+__attribute__((visibility("default"))) void libsection_instance_free(void* s) { (void)s; }
+"""
+    import ctypes
+
+    symbols, _ = _core.load_support_library(
+        "c_support", code, [], ["libsection_c_answer"], language="c"
+    )
+    answer = ctypes.CFUNCTYPE(ctypes.c_int)(symbols["libsection_c_answer"])
+    assert answer() == 42
+    with pytest.raises(libsection.CompileError):
+        _core.load_support_library("c_support", code, [], ["libsection_c_answer"])
+
+
+def test_the_drop_in_declares_the_language_in_its_cache_version(tmp_path):
+    pytest.importorskip("pytensor")
+    from libsection.pytensor import ExternalCOp
+
+    class DropIn(ExternalCOp):
+        pass
+
+    class DropInC(ExternalCOp):
+        language = "c"
+
+    args = ([str(VTV)], "APPLY_SPECIFIC(vector_times_vector)")
+    as_cxx = DropIn(*args).c_code_cache_version()
+    assert DropInC(*args).c_code_cache_version() != as_cxx
+    DropIn.language = "c++"  # said, not defaulted: the same version
+    assert DropIn(*args).c_code_cache_version() == as_cxx
+    DropIn.language = "fortran"
+    with pytest.raises(ValueError, match=r'DropIn: language is "fortran"'):
+        DropIn(*args)
+
+
+def test_the_drop_in_refuses_cxx_in_a_file_declared_c(tmp_path):
+    pytest.importorskip("pytensor")
+    import pytensor
+    import pytensor.tensor as pt
+
+    from libsection.pytensor import ExternalCOp
+
+    path = tmp_path / "op.c"
+    path.write_text(CXX_IN_C)
+
+    class DeclaredC(ExternalCOp):
+        language = "c"
+        __props__ = ()
+
+        def __init__(self):
+            super().__init__([str(path)], "APPLY_SPECIFIC(f)")
+
+        def make_node(self, x):
+            return pytensor.graph.basic.Apply(self, [x], [x.type()])
+
+    x = pt.dvector("x")
+    with pytest.raises(ValueError, match="`nullptr` is C\\+\\+"):
+        pytensor.function([x], DeclaredC()(x), mode="FAST_COMPILE")
+
+
+@pytest.mark.skipif(SECTION_LINT is None, reason="section-lint is not built")
+def test_section_lint_checks_files_as_c_when_asked(tmp_path):
+    path = tmp_path / "op.c"
+    path.write_text(CXX_IN_C)
+
+    def lint(*args):
+        return subprocess.run(
+            [SECTION_LINT, "--isolated", "--output-format", "concise", *args, str(path)],
+            capture_output=True,
+            text=True,
+        )
+
+    assert lint().returncode == 0
+    as_c = lint("--language", "c")
+    assert as_c.returncode == 1
+    assert "op.c:3:27: error: `nullptr` is C++" in as_c.stdout
+    assert lint("--language", "fortran").returncode == 2
+    assert lint("--language", "c", str(VTV)).returncode == 1  # the bad file; VTV's is C
+    assert lint("--language", "c", "--select", "SL2").stdout.count("[SL208]") == 1
