@@ -376,6 +376,23 @@ TEST_SUITE("lint rules") {
 }
 
 TEST_SUITE("lint suppressions") {
+  TEST_CASE("a language comment checks its file as C or as C++, whatever the op declares") {
+    std::string const cxx = "#section support_code\nint* p = nullptr;\n";
+    CHECK(lint_codes(cxx).empty());
+    CHECK(lint_codes(cxx + "// section-lint: language[c]\n") == std::vector<std::string>{"SL208"});
+    CHECK(lint_codes(cxx + "/* section-lint: language[c] */\n") ==
+          std::vector<std::string>{"SL208"});
+    LintOptions c;
+    c.op.language = Language::c;
+    SourceManager sm;
+    CHECK(lint_text(sm, cxx, "op.c", c).size() == 1);
+    CHECK(lint_text(sm, cxx + "// section-lint: language[c++]\n", "op.c", c).empty());
+    auto const bad = lint_text(sm, cxx + "// section-lint: language[fortran]\n", "op.c", c);
+    REQUIRE(bad.size() == 2);
+    CHECK(bad[1].code == "SL903");
+    CHECK(bad[1].message.find("expected `language[c]` or `language[c++]`") != std::string::npos);
+  }
+
   TEST_CASE("a line suppression covers findings starting on its line only") {
     CHECK(lint_codes("#section code\nreturn 1; // section-lint: ignore[SL501]\nreturn 2;\n") ==
           std::vector<std::string>{"SL501"});

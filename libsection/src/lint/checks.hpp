@@ -92,6 +92,10 @@ std::span<LintRule const* const> control_flow_rules();
 std::span<LintRule const* const> signature_rules();
 std::span<LintRule const* const> suppression_rules();
 
+/// The language a `// section-lint: language[c]` (or `[c++]`) comment of `file` declares: the
+/// first one, wherever it is; nothing when there is none.
+std::optional<Language> declared_language(FileView const& file);
+
 /// Applies `// section-lint: ignore[...]` and `ignore-file[...]` comments of `file` to
 /// `diagnostics` (those of that file), and reports unused or malformed ones (SL9xx).
 void apply_suppressions(SourceManager const& sm, FileView const& file,

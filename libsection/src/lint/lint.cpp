@@ -54,7 +54,8 @@ std::vector<Diagnostic> lint_inputs(SourceManager const& sm, std::vector<Input> 
     check_io_arity(view, options.op, input.diagnostics);
     check_apply_specific(view, input.diagnostics);
     check_control_flow(view, input.diagnostics);
-    if (options.op.language == Language::c)
+    // The file's own `section-lint: language[...]` comment wins over the op's declaration.
+    if (declared_language(view).value_or(options.op.language) == Language::c)
       detail::check_c_language(sm, parsed.back().blocks, input.diagnostics);
     view_of_input[i] = views.size() - 1;
     input_of_file[*input.file] = i;

@@ -65,8 +65,9 @@ constexpr LintRule malformed_suppression{
     .severity = Severity::warning,
     .summary = "a `section-lint:` comment that is not a valid suppression",
     .documentation = R"md(## What it does
-Reports comments containing `section-lint:` that do not continue with `ignore[CODE, ...]` or
-`ignore-file[CODE, ...]`.
+Reports comments containing `section-lint:` that do not continue with `ignore[CODE, ...]`,
+`ignore-file[CODE, ...]` or `language[c]` (`language[c++]`; it checks the file as C, as
+`--language c` does).
 
 ## Why is this bad?
 The comment was meant to suppress something and does not.
@@ -83,6 +84,8 @@ The comment was meant to suppress something and does not.
 ```
 A comment `ignore[...]` applies to findings starting on its line; `ignore-file[...]` to the
 whole file, wherever it is.
+`// section-lint: language[c]`, anywhere in the file, checks it as C (SL208, SL209) whatever
+`--language` says; `language[c++]` as C++.
 )md",
     .reported_by = Reporter::linter,
 };
@@ -123,6 +126,20 @@ bool is_code_char(char c) {
          c == '-';
 }
 
+/// The language a `section-lint: language[c]` (or `[c++]`) comment declares, if `comment` is
+/// one.
+std::optional<Language> language_in(std::string_view comment) {
+  auto const at = comment.find(directive_prefix);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = comment.substr(at + directive_prefix.size());
+  while (!rest.empty() && is_blank(rest.front())) rest.remove_prefix(1);
+  for (Language const language : {Language::c, Language::cxx}) {
+    std::string const directive = "language[" + std::string(language_name(language)) + "]";
+    if (rest.starts_with(directive)) return language;
+  }
+  return std::nullopt;
+}
+
 class SuppressionReader {
  public:
   SuppressionReader(SourceManager const& sm, FileView const& file, std::vector<Diagnostic>& meta)
@@ -147,6 +164,11 @@ class SuppressionReader {
     std::size_t const word_end = skip(word_begin, c.end, is_code_char);
     std::string_view const word = file_.text.substr(word_begin, word_end - word_begin);
     std::size_t const open = skip(word_end, c.end, is_blank);
+    if (word == "language") {  // read by declared_language
+      if (!language_in(file_.text.substr(c.begin, c.end - c.begin)))
+        malformed(c, "expected `language[c]` or `language[c++]` after `section-lint:`");
+      return;
+    }
     if ((word != "ignore" && word != "ignore-file") || open >= c.end || file_.text[open] != '[') {
       malformed(c,
                 "expected `ignore[CODE, ...]` or `ignore-file[CODE, ...]` after `section-lint:`");
@@ -297,6 +319,18 @@ void apply_suppressions(SourceManager const& sm, FileView const& file,
   std::erase_if(meta, [&](Diagnostic const& d) { return !selection.enabled(d.code); });
   diagnostics.insert(diagnostics.end(), std::make_move_iterator(meta.begin()),
                      std::make_move_iterator(meta.end()));
+}
+
+std::optional<Language> declared_language(FileView const& file) {
+  auto const in = [&](TokenizedBody const& body) -> std::optional<Language> {
+    for (auto const& c : body.comments)
+      if (auto language = language_in(file.text.substr(c.begin, c.end - c.begin))) return language;
+    return std::nullopt;
+  };
+  if (auto language = in(file.prelude)) return language;
+  for (auto const& block : file.blocks)
+    if (auto language = in(block.body)) return language;
+  return std::nullopt;
 }
 
 }  // namespace section::lint_detail
