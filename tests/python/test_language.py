@@ -61,7 +61,7 @@ def test_an_op_declared_c_is_refused_while_modules_are_written_as_cxx():
     # The tutorial op's file is C: it passes the checks, and the build says why it stops
     # rather than compiling the op as C++ behind its back.
     with pytest.raises(
-        libsection.LinkError, match=r'is declared C \(language = "c"\), but libsection'
+        libsection.LinkError, match=r'is declared C \(language = "c"\), but its module is C\+\+'
     ):
         standalone("c")()(np.arange(3.0), np.ones(3))
     with pytest.raises(libsection.LinkError, match=r'language = "c\+\+", the default'):

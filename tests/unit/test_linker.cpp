@@ -351,8 +351,8 @@ TEST_SUITE("linker") {
     auto x = alone.add_input(d, "x");
     alone.add_output(alone.add_apply(std::make_shared<DeclaredC>(), {x}, {d})[0]);
     CHECK_THROWS_WITH_AS(generate_module(alone),
-                         doctest::Contains("COp is declared C (language = \"c\"), but "
-                                           "libsection"),
+                         doctest::Contains("COp is declared C (language = \"c\"), but its "
+                                           "module is C++: libsection"),
                          LinkError);
     CHECK_THROWS_WITH_AS(generate_module(alone), doctest::Contains("language = \"c++\""),
                          LinkError);

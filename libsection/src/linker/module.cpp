@@ -156,14 +156,10 @@ std::string escape_for_c_string(std::string const& text) {
   return out;
 }
 
-// Whether the text this writer lays out is C: it is C++ (a struct with member functions,
-// `namespace`, exceptions caught at the `extern "C"` entry points), so an op declared C is refused
-// below rather than compiled as C++ behind its back.
-constexpr bool layout_is_c = false;
-
-/// The module's language: C only when every op of the graph is declared C and the layout is C;
-/// otherwise a `LinkError` for the op declared C, naming why.
-Language module_language(Graph const& graph) {
+/// The module's language: C only when every op of the graph is declared C and the text is C
+/// (`why_cxx`, why the text is C++, is empty); otherwise a `LinkError` for the op declared C,
+/// naming why. Never a silent switch to C++.
+Language module_language(Graph const& graph, std::string const& why_cxx) {
   COp const* declared_c = nullptr;
   COp const* declared_cxx = nullptr;
   for (auto const& apply : graph.applies()) {
@@ -175,11 +171,9 @@ Language module_language(Graph const& graph) {
   if (declared_cxx)
     throw LinkError(op + ", but its module also holds " + declared_cxx->name() +
                     ", which is C++: a module is compiled in one language, so declare them alike");
-  if (!layout_is_c)
-    throw LinkError(op + ", but libsection " LIBSECTION_VERSION
-                         " writes modules as C++ (a struct with member functions, C++ exceptions "
-                         "caught at the entry points): declare it C++ (language = \"c++\", the "
-                         "default) to build it");
+  if (!why_cxx.empty())
+    throw LinkError(op + ", but its module is C++: " + why_cxx +
+                    "; declare it C++ (language = \"c++\", the default) to build it");
   return Language::c;
 }
 
@@ -226,6 +220,7 @@ class ModuleWriter {
   std::string module_init_function() const;
   std::string instance_functions() const;
   ModuleSource named(std::string text) &&;
+  std::string why_cxx() const;
 
   Graph const& graph_;
   std::vector<Graph::Variable> const& vars_;
@@ -588,6 +583,14 @@ ModuleSource ModuleWriter::named(std::string t) && {
   return std::move(module_);
 }
 
+// Why the text is C++ rather than C, for the error of an op declared C; empty when it is C.
+// This layout is always C++; a layout that is C for some graphs answers per graph.
+std::string ModuleWriter::why_cxx() const {
+  return "libsection " LIBSECTION_VERSION
+         " writes every module as C++ (a struct with member functions, C++ exceptions caught at "
+         "the entry points)";
+}
+
 ModuleSource ModuleWriter::write() && {
   for (auto const& v : vars_) add_type_parts(*v.type);
   for (std::size_t v = 0; v < vars_.size(); ++v)
@@ -595,7 +598,7 @@ ModuleSource ModuleWriter::write() && {
   for (std::size_t a = 0; a < graph_.applies().size(); ++a) add_apply(a);
   for (auto v : graph_.constants()) add_constant(v);
   // After the ops' code: what an op declared C is refused for in its own files comes first.
-  module_.language = module_language(graph_);
+  module_.language = module_language(graph_, why_cxx());
   return std::move(*this).named(heading() + support_part() + instance_part() + entry_points());
 }
 
