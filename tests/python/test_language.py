@@ -179,3 +179,25 @@ def test_section_lint_checks_files_as_c_when_asked(tmp_path):
     assert lint("--language", "fortran").returncode == 2
     assert lint("--language", "c", str(VTV)).returncode == 1  # the bad file; VTV's is C
     assert lint("--language", "c", "--select", "SL2").stdout.count("[SL208]") == 1
+
+
+@pytest.mark.skipif(SECTION_LINT is None, reason="section-lint is not built")
+def test_a_settings_signature_declares_the_language(tmp_path):
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "op.c").write_text(CXX_IN_C)
+    settings = '[tool.section-lint.signatures."ops/*.c"]\nlanguage = "c"\n'
+    (tmp_path / "pyproject.toml").write_text(settings)
+
+    def lint():
+        return subprocess.run(
+            [SECTION_LINT, "--output-format", "concise", "ops"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
+
+    assert "[SL208]" in lint().stdout
+    (tmp_path / "pyproject.toml").write_text(settings.replace('"c"', '"C"'))
+    refused = lint()
+    assert refused.returncode == 2
+    assert 'section-lint: language is "C"; give "c++" (the default) or "c"' in refused.stderr

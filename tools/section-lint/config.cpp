@@ -124,9 +124,11 @@ class Reader {
       else if (name == "outputs") signature.outputs = s->get();
       else if (name == "params") signature.params = s->get();
       else if (name == "func-name") signature.func_name = s->get();
+      else if (name == "language") signature.language = s->get();
       else
         fail(key.source(), "unknown setting `" + where + "." + name +
-                               "` (a signature has inputs, outputs, params and func-name)");
+                               "` (a signature has inputs, outputs, params, func-name and "
+                               "language)");
     }
     return signature;
   }

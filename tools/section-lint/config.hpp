@@ -34,7 +34,7 @@ struct Config {
 
   /// An op's signature for the SL6 checks, as the command line's --inputs ... take it.
   struct Signature {
-    std::optional<std::string> inputs, outputs, params, func_name;
+    std::optional<std::string> inputs, outputs, params, func_name, language;
   };
   /// Glob to the signature of the op whose files match it (the first match wins).
   std::vector<std::pair<std::string, Signature>> signatures;

@@ -88,9 +88,10 @@ section::OpDescription read_signature(Options const& o, CLI::App const& app,
   auto const params = pick("--params", o.params, &lint_config::Config::Signature::params);
   auto const func_name =
       pick("--func-name", o.func_name, &lint_config::Config::Signature::func_name);
+  auto const language = pick("--language", o.language, &lint_config::Config::Signature::language);
   section::OpDescription s;
-  s.language = section::parse_language(o.language, "--language");
   try {
+    if (language) s.language = section::parse_language(*language, "section-lint");
     if (inputs) s.inputs = section::parse_type_list(*inputs, "input");
     if (outputs) s.outputs = section::parse_type_list(*outputs, "output");
     if (params) s.has_params = !section::parse_params(*params).empty();
