@@ -548,7 +548,8 @@ TEST_SUITE("language") {
                        "struct s { int class; };\n"
                        "static int g(struct s* p) { int try = p->class; return try; }\n"
                        "#section code\n"
-                       "int a[4 & 3] = {0};\n"}});
+                       "int a[4 & 3] = {0};\n"
+                       "for (int i = 0; i < 4; ++i) if (a[i] == 0) a[i] = i;\n"}});
     Apply a = single_node({}, {});
     a.op.language = Language::c;
     CHECK(expand(files.sm, files.set, a.op, a.node).diagnostics.empty());

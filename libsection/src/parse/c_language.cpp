@@ -105,9 +105,12 @@ class Scanner {
 
   bool blank() const { return body_.tokens.empty() && body_.directives.empty(); }
 
-  void check() {
+  /// `file_scope`: the body is declarations (the support sections), whose functions' parameter
+  /// lists are checked too; other sections are statements (`for (int i = 0; ...)`).
+  void check(bool file_scope) {
     auto const& tokens = body_.tokens;
     for (std::size_t i = 0; i < tokens.size(); ++i) check_token(i);
+    if (!file_scope) return;
     for (auto const& d : c_scan::file_scope_declarations(text_, tokens))
       if (d.kind == c_scan::Declaration::Kind::function_definition ||
           d.kind == c_scan::Declaration::Kind::function_declaration)
@@ -222,7 +225,7 @@ void check_c_language(SourceManager const& sm, std::span<Block const> blocks,
     if (!is_section_tag(block.tag) || !block.body.valid()) continue;
     Scanner scan(sm, block, out);
     if (!is_struct_tag(block.tag)) {
-      scan.check();
+      scan.check(block.tag == "support_code" || block.tag == "support_code_apply");
     } else if (!scan.blank()) {
       out.push_back(make_diagnostic(
           struct_section_in_c_file,
