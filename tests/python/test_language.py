@@ -201,3 +201,29 @@ def test_a_settings_signature_declares_the_language(tmp_path):
     refused = lint()
     assert refused.returncode == 2
     assert 'section-lint: language is "C"; give "c++" (the default) or "c"' in refused.stderr
+
+
+def test_build_many_and_python_ops_declare_it_too():
+    spec = {
+        "files": VTV,
+        "func_name": "APPLY_SPECIFIC(vector_times_vector)",
+        "inputs": ["float64[:]"] * 2,
+        "outputs": ["float64[:]"],
+    }
+    with pytest.raises(libsection.LinkError, match=r"vectorTimesVector is declared C"):
+        libsection.build_many([{**spec, "language": "c"}], progress=False)
+
+    class Copy:
+        language = "c"
+
+        def c_code(self, name, inputs, outputs, sub):
+            return f"{outputs[0]} = {inputs[0]};"
+
+    m = libsection.Module("copy")
+    x = m.input("float64")
+    (y,) = m.apply(Copy(), [x], ["float64"])
+    with pytest.raises(libsection.LinkError, match=r"Copy is declared C"):
+        m.compile([y])
+    Copy.language = "pascal"
+    with pytest.raises(ValueError, match=r'Copy: language is "pascal"'):
+        m.compile([y])
