@@ -44,6 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
     (void)section::expand(sm, set, op, node);
     op.func_name = "APPLY_SPECIFIC(f)";
     op.num_inputs = 3;
+    op.language = section::Language::c;  // the C checks (SL208, SL209) too
     (void)section::expand(sm, set, op, node, {.line_directives = false, .newline_fix = false});
   }
 
@@ -53,6 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
   options.op.outputs = std::vector<section::TypeSpec>(1);
   options.op.has_params = true;
   options.op.func_name = "APPLY_SPECIFIC(f)";
+  options.op.language = section::Language::c;
   auto more = section::lint_text(sm, texts[0], "lint_signature.c", options);
   lint.insert(lint.end(), more.begin(), more.end());
   (void)section::render_sarif(lint, sm);
