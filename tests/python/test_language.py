@@ -158,6 +158,10 @@ def test_the_drop_in_refuses_cxx_in_a_file_declared_c(tmp_path):
     x = pt.dvector("x")
     with pytest.raises(ValueError, match="`nullptr` is C\\+\\+"):
         pytensor.function([x], DeclaredC()(x), mode="FAST_COMPILE")
+    # C code passes the checks; the C++ module layout then refuses it, in the C backend too.
+    path.write_text(CXX_IN_C.replace("nullptr", "NULL"))
+    with pytest.raises(libsection.LinkError, match="DeclaredC is declared C"):
+        pytensor.function([x], DeclaredC()(x), mode="CVM")
 
 
 @pytest.mark.skipif(SECTION_LINT is None, reason="section-lint is not built")
