@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--outputs", help="the op's output types, e.g. float64[:]")
     parser.add_argument("--params", help="params fields, e.g. k:int64")
     parser.add_argument("--func-name", help="the op's main function, e.g. APPLY_SPECIFIC(f)")
+    parser.add_argument("--language", choices=["c", "c++"], help="lint the cell as C: c")
     parser.add_argument("--extra-sections", action="append", default=[])
     parser.add_argument("--expand", action="store_true", help="show what each section becomes")
     return parser
@@ -75,9 +76,9 @@ def _highlighted(text: str):
 
 def section(line: str, cell: str):
     """``%%section NAME.c [--inputs T] [--outputs T] [--params P] [--func-name F]
-    [--extra-sections TAGS] [--expand]``: writes the cell to NAME.c in the working directory,
-    lints it and shows the findings at the cell's lines; with ``--expand``, also what each
-    section becomes for the signature."""
+    [--language c] [--extra-sections TAGS] [--expand]``: writes the cell to NAME.c in the
+    working directory, lints it (as C with ``--language c``) and shows the findings at the
+    cell's lines; with ``--expand``, also what each section becomes for the signature."""
     from IPython.core.error import UsageError
     from IPython.display import display
 
@@ -97,6 +98,8 @@ def section(line: str, cell: str):
     os.replace(temporary, path)  # a reader never sees half a file
 
     extra = [f"--extra-sections={tags}" for tags in args.extra_sections]
+    if args.language:
+        extra.append(f"--language={args.language}")
     lint = subprocess.run(
         [_tool("section-lint"), "--color", "never", *extra, *_signature(args), name],
         capture_output=True,

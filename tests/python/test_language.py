@@ -231,3 +231,16 @@ def test_build_many_and_python_ops_declare_it_too():
     Copy.language = "pascal"
     with pytest.raises(ValueError, match=r'Copy: language is "pascal"'):
         m.compile([y])
+
+
+@pytest.mark.skipif(SECTION_LINT is None, reason="section-lint is not built")
+def test_the_cell_magic_lints_a_cell_as_c(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("IPython")
+    from libsection import _magic
+
+    monkeypatch.setattr(_magic, "_tool", lambda name: SECTION_LINT)  # the linter under test
+    monkeypatch.chdir(tmp_path)
+    _magic.section("op.c", CXX_IN_C)
+    assert "SL208" not in capsys.readouterr().out
+    _magic.section("op.c --language c", CXX_IN_C)
+    assert "`nullptr` is C++" in capsys.readouterr().out
