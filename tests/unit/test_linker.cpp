@@ -21,6 +21,7 @@
 #include "section/linker.hpp"
 #include "section/log.hpp"
 #include "section/module.hpp"
+#include "section/signature.hpp"
 
 namespace fs = std::filesystem;
 using namespace section;
@@ -335,7 +336,7 @@ TEST_SUITE("linker") {
     CHECK(precompiled_header_key(c, py) != precompiled_header_key(cxx, py));
   }
 
-  TEST_CASE("an op declared C is refused while modules are written as C++, never switched") {
+  TEST_CASE("a module is C when its ops are declared C and its text is C, never switched") {
     class DeclaredC final : public COp {
      public:
       std::string name() const override { return "COp"; }
@@ -350,9 +351,10 @@ TEST_SUITE("linker") {
     Graph alone;
     auto x = alone.add_input(d, "x");
     alone.add_output(alone.add_apply(std::make_shared<DeclaredC>(), {x}, {d})[0]);
+    // A type with glue of its own (templates, C++) makes the text C++: refused with why.
     CHECK_THROWS_WITH_AS(generate_module(alone),
                          doctest::Contains("COp is declared C (language = \"c\"), but its "
-                                           "module is C++: libsection"),
+                                           "module is C++: a variable's type brings its own glue"),
                          LinkError);
     CHECK_THROWS_WITH_AS(generate_module(alone), doctest::Contains("language = \"c++\""),
                          LinkError);
@@ -363,6 +365,19 @@ TEST_SUITE("linker") {
     CHECK_THROWS_WITH_AS(generate_module(mixed),
                          doctest::Contains("its module also holds Add, which is C++"), LinkError);
     CHECK(generate_module(add_mul_graph()).language == Language::cxx);
+    // Built-in types (the runtime's glue), no params, no struct code: the text is C.
+    auto const f64 = ctype_for(parse_type("float64[:]"));
+    Graph plain;
+    auto v = plain.add_input(f64, "v");
+    plain.add_output(plain.add_apply(std::make_shared<DeclaredC>(), {v}, {f64})[0]);
+    ModuleSource const c = generate_module(plain);
+    CHECK(c.language == Language::c);
+    CHECK(c.text.find(c_module_prelude) != std::string::npos);
+    Graph with_params;
+    auto w = with_params.add_input(f64, "w");
+    auto k = with_params.add_constant(f64, "params");
+    with_params.add_output(with_params.add_apply(std::make_shared<DeclaredC>(), {w}, {f64}, k)[0]);
+    CHECK_THROWS_WITH_AS(generate_module(with_params), doctest::Contains("its params"), LinkError);
   }
 
   TEST_CASE("the cache builds once, verifies, and rebuilds a corrupt entry") {

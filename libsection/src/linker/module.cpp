@@ -439,6 +439,7 @@ std::string ModuleWriter::heading() const {
   constexpr std::size_t inline_refs_up_to = 32;
   t += "#define LIBSECTION_OUTLINE_REFS " +
        std::string(names_.size() > inline_refs_up_to ? "1" : "0") + "\n";
+  if (module_.language == Language::c) t += c_module_prelude;
   t += "#ifdef __cplusplus\n#include <exception>\n"
        "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n#else\n"
        "#define LIBSECTION_EXPORT __attribute__((visibility(\"default\")))\n#endif\n";
@@ -583,12 +584,16 @@ ModuleSource ModuleWriter::named(std::string t) && {
   return std::move(module_);
 }
 
-// Why the text is C++ rather than C, for the error of an op declared C; empty when it is C.
-// This layout is always C++; a layout that is C for some graphs answers per graph.
+// Why the text is C++ rather than C, for the error of an op declared C; empty when it is C:
+// a plain instance (no constants, no struct code) whose variables' glue is all the runtime's.
 std::string ModuleWriter::why_cxx() const {
-  return "libsection " LIBSECTION_VERSION
-         " writes every module as C++ (a struct with member functions, C++ exceptions caught at "
-         "the entry points)";
+  if (!graph_.constants().empty())
+    return "its params are a constant of the module, which only the C++ instance struct holds";
+  if (!plain_instance())
+    return "an op's struct sections are members of the C++ instance struct (SL209)";
+  if (!all_runtime_)
+    return "a variable's type brings its own glue (`c_extract`, `c_sync`, ...), compiled as C++";
+  return {};
 }
 
 ModuleSource ModuleWriter::write() && {
