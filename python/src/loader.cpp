@@ -130,6 +130,7 @@ void const* runtime_table() {
   module.text = runtime_source();
   module.name = runtime_name;
   module.op_names = {runtime_name};
+  module.setup = true;
   SourceManager sm;
   LoadedModule const loaded = load_module(module, sm);
   using TableFn = void const* (*)();

@@ -236,7 +236,8 @@ def test_section_cache_tool_lists_explains_collects_and_clears(cache_dir):
     assert listing.returncode == 0
     assert key[:12] in listing.stdout
     assert "VectorTimesVector(float64[:], float64[:]) -> float64[:]" in listing.stdout
-    assert json.loads(run("list", "--json").stdout)[0]["key"] == key
+    listed = {e["key"]: e for e in json.loads(run("list", "--json").stdout)}
+    assert listed[key]["manifest"]["ops"] == ["VectorTimesVector"]
 
     explained = run("explain", key[:8])
     assert explained.returncode == 0 and "verified" in explained.stdout

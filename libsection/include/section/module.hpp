@@ -112,6 +112,9 @@ struct ModuleSource {
   std::vector<std::string> compile_args;
   std::vector<std::string> op_names;
   std::vector<std::string> input_types, output_types;  ///< `describe()` of each, for messages
+  /// Built once per cache key for every module (the runtime): its compile is logged as part of
+  /// the one-time setup, as the precompiled header's is, not as an op's.
+  bool setup = false;
   /// What the text is compiled as: C only when every op of the graph is declared C and the
   /// text is C (it then starts with `module_prelude` and `c_module_prelude`); part of the key.
   Language language = Language::cxx;
