@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timefmt import children_cpu, fmt_time  # bench/ is the script's own folder
+from timefmt import ONE_BLAS_THREAD, children_cpu, fmt_time  # bench/ is the script's own folder
 
 ROOT = Path(__file__).resolve().parent.parent
 VTV = ROOT / "ops" / "vector_times_vector" / "vectorTimesVector.c"
@@ -131,7 +131,7 @@ print(json.dumps(out))
 
 
 def fresh_env(tmp: Path, name: str) -> dict:
-    env = dict(os.environ)
+    env = dict(os.environ, **ONE_BLAS_THREAD)
     env["LIBSECTION_CACHE_DIR"] = str(tmp / f"ls-{name}")
     env["PYTENSOR_FLAGS"] = f"compiledir={tmp / f'pt-{name}'}"
     return env

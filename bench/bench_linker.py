@@ -28,7 +28,7 @@ import time
 import warnings
 from pathlib import Path
 
-from timefmt import children_cpu, fmt_time  # bench/ is the script's own folder
+from timefmt import ONE_BLAS_THREAD, children_cpu, fmt_time  # bench/ is the script's own folder
 
 ROOT = Path(__file__).resolve().parent.parent
 VTV_SOURCE = ROOT / "ops" / "vector_times_vector" / "vectorTimesVector.c"
@@ -153,8 +153,16 @@ def first_builds(reps, variants, tmp: Path):
     for rep in range(reps):
         path = variants.new()
         envs = {
-            "pytensor": {**os.environ, "PYTENSOR_FLAGS": f"compiledir={tmp / f'first-pt-{rep}'}"},
-            "libsection": {**os.environ, "LIBSECTION_CACHE_DIR": str(tmp / f"first-ls-{rep}")},
+            "pytensor": {
+                **os.environ,
+                **ONE_BLAS_THREAD,
+                "PYTENSOR_FLAGS": f"compiledir={tmp / f'first-pt-{rep}'}",
+            },
+            "libsection": {
+                **os.environ,
+                **ONE_BLAS_THREAD,
+                "LIBSECTION_CACHE_DIR": str(tmp / f"first-ls-{rep}"),
+            },
         }
         for tool, code in (("pytensor", PYTENSOR_BUILD), ("libsection", LIBSECTION_BUILD)):
             start = children_cpu()
@@ -323,8 +331,8 @@ def main():
         tmp = Path(tmp)
         variants = Variants(tmp)
         pt_dir, ls_dir = tmp / "pytensor", tmp / "libsection"
-        pt_env = {**os.environ, "PYTENSOR_FLAGS": f"compiledir={pt_dir}"}
-        ls_env = {**os.environ, "LIBSECTION_CACHE_DIR": str(ls_dir)}
+        pt_env = {**os.environ, **ONE_BLAS_THREAD, "PYTENSOR_FLAGS": f"compiledir={pt_dir}"}
+        ls_env = {**os.environ, **ONE_BLAS_THREAD, "LIBSECTION_CACHE_DIR": str(ls_dir)}
         os.environ["LIBSECTION_CACHE_DIR"] = str(ls_dir)
 
         print("cold builds and cached loads (fresh processes) ...", file=sys.stderr)

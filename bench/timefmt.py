@@ -3,6 +3,11 @@ the CPU time they count for builds."""
 
 import resource
 
+# NumPy's BLAS starts a thread per core at import, which spins for a while after each BLAS call:
+# CPU time that is neither tool's and varies from run to run. Processes timed in CPU time run
+# with one BLAS thread.
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
 
 def children_cpu() -> float:
     """CPU seconds (user + system) of every finished child process and the children they
