@@ -45,6 +45,7 @@ from ._build import checked_language
 from ._load import load_texts, raise_for, relative_to_class
 from ._node import (
     NodeRunner,
+    _NodeCode,
     compile_node,
     make_c_thunk,
     make_thunk,
@@ -74,22 +75,7 @@ _MACRO_METHODS = tuple(
 
 # The methods the linker core asks a node's op for (minus their ``node`` argument), and the
 # ones whose override reshapes every string of an expansion.
-_NODE_METHODS = (
-    "c_code",
-    "c_code_cleanup",
-    "c_support_code",
-    "c_support_code_apply",
-    "c_init_code",
-    "c_init_code_apply",
-    "c_support_code_struct",
-    "c_init_code_struct",
-    "c_cleanup_code_struct",
-    "c_headers",
-    "c_header_dirs",
-    "c_libraries",
-    "c_lib_dirs",
-    "c_compile_args",
-)
+_NODE_METHODS = tuple(name for name in vars(_NodeCode) if name.startswith("c_"))
 _RESHAPING_METHODS = ("get_c_macros", "format_c_function_args")
 
 

@@ -137,16 +137,6 @@ std::string nest(std::vector<RunBlock> const& blocks) {
   return declare + head + tail;
 }
 
-// A C string literal of `text` as is (node table strings are formats or plain messages).
-std::string c_literal(std::string const& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string escape_for_c_string(std::string const& text) {
   std::string out;
   for (char c : text) {
@@ -333,7 +323,7 @@ std::string ModuleWriter::node_table() const {
   t += "static const libsection_var libsection_vars[] = {\n";
   for (auto const& e : runtime_vars_)
     t += "{" + std::to_string(static_cast<int>(e.kind)) + ", " + std::to_string(e.typenum) + ", " +
-         std::to_string(e.n) + ", " + c_literal(e.a) + ", " + c_literal(e.b) + "},\n";
+         std::to_string(e.n) + ", " + c_string_literal(e.a) + ", " + c_string_literal(e.b) + "},\n";
   return t + "};\n";
 }
 

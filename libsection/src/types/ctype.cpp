@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "base/hash.hpp"
+#include "base/text.hpp"
 #include "section/names.hpp"
 
 namespace section {
@@ -26,21 +27,11 @@ std::string fail_of(Sub const& sub) {
   return it->second;
 }
 
-// A C string literal holding `text`.
-std::string c_string(std::string const& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 // A scalar's conversion failed: a TypeError naming what it got, then the failure code; `indent`
 // is the block's own (the text is part of every cache key, so it stays as it was written).
 std::string scalar_type_error(std::string const& message, std::string const& py,
                               std::string const& fail, std::string const& indent) {
-  return indent + "PyErr_Format(PyExc_TypeError, " + c_string(message) + ", Py_TYPE(" + py +
+  return indent + "PyErr_Format(PyExc_TypeError, " + c_string_literal(message) + ", Py_TYPE(" + py +
          ")->tp_name);\n" + indent + fail + "\n";
 }
 
@@ -68,8 +59,8 @@ class TensorType final : public CType {
     std::string code = name + " = NULL;\n";
     if (check_input)  // the prelude's shared check: one call per variable, not its text
       code += "if (libsection_check_tensor(py_" + name + ", " + std::to_string(dtype_.typenum) +
-              ", " + std::to_string(ndim_) + ", " + c_string(want(sub)) + ", " +
-              c_string(label_of(sub)) + ")) {\n  " + fail + "\n}\n";
+              ", " + std::to_string(ndim_) + ", " + c_string_literal(want(sub)) + ", " +
+              c_string_literal(label_of(sub)) + ")) {\n  " + fail + "\n}\n";
     code += name + " = (PyArrayObject*)py_" + name + ";\nLIBSECTION_INCREF(" + name + ");\n";
     return code;
   }
@@ -133,7 +124,7 @@ class PyTensorTensorType final : public CType {
       return name + " = (PyArrayObject*)(py_" + name + ");\nPy_XINCREF(" + name + ");\n";
     // Past the check `py_<name>` is an array: the increment needs no NULL test.
     return name + " = NULL;\nif (libsection_pt_extract(py_" + name + ", " + typenum_ + ", " +
-           c_string(typenum_) + ")) {\n  " + fail_of(sub) + "\n}\n" + name +
+           c_string_literal(typenum_) + ")) {\n  " + fail_of(sub) + "\n}\n" + name +
            " = (PyArrayObject*)(py_" + name + ");\nLIBSECTION_INCREF(" + name + ");\n";
   }
   std::string c_sync(std::string const& name, Sub const& sub) const override {
@@ -243,7 +234,8 @@ class ScalarType final : public CType {
                ") {\n"
                "    PyErr_Clear();\n"
                "    PyErr_SetString(PyExc_OverflowError, " +
-               c_string(label + ": value out of range for " + dtype_.name) + ");\n    " + fail +
+               c_string_literal(label + ": value out of range for " + dtype_.name) + ");\n    " +
+               fail +
                "\n  }\n"
                "  " +
                name + " = (" + dtype_.c_type + ")value_;\n}\n";
@@ -258,7 +250,7 @@ class ScalarType final : public CType {
     return "  if (value_ - value_ == 0 && (value_ > 3.4028234663852886e+38 || "
            "value_ < -3.4028234663852886e+38)) {\n"
            "    PyErr_SetString(PyExc_OverflowError, " +
-           c_string(label + ": value out of range for " + dtype_.name) + ");\n    " + fail +
+           c_string_literal(label + ": value out of range for " + dtype_.name) + ");\n    " + fail +
            "\n  }\n";
   }
 
@@ -437,8 +429,8 @@ std::string ParamsType::c_extract(std::string const& name, Sub const& sub, bool 
   std::string const fail = fail_of(sub);
   std::string code = c_init(name, sub);
   code += "if (!PyDict_Check(py_" + name + ")) {\n  PyErr_SetString(PyExc_TypeError, " +
-          c_string("params: expected a dict with the fields of " + describe()) + ");\n  " + fail +
-          "\n}\n";
+          c_string_literal("params: expected a dict with the fields of " + describe()) + ");\n  " +
+          fail + "\n}\n";
   // Each field reuses its type's extraction through a local `py_` alias of the dict item.
   for (auto const& f : fields_) {
     std::string const local = name + "_field_" + f.name;
@@ -446,8 +438,8 @@ std::string ParamsType::c_extract(std::string const& name, Sub const& sub, bool 
     field_sub["label"] = "params field `" + f.name + "`";
     code += "{\n  PyObject* py_" + local + " = PyDict_GetItemString(py_" + name + ", \"" + f.name +
             "\");\n  if (!py_" + local + ") {\n    PyErr_SetString(PyExc_KeyError, " +
-            c_string("params: missing field `" + f.name + "`") + ");\n    " + fail + "\n  }\n  " +
-            f.type->c_declare(local, field_sub, check_input) +
+            c_string_literal("params: missing field `" + f.name + "`") + ");\n    " + fail +
+            "\n  }\n  " + f.type->c_declare(local, field_sub, check_input) +
             f.type->c_extract(local, field_sub, check_input) + "  " + name + "_value." + f.name +
             " = " + local + ";\n}\n";
   }
