@@ -336,6 +336,21 @@ TEST_SUITE("linker") {
     CHECK(precompiled_header_key(c, py) != precompiled_header_key(cxx, py));
   }
 
+  TEST_CASE("a precompiled header is built with the module's code-generation flags") {
+    // GCC refuses a header built without the module's -m/-f flags (a drop-in's -march=native)
+    // and reads the headers' text instead: such a module gets a header of its own.
+    std::vector<std::string> const args = {"-march=native", "-DX=1", "-I/x", "-ffp-contract=fast",
+                                           "-Wall",         "-O2",   "-g",   "-std=c++17"};
+    CHECK(header_flags(args) == std::vector<std::string>{"-march=native", "-ffp-contract=fast",
+                                                         "-O2", "-g", "-std=c++17"});
+    Toolchain tc;
+    tc.identity = "g++ 12";
+    PythonEnvironment py;
+    CHECK(precompiled_header_key(tc, py, {}, {}) == precompiled_header_key(tc, py));
+    CHECK(precompiled_header_key(tc, py, {}, {"-march=native"}) != precompiled_header_key(tc, py));
+    CHECK(header_flags({"-DONLY_A_MACRO=1", "-I/include"}).empty());  // one header for these
+  }
+
   TEST_CASE("a module is C when its ops are declared C and its text is C, never switched") {
     class DeclaredC final : public COp {
      public:

@@ -223,12 +223,13 @@ std::optional<bool> pch_decided(PrivateDir const& headers, std::string const& ke
 
 /// Compiles the header in `work` and writes its verdict there. False (logged, nothing to
 /// publish) for a failure that says nothing about the compiler or the headers.
-bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir const& work) {
+bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir const& work,
+               std::vector<std::string> const& header_args) {
   std::string const header_name = pch_header_name;
   fs::path const work_header = work.dir.path() / header_name;
   work.dir.write(header_name, module_prelude);
   fs::path const log = work.dir.path() / entry_file::log;
-  auto build = base_compile(tc, python, {});
+  auto build = base_compile(tc, python, header_args);
   char const* const kind = tc.language == Language::c ? "c-header" : "c++-header";
   build.insert(build.end(),
                {"-x", kind, work_header.string(), "-o", work_header.string() + ".gch"});
@@ -258,7 +259,8 @@ bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir con
 }  // namespace
 
 std::string precompiled_header_key(Toolchain const& tc, PythonEnvironment const& python,
-                                   CacheFormat const& format) {
+                                   CacheFormat const& format,
+                                   std::vector<std::string> const& header_args) {
   std::string material = "module abi " + std::to_string(format.module_abi) + "\nmanifest " +
                          std::to_string(format.manifest) + "\n" + tc.identity + "\n" +
                          module_prelude;
@@ -267,17 +269,28 @@ std::string precompiled_header_key(Toolchain const& tc, PythonEnvironment const&
   material += "\n" + python.abi + "\n" + python.numpy_api;
   // Only a C header adds it: the keys of the C++ headers stay as they were.
   if (tc.language == Language::c) material += "\nlanguage c";
+  for (auto const& f : header_args) material += "\nmodule " + f;
   return detail::sha256_hex(material).substr(0, 24);
+}
+
+std::vector<std::string> header_flags(std::vector<std::string> const& compile_args) {
+  std::vector<std::string> out;
+  for (auto const& a : compile_args)
+    if (a.rfind("-m", 0) == 0 || a.rfind("-f", 0) == 0 || a.rfind("-O", 0) == 0 ||
+        a.rfind("-g", 0) == 0 || a.rfind("-std=", 0) == 0)
+      out.push_back(a);
+  return out;
 }
 
 std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc,
                                                     PythonEnvironment const& python,
-                                                    ModuleCache const& cache) {
+                                                    ModuleCache const& cache,
+                                                    std::vector<std::string> const& header_args) {
   if (!tc.launcher.empty()) return std::nullopt;
   if (!tc.precompiled_header) return std::nullopt;
   if (tc.identity.find("clang") != std::string::npos) return std::nullopt;
 
-  std::string const key = precompiled_header_key(tc, python);
+  std::string const key = precompiled_header_key(tc, python, {}, header_args);
   std::string const lock_name = "pch-" + key + ".lock";
   PrivateDir const& headers = cache.headers();
   auto answer = [&](bool use, FileLock lock) -> std::optional<PrecompiledHeader> {
@@ -296,7 +309,7 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc,
   std::optional<WorkDir> work;
   try {
     work.emplace(cache.make_work_dir("pch-" + key));
-    if (!build_pch(tc, python, *work)) {
+    if (!build_pch(tc, python, *work, header_args)) {
       cache.discard(*work);
       return std::nullopt;
     }

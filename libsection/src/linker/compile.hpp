@@ -59,9 +59,11 @@ struct CacheFormat {
 };
 
 /// The key of the precompiled header set in `pch/`: the cache format, the compiler, its flags,
-/// the language (a C header is its own) and the Python it compiles for.
+/// the language (a C header is its own), the module's `header_flags` and the Python it compiles
+/// for.
 std::string precompiled_header_key(Toolchain const& tc, PythonEnvironment const& python,
-                                   CacheFormat const& format = {});
+                                   CacheFormat const& format = {},
+                                   std::vector<std::string> const& header_args = {});
 
 /// One-time setup: a precompiled header for the module prelude (Python + NumPy, about 85 % of a
 /// module's compile time), built once per compiler, flags and Python in the cache's `pch/`
@@ -69,9 +71,16 @@ std::string precompiled_header_key(Toolchain const& tc, PythonEnvironment const&
 /// with a launcher (ccache and distcc need extra configuration for precompiled headers);
 /// `LIBSECTION_PCH=0` turns it off. A setup that fails for a passing reason (a full disk, an
 /// I/O error, a signal) is not remembered. Returns the header to `-include`, or nothing.
-std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc,
-                                                    PythonEnvironment const& python,
-                                                    ModuleCache const& cache);
+/// `header_args` are the module's flags GCC requires a header to be built with
+/// (`header_flags`): a header built without them is refused, and GCC then reads the headers'
+/// text.
+std::optional<PrecompiledHeader> precompiled_header(
+    Toolchain const& tc, PythonEnvironment const& python, ModuleCache const& cache,
+    std::vector<std::string> const& header_args = {});
+
+/// Of a module's compile arguments, those a precompiled header must share (code generation:
+/// `-m*`, `-f*`, `-O*`, `-g*`, `-std=*`); macros, include and warning flags do not matter.
+std::vector<std::string> header_flags(std::vector<std::string> const& compile_args);
 
 /// The compile (`-c`) and link (`-shared`) commands for `source` → `object` → `library`, in
 /// the module's language (`-x c` or `-x c++`); throws `LinkError` when `tc` is for the other.

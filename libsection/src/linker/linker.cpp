@@ -283,7 +283,7 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
         fs::path const library = work.path() / entry_file::library;
         fs::path const log = work.path() / entry_file::log;
         work.write(entry_file::source, module.text);
-        auto const pch = precompiled_header(tc, python, cache);
+        auto const pch = precompiled_header(tc, python, cache, header_flags(module.compile_args));
         auto commands = compile_commands(tc, python, module, source, object, library,
                                          pch ? std::optional<fs::path>(pch->header) : std::nullopt);
         // Debug info names the source where the entry keeps it, not the work folder renamed away.
