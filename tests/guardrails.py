@@ -17,7 +17,15 @@ ROOT = Path(__file__).resolve().parent.parent
 CLANG_FORMAT = "clang-format-14"
 CLANG_TIDY = "clang-tidy-14"
 # The C++ that clang-format keeps in shape; clang-tidy looks at the library alone.
-CXX_FOLDERS = ["libsection", "tools", "python/src", "python/libsection", "tests/unit", "tests/fuzz"]
+CXX_FOLDERS = [
+    "libsection",
+    "tools",
+    "python/src",
+    "python/runtime",
+    "python/libsection",
+    "tests/unit",
+    "tests/fuzz",
+]
 CXX_SUFFIXES = {".cpp", ".hpp", ".h"}
 TIDY_FOLDER = "libsection/src"
 PYTHON_PACKAGE = "python/libsection"

@@ -122,21 +122,32 @@ bool build_cancelled() { return cancellations_seen != cancellations.load(); }
 namespace {
 
 /// The runtime's table (`libsection_runtime`), which every module's initialisation receives:
-/// built (or found in the cache) and loaded the first time a module is loaded in this process.
+/// `_runtime.so`, built and installed with the package beside this library, is loaded the first
+/// time a module is. It is trusted as the package is: Python imported `_core` from that folder.
 void const* runtime_table() {
   static void const* table = nullptr;  // guarded by the GIL
   if (table) return table;
-  ModuleSource module;
-  module.text = runtime_source();
-  module.name = runtime_name;
-  module.op_names = {runtime_name};
-  module.setup = true;
-  SourceManager sm;
-  LoadedModule const loaded = load_module(module, sm);
+  Dl_info self{};
+  if (!::dladdr(reinterpret_cast<void const*>(&runtime_table), &self) || !self.dli_fname)
+    throw LinkError("cannot find where libsection's _core is installed, to load its runtime");
+  std::string const path =
+      (std::filesystem::path(self.dli_fname).parent_path() / "_runtime.so").string();
+  auto fail = [&](std::string const& why) {
+    return LinkError("cannot load libsection's runtime " + path + ": " + why +
+                     " (reinstall libsection: the runtime is built with the package)");
+  };
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw fail(::dlerror());
+  auto abi = reinterpret_cast<int (*)()>(::dlsym(handle, "libsection_abi_version"));
   using TableFn = void const* (*)();
-  auto get = reinterpret_cast<TableFn>(::dlsym(loaded.library->handle, "libsection_runtime_table"));
-  if (!get) raise_python(LinkError("the libsection runtime has no libsection_runtime_table"), sm);
-  table = get();
+  auto get = reinterpret_cast<TableFn>(::dlsym(handle, "libsection_runtime_table"));
+  if (!abi || !get) throw fail("it is not a libsection runtime");
+  if (abi() != module_abi_version)
+    throw fail("it has module ABI " + std::to_string(abi()) + ", this libsection " +
+               std::to_string(module_abi_version) + " (an install mixing two versions)");
+  void const* const got = get();
+  if (!got) throw py::error_already_set();  // NumPy's C API could not be imported
+  table = got;  // the library stays loaded for the process: modules call into it
   return table;
 }
 
@@ -144,10 +155,7 @@ void const* runtime_table() {
 
 LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   PythonEnvironment const& python = python_environment();
-  // The runtime first, as the precompiled header is: what a module needs is in the cache
-  // before it, so a size cap evicts the runtime rather than the module just built. The
-  // runtime itself (and only it) is initialised without one.
-  void const* runtime = module.name == runtime_name ? nullptr : runtime_table();
+  void const* runtime = runtime_table();
   std::filesystem::path library;
   std::string key;
   FileHandle verified_library;  // the module's bytes as verified; loaded through this

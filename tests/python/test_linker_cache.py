@@ -56,28 +56,16 @@ def run_worker(dtype, env):
 
 
 def entries(cache_dir):
-    """The cache's op modules: not the runtime, which the first module loaded builds too."""
-    return sorted(
-        p.name
-        for p in (cache_dir / "entries").iterdir()
-        if not (p / "manifest.json").is_file()
-        or '"libsection_runtime"' not in (p / "manifest.json").read_text()
-    )
+    return sorted(p.name for p in (cache_dir / "entries").iterdir())
 
 
 @pytest.fixture
 def blocking_compiler(tmp_path):
-    """A CXX that signals when it starts compiling a module, then waits for a release file.
-
-    The runtime, which a process builds before its first module (as it does the precompiled
-    header), compiles at once."""
+    """A CXX that signals when it starts compiling, then waits for a release file."""
     started, release = tmp_path / "started", tmp_path / "release"
     script = tmp_path / "blocking-c++"
     script.write_text(
         "#!/bin/sh\n"
-        'for a in "$@"; do\n'
-        '  case "$a" in *.cpp) grep -q libsection_runtime_table "$a" && exec g++ "$@";; esac\n'
-        "done\n"
         'for a in "$@"; do\n'
         '  if [ "$a" = "-c" ]; then\n'
         f'    touch "{started}"\n'
@@ -377,16 +365,14 @@ SWAPPING_DLOPEN = r"""
 #include <stdlib.h>
 #include <string.h>
 /* Swaps the cache entry for a planted one right before the module is loaded: the window
-   between verifying an entry and loading it. SWAP_AT counts the entries loaded first (the
-   runtime, which a process loads before its first module). */
+   between verifying an entry and loading it. */
 void* dlopen(const char* file, int mode) {
-    static int swapped, seen;
+    static int swapped;
     static void* (*real)(const char*, int);
     if (!real) real = (void* (*)(const char*, int))dlsym(RTLD_NEXT, "dlopen");
     const char* entry = getenv("SWAP_ENTRY");
     if (!swapped && file && entry &&
-        (strstr(file, "/entries/") || strncmp(file, "/proc/self/fd/", 14) == 0) &&
-        ++seen > atoi(getenv("SWAP_AT") ? getenv("SWAP_AT") : "0")) {
+        (strstr(file, "/entries/") || strncmp(file, "/proc/self/fd/", 14) == 0)) {
         swapped = 1;
         rename(entry, getenv("SWAP_ASIDE"));
         rename(getenv("SWAP_PLANTED"), entry);
@@ -427,7 +413,6 @@ def test_swapping_the_entry_between_verification_and_loading_loads_the_verified_
         cache_dir,
         LD_PRELOAD=str(compile_shared(tmp_path, "swap", SWAPPING_DLOPEN)),
         SWAP_ENTRY=str(entry),
-        SWAP_AT="1",  # the runtime is loaded first
         SWAP_PLANTED=str(planted),
         SWAP_ASIDE=str(tmp_path / "aside"),
         PLANTED_MARKER=str(marker),

@@ -54,9 +54,8 @@ def test_a_cold_process_logs_setup_and_compile_once_and_writes_nothing_to_stderr
     )
     assert isinstance(seconds, float) and seconds > 0
     setup = [r[1] for r in records if "one-time setup" in r[1]]
-    assert sum(m.startswith("one-time setup: precompiling") for m in setup) <= 1  # GCC only
-    assert sum(m.startswith("one-time setup: compiled libsection_runtime in ") for m in setup) == 1
-    assert len(setup) <= 2
+    # The precompiled header (GCC only); the runtime comes built with the package.
+    assert len(setup) <= 1 and all(m.startswith("one-time setup: precompiling") for m in setup)
     assert all(not r[1].startswith("libsection:") for r in records)
 
 

@@ -1,4 +1,4 @@
-"""The runtime: the built-in types' glue, compiled once and shared by the modules of a process.
+"""The runtime: the built-in types' glue, built with the package, shared by a process's modules.
 
 Scalars and arrays that are inputs or outputs go through the runtime; params fields keep the
 glue their types generate. The two must agree on every value: what converts, to what, and the
@@ -108,24 +108,62 @@ def test_scalar_inputs_convert_and_fail_as_params_fields_do(tmp_path, dtype):
 SHARE = """
 import json, sys
 from pathlib import Path
+import libsection
 from libsection import _core, build
 for dtype in ("int32", "float32"):
     assert build(sys.argv[1], "APPLY_SPECIFIC(f)", [dtype], [dtype])(2) == 2
 entries = Path(_core.cache_dir()) / "entries"
-print(json.dumps([json.loads(m.read_text())["ops"] for m in entries.glob("*/manifest.json")]))
+maps = Path("/proc/self/maps").read_text().splitlines()
+print(json.dumps({
+    "ops": [json.loads(m.read_text())["ops"] for m in entries.glob("*/manifest.json")],
+    "runtimes": sorted({line.split()[-1] for line in maps if line.endswith("_runtime.so")}),
+    "package": str(Path(libsection.__file__).parent),
+}))
 """
 
 
-def test_modules_of_a_process_share_one_runtime(tmp_path):
-    """In a process of its own: the runtime is built in the cache of the first module loaded."""
+def test_modules_of_a_process_share_the_packaged_runtime(tmp_path):
+    """In a process of its own: two modules compile, the runtime does not; one copy is loaded,
+    the package's."""
     (tmp_path / "pass.c").write_text(PASS_SCALAR)
     env = {**os.environ, "LIBSECTION_CACHE_DIR": str(tmp_path / "cache")}
     out = subprocess.run(
         [sys.executable, "-c", SHARE, str(tmp_path / "pass.c")],
         env=env, capture_output=True, text=True, check=True, timeout=600,
     )  # fmt: skip
-    ops = json.loads(out.stdout.strip().splitlines()[-1])
-    assert sorted(ops) == [["libsection_runtime"], ["pass"], ["pass"]]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert sorted(seen["ops"]) == [["pass"], ["pass"]]
+    assert seen["runtimes"] == [str(Path(seen["package"]) / "_runtime.so")]
+
+
+def test_an_install_without_its_runtime_says_so_and_what_to_do(tmp_path):
+    """A package whose _runtime.so is gone (a broken install) fails the first build with a
+    LinkError naming the file, not a crash or a missing symbol."""
+    import libsection
+
+    copy = tmp_path / "site" / "libsection"
+    shutil.copytree(Path(libsection.__file__).resolve().parent, copy, symlinks=False)
+    (copy / "_runtime.so").unlink()
+    (tmp_path / "pass.c").write_text(PASS_SCALAR)
+    script = (
+        "import libsection, sys\n"
+        "try:\n"
+        "    libsection.build(sys.argv[1], 'APPLY_SPECIFIC(f)', ['int32'], ['int32'])\n"
+        "except libsection.LinkError as e:\n"
+        "    print(e)\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(copy.parent),
+        "LIBSECTION_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "pass.c")],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert f"cannot load libsection's runtime {copy / '_runtime.so'}: " in out.stdout
+    assert "reinstall libsection" in out.stdout
 
 
 @pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")

@@ -48,9 +48,8 @@ def shared(tmp_path_factory):
 def test_the_first_machine_compiles_and_stores_the_object_in_redis(shared):
     build, stats = shared["first"]
     assert build["compiled"] and build["result"] == [0.0, 2.0, 4.0]
-    # Two objects: the op's module and the runtime every module of a process shares.
-    assert misses(stats) == 2 and hits(stats) == 0, stats
-    assert stats["stats"]["cache_writes"] == 2, stats
+    assert misses(stats) == 1 and hits(stats) == 0, stats
+    assert stats["stats"]["cache_writes"] == 1, stats
     assert stats["cache_location"].startswith("redis"), stats["cache_location"]
     assert shared["keys"] >= 1  # the object is in Redis, not on the machine's disk
     assert not any((shared["work"] / "first" / "sccache" / "local").rglob("*.o*"))
@@ -63,11 +62,11 @@ def test_the_second_machine_takes_the_object_from_redis(shared):
     assert build["compiled"] and build["result"] == [0.0, 2.0, 4.0]
     assert build["key"] == first["key"]
     assert Path(build["library"]).parents[2] == shared["work"] / "second" / "libsection-cache"
-    assert hits(stats) == 2 and misses(stats) == 0, stats
+    assert hits(stats) == 1 and misses(stats) == 0, stats
     assert stats["stats"]["compilations"] == 0, stats
 
 
 def test_a_machine_under_another_key_prefix_does_not_see_the_object(shared):
     build, stats = shared["elsewhere"]
     assert build["compiled"] and build["result"] == [0.0, 2.0, 4.0]
-    assert misses(stats) == 2 and hits(stats) == 0, stats
+    assert misses(stats) == 1 and hits(stats) == 0, stats

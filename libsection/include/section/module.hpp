@@ -112,9 +112,6 @@ struct ModuleSource {
   std::vector<std::string> compile_args;
   std::vector<std::string> op_names;
   std::vector<std::string> input_types, output_types;  ///< `describe()` of each, for messages
-  /// Built once per cache key for every module (the runtime): its compile is logged as part of
-  /// the one-time setup, as the precompiled header's is, not as an op's.
-  bool setup = false;
   /// What the text is compiled as: C only when every op of the graph is declared C and the
   /// text is C (it then starts with `module_prelude` and `c_module_prelude`); part of the key.
   Language language = Language::cxx;
@@ -236,8 +233,8 @@ inline constexpr char const* module_prelude =
     "  (LIBSECTION_OUTLINE_REFS ? libsection_incref((PyObject*)(o)) : Py_INCREF(o))\n"
     "#define LIBSECTION_XDECREF(o) \\\n"
     "  (LIBSECTION_OUTLINE_REFS ? libsection_xdecref((PyObject*)(o)) : Py_XDECREF(o))\n"
-    // The runtime (see `runtime_source`): the glue of the built-in types, compiled once per
-    // cache key and reached through this table, which `libsection_module_init` receives. A
+    // The runtime (see `runtime_source`): the glue of the built-in types, built with the
+    // Python package and reached through this table, which `libsection_module_init` receives. A
     // module's node table has one `libsection_var` per variable the runtime handles: its kind
     // (`RuntimeVar::Kind`), NumPy type number, dimensions (arrays) or item size (scalars), and
     // the two strings its messages quote. `value` points at the variable's C value.
@@ -270,13 +267,11 @@ inline constexpr char const* module_prelude =
     "#endif\n"
     "#endif\n";
 
-/// The runtime's C++ source (valid C too): the prelude, the functions of `libsection_runtime`
-/// and a module's entry points, with `libsection_runtime_table` returning the table. Built and
-/// loaded like a module, once per process; every module's `libsection_module_init` gets it.
+/// The runtime's C++ source (valid C too): the prelude, the functions of `libsection_runtime`,
+/// `libsection_abi_version` and `libsection_runtime_table`. The Python package compiles it into
+/// `libsection/_runtime.so` (python/CMakeLists.txt); its loader loads it once per process, and
+/// every module's `libsection_module_init` gets the table.
 std::string runtime_source();
-
-/// The runtime's name, as the cache and messages show it.
-inline constexpr char const* runtime_name = "libsection_runtime";
 
 /// What a module compiled as C has after `module_prelude`: `bool`, `true` and `false`, which
 /// PyTensor's C code uses (C++ has them built in; C before C23 from this header).

@@ -1,7 +1,8 @@
 // The runtime: the glue of the built-in types (NumPy arrays and scalars, Python objects) that
-// every module used to generate, compiled once per cache key and shared by the modules of a
-// process through the `libsection_runtime` table (declared in the prelude). A module keeps only
-// its node table and one call per variable; its compile time no longer grows with this code.
+// every module used to generate, compiled with the Python package (python/CMakeLists.txt) and
+// shared by the modules of a process through the `libsection_runtime` table (declared in the
+// prelude). A module keeps only its node table and one call per variable; its compile time no
+// longer grows with this code, and no user's first build compiles it.
 //
 // Each function does what the type's `c_extract`/`c_init`/`c_sync`/`c_cleanup` text does for
 // the variable (ctype.cpp), with the same checks, exception types and messages: the array
@@ -235,45 +236,32 @@ static void libsection_rt_set_cxx_error(const char* where) {
 #define LIBSECTION_RT_CXX_ERROR NULL
 #endif
 
-/* NumPy's API fields are filled by libsection_module_init, which the loader calls first. */
+/* NumPy's API fields are filled by the table's first call. */
 static libsection_runtime libsection_rt_table = {
     LIBSECTION_RUNTIME_ABI, libsection_rt_extract, libsection_rt_extract_output,
     libsection_rt_init,     libsection_rt_store_output, libsection_rt_cleanup,
     LIBSECTION_RT_CXX_ERROR, NULL, 0};
 
+/* The loader's two entry points: the ABI, checked first, then the table, which imports
+   NumPy's API on its first call (NULL, with the exception set, when that fails). */
+LIBSECTION_EXPORT int libsection_abi_version(void) { return LIBSECTION_RUNTIME_ABI; }
 LIBSECTION_EXPORT const libsection_runtime* libsection_runtime_table(void) {
+  if (!libsection_rt_table.numpy_api) {
+    if (_import_array() < 0) return NULL;
+    libsection_rt_table.numpy_api = PyArray_API;
+#if NPY_ABI_VERSION >= 0x02000000
+    libsection_rt_table.numpy_version = PyArray_RUNTIME_VERSION;
+#endif
+  }
   return &libsection_rt_table;
 }
-
-/* A module's entry points, so the runtime is built, verified and loaded as modules are. */
-LIBSECTION_EXPORT int libsection_abi_version(void) { return LIBSECTION_RUNTIME_ABI; }
-LIBSECTION_EXPORT PyObject* libsection_module_init(const void* runtime) {
-  (void)runtime;
-  if (_import_array() < 0) return NULL;
-  libsection_rt_table.numpy_api = PyArray_API;
-#if NPY_ABI_VERSION >= 0x02000000
-  libsection_rt_table.numpy_version = PyArray_RUNTIME_VERSION;
-#endif
-  return Py_None;
-}
-LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage) {
-  (void)storage;
-  PyErr_SetString(PyExc_TypeError, "the libsection runtime has no op");
-  return NULL;
-}
-LIBSECTION_EXPORT int libsection_instance_run(void* self) {
-  (void)self;
-  return -1;
-}
-LIBSECTION_EXPORT void libsection_instance_free(void* self) { (void)self; }
 )";
 
 }  // namespace
 
 std::string runtime_source() {
   // Named by a #line, as a module's code is: `__FILE__` in Python's macros (asserts) would
-  // otherwise paste the compile's temporary path in, and a shared compiler cache could never
-  // reuse the object on another machine.
+  // otherwise paste the build folder's path into the package.
   return "// The libsection " LIBSECTION_VERSION " runtime\n#line 2 \"<libsection-runtime>\"\n" +
          std::string(module_prelude) + "#define LIBSECTION_RUNTIME_ABI " +
          std::to_string(module_abi_version) + "\n" + runtime_functions;
