@@ -9,7 +9,9 @@
 // checks are the prelude's own functions, the messages come from the node table, which the
 // types fill (`CType::runtime_var`).
 #include <string>
+#include <utility>
 
+#include "section/ctype.hpp"
 #include "section/module.hpp"
 
 namespace section {
@@ -48,30 +50,30 @@ static void libsection_rt_store_int(void* value, int size, unsigned long long bi
    exception. */
 static int libsection_rt_convert(PyObject* py, void* value, const libsection_var* var) {
   switch (var->kind) {
-    case 1: /* array */
+    case LIBSECTION_RT_ARRAY:
       *(PyArrayObject**)value = NULL;
       if (libsection_check_tensor(py, var->typenum, var->n, var->a, var->b)) return -1;
       *(PyArrayObject**)value = (PyArrayObject*)py;
       Py_INCREF(py);
       return 0;
-    case 3: /* PyTensor's array */
+    case LIBSECTION_RT_PT_ARRAY:
       *(PyArrayObject**)value = NULL;
       if (libsection_pt_extract(py, var->typenum, var->a)) return -1;
       *(PyArrayObject**)value = (PyArrayObject*)py;
       Py_INCREF(py);
       return 0;
-    case 2: /* an object */
-    case 4: /* PyTensor's array, unchecked */
+    case LIBSECTION_RT_OBJECT:
+    case LIBSECTION_RT_PT_ARRAY_UNCHECKED:
       *(PyObject**)value = py;
       Py_XINCREF(py);
       return 0;
-    case 5: /* bool */
+    case LIBSECTION_RT_BOOL:
       if (py == Py_True || py == Py_False || PyArray_IsScalar(py, Bool)) {
         *(npy_bool*)value = (npy_bool)PyObject_IsTrue(py);
         return 0;
       }
       return libsection_rt_type_error(var, py);
-    case 8: { /* float32, float64 */
+    case LIBSECTION_RT_FLOAT: { /* float32, float64 */
       double v = PyFloat_AsDouble(py);
       if (v == -1.0 && PyErr_Occurred()) return libsection_rt_type_error(var, py);
       /* A finite value a float32 cannot hold is refused; inf and nan pass. */
@@ -81,12 +83,12 @@ static int libsection_rt_convert(PyObject* py, void* value, const libsection_var
       else *(npy_float64*)value = (npy_float64)v;
       return 0;
     }
-    case 6:   /* signed integers */
-    case 7: { /* unsigned integers */
+    case LIBSECTION_RT_INT:
+    case LIBSECTION_RT_UINT: {
       PyObject* index = PyNumber_Index(py);
       if (!index) return libsection_rt_type_error(var, py);
       int const bits = var->n * 8;
-      if (var->kind == 6) {
+      if (var->kind == LIBSECTION_RT_INT) {
         long long v = PyLong_AsLongLong(index);
         Py_DECREF(index);
         long long const high = bits == 64 ? (long long)INT64_MAX : (1LL << (bits - 1)) - 1;
@@ -116,18 +118,19 @@ static int libsection_rt_convert(PyObject* py, void* value, const libsection_var
 
 /* c_init */
 static void libsection_rt_clear(void* value, const libsection_var* var) {
-  if (var->kind >= 5) libsection_rt_store_int(value, var->n, 0);
+  if (LIBSECTION_RT_IS_SCALAR(var)) libsection_rt_store_int(value, var->n, 0);
   else *(PyObject**)value = NULL;
 }
 
 /* The common case, an array exactly as declared, decided without calls: what the checks of
-   kinds 1 and 3 accept at once (the same type number is an equivalent one). */
+   the array kinds accept at once (the same type number is an equivalent one). */
 static int libsection_rt_as_declared(PyObject* py, const libsection_var* var) {
   PyArrayObject* a = (PyArrayObject*)py;
   if (Py_TYPE(py) != &PyArray_Type || PyArray_TYPE(a) != var->typenum || !PyArray_ISALIGNED(a))
     return 0;
-  if (var->kind == 1) return PyArray_NDIM(a) == var->n && !PyArray_ISBYTESWAPPED(a);
-  return var->kind == 3;
+  if (var->kind == LIBSECTION_RT_ARRAY)
+    return PyArray_NDIM(a) == var->n && !PyArray_ISBYTESWAPPED(a);
+  return var->kind == LIBSECTION_RT_PT_ARRAY;
 }
 
 static int libsection_rt_extract(PyObject* cell, PyObject** py, void* value,
@@ -135,7 +138,8 @@ static int libsection_rt_extract(PyObject* cell, PyObject** py, void* value,
   PyObject* object = PyList_GET_ITEM(cell, 0);
   Py_INCREF(object);
   *py = object;
-  if ((var->kind == 1 || var->kind == 3) && libsection_rt_as_declared(object, var)) {
+  if ((var->kind == LIBSECTION_RT_ARRAY || var->kind == LIBSECTION_RT_PT_ARRAY) &&
+      libsection_rt_as_declared(object, var)) {
     Py_INCREF(object);
     *(PyObject**)value = object;
     return 0;
@@ -163,9 +167,9 @@ static void libsection_rt_init(PyObject** py, void* value, const libsection_var*
 
 /* c_sync: `*py` becomes the value's object. */
 static int libsection_rt_sync(PyObject** py, void* value, const libsection_var* var) {
-  if (var->kind == 3 || var->kind == 4)
+  if (var->kind == LIBSECTION_RT_PT_ARRAY || var->kind == LIBSECTION_RT_PT_ARRAY_UNCHECKED)
     return libsection_pt_sync(py, *(PyArrayObject**)value);
-  if (var->kind >= 5) { /* a NumPy scalar of the exact dtype, as NumPy's reductions return */
+  if (LIBSECTION_RT_IS_SCALAR(var)) { /* a NumPy scalar of the exact dtype, as NumPy's reductions return */
     PyArray_Descr* descr = PyArray_DescrFromType(var->typenum);
     PyObject* scalar = descr ? PyArray_Scalar(value, descr, NULL) : NULL;
     Py_XDECREF(descr);
@@ -194,7 +198,7 @@ static int libsection_rt_sync(PyObject** py, void* value, const libsection_var* 
 
 /* c_cleanup, and the variable's reference to its object. */
 static void libsection_rt_cleanup(PyObject** py, void* value, const libsection_var* var) {
-  if (var->kind < 5) {
+  if (!LIBSECTION_RT_IS_SCALAR(var)) {
     Py_XDECREF(*(PyObject**)value);
     *(PyObject**)value = NULL;
   }
@@ -257,6 +261,28 @@ LIBSECTION_EXPORT const libsection_runtime* libsection_runtime_table(void) {
 }
 )";
 
+/// The node table's kinds as the runtime's C names them, from `RuntimeVar::Kind`, which the
+/// types write the tables with: the two cannot drift apart.
+std::string kind_names() {
+  using Kind = RuntimeVar::Kind;
+  // LIBSECTION_RT_IS_SCALAR relies on the scalar kinds coming last.
+  static_assert(Kind::scalar_bool > Kind::pytensor_array_unchecked &&
+                Kind::scalar_bool < Kind::scalar_int && Kind::scalar_int < Kind::scalar_uint &&
+                Kind::scalar_uint < Kind::scalar_float);
+  std::string out;
+  for (auto [name, kind] : {std::pair{"ARRAY", Kind::array},
+                            {"OBJECT", Kind::object},
+                            {"PT_ARRAY", Kind::pytensor_array},
+                            {"PT_ARRAY_UNCHECKED", Kind::pytensor_array_unchecked},
+                            {"BOOL", Kind::scalar_bool},
+                            {"INT", Kind::scalar_int},
+                            {"UINT", Kind::scalar_uint},
+                            {"FLOAT", Kind::scalar_float}})
+    out += std::string("#define LIBSECTION_RT_") + name + " " +
+           std::to_string(static_cast<int>(kind)) + "\n";
+  return out + "#define LIBSECTION_RT_IS_SCALAR(var) ((var)->kind >= LIBSECTION_RT_BOOL)\n";
+}
+
 }  // namespace
 
 std::string runtime_source() {
@@ -264,7 +290,7 @@ std::string runtime_source() {
   // otherwise paste the build folder's path into the package.
   return "// The libsection " LIBSECTION_VERSION " runtime\n#line 2 \"<libsection-runtime>\"\n" +
          std::string(module_prelude) + "#define LIBSECTION_RUNTIME_ABI " +
-         std::to_string(module_abi_version) + "\n" + runtime_functions;
+         std::to_string(module_abi_version) + "\n" + kind_names() + runtime_functions;
 }
 
 }  // namespace section
