@@ -7,7 +7,8 @@ Every row is a ratio measured in this run (the machines are noisy: compare withi
     it runs) compiling a graph of the tutorial's
     VectorTimesVector op in mode="CVM": cold (the op not yet compiled, each tool's one-time
     setup done) and cached (a new process finding it on disk); and the same above the floor, a
-    process that runs the same graph with a Python op (import, graph, rewrites, the VM);
+    process that runs the same graph with a Python op (import, graph, rewrites, the VM); the
+    drop-in both as it is (C++) and declared C (`language = "c"`, the same file);
   * graphs of 1, 5 and 20 distinct ops, cold, in one process;
   * the call `f(x, y)` at n = 1 and n = 10^6 in each mode, against PyTensor's own op in CVM,
     and the class API `op(x, y)` and the raw compiled op against NumPy's `x * y`.
@@ -56,6 +57,8 @@ if sys.argv[1] == "floor":  # the same process with a Python op: what no C op ca
 
 class ExternalVectorTimesVector(ExternalCOp):
     __props__ = ("path",)
+    if sys.argv[1] == "libsection-c":
+        language = "c"
     def __init__(self, path):
         self.path = path
         with warnings.catch_warnings():
@@ -177,7 +180,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         variants = Variants(tmp)
-        envs = {tool: fresh_env(tmp, tool) for tool in ("pytensor", "libsection")}
+        envs = {tool: fresh_env(tmp, tool) for tool in ("pytensor", "libsection", "libsection-c")}
         for tool, env in envs.items():  # one-time setup of each tool, outside the timings
             run(GRAPH, [tool, variants.new()], env)
 
@@ -195,33 +198,36 @@ def main() -> None:
             floors.append(run(GRAPH, ["floor", path], envs["pytensor"]))
         floor = median(floors)
         for label, data in (("cold", cold), ("cached", cached)):
-            ls, pt_ = median(data["libsection"]), median(data["pytensor"])
-            rows.append(
-                (
-                    f"new process, `pytensor.function` of the op in CVM, {label} "
-                    "(CPU time, imports and compilers included)",
-                    f"{ls:.2f} s",
-                    f"{pt_:.2f} s",
-                    f"{ls / pt_:.2f}×",
+            pt_ = median(data["pytensor"])
+            for tool, what in (("libsection", ""), ("libsection-c", ", the op declared C")):
+                ls = median(data[tool])
+                rows.append(
+                    (
+                        f"new process, `pytensor.function` of the op in CVM, {label}{what} "
+                        "(CPU time, imports and compilers included)",
+                        f"{ls:.2f} s",
+                        f"{pt_:.2f} s",
+                        f"{ls / pt_:.2f}×",
+                    )
                 )
-            )
-            # Below the floor is noise: the op costs nothing measurable there.
-            above = max(ls - floor, 0.0)
-            rows.append(
-                (
-                    f"the same, {label}, above the floor (the process with a Python op, "
-                    f"{floor:.2f} s)",
-                    f"{above:.2f} s",
-                    f"{pt_ - floor:.2f} s",
-                    f"{above / (pt_ - floor):.2f}×" if above else "at the floor",
+                # Below the floor is noise: the op costs nothing measurable there.
+                above = max(ls - floor, 0.0)
+                rows.append(
+                    (
+                        f"the same, {label}{what}, above the floor (the process with a Python "
+                        f"op, {floor:.2f} s)",
+                        f"{above:.2f} s",
+                        f"{pt_ - floor:.2f} s",
+                        f"{above / (pt_ - floor):.2f}×" if above else "at the floor",
+                    )
                 )
-            )
 
         for k in (1, 5, 20):
             print(f"[bench] a graph of {k} distinct ops, cold", file=sys.stderr)
-            times = {t: [] for t in envs}
+            times = {t: [] for t in ("pytensor", "libsection")}
             for _ in range(max(1, args.reps // 2)):
-                for tool, env in envs.items():
+                for tool in times:
+                    env = envs[tool]
                     times[tool].append(run(GRAPH, [tool, *[variants.new() for _ in range(k)]], env))
             ls, pt_ = median(times["libsection"]), median(times["pytensor"])
             rows.append(
