@@ -1,8 +1,9 @@
 """The runtime: the built-in types' glue, built with the package, shared by a process's modules.
 
-Scalars and arrays that are inputs or outputs go through the runtime; params fields keep the
-glue their types generate. The two must agree on every value: what converts, to what, and the
-exception type and message of what does not.
+Scalars and arrays that are inputs or outputs go through the runtime's node table; params
+fields call its conversion from the instance's own code, with their own labels. The two must
+agree on every value: what converts, to what, and the exception type and message of what does
+not.
 """
 
 from __future__ import annotations

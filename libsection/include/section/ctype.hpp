@@ -37,6 +37,9 @@ struct RuntimeVar {
   std::string a, b;
 };
 
+/// `var` as the C initializer of a `libsection_var` (`{kind, typenum, n, "a", "b"}`).
+std::string c_initializer(RuntimeVar const& var);
+
 /// `sub[key]`, or empty when `sub` has no such entry (an op without params has no `params`).
 std::string sub_value(Sub const& sub, std::string const& key);
 

@@ -93,7 +93,7 @@ class Graph {
 };
 
 /// Bumped whenever the layout of generated modules or their exported functions change.
-inline constexpr int module_abi_version = 2;
+inline constexpr int module_abi_version = 3;
 
 /// A generated module. Its exported C functions (all `extern "C"`):
 ///   `int libsection_abi_version(void)`
@@ -257,6 +257,8 @@ inline constexpr char const* module_prelude =
     "  void (*set_cxx_error)(const char* where);\n"
     "  void** numpy_api;\n"
     "  int numpy_version;\n"
+    // A value from its object, as `extract` converts an input's (params fields use it).
+    "  int (*convert)(PyObject* py, void* value, const libsection_var* var);\n"
     "} libsection_runtime;\n"
     // A module takes NumPy's API table from the runtime, which imported it (same headers).
     "#if NPY_ABI_VERSION >= 0x02000000\n"

@@ -321,9 +321,7 @@ std::string ModuleWriter::node_table() const {
   std::string t = "static const libsection_runtime* libsection_rt;\n";
   if (runtime_vars_.empty()) return t;
   t += "static const libsection_var libsection_vars[] = {\n";
-  for (auto const& e : runtime_vars_)
-    t += "{" + std::to_string(static_cast<int>(e.kind)) + ", " + std::to_string(e.typenum) + ", " +
-         std::to_string(e.n) + ", " + c_string_literal(e.a) + ", " + c_string_literal(e.b) + "},\n";
+  for (auto const& e : runtime_vars_) t += c_initializer(e) + ",\n";
   return t + "};\n";
 }
 

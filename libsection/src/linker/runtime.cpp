@@ -244,7 +244,7 @@ static void libsection_rt_set_cxx_error(const char* where) {
 static libsection_runtime libsection_rt_table = {
     LIBSECTION_RUNTIME_ABI, libsection_rt_extract, libsection_rt_extract_output,
     libsection_rt_init,     libsection_rt_store_output, libsection_rt_cleanup,
-    LIBSECTION_RT_CXX_ERROR, NULL, 0};
+    LIBSECTION_RT_CXX_ERROR, NULL, 0, libsection_rt_convert};
 
 /* The loader's two entry points: the ABI, checked first, then the table, which imports
    NumPy's API on its first call (NULL, with the exception set, when that fails). */

@@ -27,14 +27,6 @@ std::string fail_of(Sub const& sub) {
   return it->second;
 }
 
-// A scalar's conversion failed: a TypeError naming what it got, then the failure code; `indent`
-// is the block's own (the text is part of every cache key, so it stays as it was written).
-std::string scalar_type_error(std::string const& message, std::string const& py,
-                              std::string const& fail, std::string const& indent) {
-  return indent + "PyErr_Format(PyExc_TypeError, " + c_string_literal(message) + ", Py_TYPE(" + py +
-         ")->tp_name);\n" + indent + fail + "\n";
-}
-
 std::string ndim_text(int ndim) {
   if (ndim == 0) return "[]";
   std::string s = "[";
@@ -175,17 +167,6 @@ ScalarKind kind_of(DtypeInfo const& d) {
                               "` is not supported (use bool, int*, uint* or float32/float64)");
 }
 
-// Range of an integer dtype as C literals, for the overflow check after conversion.
-std::pair<std::string, std::string> int_range(DtypeInfo const& d, bool is_signed) {
-  int const bits = d.itemsize * 8;
-  if (is_signed) {
-    if (bits == 64) return {"INT64_MIN", "INT64_MAX"};
-    return {"-" + std::to_string(1LL << (bits - 1)), std::to_string((1LL << (bits - 1)) - 1)};
-  }
-  if (bits == 64) return {"0", "UINT64_MAX"};
-  return {"0", std::to_string((1ULL << bits) - 1) + "ULL"};
-}
-
 class ScalarType final : public CType {
  public:
   explicit ScalarType(DtypeInfo dtype) : dtype_(std::move(dtype)), kind_(kind_of(dtype_)) {}
@@ -198,60 +179,11 @@ class ScalarType final : public CType {
   std::string c_init(std::string const& name, Sub const&) const override {
     return name + " = 0;\n";
   }
+  // A params field converts as an input does: by the runtime's function, with its messages.
   std::string c_extract(std::string const& name, Sub const& sub, bool) const override {
-    std::string const fail = fail_of(sub);
-    std::string const label = label_of(sub);
-    std::string const py = "py_" + name;
-    switch (kind_) {
-      case ScalarKind::floating:
-        return "{\n  double value_ = PyFloat_AsDouble(" + py +
-               ");\n"
-               "  if (value_ == -1.0 && PyErr_Occurred()) {\n" +
-               scalar_type_error(label + ": expected a real number for " + dtype_.name + ", got %s",
-                                 py, fail, "    ") +
-               "  }\n" + float_range_check(label, fail) + "  " + name + " = (" + dtype_.c_type +
-               ")value_;\n}\n";
-      case ScalarKind::boolean:
-        return "if (" + py + " == Py_True || " + py + " == Py_False || PyArray_IsScalar(" + py +
-               ", Bool)) {\n  " + name + " = (npy_bool)PyObject_IsTrue(" + py + ");\n} else {\n" +
-               scalar_type_error(label + ": expected a bool, got %s", py, fail, "  ") + "}\n";
-      case ScalarKind::signed_int:
-      case ScalarKind::unsigned_int: {
-        bool const is_signed = kind_ == ScalarKind::signed_int;
-        auto [low, high] = int_range(dtype_, is_signed);
-        std::string const wide = is_signed ? "long long" : "unsigned long long";
-        std::string const convert =
-            is_signed ? "PyLong_AsLongLong(index_)" : "PyLong_AsUnsignedLongLong(index_)";
-        return "{\n  PyObject* index_ = PyNumber_Index(" + py +
-               ");\n"
-               "  if (!index_) {\n" +
-               scalar_type_error(label + ": expected an integer for " + dtype_.name + ", got %s",
-                                 py, fail, "    ") +
-               "  }\n  " + wide + " value_ = " + convert +
-               ";\n  Py_DECREF(index_);\n"
-               "  if ((value_ == (" +
-               wide + ")-1 && PyErr_Occurred()) || value_ < " + low + " || value_ > " + high +
-               ") {\n"
-               "    PyErr_Clear();\n"
-               "    PyErr_SetString(PyExc_OverflowError, " +
-               c_string_literal(label + ": value out of range for " + dtype_.name) + ");\n    " +
-               fail +
-               "\n  }\n"
-               "  " +
-               name + " = (" + dtype_.c_type + ")value_;\n}\n";
-      }
-    }
-    return {};
-  }
-  // A finite value a float32 cannot hold is refused, as an integer out of range is (a cast
-  // would make it inf). inf and nan pass: float32 holds them.
-  std::string float_range_check(std::string const& label, std::string const& fail) const {
-    if (dtype_.itemsize != 4) return {};
-    return "  if (value_ - value_ == 0 && (value_ > 3.4028234663852886e+38 || "
-           "value_ < -3.4028234663852886e+38)) {\n"
-           "    PyErr_SetString(PyExc_OverflowError, " +
-           c_string_literal(label + ": value out of range for " + dtype_.name) + ");\n    " + fail +
-           "\n  }\n";
+    return "{\n  static const libsection_var var_ = " + c_initializer(*runtime_var(sub, true)) +
+           ";\n  if (libsection_rt->convert(py_" + name + ", &" + name + ", &var_)) {\n    " +
+           fail_of(sub) + "\n  }\n}\n";
   }
 
   std::string c_sync(std::string const& name, Sub const&) const override {
@@ -498,6 +430,12 @@ CTypePtr ctype_for(TypeSpec const& spec) {
   if (!dtype) throw std::invalid_argument("unknown dtype `" + spec.dtype + "`");
   if (spec.kind == TypeSpec::Kind::scalar) return scalar_type(*dtype);
   return tensor_type(*dtype, spec.ndim);
+}
+
+std::string c_initializer(RuntimeVar const& var) {
+  return "{" + std::to_string(static_cast<int>(var.kind)) + ", " + std::to_string(var.typenum) +
+         ", " + std::to_string(var.n) + ", " + c_string_literal(var.a) + ", " +
+         c_string_literal(var.b) + "}";
 }
 
 std::string sub_value(Sub const& sub, std::string const& key) {
