@@ -137,6 +137,20 @@ def test_modules_of_a_process_share_the_packaged_runtime(tmp_path):
     assert seen["runtimes"] == [str(Path(seen["package"]) / "_runtime.so")]
 
 
+def test_import_array_in_init_code_is_kept_and_needs_nothing(tmp_path):
+    """PyTensor's TensorType puts `import_array()` in every module's init code; the module has
+    the runtime's NumPy table by then, so it compiles to nothing, with or without its `;`."""
+    (tmp_path / "init.c").write_text(
+        "#section init_code\nimport_array()\nimport_array();\n" + PASS_SCALAR
+    )
+    op = build(tmp_path / "init.c", "APPLY_SPECIFIC(f)", ["int32"], ["int32"])
+    assert op(5) == 5
+    text = (Path(_core.cache_dir()) / "entries" / op.info["key"] / "source.cpp").read_text()
+    assert "import_array()\nimport_array();" in text
+    # NumPy's _import_array looks its table up by this capsule name: not compiled in.
+    assert b"_ARRAY_API" not in Path(op.info["library"]).read_bytes()
+
+
 def test_an_install_without_its_runtime_says_so_and_what_to_do(tmp_path):
     """A package whose _runtime.so is gone (a broken install) fails the first build with a
     LinkError naming the file, not a crash or a missing symbol."""

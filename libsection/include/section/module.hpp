@@ -260,13 +260,19 @@ inline constexpr char const* module_prelude =
     // A value from its object, as `extract` converts an input's (params fields use it).
     "  int (*convert)(PyObject* py, void* value, const libsection_var* var);\n"
     "} libsection_runtime;\n"
-    // A module takes NumPy's API table from the runtime, which imported it (same headers).
+    // A module takes NumPy's API table from the runtime, which imported it: the running NumPy's
+    // table, whichever NumPy headers either was compiled with.
     "#if NPY_ABI_VERSION >= 0x02000000\n"
     "#define LIBSECTION_USE_RUNTIME_NUMPY(rt) \\\n"
     "  (PyArray_API = (rt)->numpy_api, PyArray_RUNTIME_VERSION = (rt)->numpy_version)\n"
     "#else\n"
     "#define LIBSECTION_USE_RUNTIME_NUMPY(rt) (PyArray_API = (rt)->numpy_api)\n"
     "#endif\n"
+    // So `import_array()`, which PyTensor's TensorType puts in every module's init code, has
+    // nothing left to import when it runs: NumPy's `_import_array` it expands to was 15% of a
+    // small module's compile. A block, as NumPy's is, so a call without `;` still compiles.
+    "#undef import_array\n"
+    "#define import_array() {}\n"
     "#endif\n";
 
 /// The runtime's C++ source (valid C too): the prelude, the functions of `libsection_runtime`,
