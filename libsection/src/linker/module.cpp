@@ -428,7 +428,7 @@ std::string ModuleWriter::heading() const {
   t += "#define LIBSECTION_OUTLINE_REFS " +
        std::string(names_.size() > inline_refs_up_to ? "1" : "0") + "\n";
   if (module_.language == Language::c) t += c_module_prelude;
-  t += "#ifdef __cplusplus\n#include <exception>\n"
+  t += "#ifdef __cplusplus\n"
        "#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n#else\n"
        "#define LIBSECTION_EXPORT __attribute__((visibility(\"default\")))\n#endif\n";
   for (auto const& h : headers_) t += include_line(h);

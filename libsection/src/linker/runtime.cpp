@@ -225,7 +225,6 @@ static int libsection_rt_store_output(PyObject* cell, PyObject** py, void* value
 }
 
 #ifdef __cplusplus
-#include <exception>
 static void libsection_rt_set_cxx_error(const char* where) {
   try {
     throw;
