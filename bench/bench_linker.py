@@ -3,7 +3,8 @@
     python bench/bench_linker.py [--reps 3]     (in a venv with libsection installed: ./dev bench)
 
 Measures, for the tutorial's VectorTimesVector op (builds in CPU time, the compilers' included):
-  * cold build of the op module, each tool's one-time setup already done (fresh process each);
+  * cold build of the op module, each tool's one-time setup already done (fresh process each),
+    and the same op declared C (`build(..., language="c")`, the same file);
   * the first build ever: a whole process with fresh caches, one-time setup and imports included;
   * a new process loading the cached op;
   * calls at n = 1, 10^3, 10^6 against NumPy `x * y` and PyTensor `f(x, y)`;
@@ -84,7 +85,7 @@ from libsection._build import build
 
 start, cpu_start = time.perf_counter(), cpu_now()
 f = build(sys.argv[1], "APPLY_SPECIFIC(vector_times_vector)", inputs=["float64[:]"] * 2,
-          outputs=["float64[:]"], name="VectorTimesVector")
+          outputs=["float64[:]"], name="VectorTimesVector", language=sys.argv[2])
 seconds = time.perf_counter() - start
 cpu = cpu_now() - cpu_start
 a = np.arange(10.0)
@@ -94,9 +95,9 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "compiled": f.info["compiled"]
 )
 
 
-def run_fresh(code: str, path: Path, env: dict) -> dict:
+def run_fresh(code: str, path: Path, env: dict, language: str = "c++") -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", code, str(path)],
+        [sys.executable, "-c", code, str(path), language],
         env=env,
         text=True,
         capture_output=True,
@@ -130,7 +131,8 @@ def build_times(reps, variants, pt_env, ls_env):
     `pytensor.function` or `build()` call with its compilers."""
     run_fresh(PYTENSOR_BUILD, variants.new(), pt_env)  # one-time setup for each tool
     run_fresh(LIBSECTION_BUILD, variants.new(), ls_env)
-    cold = {"pytensor": [], "libsection": []}
+    run_fresh(LIBSECTION_BUILD, variants.new(), ls_env, "c")  # a C module's own header
+    cold = {"pytensor": [], "libsection": [], "libsection C": []}
     warm = {"pytensor": [], "libsection": []}
     for _ in range(reps):
         path = variants.new()
@@ -138,6 +140,9 @@ def build_times(reps, variants, pt_env, ls_env):
         result = run_fresh(LIBSECTION_BUILD, path, ls_env)
         assert result["compiled"], "libsection found a cold variant in its cache"
         cold["libsection"].append(result["cpu"])
+        result = run_fresh(LIBSECTION_BUILD, path, ls_env, "c")
+        assert result["compiled"], "libsection found a cold C variant in its cache"
+        cold["libsection C"].append(result["cpu"])
         warm["pytensor"].append(run_fresh(PYTENSOR_BUILD, path, pt_env)["cpu"])
         result = run_fresh(LIBSECTION_BUILD, path, ls_env)
         assert not result["compiled"], "libsection recompiled a cached op"
@@ -182,7 +187,7 @@ def parallel_builds(reps, variants, env, code):
         start = time.perf_counter()
         processes = [
             subprocess.Popen(
-                [sys.executable, "-c", code, str(p)],
+                [sys.executable, "-c", code, str(p), "c++"],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -348,9 +353,9 @@ def main():
         print("memory ...", file=sys.stderr)
         growth = memory_growth()
 
-    def against_pytensor(label, seconds, target):
-        """A row of medians, libsection's and PyTensor's, and their ratio."""
-        ours, theirs = seconds["libsection"], seconds["pytensor"]
+    def against_pytensor(label, seconds, target, ours="libsection"):
+        """A row of medians, libsection's (or `ours`) and PyTensor's, and their ratio."""
+        ours, theirs = seconds[ours], seconds["pytensor"]
         return (
             label,
             fmt_time(ours),
@@ -365,6 +370,9 @@ def main():
 
     rows = [
         against_pytensor("cold build, setup done (CPU)", medians(cold), "≤ 0.12×"),
+        against_pytensor(
+            "the same, the op declared C (CPU)", medians(cold), "", ours="libsection C"
+        ),
         against_pytensor(
             "first build ever, new process (setup and imports included, CPU)",
             medians(first),
