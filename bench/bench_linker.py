@@ -29,23 +29,13 @@ import time
 import warnings
 from pathlib import Path
 
-from timefmt import ONE_BLAS_THREAD, children_cpu, fmt_time  # bench/ is the script's own folder
+from timefmt import CPU_NOW, ONE_BLAS_THREAD, children_cpu, fmt_time  # bench/: this folder
 
 ROOT = Path(__file__).resolve().parent.parent
 VTV_SOURCE = ROOT / "ops" / "vector_times_vector" / "vectorTimesVector.c"
 FUNC = "APPLY_SPECIFIC(vector_times_vector)"
 
 # ---- code run in fresh processes --------------------------------------------------------------
-
-# The build's CPU time: this process's and its compilers' (children it waited for).
-CPU_NOW = """
-import resource
-def cpu_now():
-    return sum(
-        u.ru_utime + u.ru_stime
-        for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    )
-"""
 
 PYTENSOR_BUILD = (
     CPU_NOW

@@ -22,18 +22,20 @@ import tempfile
 import time
 from pathlib import Path
 
-BUILD = """
-import json, resource, sys, time
+from timefmt import CPU_NOW  # bench/ is the script's own folder
+
+BUILD = (
+    CPU_NOW
+    + """
+import json, sys, time
 from libsection import build
-def cpu():  # this process's and its compilers' (children it waited for)
-    return sum(u.ru_utime + u.ru_stime
-               for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 n = int(sys.argv[2])
-start, cpu_start = time.perf_counter(), cpu()
+start, cpu_start = time.perf_counter(), cpu_now()
 f = build(sys.argv[1], "APPLY_SPECIFIC(first)", inputs=["float64[:]"] * n, outputs=["float64[:]"])
-print(json.dumps({"seconds": time.perf_counter() - start, "cpu": cpu() - cpu_start,
+print(json.dumps({"seconds": time.perf_counter() - start, "cpu": cpu_now() - cpu_start,
                   "compiled": f.info["compiled"]}))
 """
+)
 
 
 def source(n: int, variant: str) -> str:

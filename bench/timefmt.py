@@ -25,3 +25,15 @@ def fmt_time(seconds: float | None) -> str:
     if seconds < 1:
         return f"{seconds * 1e3:.1f} ms"
     return f"{seconds:.2f} s"
+
+
+# For code run in a fresh process that times part of itself: `cpu_now()`, the CPU seconds of
+# the process and of the compilers (children) it waited for.
+CPU_NOW = """
+import resource
+def cpu_now():
+    return sum(
+        u.ru_utime + u.ru_stime
+        for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    )
+"""

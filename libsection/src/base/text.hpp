@@ -20,10 +20,10 @@ std::string location_text(SourceRange const& r, SourceManager const& sm);
 /// and swaps of two neighbours, each counting one. Quadratic: meant for short names.
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
-/// A space or a tab: the blanks that separate the words of a signature or a function name.
 /// `text` as a C string literal, quotes and backslashes escaped (for generated code).
 std::string c_string_literal(std::string_view text);
 
+/// A space or a tab: the blanks that separate the words of a signature or a function name.
 inline bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 /// Replaces every occurrence of `from` in `text` by `to`, left to right; text `to` brings in is

@@ -301,10 +301,10 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
         // One record per compile, after it, so it can carry the time (a cache hit says nothing).
         char took[32];
         std::snprintf(took, sizeof took, "%.3f", seconds);
-        std::string const what = "compiled " + join_names(module.op_names) + "(" +
-                                 join_names(module.input_types) + ") -> " +
-                                 join_names(module.output_types);
-        log_record(LogLevel::info, what + " in " + took + " s (" + key.substr(0, 12) + ")",
+        log_record(LogLevel::info,
+                   "compiled " + join_names(module.op_names) + "(" +
+                       join_names(module.input_types) + ") -> " + join_names(module.output_types) +
+                       " in " + took + " s (" + key.substr(0, 12) + ")",
                    seconds);
         ModuleManifest manifest;
         manifest.module = module.name;

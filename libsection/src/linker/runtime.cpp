@@ -169,7 +169,8 @@ static void libsection_rt_init(PyObject** py, void* value, const libsection_var*
 static int libsection_rt_sync(PyObject** py, void* value, const libsection_var* var) {
   if (var->kind == LIBSECTION_RT_PT_ARRAY || var->kind == LIBSECTION_RT_PT_ARRAY_UNCHECKED)
     return libsection_pt_sync(py, *(PyArrayObject**)value);
-  if (LIBSECTION_RT_IS_SCALAR(var)) { /* a NumPy scalar of the exact dtype, as NumPy's reductions return */
+  /* A scalar: a NumPy scalar of the exact dtype, as NumPy's reductions return. */
+  if (LIBSECTION_RT_IS_SCALAR(var)) {
     PyArray_Descr* descr = PyArray_DescrFromType(var->typenum);
     PyObject* scalar = descr ? PyArray_Scalar(value, descr, NULL) : NULL;
     Py_XDECREF(descr);
