@@ -1,6 +1,7 @@
 """The linker core on the seeds' examples: Python-defined types and ops, the tutorial op,
 failures and their cleanups, output reuse, compile errors."""
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -496,3 +497,51 @@ def test_compiler_launcher_wraps_the_compile_step_only(tmp_path, monkeypatch):
     assert f(np.ones(3), np.ones(3)) == 3.0
     (line,) = calls.read_text().splitlines()  # one compile; the link runs without it
     assert " -c " in line and "-include" not in line  # no precompiled header with a launcher
+
+
+BESSEL = """#section support_code_apply
+#include <cmath>
+int APPLY_SPECIFIC(j0)(DTYPE_INPUT_0 x, DTYPE_OUTPUT_0* out) {
+    *out = std::cyl_bessel_j(0.0, x);
+    return 0;
+}
+"""
+
+ZETA_HEADER = "#include <cmath>\ninline double zeta(double s) { return std::riemann_zeta(s); }\n"
+
+
+def compile_command(op) -> str:
+    """The compile command of a built op's module, from its cache entry's manifest."""
+    manifest = Path(op.info["library"]).parent / "manifest.json"
+    return json.loads(manifest.read_text())["compile_command"]
+
+
+def test_special_math_functions_are_left_out_only_of_modules_that_cannot_use_them(
+    tmp_path, monkeypatch
+):
+    # libstdc++ instantiates them in every C++ file: a module that names none leaves them out.
+    # -Werror=invalid-pch: each module's precompiled header is one GCC accepts for it.
+    monkeypatch.setenv("LIBSECTION_CXXFLAGS", "-Winvalid-pch -Werror=invalid-pch")
+    f = build(VTV, VTV_FUNC, inputs=["float64[:]"] * 2, outputs=["float64[:]"])
+    np.testing.assert_array_equal(f(np.arange(3.0), np.arange(3.0)), [0.0, 1.0, 4.0])
+    assert "-DLIBSECTION_NO_SPECIAL_MATH" in compile_command(f)
+    assert "-include" in compile_command(f)
+
+    bessel = tmp_path / "bessel.c"
+    bessel.write_text(BESSEL)
+    j0 = build(bessel, "APPLY_SPECIFIC(j0)", inputs=["float64"], outputs=["float64"])
+    assert j0(1.0) == pytest.approx(0.7651976865579666, rel=1e-12)
+    assert "NO_SPECIAL_MATH" not in compile_command(j0)
+
+    # A header of the op's own may use them where the module cannot see: it keeps them too.
+    header = tmp_path / "zeta.h"
+    header.write_text(ZETA_HEADER)
+    zeta = tmp_path / "zeta.c"
+    zeta.write_text(
+        f'#section support_code_apply\n#include "{header}"\n'
+        "int APPLY_SPECIFIC(z)(DTYPE_INPUT_0 s, DTYPE_OUTPUT_0* out) {\n"
+        "    *out = zeta(s);\n    return 0;\n}\n"
+    )
+    z = build(zeta, "APPLY_SPECIFIC(z)", inputs=["float64"], outputs=["float64"])
+    assert z(2.0) == pytest.approx(np.pi**2 / 6, rel=1e-12)
+    assert "NO_SPECIAL_MATH" not in compile_command(z)

@@ -351,6 +351,50 @@ TEST_SUITE("linker") {
     CHECK(header_flags({"-DONLY_A_MACRO=1", "-I/include"}).empty());  // one header for these
   }
 
+  TEST_CASE("a C++ module leaves out the special math functions only when it cannot use them") {
+    // A module that names none, includes only standard headers and no file by its flags.
+    CHECK_FALSE(may_use_special_math("#include <cmath>\n# include <vector>\ndouble y = beta_;\n"
+                                     "float f(float x) { return sqrtf(x) + legendre_2; }\n",
+                                     {"-O3", "-DX=1"}));
+    CHECK_FALSE(may_use_special_math("#include <numpy/npy_math.h>\n#include <sys/mman.h>\n", {}));
+    // Any name of one, with its float and long double suffixes, or the macros telling them.
+    for (char const* use : {"std::cyl_bessel_j(0, x)", "beta(a, b)", "std::expintf(x)",
+                            "__gnu_cxx::airy_ail(x)", "#ifdef __STDCPP_MATH_SPEC_FUNCS__"})
+      CHECK_MESSAGE(may_use_special_math(std::string("#include <cmath>\n") + use, {}), use);
+    // A header of the op's own, one outside the standard library, or one named by a macro.
+    for (char const* include : {"#include \"helpers.h\"", "#include <boost/math/tools.hpp>",
+                                "  #  include_next <x.h>", "#include HEADER"})
+      CHECK_MESSAGE(may_use_special_math(include, {}), include);
+    CHECK(may_use_special_math("", {"-include", "my.h"}));
+    CHECK(may_use_special_math("", {"-imacrosdefs.h"}));
+
+    // The generated glue names none: a module of built-in types leaves them out, and its header
+    // is built with the flag (which changes the header's text).
+    auto const f64 = ctype_for(parse_type("float64[:]"));
+    Graph g;
+    auto v = g.add_input(f64, "v");
+    g.add_output(g.add_apply(std::make_shared<TemplateOp>("Add", "+"), {v, v}, {f64})[0]);
+    ModuleSource const lean = generate_module(g);
+    CHECK(std::count(lean.compile_args.begin(), lean.compile_args.end(), no_special_math_flag) ==
+          1);
+    CHECK(header_flags(lean.compile_args) == std::vector<std::string>{no_special_math_flag});
+    // An op that uses one keeps them.
+    class Bessel final : public COp {
+     public:
+      std::string name() const override { return "Bessel"; }
+      OpCode generate(NodeContext const& ctx) const override {
+        OpCode code;
+        code.code = ctx.outputs[0] + " = " + ctx.inputs[0] + "; /* std::cyl_bessel_j */";
+        return code;
+      }
+    };
+    Graph b;
+    auto w = b.add_input(f64, "w");
+    b.add_output(b.add_apply(std::make_shared<Bessel>(), {w}, {f64})[0]);
+    auto const args = generate_module(b).compile_args;
+    CHECK(std::find(args.begin(), args.end(), no_special_math_flag) == args.end());
+  }
+
   TEST_CASE("a module is C when its ops are declared C and its text is C, never switched") {
     class DeclaredC final : public COp {
      public:

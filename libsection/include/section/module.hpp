@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "section/ctype.hpp"
@@ -121,7 +122,14 @@ struct ModuleSource {
 /// glue every variable of a type shares, written once per module instead of once per variable
 /// (a module's size, and so its compile time, grows with its inputs only by their calls).
 inline constexpr char const* module_prelude =
-    "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n"
+    "#define PY_SSIZE_T_CLEAN\n"
+    // libstdc++'s <cmath> (which Python.h includes) instantiates the templates of C++17's
+    // special math functions (std::cyl_bessel_j, ...) in every file: a third of a small
+    // module's compile. A module that cannot use them leaves them out (`no_special_math_flag`).
+    // Python.h's configuration comes first, as Python.h itself has it.
+    "#if defined(__cplusplus) && defined(LIBSECTION_NO_SPECIAL_MATH)\n"
+    "#include <pyconfig.h>\n#include <cstddef>\n#undef _GLIBCXX_USE_STD_SPEC_FUNCS\n#endif\n"
+    "#include <Python.h>\n"
     "#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION\n#include <numpy/arrayobject.h>\n"
     // What C++ modules have always had (ops may rely on it), in the precompiled header: parsed
     // in each module's compile it cost 10% of a small one.
@@ -283,6 +291,16 @@ inline constexpr char const* module_prelude =
 /// `libsection/_runtime.so` (python/CMakeLists.txt); its loader loads it once per process, and
 /// every module's `libsection_module_init` gets the table.
 std::string runtime_source();
+
+/// The compile flag of a C++ module that cannot use C++17's special math functions (see
+/// `module_prelude`): no code of it names one, includes a header outside the standard library
+/// (which could) or has its flags include a file. Part of the module's key and of its
+/// precompiled header's flags.
+inline constexpr char const* no_special_math_flag = "-DLIBSECTION_NO_SPECIAL_MATH";
+
+/// Whether a C++ module with this text and these compile flags may use C++17's special math
+/// functions (`no_special_math_flag`).
+bool may_use_special_math(std::string_view text, std::vector<std::string> const& compile_args);
 
 /// What a module compiled as C has after `module_prelude`: `bool`, `true` and `false`, which
 /// PyTensor's C code uses (C++ has them built in; C before C23 from this header).

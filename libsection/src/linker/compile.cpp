@@ -277,7 +277,7 @@ std::vector<std::string> header_flags(std::vector<std::string> const& compile_ar
   std::vector<std::string> out;
   for (auto const& a : compile_args)
     if (a.rfind("-m", 0) == 0 || a.rfind("-f", 0) == 0 || a.rfind("-O", 0) == 0 ||
-        a.rfind("-g", 0) == 0 || a.rfind("-std=", 0) == 0)
+        a.rfind("-g", 0) == 0 || a.rfind("-std=", 0) == 0 || a == no_special_math_flag)
       out.push_back(a);
   return out;
 }

@@ -79,7 +79,8 @@ std::optional<PrecompiledHeader> precompiled_header(
     std::vector<std::string> const& header_args = {});
 
 /// Of a module's compile arguments, those a precompiled header must share (code generation:
-/// `-m*`, `-f*`, `-O*`, `-g*`, `-std=*`); macros, include and warning flags do not matter.
+/// `-m*`, `-f*`, `-O*`, `-g*`, `-std=*`) and `no_special_math_flag`, which changes the header's
+/// text; other macros, include and warning flags do not matter.
 std::vector<std::string> header_flags(std::vector<std::string> const& compile_args);
 
 /// The compile (`-c`) and link (`-shared`) commands for `source` → `object` → `library`, in

@@ -13,6 +13,102 @@
 
 namespace section {
 
+// ---- C++17's special math functions --------------------------------------------------------
+
+namespace {
+
+bool is_identifier_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/// The names <cmath> declares only with the special math functions (each also with a suffix
+/// `f` and `l`), the GNU extensions beside them, and the macros that tell whether they are there.
+bool names_special_math(std::string_view name) {
+  static std::set<std::string_view> const names = {
+      "assoc_laguerre", "assoc_legendre", "beta",         "comp_ellint_1", "comp_ellint_2",
+      "comp_ellint_3",  "cyl_bessel_i",   "cyl_bessel_j", "cyl_bessel_k",  "cyl_neumann",
+      "ellint_1",       "ellint_2",       "ellint_3",     "expint",        "hermite",
+      "laguerre",       "legendre",       "riemann_zeta", "sph_bessel",    "sph_legendre",
+      "sph_neumann",    "airy_ai",        "airy_bi",      "conf_hyperg",   "hyperg"};
+  if (name == "__STDCPP_MATH_SPEC_FUNCS__" || name == "__STDCPP_WANT_MATH_SPEC_FUNCS__")
+    return true;
+  if (names.count(name)) return true;
+  return (name.back() == 'f' || name.back() == 'l') && names.count(name.substr(0, name.size() - 1));
+}
+
+/// Whether `#include <header>` is one that cannot use the special math functions: the C and
+/// C++ standard libraries', POSIX's, Python's and NumPy's (already in the prelude).
+bool standard_header(std::string_view header) {
+  static std::set<std::string_view> const names = {
+      // C, and the C headers of POSIX a module may use
+      "assert.h", "complex.h", "ctype.h", "errno.h", "fenv.h", "float.h", "inttypes.h", "iso646.h",
+      "limits.h", "locale.h", "math.h", "setjmp.h", "signal.h", "stdalign.h", "stdarg.h",
+      "stdatomic.h", "stdbool.h", "stddef.h", "stdint.h", "stdio.h", "stdlib.h", "stdnoreturn.h",
+      "string.h", "tgmath.h", "threads.h", "time.h", "uchar.h", "wchar.h", "wctype.h", "unistd.h",
+      "pthread.h", "fcntl.h", "dlfcn.h", "strings.h", "alloca.h", "Python.h", "pyconfig.h",
+      // C++
+      "cassert", "ccomplex", "cctype", "cerrno", "cfenv", "cfloat", "cinttypes", "ciso646",
+      "climits", "clocale", "cmath", "csetjmp", "csignal", "cstdalign", "cstdarg", "cstdbool",
+      "cstddef", "cstdint", "cstdio", "cstdlib", "cstring", "ctgmath", "ctime", "cuchar", "cwchar",
+      "cwctype", "algorithm", "any", "array", "atomic", "barrier", "bit", "bitset", "charconv",
+      "chrono", "codecvt", "compare", "complex", "concepts", "condition_variable", "coroutine",
+      "deque", "exception", "execution", "filesystem", "format", "forward_list", "fstream",
+      "functional", "future", "initializer_list", "iomanip", "ios", "iosfwd", "iostream", "istream",
+      "iterator", "latch", "limits", "list", "locale", "map", "memory", "memory_resource", "mutex",
+      "new", "numbers", "numeric", "optional", "ostream", "queue", "random", "ranges", "ratio",
+      "regex", "scoped_allocator", "semaphore", "set", "shared_mutex", "source_location", "span",
+      "sstream", "stack", "stdexcept", "stop_token", "streambuf", "string", "string_view",
+      "syncstream", "system_error", "thread", "tuple", "type_traits", "typeindex", "typeinfo",
+      "unordered_map", "unordered_set", "utility", "valarray", "variant", "vector", "version"};
+  return names.count(header) || header.rfind("sys/", 0) == 0 || header.rfind("numpy/", 0) == 0;
+}
+
+/// The header a line `# include <header>` names, empty for any other line; a line that
+/// includes anything else (a "file" of the op's, a macro) gives "?".
+std::string_view included_header(std::string_view line) {
+  auto skip_blanks = [&] {
+    while (!line.empty() && is_blank(line.front())) line.remove_prefix(1);
+  };
+  skip_blanks();
+  if (line.empty() || line.front() != '#') return {};
+  line.remove_prefix(1);
+  skip_blanks();
+  std::size_t word = 0;
+  while (word < line.size() && is_identifier_char(line[word])) ++word;
+  auto const directive = line.substr(0, word);
+  if (directive != "include" && directive != "include_next" && directive != "import") return {};
+  line.remove_prefix(word);
+  skip_blanks();
+  auto const close = line.find('>');
+  if (line.empty() || line.front() != '<' || close == std::string_view::npos) return "?";
+  return line.substr(1, close - 1);
+}
+
+}  // namespace
+
+bool may_use_special_math(std::string_view text, std::vector<std::string> const& compile_args) {
+  for (auto const& a : compile_args)
+    if (a.rfind("-include", 0) == 0 || a.rfind("-imacros", 0) == 0) return true;
+  for (std::size_t start = 0; start < text.size();) {
+    auto end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    auto const header = included_header(text.substr(start, end - start));
+    if (!header.empty() && !standard_header(header)) return true;
+    start = end + 1;
+  }
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t end = i;
+    while (end < text.size() && is_identifier_char(text[end])) ++end;
+    if (end == i) {
+      ++i;
+    } else {
+      if (names_special_math(text.substr(i, end - i))) return true;
+      i = end;
+    }
+  }
+  return false;
+}
+
 // ---- graph ---------------------------------------------------------------------------------
 
 std::size_t Graph::add_variable(CTypePtr type, Role role, std::string label) {
@@ -592,7 +688,10 @@ ModuleSource ModuleWriter::write() && {
   for (auto v : graph_.constants()) add_constant(v);
   // After the ops' code: what an op declared C is refused for in its own files comes first.
   module_.language = module_language(graph_, why_cxx());
-  return std::move(*this).named(heading() + support_part() + instance_part() + entry_points());
+  std::string text = heading() + support_part() + instance_part() + entry_points();
+  if (module_.language == Language::cxx && !may_use_special_math(text, module_.compile_args))
+    module_.compile_args.push_back(no_special_math_flag);
+  return std::move(*this).named(std::move(text));
 }
 
 }  // namespace
