@@ -125,8 +125,11 @@ std::vector<std::string> module_flags(Settings const& settings, Language languag
   bool const c = language == Language::c;
   std::vector<std::string> flags = {c ? "-std=gnu11" : "-std=c++17", debug ? "-O0" : "-O3"};
   if (debug) flags.emplace_back("-g");
-  flags.insert(flags.end(), {"-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-Wno-unused-label",
-                             "-Wno-unused-variable", "-Wno-unused-but-set-variable"});
+  // -pipe: the assembler reads the compiler's output from a pipe, not a temporary file
+  // (about 10 ms of a small module's 0.1 s).
+  flags.insert(flags.end(),
+               {"-pipe", "-fPIC", "-fvisibility=hidden", "-fno-math-errno", "-Wno-unused-label",
+                "-Wno-unused-variable", "-Wno-unused-but-set-variable"});
   if (!c) flags.emplace_back("-Wno-write-strings");  // C++ only: C's literals are `char[]`
   native = false;
   for (auto const& f : c ? settings.cflags : settings.cxxflags) {
