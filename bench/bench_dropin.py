@@ -8,7 +8,9 @@ Every row is a ratio measured in this run (the machines are noisy: compare withi
     VectorTimesVector op in mode="CVM": cold (the op not yet compiled, each tool's one-time
     setup done) and cached (a new process finding it on disk); and the same above the floor, a
     process that runs the same graph with a Python op (import, graph, rewrites, the VM); the
-    drop-in both as it is (C++) and declared C (`language = "c"`, the same file);
+    drop-in both as it is (C++) and declared C (`language = "c"`, the same file); and, cold,
+    the compilers' part alone (a tenth of a second of noise in a whole process is more than
+    a small module's compile);
   * graphs of 1, 5 and 20 distinct ops, cold, in one process;
   * the call `f(x, y)` at n = 1 and n = 10^6 in each mode, against PyTensor's own op in CVM,
     and the class API `op(x, y)` and the raw compiled op against NumPy's `x * y`.
@@ -76,7 +78,10 @@ outputs = [VectorTimesVector(p)(x, y) for p in sys.argv[2:]]
 f = pytensor.function([x, y], outputs, mode="CVM")
 a = np.arange(10.0)
 assert all(np.array_equal(r, a * a) for r in f(a, a))
-print(json.dumps({"seconds": time.perf_counter() - start}))
+import resource
+compilers = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "compilers": compilers.ru_utime + compilers.ru_stime}))
 """
 
 CALLS = """
@@ -140,8 +145,8 @@ def fresh_env(tmp: Path, name: str) -> dict:
     return env
 
 
-def run(code: str, args: list[str], env: dict) -> float:
-    """CPU time of a whole process and its compilers, imports included."""
+def run(code: str, args: list[str], env: dict) -> tuple[float, str]:
+    """CPU time of a whole process and its compilers, imports included, and its output."""
     start = children_cpu()
     done = subprocess.run(
         [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True
@@ -149,7 +154,14 @@ def run(code: str, args: list[str], env: dict) -> float:
     cpu = children_cpu() - start
     if done.returncode != 0:
         raise SystemExit(f"benchmark process failed:\n{done.stderr[-3000:]}")
-    return cpu
+    return cpu, done.stdout
+
+
+def run_graph(args: list[str], env: dict) -> tuple[float, float]:
+    """CPU time of a `GRAPH` process, and of the compilers it ran (their part of it: far less
+    noisy than the whole process, whose import alone varies by a tenth of a second)."""
+    cpu, out = run(GRAPH, args, env)
+    return cpu, json.loads(out)["compilers"]
 
 
 class Variants:
@@ -182,20 +194,23 @@ def main() -> None:
         variants = Variants(tmp)
         envs = {tool: fresh_env(tmp, tool) for tool in ("pytensor", "libsection", "libsection-c")}
         for tool, env in envs.items():  # one-time setup of each tool, outside the timings
-            run(GRAPH, [tool, variants.new()], env)
+            run_graph([tool, variants.new()], env)
 
         print("[bench] whole processes, one op, CVM", file=sys.stderr)
         cold = {t: [] for t in envs}
         cached = {t: [] for t in envs}
+        compilers = {t: [] for t in envs}  # of the cold runs
         floors = []
         for _ in range(args.reps):
             for tool, env in envs.items():  # interleaved, so drift hits both
                 path = variants.new()
-                cold[tool].append(run(GRAPH, [tool, path], env))
-                cached[tool].append(run(GRAPH, [tool, path], env))
+                cpu, compiling = run_graph([tool, path], env)
+                cold[tool].append(cpu)
+                compilers[tool].append(compiling)
+                cached[tool].append(run_graph([tool, path], env)[0])
             # The floor: the same process with a Python op in place of the C op (import
             # pytensor, build the graph, its rewrites, the VM), a cost neither op can remove.
-            floors.append(run(GRAPH, ["floor", path], envs["pytensor"]))
+            floors.append(run_graph(["floor", path], envs["pytensor"])[0])
         floor = median(floors)
         for label, data in (("cold", cold), ("cached", cached)):
             pt_ = median(data["pytensor"])
@@ -222,6 +237,17 @@ def main() -> None:
                         f"{above / (pt_ - floor):.2f}×" if above else "at the floor",
                     )
                 )
+                if label == "cold":
+                    ours, theirs = median(compilers[tool]), median(compilers["pytensor"])
+                    rows.append(
+                        (
+                            f"the same, cold{what}, its compilers alone (CPU time of the "
+                            "compiler and linker processes the run started)",
+                            f"{ours:.2f} s",
+                            f"{theirs:.2f} s",
+                            f"{ours / theirs:.2f}×",
+                        )
+                    )
 
         for k in (1, 5, 20):
             print(f"[bench] a graph of {k} distinct ops, cold", file=sys.stderr)
@@ -229,7 +255,8 @@ def main() -> None:
             for _ in range(max(1, args.reps // 2)):
                 for tool in times:
                     env = envs[tool]
-                    times[tool].append(run(GRAPH, [tool, *[variants.new() for _ in range(k)]], env))
+                    paths = [variants.new() for _ in range(k)]
+                    times[tool].append(run_graph([tool, *paths], env)[0])
             ls, pt_ = median(times["libsection"]), median(times["pytensor"])
             rows.append(
                 (
