@@ -545,3 +545,21 @@ def test_special_math_functions_are_left_out_only_of_modules_that_cannot_use_the
     z = build(zeta, "APPLY_SPECIFIC(z)", inputs=["float64"], outputs=["float64"])
     assert z(2.0) == pytest.approx(np.pi**2 / 6, rel=1e-12)
     assert "NO_SPECIAL_MATH" not in compile_command(z)
+
+
+def test_a_file_included_by_the_toolchain_flags_may_use_special_math_functions(
+    tmp_path, monkeypatch
+):
+    # The op's text names none, but LIBSECTION_CXXFLAGS includes a header that does: the
+    # toolchain's flags come before the prelude, so that header's <cmath> has them all.
+    header = tmp_path / "zeta.h"
+    header.write_text(ZETA_HEADER)
+    monkeypatch.setenv("LIBSECTION_CXXFLAGS", f"-include {header}")
+    source = tmp_path / "uses_zeta.c"
+    source.write_text(
+        "#section support_code_apply\n"
+        "int APPLY_SPECIFIC(z)(DTYPE_INPUT_0 s, DTYPE_OUTPUT_0* out) {\n"
+        "    *out = zeta(s);\n    return 0;\n}\n"
+    )
+    z = build(source, "APPLY_SPECIFIC(z)", inputs=["float64"], outputs=["float64"])
+    assert z(2.0) == pytest.approx(np.pi**2 / 6, rel=1e-12)
