@@ -365,6 +365,13 @@ TEST_SUITE("linker") {
     for (char const* include : {"#include \"helpers.h\"", "#include <boost/math/tools.hpp>",
                                 "  #  include_next <x.h>", "#include HEADER"})
       CHECK_MESSAGE(may_use_special_math(include, {}), include);
+    // Names in comments and literals call nothing; the literal's end is found, raw ones too.
+    CHECK_FALSE(may_use_special_math("// legendre\n/* beta(a, b) */\nchar const* m = \"input 0 "
+                                     "(beta)\\\" beta\"; char c = '\\''; int n = 1'000;\n"
+                                     "char const* r = R\"x(\" beta( )\" )x\";\n",
+                                     {}));
+    CHECK(may_use_special_math("char const* r = R\"x(\" )x\"; double b = beta(1.0, 2.0);", {}));
+    CHECK(may_use_special_math("char c = 'a'; double b = std::expint(1.0);", {}));
     CHECK(may_use_special_math("", {"-include", "my.h"}));
     CHECK(may_use_special_math("", {"-imacrosdefs.h"}));
 
@@ -372,9 +379,10 @@ TEST_SUITE("linker") {
     // is built with the flag (which changes the header's text).
     auto const f64 = ctype_for(parse_type("float64[:]"));
     Graph g;
-    auto v = g.add_input(f64, "v");
+    auto v = g.add_input(f64, "beta");  // a label, in the glue's messages only
     g.add_output(g.add_apply(std::make_shared<TemplateOp>("Add", "+"), {v, v}, {f64})[0]);
     ModuleSource const lean = generate_module(g);
+    CHECK(lean.text.find("(beta)") != std::string::npos);
     CHECK(std::count(lean.compile_args.begin(), lean.compile_args.end(), no_special_math_flag) ==
           1);
     CHECK(header_flags(lean.compile_args) == std::vector<std::string>{no_special_math_flag});
@@ -384,7 +392,8 @@ TEST_SUITE("linker") {
       std::string name() const override { return "Bessel"; }
       OpCode generate(NodeContext const& ctx) const override {
         OpCode code;
-        code.code = ctx.outputs[0] + " = " + ctx.inputs[0] + "; /* std::cyl_bessel_j */";
+        code.code = "double j0 = std::cyl_bessel_j(0.0, 1.0); " + ctx.outputs[0] + " = " +
+                    ctx.inputs[0] + ";";
         return code;
       }
     };

@@ -84,6 +84,36 @@ std::string_view included_header(std::string_view line) {
   return line.substr(1, close - 1);
 }
 
+/// Where the comment, string or character literal starting at `i` ends, or `i` when none
+/// starts there. A literal left open ends with its line (`#error don't`).
+std::size_t past_comment_or_literal(std::string_view text, std::size_t i) {
+  auto const rest = text.substr(i);
+  if (rest.rfind("//", 0) == 0) return std::min(text.find('\n', i), text.size());
+  if (rest.rfind("/*", 0) == 0) {
+    auto const close = text.find("*/", i + 2);
+    return close == std::string_view::npos ? text.size() : close + 2;
+  }
+  if (text[i] != '"' && text[i] != '\'') return i;
+  for (std::size_t j = i + 1; j < text.size(); ++j) {
+    if (text[j] == '\\') ++j;
+    else if (text[j] == text[i]) return j + 1;
+    else if (text[j] == '\n') return j;
+  }
+  return text.size();
+}
+
+/// Where the raw string literal whose `"` is at `quote` ends: `R"delim( ... )delim"`. Without a
+/// valid delimiter, it is read as an ordinary string.
+std::size_t past_raw_string(std::string_view text, std::size_t quote) {
+  constexpr std::size_t longest_delimiter = 16;
+  auto const open = text.find('(', quote + 1);
+  if (open == std::string_view::npos || open - quote - 1 > longest_delimiter)
+    return past_comment_or_literal(text, quote);
+  std::string const close = ")" + std::string(text.substr(quote + 1, open - quote - 1)) + "\"";
+  auto const end = text.find(close, open + 1);
+  return end == std::string_view::npos ? text.size() : end + close.size();
+}
+
 }  // namespace
 
 bool may_use_special_math(std::string_view text, std::vector<std::string> const& compile_args) {
@@ -96,15 +126,28 @@ bool may_use_special_math(std::string_view text, std::vector<std::string> const&
     if (!header.empty() && !standard_header(header)) return true;
     start = end + 1;
   }
+  // Names in comments and literals call nothing: an input labelled "beta" in a message, or
+  // a comment, leaves the module lean.
   for (std::size_t i = 0; i < text.size();) {
+    if (auto const past = past_comment_or_literal(text, i); past != i) {
+      i = past;
+      continue;
+    }
     std::size_t end = i;
     while (end < text.size() && is_identifier_char(text[end])) ++end;
     if (end == i) {
       ++i;
-    } else {
-      if (names_special_math(text.substr(i, end - i))) return true;
-      i = end;
+      continue;
     }
+    auto const word = text.substr(i, end - i);
+    bool const raw_prefix =
+        word == "R" || word == "LR" || word == "uR" || word == "UR" || word == "u8R";
+    if (raw_prefix && end < text.size() && text[end] == '"') {
+      i = past_raw_string(text, end);
+      continue;
+    }
+    if (names_special_math(word)) return true;
+    i = end;
   }
   return false;
 }
