@@ -371,6 +371,10 @@ TEST_SUITE("linker") {
                                      "char const* r = R\"x(\" beta( )\" )x\";\n",
                                      {}));
     CHECK(may_use_special_math("char const* r = R\"x(\" )x\"; double b = beta(1.0, 2.0);", {}));
+    // In directives: a macro's body, continued or not, and a condition; not a #line's path.
+    CHECK(may_use_special_math("#define J0(x) \\\n  std::cyl_bessel_j(0, x)\n", {}));
+    CHECK(may_use_special_math("#if __STDCPP_MATH_SPEC_FUNCS__\n#endif\n", {}));
+    CHECK_FALSE(may_use_special_math("#line 3 \"/ops/beta/legendre.c\"\nint x;\n", {}));
     CHECK(may_use_special_math("char c = 'a'; double b = std::expint(1.0);", {}));
     CHECK(may_use_special_math("", {"-include", "my.h"}));
     CHECK(may_use_special_math("", {"-imacrosdefs.h"}));

@@ -9,6 +9,7 @@
 
 #include "base/hash.hpp"
 #include "base/text.hpp"
+#include "parse/c_tokens.hpp"
 #include "section/names.hpp"
 
 namespace section {
@@ -63,55 +64,25 @@ bool standard_header(std::string_view header) {
   return names.count(header) || header.rfind("sys/", 0) == 0 || header.rfind("numpy/", 0) == 0;
 }
 
-/// The header a line `# include <header>` names, empty for any other line; a line that
-/// includes anything else (a "file" of the op's, a macro) gives "?".
-std::string_view included_header(std::string_view line) {
-  auto skip_blanks = [&] {
-    while (!line.empty() && is_blank(line.front())) line.remove_prefix(1);
-  };
-  skip_blanks();
-  if (line.empty() || line.front() != '#') return {};
-  line.remove_prefix(1);
-  skip_blanks();
-  std::size_t word = 0;
-  while (word < line.size() && is_identifier_char(line[word])) ++word;
-  auto const directive = line.substr(0, word);
-  if (directive != "include" && directive != "include_next" && directive != "import") return {};
-  line.remove_prefix(word);
-  skip_blanks();
-  auto const close = line.find('>');
-  if (line.empty() || line.front() != '<' || close == std::string_view::npos) return "?";
-  return line.substr(1, close - 1);
+/// The header `<header>` that what follows an include directive's name names; "?" for
+/// anything else (a "file" of the op's, a macro).
+std::string_view included_header(std::string_view rest) {
+  auto const open = rest.find_first_not_of(" \t");
+  auto const close = rest.find('>');
+  if (open == std::string_view::npos || rest[open] != '<' || close == std::string_view::npos)
+    return "?";
+  return rest.substr(open + 1, close - open - 1);
 }
 
-/// Where the comment, string or character literal starting at `i` ends, or `i` when none
-/// starts there. A literal left open ends with its line (`#error don't`).
-std::size_t past_comment_or_literal(std::string_view text, std::size_t i) {
-  auto const rest = text.substr(i);
-  if (rest.rfind("//", 0) == 0) return std::min(text.find('\n', i), text.size());
-  if (rest.rfind("/*", 0) == 0) {
-    auto const close = text.find("*/", i + 2);
-    return close == std::string_view::npos ? text.size() : close + 2;
+/// Whether an identifier in `text` (a directive's line: a macro's body, a condition) names one.
+bool names_special_math_in(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t end = i;
+    while (end < text.size() && is_identifier_char(text[end])) ++end;
+    if (end > i && names_special_math(text.substr(i, end - i))) return true;
+    i = std::max(end, i + 1);
   }
-  if (text[i] != '"' && text[i] != '\'') return i;
-  for (std::size_t j = i + 1; j < text.size(); ++j) {
-    if (text[j] == '\\') ++j;
-    else if (text[j] == text[i]) return j + 1;
-    else if (text[j] == '\n') return j;
-  }
-  return text.size();
-}
-
-/// Where the raw string literal whose `"` is at `quote` ends: `R"delim( ... )delim"`. Without a
-/// valid delimiter, it is read as an ordinary string.
-std::size_t past_raw_string(std::string_view text, std::size_t quote) {
-  constexpr std::size_t longest_delimiter = 16;
-  auto const open = text.find('(', quote + 1);
-  if (open == std::string_view::npos || open - quote - 1 > longest_delimiter)
-    return past_comment_or_literal(text, quote);
-  std::string const close = ")" + std::string(text.substr(quote + 1, open - quote - 1)) + "\"";
-  auto const end = text.find(close, open + 1);
-  return end == std::string_view::npos ? text.size() : end + close.size();
+  return false;
 }
 
 }  // namespace
@@ -119,35 +90,23 @@ std::size_t past_raw_string(std::string_view text, std::size_t quote) {
 bool may_use_special_math(std::string_view text, std::vector<std::string> const& compile_args) {
   for (auto const& a : compile_args)
     if (a.rfind("-include", 0) == 0 || a.rfind("-imacros", 0) == 0) return true;
-  for (std::size_t start = 0; start < text.size();) {
-    auto end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    auto const header = included_header(text.substr(start, end - start));
-    if (!header.empty() && !standard_header(header)) return true;
-    start = end + 1;
-  }
-  // Names in comments and literals call nothing: an input labelled "beta" in a message, or
-  // a comment, leaves the module lean.
-  for (std::size_t i = 0; i < text.size();) {
-    if (auto const past = past_comment_or_literal(text, i); past != i) {
-      i = past;
-      continue;
+  if (text.size() > c_scan::max_tokenized_bytes) return true;
+  // Names in comments and literals call nothing: an input labelled "beta" in a message, or a
+  // comment, leaves the module lean.
+  auto const body = c_scan::tokenize(text, 0, text.size());
+  for (auto const& t : body.tokens)
+    if (t.kind == c_scan::TokenKind::identifier &&
+        names_special_math(text.substr(t.begin, t.end - t.begin)))
+      return true;
+  for (auto const& d : body.directives) {
+    if (d.name == "include" || d.name == "include_next" || d.name == "import") {
+      auto const after_name = static_cast<std::size_t>(d.name.data() - text.data()) + d.name.size();
+      if (!standard_header(included_header(text.substr(after_name, d.end - after_name))))
+        return true;
+    } else if (d.name != "line" && d.name != "error" && d.name != "warning" && !d.name.empty() &&
+               names_special_math_in(text.substr(d.begin, d.end - d.begin))) {
+      return true;  // a macro's body or a condition; a `#line`'s path calls nothing
     }
-    std::size_t end = i;
-    while (end < text.size() && is_identifier_char(text[end])) ++end;
-    if (end == i) {
-      ++i;
-      continue;
-    }
-    auto const word = text.substr(i, end - i);
-    bool const raw_prefix =
-        word == "R" || word == "LR" || word == "uR" || word == "UR" || word == "u8R";
-    if (raw_prefix && end < text.size() && text[end] == '"') {
-      i = past_raw_string(text, end);
-      continue;
-    }
-    if (names_special_math(word)) return true;
-    i = end;
   }
   return false;
 }

@@ -189,7 +189,7 @@ class Scanner {
   }
 
   void directive() {
-    Directive d{{}, std::nullopt};
+    Directive d{{}, std::nullopt, pos_};
     ++pos_;
     skip_blanks_on_line();
     if (auto name = identifier_here()) {
@@ -213,6 +213,7 @@ class Scanner {
         ++pos_;
       }
     }
+    d.end = pos_;
     out_.directives.push_back(d);
   }
 

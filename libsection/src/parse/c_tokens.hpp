@@ -35,6 +35,8 @@ struct Comment {
 struct Directive {
   std::string_view name;
   std::optional<Token> macro;
+  std::size_t begin = 0;  ///< the `#`
+  std::size_t end = 0;    ///< the end of the logical line (its newline, or the text's end)
 };
 
 struct TokenizedBody {
