@@ -1,7 +1,6 @@
 """The linker core on the seeds' examples: Python-defined types and ops, the tutorial op,
 failures and their cleanups, output reuse, compile errors."""
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from linker_ops import (
     TracedDouble,
     TracedMul,
 )
+from test_language import compile_command
 
 from libsection._build import CompileError, Module, build
 
@@ -508,12 +508,6 @@ int APPLY_SPECIFIC(j0)(DTYPE_INPUT_0 x, DTYPE_OUTPUT_0* out) {
 """
 
 ZETA_HEADER = "#include <cmath>\ninline double zeta(double s) { return std::riemann_zeta(s); }\n"
-
-
-def compile_command(op) -> str:
-    """The compile command of a built op's module, from its cache entry's manifest."""
-    manifest = Path(op.info["library"]).parent / "manifest.json"
-    return json.loads(manifest.read_text())["compile_command"]
 
 
 def test_special_math_functions_are_left_out_only_of_modules_that_cannot_use_them(

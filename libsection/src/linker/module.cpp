@@ -18,10 +18,6 @@ namespace section {
 
 namespace {
 
-bool is_identifier_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
 /// The names <cmath> declares only with the special math functions (each also with a suffix
 /// `f` and `l`), the GNU extensions beside them, and the macros that tell whether they are there.
 bool names_special_math(std::string_view name) {
@@ -74,17 +70,6 @@ std::string_view included_header(std::string_view rest) {
   return rest.substr(open + 1, close - open - 1);
 }
 
-/// Whether an identifier in `text` (a directive's line: a macro's body, a condition) names one.
-bool names_special_math_in(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t end = i;
-    while (end < text.size() && is_identifier_char(text[end])) ++end;
-    if (end > i && names_special_math(text.substr(i, end - i))) return true;
-    i = std::max(end, i + 1);
-  }
-  return false;
-}
-
 }  // namespace
 
 bool may_use_special_math(std::string_view text, std::vector<std::string> const& compile_args) {
@@ -93,19 +78,26 @@ bool may_use_special_math(std::string_view text, std::vector<std::string> const&
   if (text.size() > c_scan::max_tokenized_bytes) return true;
   // Names in comments and literals call nothing: an input labelled "beta" in a message, or a
   // comment, leaves the module lean.
+  auto names_one = [&](c_scan::TokenizedBody const& scanned) {
+    for (auto const& t : scanned.tokens)
+      if (t.kind == c_scan::TokenKind::identifier &&
+          names_special_math(text.substr(t.begin, t.end - t.begin)))
+        return true;
+    return false;
+  };
   auto const body = c_scan::tokenize(text, 0, text.size());
-  for (auto const& t : body.tokens)
-    if (t.kind == c_scan::TokenKind::identifier &&
-        names_special_math(text.substr(t.begin, t.end - t.begin)))
-      return true;
+  if (names_one(body)) return true;
+  // A directive past its name: an include names a header; a macro's body or a condition may
+  // name a function (a `#line`'s path is a literal).
   for (auto const& d : body.directives) {
+    std::size_t const after_name =
+        d.name.empty() ? d.begin + 1
+                       : static_cast<std::size_t>(d.name.data() - text.data()) + d.name.size();
     if (d.name == "include" || d.name == "include_next" || d.name == "import") {
-      auto const after_name = static_cast<std::size_t>(d.name.data() - text.data()) + d.name.size();
       if (!standard_header(included_header(text.substr(after_name, d.end - after_name))))
         return true;
-    } else if (d.name != "line" && d.name != "error" && d.name != "warning" && !d.name.empty() &&
-               names_special_math_in(text.substr(d.begin, d.end - d.begin))) {
-      return true;  // a macro's body or a condition; a `#line`'s path calls nothing
+    } else if (names_one(c_scan::tokenize(text, after_name, d.end))) {
+      return true;
     }
   }
   return false;
