@@ -107,9 +107,11 @@ class ModuleCache {
   /// entry first. `build` writes `module.so` (and anything else) into `work_dir` and returns
   /// the manifest of how it was built; the cache adds the key, the library's size and SHA-256
   /// and the time, and the directory is then renamed into place. `built` tells whether this
-  /// call compiled.
+  /// call compiled. Then it collects garbage (`gc` to `max_bytes`), unless `collect` is false
+  /// (a caller adding several entries at once collects once, after the last).
   using Builder = std::function<ModuleManifest(PrivateDir const& work_dir)>;
-  CacheEntry get_or_build(std::string const& key, Builder const& build, bool* built = nullptr);
+  CacheEntry get_or_build(std::string const& key, Builder const& build, bool* built = nullptr,
+                          bool collect = true);
 
   CacheReport list() const;
   /// Removes least recently used entries and precompiled headers until the total is at most
@@ -124,6 +126,8 @@ class ModuleCache {
   ModuleCache(std::filesystem::path const& root, bool create);
   struct Verified;
   Verified verified(std::string const& key);
+  /// `list`, its manifests read only when `read_manifests` (`gc` needs sizes and times).
+  CacheReport scan(bool read_manifests) const;
   void remove_entry(PrivateDir const& parent, std::string const& name) const;
   void reclaim_leftovers() const;
 

@@ -72,12 +72,17 @@ int open_entry_file(int dir, std::string const& name, fs::path const& shown, str
   return fd;
 }
 
+// A file with several names (the library the graphs of one module of several share, linked
+// into each graph's entry) counts its share in each, so the total counts it once.
 std::uintmax_t tree_size(fs::path const& dir) {
   std::uintmax_t total = 0;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
-       it.increment(ec))
-    if (it->is_regular_file(ec)) total += it->file_size(ec);
+       it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      total += static_cast<std::uintmax_t>(st.st_size) / std::max<nlink_t>(st.st_nlink, 1);
+  }
   return total;
 }
 
@@ -283,7 +288,8 @@ std::optional<CacheEntry> ModuleCache::find(std::string const& key) {
   return std::nullopt;
 }
 
-CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& build, bool* built) {
+CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& build, bool* built,
+                                     bool collect) {
   if (built) *built = false;
   if (auto entry = find(key)) return std::move(*entry);
 
@@ -313,6 +319,7 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
     if (!bytes) throw LinkError("cannot read " + (work.dir.path() / entry_file::library).string());
     manifest.format = manifest_format;  // the format this code writes, whatever the builder said
     manifest.key = key;
+    if (manifest.library_key.empty()) manifest.library_key = key;
     manifest.size = static_cast<std::uintmax_t>(bytes->size());
     manifest.sha256 = detail::sha256_hex(*bytes);
     manifest.created = now_seconds();
@@ -327,11 +334,13 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
   if (!found.entry)
     throw LinkError("cache entry " + (entries_.path() / key).string() +
                     " failed verification right after publishing: " + found.problem);
-  gc(max_bytes_);
+  if (collect) gc(max_bytes_);
   return std::move(*found.entry);
 }
 
-CacheReport ModuleCache::list() const {
+CacheReport ModuleCache::list() const { return scan(true); }
+
+CacheReport ModuleCache::scan(bool read_manifests) const {
   CacheReport report;
   for (auto [dir, into] :
        {std::pair{&entries_, &report.entries}, std::pair{&pch_, &report.headers}}) {
@@ -342,7 +351,7 @@ CacheReport ModuleCache::list() const {
       entry.library = entry.dir / entry_file::library;
       entry.manifest_problem = {ManifestProblem::Kind::damaged, 0,
                                 std::string(entry_file::manifest) + " cannot be read"};
-      if (int const d = open_dir_at(dir->fd(), name); d >= 0) {
+      if (int const d = read_manifests ? open_dir_at(dir->fd(), name) : -1; d >= 0) {
         int const m =
             ::openat(d, entry_file::manifest, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
         if (m >= 0) {
@@ -393,7 +402,7 @@ void ModuleCache::reclaim_leftovers() const {
 std::vector<std::string> ModuleCache::gc(std::uintmax_t max_bytes) {
   reclaim_leftovers();
   std::vector<std::string> removed;
-  CacheReport const report = list();
+  CacheReport const report = scan(false);  // sizes and times: no manifest is read
   std::uintmax_t total = report.total_size;
   if (total <= max_bytes) return removed;
   // Modules and precompiled headers alike, least recently used first.
