@@ -4,7 +4,7 @@ libsection's C++ core: parser, expander, linker core
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'cancel_builds', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'cancel_builds', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -444,6 +444,14 @@ def parse_types(text: str, role: str = 'input') -> list[TypeSpec]:
 def prepare(graph: Graph, name: str = 'module') -> None:
     """
     Builds (or finds in the cache) and loads the graph's module without instantiating it, so a later `link` of the same graph only instantiates. Releases the GIL while compiling: threads prepare several graphs at once.
+    """
+def prepare_together(graphs: collections.abc.Sequence[Graph]) -> None:
+    """
+    Builds (or finds in the cache) the modules of several graphs, those not in the cache
+    compiled together where they can share a library: one compile and one link for all. Each graph
+    keeps its own cache entry, so a later `link` of any of them finds it. Raises the first graph's
+    compile error once all are done; a graph whose code cannot be generated is left for its `link`
+    to report. Releases the GIL while compiling.
     """
 def relocate_line_directives(module_text: str, module_path: str, resume_file: str = '<libsection-generated>') -> str:
     ...

@@ -334,6 +334,7 @@ LIBSECTION_EXPORT PyObject* libsection_module_init(const void*) {
   if (_import_array() < 0) return NULL;
   return Py_None;
 }
+LIBSECTION_EXPORT PyObject* libsection_init(void) { return Py_None; }
 LIBSECTION_EXPORT void* libsection_instance_new(PyObject**) {
   PyErr_SetString(PyExc_TypeError, "the JAX handler library has no instances");
   return NULL;

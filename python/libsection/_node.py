@@ -176,28 +176,38 @@ _prepared_graphs: dict = {}
 
 
 def prepare_nodes(nodes, jobs: int | None = None) -> None:
-    """Builds (or finds) the modules of several nodes at once, one compiler process each up
-    to ``jobs`` (default: the CPUs), so that building their thunks afterwards only loads.
-    A node that fails here fails again, with its message, when its thunk is built."""
+    """Builds (or finds) the modules of several nodes at once, so that building their thunks
+    afterwards only loads: those not in the cache are compiled together, in one library per
+    compiler process, up to ``jobs`` processes (default: the CPUs). A node that fails here
+    fails again, with its message, when its thunk is built."""
     import os
     from concurrent.futures import ThreadPoolExecutor
-
-    def prepare(node):
-        try:
-            graph, constants = _node_graph(node)
-            _core.prepare(graph, type(node.op).__name__)
-        except Exception:  # reported where the thunk is built, in PyTensor's order
-            return
-        _prepared_graphs[node] = (graph, constants)
 
     nodes = list(nodes)
     if len(nodes) < 2:
         return
     if len(_prepared_graphs) > 256:
         _prepared_graphs.clear()
+    graphs = []
+    for node in nodes:
+        try:
+            graph, constants = _node_graph(node)
+        except Exception:  # reported where the thunk is built, in PyTensor's order
+            continue
+        _prepared_graphs[node] = (graph, constants)
+        graphs.append(graph)
+    workers = max(1, min(len(graphs), jobs or os.cpu_count() or 1))
+    chunks = [graphs[i::workers] for i in range(workers)]
+
+    def prepare(chunk):
+        try:
+            _core.prepare_together(chunk)
+        except Exception:  # reported where the thunk is built, in PyTensor's order
+            pass
+
     try:
-        with ThreadPoolExecutor(min(len(nodes), jobs or os.cpu_count() or 1)) as pool:
-            list(pool.map(prepare, nodes))
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(prepare, chunks))
     except KeyboardInterrupt:  # reaches this thread only: stop the workers' compiles too
         _core.cancel_builds()
         raise

@@ -234,7 +234,7 @@ class ExternalCOp(COp):
         """The C backend's thunk, built by libsection's linker core (its compile cache,
         precompiled header and no per-process probe) from the same description PyTensor's
         CLinker would use; the VM calls it natively, as it calls CLinker's. The first drop-in
-        node of a function builds the modules of all of them at once."""
+        node of a function builds the modules of all of them at once, compiled together."""
         _prepare_function(storage_map)
         return make_c_thunk(node, storage_map, compute_map)
 
@@ -451,7 +451,7 @@ _prepared: set[tuple[int, int]] = set()
 def _prepare_function(storage_map) -> None:
     """PyTensor builds thunks one node after another; the storage map holds every variable
     of the function, so the first drop-in node's thunk builds the modules of all drop-in
-    nodes of the function concurrently."""
+    nodes of the function, those not in the cache compiled together (``prepare_nodes``)."""
     key = (id(storage_map), len(storage_map))
     if key in _prepared:
         return

@@ -233,6 +233,29 @@ storage), for an instance run in place with ``run_in_place`` or through ``cthunk
       "Builds (or finds in the cache) and loads the graph's module without instantiating it, so "
       "a later `link` of the same graph only instantiates. Releases the GIL while compiling: "
       "threads prepare several graphs at once.");
+
+  m.def(
+      "prepare_together",
+      [](std::vector<PyGraph*> const& graphs) {
+        SourceManager sm;
+        std::vector<std::shared_ptr<ModuleSource const>> modules;
+        std::vector<ModuleSource const*> sources;
+        for (auto* g : graphs) {
+          try {
+            modules.push_back(g->module(sm));
+          } catch (std::exception const&) {  // reported by the graph's own `link`
+            continue;
+          }
+          sources.push_back(modules.back().get());
+        }
+        build_together(sources, sm);
+      },
+      py::arg("graphs"),
+      R"doc(Builds (or finds in the cache) the modules of several graphs, those not in the cache
+compiled together where they can share a library: one compile and one link for all. Each graph
+keeps its own cache entry, so a later `link` of any of them finds it. Raises the first graph's
+compile error once all are done; a graph whose code cannot be generated is left for its `link`
+to report. Releases the GIL while compiling.)doc");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "link_errors.hpp"
 #include "section/platform.hpp"
@@ -47,6 +48,7 @@ PythonEnvironment const& python_environment() {
 namespace {
 
 using InitFn = PyObject* (*)(void const*);
+using GraphInitFn = PyObject* (*)();
 
 /// Loads the module of cache entry `key` from `verified_fd`, the descriptor its SHA-256 was
 /// checked through (`platform::descriptor_path`, `/proc/self/fd/N` on Linux, reopens that same
@@ -55,8 +57,12 @@ using InitFn = PyObject* (*)(void const*);
 /// this module again. A debug build is loaded by its path: gdb reads modules by the loader's name
 /// for them, and `/proc/self/fd/N` would name one of gdb's own descriptors.
 LoadedLibrary const& load_library(std::string const& key, std::filesystem::path const& path,
-                                  int verified_fd, bool by_path, void const* runtime) {
+                                  int verified_fd, bool by_path, void const* runtime,
+                                  std::string const& suffix) {
   static std::map<std::string, LoadedLibrary> loaded;  // by cache key; guarded by the GIL
+  // The graphs of one library have entries of their own whose files are links to one file,
+  // which the dynamic loader loads once: its initialisation runs once.
+  static std::set<void*> initialised;
   if (auto it = loaded.find(key); it != loaded.end()) return it->second;
   if (verified_fd < 0) throw LinkError("cannot load " + path.string() + ": it was not verified");
   int const fd = ::fcntl(verified_fd, F_DUPFD_CLOEXEC, 0);
@@ -69,8 +75,8 @@ LoadedLibrary const& load_library(std::string const& key, std::filesystem::path 
     ::close(fd);
     throw LinkError("cannot load " + path.string() + " (through " + by_fd + "): " + why);
   }
-  auto symbol = [&](char const* name) {
-    void* s = ::dlsym(lib.handle, name);
+  auto symbol = [&](std::string const& name) {
+    void* s = ::dlsym(lib.handle, name.c_str());
     if (!s) throw LinkError(path.string() + " is not a libsection module: no " + name);
     return s;
   };
@@ -79,10 +85,15 @@ LoadedLibrary const& load_library(std::string const& key, std::filesystem::path 
     throw LinkError(path.string() + " was built for module ABI " + std::to_string(abi()) +
                     ", this libsection loads ABI " + std::to_string(module_abi_version));
   auto init = reinterpret_cast<InitFn>(symbol("libsection_module_init"));
-  lib.instance_new = reinterpret_cast<NewFn>(symbol("libsection_instance_new"));
-  lib.run = reinterpret_cast<RunFn>(symbol("libsection_instance_run"));
-  lib.instance_free = reinterpret_cast<FreeFn>(symbol("libsection_instance_free"));
-  if (!init(runtime)) throw py::error_already_set();
+  auto graph_init = reinterpret_cast<GraphInitFn>(symbol("libsection_init" + suffix));
+  lib.instance_new = reinterpret_cast<NewFn>(symbol("libsection_instance_new" + suffix));
+  lib.run = reinterpret_cast<RunFn>(symbol("libsection_instance_run" + suffix));
+  lib.instance_free = reinterpret_cast<FreeFn>(symbol("libsection_instance_free" + suffix));
+  if (!initialised.count(lib.handle)) {
+    if (!init(runtime)) throw py::error_already_set();
+    initialised.insert(lib.handle);
+  }
+  if (!graph_init()) throw py::error_already_set();
   return loaded.emplace(key, lib).first->second;
 }
 
@@ -103,6 +114,9 @@ py::dict build_info(ModuleSource const& module, BuiltModule const& built) {
   info["inputs"] = module.input_types;
   info["outputs"] = module.output_types;
   info["compiled"] = built.compiled;
+  // Which graph of its library the module is (a library may hold several: `generate_batch`).
+  info["graph"] = built.entry.manifest->graph;
+  info["graphs"] = built.entry.manifest->graphs;
   return info;
 }
 
@@ -153,6 +167,22 @@ void const* runtime_table() {
 
 }  // namespace
 
+void build_together(std::vector<ModuleSource const*> const& modules, SourceManager& sm) {
+  PythonEnvironment const& python = python_environment();
+  cancellations_seen = cancellations.load();
+  try {
+    py::gil_scoped_release release;
+    ModuleCache cache;
+    build_modules(modules, python, cache, sm);
+  } catch (LinkError const& e) {
+    raise_python(e, sm);
+  } catch (BuildInterrupted const&) {  // the KeyboardInterrupt is pending on this thread
+    if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+  if (PyErr_Occurred()) throw py::error_already_set();  // raised by a callback after the build
+}
+
 LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   PythonEnvironment const& python = python_environment();
   void const* runtime = runtime_table();
@@ -187,7 +217,9 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
     info = build_info(module, built);
     debug = built.debug;
   }
-  LoadedLibrary const& lib = load_library(key, library, verified_library.get(), debug, runtime);
+  std::string const suffix = graph_suffix(info["graph"].cast<int>(), info["graphs"].cast<int>());
+  LoadedLibrary const& lib =
+      load_library(key, library, verified_library.get(), debug, runtime, suffix);
   memo.emplace(module.text, std::make_pair(library, py::dict(info)));
   return {&lib, std::move(info)};
 }

@@ -36,6 +36,10 @@ struct LoadedModule {
 /// diagnostics resolved against `sm`.
 LoadedModule load_module(ModuleSource const& module, SourceManager& sm);
 
+/// Builds (or finds) `modules` in the cache, together where they can share a library
+/// (`build_modules`), the GIL released meanwhile; loads nothing. Raises as `load_module` does.
+void build_together(std::vector<ModuleSource const*> const& modules, SourceManager& sm);
+
 /// Stops every build under way in this process, in any thread: its compiler is killed and it
 /// raises KeyboardInterrupt. For a caller interrupted while threads build for it (build_many),
 /// since a signal reaches only the main thread.

@@ -244,22 +244,26 @@ def test_cvm_builds_every_drop_in_node_of_a_function_at_once(monkeypatch, cache_
     prepared = []
     real_core = node_module._core
 
-    class RecordingCore:  # the compiled core, with prepare() recorded
+    class RecordingCore:  # the compiled core, with prepare_together() recorded
         def __getattr__(self, name):
             return getattr(real_core, name)
 
-        def prepare(self, graph, name):
-            prepared.append(name)
-            return real_core.prepare(graph, name)
+        def prepare_together(self, graphs):
+            prepared.append(len(graphs))
+            return real_core.prepare_together(graphs)
 
     monkeypatch.setattr(node_module, "_core", RecordingCore())
     x, y = pt.dvector(), pt.dvector()
     outputs = [OURS["Helper"]()(x), OURS["MaybeAdd"](False)(x, y), OURS["Combine"]("mul")(x, y)]
     f = function([x, y], outputs, "CVM")
-    assert sorted(prepared) == ["Combine", "Helper", "MaybeAdd"]
+    assert sum(prepared) == 3  # every node, before the first thunk
     a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
     for got, expected in zip(f(a, b), [a * 3 * 2 + 1, a + b, a * b], strict=True):
         np.testing.assert_array_equal(got, expected)
+    # Built before the first thunk (together where they could share a library, see
+    # test_together.py): nothing was left for the thunks to compile.
+    infos = [t.compiled.info for t in f.vm.thunks if hasattr(t, "compiled")]
+    assert len(infos) == 3 and not any(info["compiled"] for info in infos)
 
 
 def test_cvm_generates_each_prepared_nodes_module_once(monkeypatch, cache_dir):

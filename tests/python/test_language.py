@@ -115,6 +115,7 @@ __attribute__((visibility("default"))) int libsection_abi_version(void) {
     return LIBSECTION_MODULE_ABI;
 }
 __attribute__((visibility("default"))) PyObject* libsection_module_init(void) { return Py_None; }
+__attribute__((visibility("default"))) PyObject* libsection_init(void) { return Py_None; }
 __attribute__((visibility("default"))) void* libsection_instance_new(PyObject** s) {
     (void)s;
     return NULL;

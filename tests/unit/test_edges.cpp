@@ -297,7 +297,7 @@ TEST_SUITE("generated module") {
     CHECK(shared.text.find("free(p);\n#ifdef __cplusplus\n} catch (...)", at) != std::string::npos);
     // No exception may leave the exported functions: the only code they run that can throw is
     // the op's (in its try), since the instance is plain and the glue is the runtime's.
-    auto const entries = plain.text.substr(plain.text.find("//////// entry points"));
+    auto const entries = plain.text.substr(plain.text.find("//////// graph entry points"));
     CHECK(entries.find("libsection_run(") != std::string::npos);
     CHECK(entries.find("new ") == std::string::npos);
     CHECK(entries.find("throw") == std::string::npos);

@@ -21,6 +21,7 @@
 #include "section/linker.hpp"
 #include "section/log.hpp"
 #include "section/module.hpp"
+#include "section/platform.hpp"
 #include "section/signature.hpp"
 
 namespace fs = std::filesystem;
@@ -223,8 +224,10 @@ TEST_SUITE("linker") {
     CHECK(m.text.find("libsection_check_tensor(py_") == std::string::npos);
     CHECK(m.text.find("PyNumber_Index") == std::string::npos);
     CHECK(m.text.find("LIBSECTION_INCREF(py_") == std::string::npos);
-    // A plain instance: cells in a C struct, the module initialised from the runtime's table.
-    CHECK(m.text.find("PyObject* storage[4];") != std::string::npos);
+    // A plain instance: its cells, made and freed by the runtime; the module initialised from
+    // the runtime's table.
+    CHECK(m.text.find("libsection_rt->new_cells(storage, 4)") != std::string::npos);
+    CHECK(m.text.find("libsection_rt->free_cells(self, 4)") != std::string::npos);
     CHECK(m.text.find("libsection_module_init(const void* runtime)") != std::string::npos);
     CHECK(m.text.find("_import_array") == std::string::npos);
     CHECK(m.text.find("namespace {") == std::string::npos);
@@ -450,6 +453,114 @@ TEST_SUITE("linker") {
     auto k = with_params.add_constant(f64, "params");
     with_params.add_output(with_params.add_apply(std::make_shared<DeclaredC>(), {w}, {f64}, k)[0]);
     CHECK_THROWS_WITH_AS(generate_module(with_params), doctest::Contains("its params"), LinkError);
+  }
+
+  TEST_CASE("graphs compiled together keep their own names, macros and entry points") {
+    // An op whose support code and code are given, on one float64 vector.
+    class Written final : public COp {
+     public:
+      Written(std::string support, std::string code, Language language = Language::cxx)
+          : support_(std::move(support)), code_(std::move(code)), language_(language) {}
+      std::string name() const override { return "Written"; }
+      OpCode generate(NodeContext const& ctx) const override {
+        OpCode code;
+        code.support_code = {support_};
+        code.code = ctx.outputs[0] + " = " + ctx.inputs[0] + "; " + code_;
+        code.init_code = {"/* init " + ctx.node_name + " */"};
+        return code;
+      }
+      Language language() const override { return language_; }
+
+     private:
+      std::string support_, code_;
+      Language language_;
+    };
+    auto const f64 = ctype_for(parse_type("float64[:]"));
+    auto module = [&](std::string support, std::string code, Language language = Language::cxx) {
+      Graph g;
+      auto v = g.add_input(f64, "v");
+      g.add_output(g.add_apply(std::make_shared<Written>(support, code, language), {v}, {f64})[0]);
+      return generate_module(g);
+    };
+    // A module of one graph: no suffix, no namespace, the old text's shape.
+    ModuleSource const a =
+        module("int helper(void) { return 1; }\n#define LIMIT 3\n", "(void)helper(); (void)LIMIT;");
+    ModuleSource const b =
+        module("#include <vector>\nint helper(void) { return 2; }\n", "(void)helper();");
+    CHECK(a.graphs == 1);
+    CHECK(a.text.find(member_placeholder) == std::string::npos);
+    CHECK(a.text.find("LIBSECTION_EXPORT void* libsection_instance_new(PyObject** storage)") !=
+          std::string::npos);
+    CHECK(a.text.find("LIBSECTION_EXPORT PyObject* libsection_init(void)") != std::string::npos);
+    CHECK(a.text.find(graph_namespace_prefix) == std::string::npos);
+    CHECK(graph_suffix(0, 1).empty());
+    CHECK(graph_suffix(3, 5) == "_3");
+
+    REQUIRE(can_share_library(a, b));
+    ModuleSource const both = generate_batch({&a, &b});
+    CHECK(both.graphs == 2);
+    CHECK(both.op_names == std::vector<std::string>{"Written", "Written"});
+    CHECK(both.name.rfind("m", 0) == 0);
+    CHECK(both.text.find(member_placeholder) == std::string::npos);
+    CHECK(both.text.find(hash_placeholder) == std::string::npos);
+    // Each graph's entry points carry its suffix; the library's own are there once.
+    for (char const* fn : {"libsection_init_", "libsection_instance_new_",
+                           "libsection_instance_run_", "libsection_instance_free_"}) {
+      CHECK(both.text.find(std::string(fn) + "0(") != std::string::npos);
+      CHECK(both.text.find(std::string(fn) + "1(") != std::string::npos);
+    }
+    CHECK(count(both.text, "libsection_module_init(const void* runtime)") == 1);
+    CHECK(count(both.text, "libsection_abi_version(void)") == 1);
+    // Each graph's code in a namespace of its own: the two helpers do not meet. An include
+    // directive stands outside it, where it was; a graph's macros end with it.
+    CHECK(count(both.text, "namespace libsection_graph_0 {") == 1);
+    CHECK(count(both.text, "namespace libsection_graph_1 {") == 2);  // reopened after #include
+    CHECK(both.text.find("}\n#include <vector>\nnamespace libsection_graph_1 {") !=
+          std::string::npos);
+    auto const undef = both.text.find("#undef LIMIT\n");
+    REQUIRE(undef != std::string::npos);
+    CHECK(undef < both.text.find("namespace libsection_graph_1 {"));
+    // Each graph's names are its own module's (APPLY_SPECIFIC and the node name).
+    CHECK(both.text.find("init node_" + a.name + "_0") != std::string::npos);
+    CHECK(both.text.find("init node_" + b.name + "_0") != std::string::npos);
+    // The same members make the same text.
+    CHECK(generate_batch({&a, &b}).text == both.text);
+
+    // Graphs that cannot share a library: another language or other flags.
+    ModuleSource const c = module("", "", Language::c);
+    CHECK_FALSE(can_share_library(a, c));
+    ModuleSource flagged = b;
+    flagged.compile_args.push_back("-DX=1");
+    CHECK_FALSE(can_share_library(a, flagged));
+    CHECK_THROWS_AS(generate_batch({&a, &flagged}), std::invalid_argument);
+    CHECK_THROWS_AS(generate_batch({&a}), std::invalid_argument);
+    CHECK_FALSE(can_share_library(both, a));  // a module of several is no member
+
+    // C has no namespaces: the graphs share their support code, exact duplicates once.
+    ModuleSource const c2 = module("", "/* second */", Language::c);
+    ModuleSource const cs = generate_batch({&c, &c2});
+    CHECK(cs.language == Language::c);
+    CHECK(cs.text.find(graph_namespace_prefix) == std::string::npos);
+    CHECK(cs.text.find(c_module_prelude) != std::string::npos);
+    ModuleSource const c3 = module("", "\n#define TWICE(x) (2 * (x))\n", Language::c);
+    CHECK(generate_batch({&c3, &c2}).text.find("#undef TWICE\n") != std::string::npos);
+  }
+
+  TEST_CASE("a library's undefined symbols are read from its ELF image, anything else refused") {
+    std::ifstream in("/proc/self/exe", std::ios::binary);
+    std::string const image((std::istreambuf_iterator<char>(in)), {});
+    REQUIRE(image.size() > 64);
+    auto const undefined = platform::undefined_symbols(image);
+    REQUIRE(undefined);
+    // This test program takes memcpy (and the rest of libc) from elsewhere, and defines main.
+    CHECK(std::count(undefined->begin(), undefined->end(), "memcpy") == 1);
+    CHECK(std::count(undefined->begin(), undefined->end(), "main") == 0);
+    CHECK_FALSE(platform::undefined_symbols(""));
+    CHECK_FALSE(platform::undefined_symbols("not an ELF file at all, but long enough to be read "
+                                            "as a header if the magic were not checked"));
+    // Cut anywhere, it is refused or read in part, never read outside.
+    for (std::size_t cut : {std::size_t{64}, image.size() / 2, image.size() - 1})
+      (void)platform::undefined_symbols(std::string_view(image).substr(0, cut));
   }
 
   TEST_CASE("the cache builds once, verifies, and rebuilds a corrupt entry") {
@@ -1103,6 +1214,9 @@ ModuleManifest full_manifest() {
   m.python_abi = "cpython-312-x86_64-linux-gnu";
   m.numpy = "numpy 2.1 C-API 19";
   m.build_seconds = 1.25;
+  m.graph = 2;
+  m.graphs = 3;
+  m.library_key = entry_key('b');
   m.key = entry_key('a');
   m.size = 1000;
   m.sha256 = std::string(64, 'f');
@@ -1137,6 +1251,9 @@ TEST_SUITE("linker") {
     CHECK(read.manifest->build_seconds == 1.25);
     CHECK(read.manifest->size == 1000);
     CHECK(read.manifest->created == 1700000000);
+    CHECK(read.manifest->graph == 2);
+    CHECK(read.manifest->graphs == 3);
+    CHECK(read.manifest->library_key == entry_key('b'));
   }
 
   TEST_CASE("a damaged manifest is refused naming what is wrong, never thrown") {
@@ -1161,6 +1278,12 @@ TEST_SUITE("linker") {
          "manifest.json has no created in seconds since the epoch"},
         {edited_manifest("\"build_seconds\": 1.25", "\"build_seconds\": null"),
          "manifest.json has no build_seconds in seconds"},
+        {edited_manifest("\"graph\": 2", "\"graph\": -2"), "manifest.json has no graph count"},
+        {edited_manifest("\"graphs\": 3", "\"graphs\": 2.5"), "manifest.json has no graphs count"},
+        {edited_manifest("\"graph\": 2", "\"graph\": 3"), "manifest.json names graph 3 of 3"},
+        {edited_manifest("\"graphs\": 3", "\"graphs\": 0"), "manifest.json names graph 2 of 0"},
+        {edited_manifest("\"library_key\"", "\"library\""),
+         "manifest.json has no library_key text"},
     };
     for (auto const& c : cases) {  // not a structured binding: clang 14 cannot capture one
       std::string const& text = c.first;
@@ -1186,7 +1309,7 @@ TEST_SUITE("linker") {
     CHECK(older.problem.format == 0);
     CHECK(contains(older.problem.message, "no format number"));
     // Another format's fields are not read: a field this format requires may be gone.
-    auto const reshaped = ModuleManifest::parse(R"({"format": 2, "library": {"bytes": 5}})");
+    auto const reshaped = ModuleManifest::parse(R"({"format": 1, "library": {"bytes": 5}})");
     CHECK(reshaped.problem.kind == ManifestProblem::Kind::other_format);
   }
 

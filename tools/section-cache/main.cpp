@@ -59,7 +59,13 @@ std::string describe(CacheEntry const& e) {
     return out;
   };
   ModuleManifest const& m = *e.manifest;
-  return join(m.ops) + "(" + join(m.inputs) + ") -> " + join(m.outputs);
+  if (m.graphs > 1 && m.key == m.library_key)
+    return "the library of " + std::to_string(m.graphs) +
+           " graphs compiled together: " + join(m.ops);
+  std::string const op = join(m.ops) + "(" + join(m.inputs) + ") -> " + join(m.outputs);
+  if (m.graphs == 1) return op;
+  return op + ", graph " + std::to_string(m.graph) + " of the library " +
+         m.library_key.substr(0, 12);
 }
 
 // The manifest's fields but the op's, one a line, in the file's (sorted) order.
@@ -72,8 +78,11 @@ void print_fields(ModuleManifest const& m) {
   field("compiler", m.compiler);
   field("created", when(m.created));
   field("format", std::to_string(m.format));
+  field("graph", std::to_string(m.graph));
+  field("graphs", std::to_string(m.graphs));
   field("key", m.key);
   field("libsection_version", m.libsection_version);
+  field("library_key", m.library_key);
   field("link_command", m.link_command);
   field("module", m.module);
   field("numpy", m.numpy);

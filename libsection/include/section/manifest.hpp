@@ -13,7 +13,7 @@ namespace section {
 
 /// The manifest's format. Bumped whenever its fields change meaning or shape; it is part of
 /// every cache key, and an entry whose manifest has another format is rebuilt, never loaded.
-inline constexpr int manifest_format = 1;
+inline constexpr int manifest_format = 2;
 
 /// The files of an entry `<cache>/entries/<key>/` (a failed build keeps the source, the log and
 /// the command in `<cache>/failed/<key>/`).
@@ -49,6 +49,13 @@ struct ModuleManifest {
   std::string python_abi;
   std::string numpy;  ///< NumPy's version and C-API version
   double build_seconds = 0;
+  /// The library may hold several graphs (`generate_batch`): this entry's is graph `graph` of
+  /// `graphs`, whose symbols end in `graph_suffix(graph, graphs)`. `library_key` is the key
+  /// the library was built under: this entry's own, or that of the module of several graphs
+  /// (whose file this entry's is a hard link to, or a copy of).
+  int graph = 0;
+  int graphs = 1;
+  std::string library_key;
 
   // What the cache adds when it publishes the entry.
   std::string key;

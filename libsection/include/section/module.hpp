@@ -94,12 +94,36 @@ class Graph {
 };
 
 /// Bumped whenever the layout of generated modules or their exported functions change.
-inline constexpr int module_abi_version = 3;
+inline constexpr int module_abi_version = 4;
+
+/// Stands for the suffix of a graph's own symbols until its module is laid out: nothing in a
+/// module of one graph, `_<k>` for graph k of a module of several (`generate_batch`).
+inline constexpr char const* member_placeholder = "<<<<MEMBER_PLACEHOLDER>>>>";
+
+/// What the namespace of each graph's C++ code in a module of several starts with (the graph's
+/// number follows).
+inline constexpr char const* graph_namespace_prefix = "libsection_graph_";
+
+/// The symbols' suffix of graph `graph` in a library of `graphs` graphs (see `ModuleSource`).
+std::string graph_suffix(int graph, int graphs);
+
+/// What a module of several graphs (`generate_batch`) takes from the module of one of them:
+/// its include lines and support code (shared by the graphs, duplicates dropped, as PyTensor's
+/// CLinker drops them), and the rest of its text, named, with `member_placeholder` where its
+/// symbols take their suffix.
+struct ModuleMember {
+  std::vector<std::string> includes;
+  std::vector<std::string> support;
+  std::string body;
+};
 
 /// A generated module. Its exported C functions (all `extern "C"`):
 ///   `int libsection_abi_version(void)`
 ///   `PyObject* libsection_module_init(const void* runtime)`  (the `libsection_runtime` table;
 ///       returns a borrowed `Py_None`, or NULL with an exception)
+/// and for each of its graphs, their names ending in the graph's suffix (`graph_suffix`):
+///   `PyObject* libsection_init(void)`  (the graph's init code, run once per process before its
+///       first instance; returns a borrowed `Py_None`, or NULL with an exception)
 ///   `void* libsection_instance_new(PyObject** storage)`  (cells: inputs, outputs, constants)
 ///   `int libsection_instance_run(void*)`  (0, or a failure code with an exception set)
 ///   `void libsection_instance_free(void*)`
@@ -116,6 +140,10 @@ struct ModuleSource {
   /// What the text is compiled as: C only when every op of the graph is declared C and the
   /// text is C (it then starts with `module_prelude` and `c_module_prelude`); part of the key.
   Language language = Language::cxx;
+  /// How many graphs the module holds: 1, or more for `generate_batch`'s.
+  int graphs = 1;
+  /// A module of one graph: what `generate_batch` takes of it.
+  ModuleMember member;
 };
 
 /// What every module starts with (also the precompiled header): Python, NumPy's C API, and the
@@ -270,6 +298,10 @@ inline constexpr char const* module_prelude =
     "  int numpy_version;\n"
     // A value from its object, as `extract` converts an input's (params fields use it).
     "  int (*convert)(PyObject* py, void* value, const libsection_var* var);\n"
+    // A plain instance (a module's without constants or struct code) is only its cells: made
+    // and freed here, not by code compiled in every module.
+    "  void* (*new_cells)(PyObject** storage, int n);\n"
+    "  void (*free_cells)(void* instance, int n);\n"
     "} libsection_runtime;\n"
     // A module takes NumPy's API table from the runtime, which imported it: the running NumPy's
     // table, whichever NumPy headers either was compiled with.
@@ -315,5 +347,15 @@ inline constexpr char const* hash_placeholder = "<<<<HASH_PLACEHOLDER>>>>";
 
 /// Generates the module. Throws `LinkError` (from an op) or `std::invalid_argument` (bad graph).
 ModuleSource generate_module(Graph const& graph);
+
+/// Whether the modules of two graphs can share one library: the same language, flags, header
+/// and library directories and libraries.
+bool can_share_library(ModuleSource const& a, ModuleSource const& b);
+
+/// One module holding the graphs of `members` (modules of one graph each, which
+/// `can_share_library`), graph k with the symbols' suffix `_k`: one compile and one link for
+/// all of them. Their support code is shared, duplicates dropped. Throws
+/// `std::invalid_argument` for fewer than two members or members that cannot share.
+ModuleSource generate_batch(std::vector<ModuleSource const*> const& members);
 
 }  // namespace section

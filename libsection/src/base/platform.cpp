@@ -1,7 +1,11 @@
 // The Linux implementation of section/platform.hpp: /proc answers each question.
 #include "section/platform.hpp"
 
+#include <elf.h>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <fstream>
 #include <sstream>
@@ -20,6 +24,58 @@ std::string read_proc(std::string const& path) {
 }  // namespace
 
 std::string descriptor_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+bool link_descriptor(int fd, int dir_fd, std::string const& name) {
+  // Following the /proc link is how an unprivileged process names an open file's inode
+  // (AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH).
+  return ::linkat(AT_FDCWD, descriptor_path(fd).c_str(), dir_fd, name.c_str(), AT_SYMLINK_FOLLOW) ==
+         0;
+}
+
+namespace {
+
+/// A `T` at `offset` of `image`, when it lies wholly inside.
+template <class T>
+std::optional<T> read_at(std::string_view image, std::uint64_t offset) {
+  if (offset > image.size() || image.size() - offset < sizeof(T)) return std::nullopt;
+  T value;
+  std::memcpy(&value, image.data() + offset, sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> undefined_symbols(std::string_view image) {
+  auto const header = read_at<Elf64_Ehdr>(image, 0);
+  if (!header || std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 ||
+      header->e_ident[EI_CLASS] != ELFCLASS64 || header->e_shentsize != sizeof(Elf64_Shdr))
+    return std::nullopt;
+  auto section = [&](std::uint64_t i) {
+    return read_at<Elf64_Shdr>(image, header->e_shoff + i * sizeof(Elf64_Shdr));
+  };
+  for (std::uint64_t i = 0; i < header->e_shnum; ++i) {
+    auto const symbols = section(i);
+    if (!symbols) return std::nullopt;
+    if (symbols->sh_type != SHT_DYNSYM) continue;
+    auto const names = section(symbols->sh_link);
+    if (!names || names->sh_offset > image.size() ||
+        names->sh_size > image.size() - names->sh_offset)
+      return std::nullopt;
+    std::string_view const strings = image.substr(names->sh_offset, names->sh_size);
+    std::vector<std::string> out;
+    for (std::uint64_t at = 0; at + sizeof(Elf64_Sym) <= symbols->sh_size;
+         at += sizeof(Elf64_Sym)) {
+      auto const symbol = read_at<Elf64_Sym>(image, symbols->sh_offset + at);
+      if (!symbol) return std::nullopt;
+      if (symbol->st_shndx != SHN_UNDEF || symbol->st_name == 0) continue;
+      if (symbol->st_name >= strings.size()) return std::nullopt;
+      std::string_view const name = strings.substr(symbol->st_name);
+      out.emplace_back(name.substr(0, name.find('\0')));
+    }
+    return out;
+  }
+  return std::vector<std::string>{};  // no dynamic symbols: nothing left undefined
+}
 
 std::string pid_namespace() {
   char ns[128] = "?";

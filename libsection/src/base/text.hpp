@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "section/source.hpp"
 
@@ -32,6 +33,13 @@ inline void replace_all(std::string& text, std::string const& from, std::string 
   if (from.empty()) return;
   for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
     text.replace(pos, from.size(), to);
+}
+
+/// `names` joined by ", " (op names in messages and headings).
+inline std::string join_names(std::vector<std::string> const& names) {
+  std::string out;
+  for (auto const& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 }  // namespace section

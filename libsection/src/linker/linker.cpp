@@ -1,13 +1,20 @@
 // Section-file ops, the cache key, and building a module into the cache.
 #include "section/linker.hpp"
 
+#include <cxxabi.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 
 #include "base/hash.hpp"
 #include "base/text.hpp"
 #include "linker/compile.hpp"
 #include "linker/files.hpp"
+#include "linker/private_dir_detail.hpp"
 #include "parse/c_tokens.hpp"
 #include "parse/declarations.hpp"
 #include "section/expand.hpp"
@@ -213,10 +220,22 @@ std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
 
 namespace {
 
-std::string join_names(std::vector<std::string> const& names) {
-  std::string out;
-  for (auto const& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
+/// A module of several graphs puts each graph's C++ code in a namespace of its own. A function
+/// its code declares but does not define (one of a library's, say) then names another symbol
+/// than in the graph's own module, which the dynamic loader would fail to find only when the
+/// module is loaded: such a module is refused here, and its graphs are compiled one by one.
+void check_graph_symbols(PrivateDir const& work) {
+  auto const image = work.read(entry_file::library);
+  auto const undefined = image ? platform::undefined_symbols(*image) : std::nullopt;
+  if (!undefined) throw LinkError("cannot read the symbols of the module of several graphs");
+  for (auto const& name : *undefined) {
+    if (name.find(graph_namespace_prefix) == std::string::npos) continue;
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> readable(
+        abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+    throw LinkError("the module of several graphs leaves " +
+                    (status == 0 && readable ? std::string(readable.get()) : name) + " undefined");
+  }
 }
 
 [[noreturn]] void report_failure(ModuleSource const& module, std::string const& key,
@@ -296,16 +315,19 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
         if (run_program(commands.link, log) != 0)
           report_failure(module, key, cache, work, commands.link, sm, tc.show_generated);
         work.remove(entry_file::object);
+        if (module.graphs > 1) check_graph_symbols(work);
         double const seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         // One record per compile, after it, so it can carry the time (a cache hit says nothing).
         char took[32];
         std::snprintf(took, sizeof took, "%.3f", seconds);
+        std::string const what =
+            module.graphs > 1 ? std::to_string(module.graphs) + " graphs together (" +
+                                    join_names(module.op_names) + ")"
+                              : join_names(module.op_names) + "(" + join_names(module.input_types) +
+                                    ") -> " + join_names(module.output_types);
         log_record(LogLevel::info,
-                   "compiled " + join_names(module.op_names) + "(" +
-                       join_names(module.input_types) + ") -> " + join_names(module.output_types) +
-                       " in " + took + " s (" + key.substr(0, 12) + ")",
-                   seconds);
+                   "compiled " + what + " in " + took + " s (" + key.substr(0, 12) + ")", seconds);
         ModuleManifest manifest;
         manifest.module = module.name;
         manifest.ops = module.op_names;
@@ -318,10 +340,98 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
         manifest.python_abi = python.abi;
         manifest.numpy = python.numpy_api;
         manifest.build_seconds = seconds;
+        manifest.graphs = module.graphs;
         return manifest;
       },
       &result.compiled);
   return result;
+}
+
+namespace {
+
+/// Gives member `graph` of the library `batch` its own entry under `key`: the library's file
+/// (a hard link, or a copy where links are refused) and a manifest naming its graph.
+void add_member_entry(ModuleSource const& member, std::string const& key, int graph,
+                      BuiltModule const& batch, ModuleCache& cache) {
+  cache.get_or_build(
+      key,
+      [&](PrivateDir const& work) {
+        int const fd = batch.entry.library_file.get();
+        if (!platform::link_descriptor(fd, work.fd(), entry_file::library)) {
+          auto const bytes = ::lseek(fd, 0, SEEK_SET) == 0
+                                 ? detail::read_fd(fd, batch.entry.manifest->size)
+                                 : std::nullopt;
+          if (!bytes) throw LinkError("cannot read " + batch.entry.library.string());
+          work.write(entry_file::library, *bytes);
+        }
+        ModuleManifest manifest = *batch.entry.manifest;
+        manifest.module = member.name;
+        manifest.ops = member.op_names;
+        manifest.inputs = member.input_types;
+        manifest.outputs = member.output_types;
+        manifest.graph = graph;
+        manifest.library_key = batch.entry.key;
+        return manifest;
+      },
+      nullptr, false);
+}
+
+}  // namespace
+
+void build_modules(std::vector<ModuleSource const*> const& members, PythonEnvironment const& python,
+                   ModuleCache& cache, SourceManager& sm) {
+  // The members to compile, in groups that can share a library, each in the order of its keys
+  // (so the same members make the same library whatever order they come in).
+  std::vector<std::vector<std::pair<std::string, ModuleSource const*>>> groups;
+  for (auto const* m : members) {
+    std::string const key =
+        module_cache_key(*m, find_toolchain(cache.state(), m->language), python);
+    if (cache.find(key)) continue;
+    auto group = std::find_if(groups.begin(), groups.end(), [&](auto const& g) {
+      return can_share_library(*g.front().second, *m);
+    });
+    if (group == groups.end()) group = groups.emplace(groups.end());
+    if (std::none_of(group->begin(), group->end(), [&](auto const& e) { return e.first == key; }))
+      group->emplace_back(key, m);
+  }
+  std::optional<CompileError> first_error;
+  auto alone = [&](ModuleSource const& m) {
+    try {
+      build_module(m, python, cache, sm);
+    } catch (CompileError const& e) {
+      if (!first_error) first_error = e;
+    }
+  };
+  for (auto& group : groups) {
+    std::sort(group.begin(), group.end());
+    if (group.size() == 1) {
+      alone(*group.front().second);
+      continue;
+    }
+    std::vector<ModuleSource const*> sources;
+    for (auto const& e : group) sources.push_back(e.second);
+    ModuleSource const batch = generate_batch(sources);
+    std::optional<BuiltModule> built;
+    try {
+      built = build_module(batch, python, cache, sm);
+    } catch (LinkError const& e) {
+      // Whatever the members' own errors are, each reports them from its own module.
+      cache.failed().remove(
+          module_cache_key(batch, find_toolchain(cache.state(), batch.language), python));
+      std::string const why =
+          dynamic_cast<CompileError const*>(&e) ? "" : std::string(": ") + e.what();
+      log_record(LogLevel::info, "the " + std::to_string(group.size()) +
+                                     " graphs did not compile together" + why +
+                                     "; compiling them one by one");
+    }
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      if (built)
+        add_member_entry(*group[k].second, group[k].first, static_cast<int>(k), *built, cache);
+      else alone(*group[k].second);
+    }
+    if (built) cache.gc(cache.max_bytes());
+  }
+  if (first_error) throw *first_error;
 }
 
 }  // namespace section

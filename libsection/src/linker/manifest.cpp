@@ -41,6 +41,13 @@ class FieldReader {
                               [](json const& v) { return v.is_number_integer(); }))
       into = v->get<std::int64_t>();
   }
+  void read(char const* name, int& into) {
+    auto const count = [](json const& v) {
+      return v.is_number_integer() && v.get<std::int64_t>() >= 0 &&
+             v.get<std::int64_t>() <= std::numeric_limits<int>::max();
+    };
+    if (auto const* v = field(name, "count", count)) into = v->get<int>();
+  }
   void read(char const* name, double& into) {
     if (auto const* v = field(name, "in seconds", [](json const& v) { return v.is_number(); }))
       into = v->get<double>();
@@ -80,6 +87,9 @@ std::string ModuleManifest::to_json() const {
       {"python_abi", python_abi},
       {"numpy", numpy},
       {"build_seconds", build_seconds},
+      {"graph", graph},
+      {"graphs", graphs},
+      {"library_key", library_key},
       {"key", key},
       {"size", size},
       {"sha256", sha256},
@@ -128,7 +138,13 @@ ManifestReading ModuleManifest::parse(std::string_view text) {
   fields.read("python_abi", m.python_abi);
   fields.read("numpy", m.numpy);
   fields.read("build_seconds", m.build_seconds);
+  fields.read("graph", m.graph);
+  fields.read("graphs", m.graphs);
+  fields.read("library_key", m.library_key);
   if (!fields.problem().empty()) return unusable(Kind::damaged, fields.problem());
+  if (m.graphs < 1 || m.graph >= m.graphs)
+    return unusable(Kind::damaged, manifest_file + " names graph " + std::to_string(m.graph) +
+                                       " of " + std::to_string(m.graphs));
   return {std::move(m), {}};
 }
 

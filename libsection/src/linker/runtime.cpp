@@ -240,11 +240,34 @@ static void libsection_rt_set_cxx_error(const char* where) {
 #define LIBSECTION_RT_CXX_ERROR NULL
 #endif
 
+/* A plain instance: its `n` cells, each a new reference. */
+static void* libsection_rt_new_cells(PyObject** storage, int n) {
+  PyObject** cells = (PyObject**)malloc(sizeof(PyObject*) * (size_t)(n > 0 ? n : 1));
+  int i;
+  if (!cells) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  for (i = 0; i < n; ++i) {
+    cells[i] = storage[i];
+    Py_INCREF(storage[i]);
+  }
+  return cells;
+}
+
+static void libsection_rt_free_cells(void* instance, int n) {
+  PyObject** cells = (PyObject**)instance;
+  int i;
+  for (i = 0; i < n; ++i) Py_XDECREF(cells[i]);
+  free(cells);
+}
+
 /* NumPy's API fields are filled by the table's first call. */
 static libsection_runtime libsection_rt_table = {
-    LIBSECTION_RUNTIME_ABI, libsection_rt_extract, libsection_rt_extract_output,
-    libsection_rt_init,     libsection_rt_store_output, libsection_rt_cleanup,
-    LIBSECTION_RT_CXX_ERROR, NULL, 0, libsection_rt_convert};
+    LIBSECTION_RUNTIME_ABI,  libsection_rt_extract,   libsection_rt_extract_output,
+    libsection_rt_init,      libsection_rt_store_output, libsection_rt_cleanup,
+    LIBSECTION_RT_CXX_ERROR, NULL,                    0,
+    libsection_rt_convert,   libsection_rt_new_cells, libsection_rt_free_cells};
 
 /* The loader's two entry points: the ABI, checked first, then the table, which imports
    NumPy's API on its first call (NULL, with the exception set, when that fails). */
