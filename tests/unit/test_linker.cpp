@@ -552,8 +552,9 @@ TEST_SUITE("linker") {
     REQUIRE(image.size() > 64);
     auto const undefined = platform::undefined_symbols(image);
     REQUIRE(undefined);
-    // This test program takes memcpy (and the rest of libc) from elsewhere, and defines main.
-    CHECK(std::count(undefined->begin(), undefined->end(), "memcpy") == 1);
+    // This test program takes SHA-256 from OpenSSL's libcrypto (a sanitizer's runtime defines
+    // libc's memcpy itself), and defines main. Versions are not part of the names.
+    CHECK(std::count(undefined->begin(), undefined->end(), "EVP_Digest") == 1);
     CHECK(std::count(undefined->begin(), undefined->end(), "main") == 0);
     CHECK_FALSE(platform::undefined_symbols(""));
     CHECK_FALSE(platform::undefined_symbols("not an ELF file at all, but long enough to be read "
