@@ -167,13 +167,17 @@ void const* runtime_table() {
 
 }  // namespace
 
-void build_together(std::vector<ModuleSource const*> const& modules, SourceManager& sm) {
-  PythonEnvironment const& python = python_environment();
+namespace {
+
+/// Runs `build` on the cache with the GIL released; its `LinkError` becomes the Python error,
+/// an interrupt a KeyboardInterrupt, and an exception a callback left pending is raised.
+template <class Build>
+void build_without_gil(SourceManager& sm, Build const& build) {
   cancellations_seen = cancellations.load();
   try {
     py::gil_scoped_release release;
     ModuleCache cache;
-    build_modules(modules, python, cache, sm);
+    build(cache);
   } catch (LinkError const& e) {
     raise_python(e, sm);
   } catch (BuildInterrupted const&) {  // the KeyboardInterrupt is pending on this thread
@@ -181,6 +185,13 @@ void build_together(std::vector<ModuleSource const*> const& modules, SourceManag
     throw py::error_already_set();
   }
   if (PyErr_Occurred()) throw py::error_already_set();  // raised by a callback after the build
+}
+
+}  // namespace
+
+void build_together(std::vector<ModuleSource const*> const& modules, SourceManager& sm) {
+  PythonEnvironment const& python = python_environment();
+  build_without_gil(sm, [&](ModuleCache& cache) { build_modules(modules, python, cache, sm); });
 }
 
 LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
@@ -199,18 +210,8 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
     key = info["key"].cast<std::string>();
   } else {
     BuiltModule built;
-    cancellations_seen = cancellations.load();
-    try {
-      py::gil_scoped_release release;
-      ModuleCache cache;
-      built = build_module(module, python, cache, sm);
-    } catch (LinkError const& e) {
-      raise_python(e, sm);
-    } catch (BuildInterrupted const&) {  // the KeyboardInterrupt is pending on this thread
-      if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
-      throw py::error_already_set();
-    }
-    if (PyErr_Occurred()) throw py::error_already_set();  // raised by a callback after the build
+    build_without_gil(sm,
+                      [&](ModuleCache& cache) { built = build_module(module, python, cache, sm); });
     library = built.entry.library;
     key = built.entry.key;
     verified_library = built.entry.library_file;

@@ -57,13 +57,6 @@ def op_class(tmp_path: Path, name: str, support: str, extra: str = ""):
     return Op
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    path = tmp_path / "cache"
-    monkeypatch.setenv("LIBSECTION_CACHE_DIR", str(path))
-    return path
-
-
 def manifests(cache_dir: Path) -> list[dict]:
     return [json.loads(m.read_text()) for m in sorted(cache_dir.glob("entries/*/manifest.json"))]
 
