@@ -59,6 +59,28 @@ def test_cxx_stays_the_default_and_builds():
     np.testing.assert_array_equal(op(np.arange(3.0), np.ones(3)), np.arange(3.0))
 
 
+def dropin_declared_c(path, **methods):
+    """A drop-in op class declared C, of one input, from the file at `path`: its main function
+    is `APPLY_SPECIFIC(f)`; `methods` are added to the class (`c_libraries`, say)."""
+    import pytensor
+
+    from libsection.pytensor import ExternalCOp
+
+    class DeclaredC(ExternalCOp):
+        language = "c"
+        __props__ = ()
+
+        def __init__(self):
+            super().__init__([str(path)], "APPLY_SPECIFIC(f)")
+
+        def make_node(self, x):
+            return pytensor.graph.basic.Apply(self, [x], [x.type()])
+
+    for name, method in methods.items():
+        setattr(DeclaredC, name, method)
+    return DeclaredC
+
+
 def compile_command(op) -> str:
     """The compile command of a compiled op's module, from its cache entry's manifest."""
     manifest = Path(op.info["library"]).parent / "manifest.json"
@@ -77,6 +99,85 @@ def test_the_tutorial_op_declared_c_is_compiled_as_c():
                            ["float64[:]"])  # fmt: skip
     assert " -x c++ " in compile_command(cxx)
     assert cxx.info["key"] != built.info["key"]
+
+
+# A module compiles as a whole program (-fwhole-program, GCC): the op's functions are compiled
+# once, inlined where they are called, and not again on their own.
+GCC = "clang" not in subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
+
+EXPORTS = """#section support_code
+__attribute__((visibility("default"))) int libsection_test_exported(void) { return 7; }
+
+#section support_code_apply
+int APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) {
+    Py_XDECREF(*z);
+    *z = (PyArrayObject*)PyArray_NewCopy(x, NPY_ANYORDER);
+    return *z == NULL;
+}
+"""
+
+
+@pytest.mark.skipif(not GCC, reason="-fwhole-program is GCC's")
+def test_a_module_compiles_as_a_whole_program_unless_its_code_exports_a_symbol(tmp_path):
+    import ctypes
+
+    for language in ("c", "c++"):
+        op = standalone(language)()
+        np.testing.assert_array_equal(op(np.arange(3.0), np.ones(3)), np.arange(3.0))
+        assert " -fwhole-program " in compile_command(op.compiled("float64[:]", "float64[:]"))
+    # A symbol the op's code makes visible is meant to be seen: the module keeps it.
+    path = tmp_path / "exports.c"
+    path.write_text(EXPORTS)
+    built = libsection.build(path, "APPLY_SPECIFIC(f)", ["float64[:]"], ["float64[:]"],
+                             language="c")  # fmt: skip
+    assert "-fwhole-program" not in compile_command(built)
+    np.testing.assert_array_equal(built(np.arange(2.0)), np.arange(2.0))
+    assert ctypes.CDLL(built.info["library"]).libsection_test_exported() == 7
+
+
+CALLS_BACK = """#section support_code
+double libsection_test_callback(double x) { return x + 1.0; }
+double libsection_test_twice_after(double x);
+
+#section support_code_apply
+int APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) {
+    Py_XDECREF(*z);
+    *z = (PyArrayObject*)PyArray_NewCopy(x, NPY_ANYORDER);
+    if (*z == NULL) return 1;
+    double* d = (double*)PyArray_DATA(*z);
+    for (npy_intp i = 0; i < PyArray_SIZE(*z); ++i) d[i] = libsection_test_twice_after(d[i]);
+    return 0;
+}
+"""
+
+
+def test_an_op_linking_a_static_library_that_calls_back_into_it_builds(tmp_path, cache_dir):
+    # BLAS's static libraries call `xerbla_` this way: a whole program would hide the op's
+    # function from the library, so a module linking libraries is not compiled as one.
+    pytest.importorskip("pytensor")
+    import pytensor
+    import pytensor.tensor as pt
+
+    library = tmp_path / "lib"
+    library.mkdir()
+    (library / "twice.c").write_text(
+        "double libsection_test_callback(double);\n"
+        "double libsection_test_twice_after(double x) { return 2 * libsection_test_callback(x); }\n"
+    )
+    subprocess.run(["cc", "-fPIC", "-c", "twice.c", "-o", "twice.o"], cwd=library, check=True)
+    subprocess.run(["ar", "rcs", "libtwice.a", "twice.o"], cwd=library, check=True)
+    path = tmp_path / "op.c"
+    path.write_text(CALLS_BACK)
+    calls_back = dropin_declared_c(
+        path, c_libraries=lambda self, **kw: ["twice"], c_lib_dirs=lambda self, **kw: [str(library)]
+    )
+    x = pt.dvector("x")
+    f = pytensor.function([x], calls_back()(x), mode="CVM")
+    np.testing.assert_array_equal(f(np.arange(3.0)), [2.0, 4.0, 6.0])
+    manifests = [json.loads(m.read_text()) for m in cache_dir.glob("entries/*/manifest.json")]
+    [built] = [m for m in manifests if "-ltwice" in m["link_command"]]
+    assert " -x c " in built["compile_command"]
+    assert "-fwhole-program" not in built["compile_command"]
 
 
 def test_an_op_declared_c_whose_module_is_cxx_is_refused_never_switched():
@@ -159,21 +260,9 @@ def test_the_drop_in_refuses_cxx_in_a_file_declared_c(tmp_path):
     import pytensor
     import pytensor.tensor as pt
 
-    from libsection.pytensor import ExternalCOp
-
     path = tmp_path / "op.c"
     path.write_text(CXX_IN_C)
-
-    class DeclaredC(ExternalCOp):
-        language = "c"
-        __props__ = ()
-
-        def __init__(self):
-            super().__init__([str(path)], "APPLY_SPECIFIC(f)")
-
-        def make_node(self, x):
-            return pytensor.graph.basic.Apply(self, [x], [x.type()])
-
+    DeclaredC = dropin_declared_c(path)
     x = pt.dvector("x")
     with pytest.raises(ValueError, match="`nullptr` is C\\+\\+"):
         pytensor.function([x], DeclaredC()(x), mode="FAST_COMPILE")

@@ -141,9 +141,14 @@ def test_compiled_together_each_node_keeps_its_macros_statics_and_initialisation
 
 
 def test_nodes_that_cannot_share_a_library_are_compiled_one_by_one(tmp_path, cache_dir, caplog):
-    # Two C functions of one name: they clash in any one library.
+    # Two C functions of one name: they clash in any one library (inlined, a whole program
+    # could keep both apart; never inlined, both are emitted under one name).
     clash = [
-        op_class(tmp_path, f"Clash{k}", f'extern "C" double factor(void) {{ return {k}.0; }}')
+        op_class(
+            tmp_path,
+            f"Clash{k}",
+            f'extern "C" __attribute__((noinline)) double factor(void) {{ return {k}.0; }}',
+        )
         for k in (2, 3)
     ]
     # A function declared but defined nowhere in the module (the C library's): in a graph's

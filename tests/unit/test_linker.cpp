@@ -455,6 +455,83 @@ TEST_SUITE("linker") {
     CHECK_THROWS_WITH_AS(generate_module(with_params), doctest::Contains("its params"), LinkError);
   }
 
+  TEST_CASE("a module that links no library and exports nothing is a whole program") {
+    // Its op's functions are then compiled once, where they are called (GCC -fwhole-program).
+    CHECK(whole_program_text("static int f(void) { return 1; }\nint g(void) { return f(); }"));
+    // `asm` may name a symbol the compiler cannot see used; `visibility` exports one. In code
+    // or in a macro, not in a comment or a literal.
+    CHECK_FALSE(whole_program_text("int f(void) { __asm__ volatile(\"call g\"); return 0; }"));
+    CHECK_FALSE(whole_program_text("#define BARRIER() asm(\"\" ::: \"memory\")\n"));
+    CHECK_FALSE(whole_program_text("__attribute__((visibility(\"default\"))) int seen(void);"));
+    CHECK_FALSE(whole_program_text("int h(void) __attribute__((externally_visible));"));
+    CHECK(whole_program_text("/* asm visibility */ char const* s = \"asm\";"));
+
+    class DeclaredC final : public COp {
+     public:
+      DeclaredC(std::string support, std::vector<std::string> libraries,
+                std::vector<std::string> flags)
+          : support_(std::move(support)), libraries_(std::move(libraries)),
+            flags_(std::move(flags)) {}
+      std::string name() const override { return "COp"; }
+      OpCode generate(NodeContext const& ctx) const override {
+        OpCode code;
+        code.support_code = {support_};
+        code.libraries = libraries_;
+        code.compile_args = flags_;
+        code.code = ctx.outputs[0] + " = " + ctx.inputs[0] + ";";
+        return code;
+      }
+      Language language() const override { return Language::c; }
+
+     private:
+      std::string support_;
+      std::vector<std::string> libraries_, flags_;
+    };
+    auto const f64 = ctype_for(parse_type("float64[:]"));
+    auto module = [&](std::string support, std::vector<std::string> libraries = {},
+                      std::vector<std::string> flags = {}) {
+      Graph g;
+      auto v = g.add_input(f64, "v");
+      g.add_output(
+          g.add_apply(std::make_shared<DeclaredC>(support, libraries, flags), {v}, {f64})[0]);
+      return generate_module(g);
+    };
+    ModuleSource const plain = module("int helper(void) { return 1; }");
+    CHECK(plain.whole_program);
+    // Its entry points stay exported under GCC's flag (clang knows neither).
+    CHECK(plain.text.find("__attribute__((visibility(\"default\"), externally_visible))") !=
+          std::string::npos);
+    // A static library may call back into the op's functions (BLAS's `xerbla_`).
+    CHECK_FALSE(module("int helper(void) { return 1; }", {"blas"}).whole_program);
+    CHECK_FALSE(module("__attribute__((visibility(\"default\"))) int seen(void) { return 1; }")
+                    .whole_program);
+    CHECK_FALSE(module("", {}, {"-flto=auto"}).whole_program);  // LTO decides for itself
+    ModuleSource const cxx = generate_module(add_mul_graph());
+    CHECK(cxx.whole_program);
+    CHECK(cxx.text.find("#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility("
+                        "\"default\"), externally_visible))") != std::string::npos);
+
+    Toolchain gcc{{}, {"/usr/bin/cc"}, "/usr/bin/cc: cc (Debian 12.2.0) 12.2.0", {"-O3"}};
+    gcc.language = Language::c;
+    PythonEnvironment py{{"/inc"}, "cpython-311", "numpy 2 C-API 1"};
+    auto flagged = [&](Toolchain const& tc, ModuleSource const& m) {
+      auto const cmd = compile_commands(tc, py, m, "m.c", "m.o", "m.so").compile;
+      return std::count(cmd.begin(), cmd.end(), whole_program_flag) == 1;
+    };
+    CHECK(flagged(gcc, plain));
+    Toolchain clang = gcc;
+    clang.identity = "/usr/bin/clang: Debian clang version 14.0.6";
+    CHECK_FALSE(flagged(clang, plain));
+    ModuleSource other = plain;
+    other.whole_program = false;
+    CHECK_FALSE(flagged(gcc, other));
+    CHECK(module_cache_key(other, gcc, py) != module_cache_key(plain, gcc, py));
+    CHECK_FALSE(can_share_library(plain, other));
+    ModuleSource const second = module("int helper(void) { return 2; }");
+    REQUIRE(can_share_library(plain, second));
+    CHECK(generate_batch({&plain, &second}).whole_program);
+  }
+
   TEST_CASE("graphs compiled together keep their own names, macros and entry points") {
     // An op whose support code and code are given, on one float64 vector.
     class Written final : public COp {

@@ -142,6 +142,10 @@ struct ModuleSource {
   Language language = Language::cxx;
   /// How many graphs the module holds: 1, or more for `generate_batch`'s.
   int graphs = 1;
+  /// A module nothing outside needs a symbol of but its entry points (`whole_program_text`, no
+  /// library linked, no LTO): GCC compiles it with `-fwhole-program`, so the op's functions are
+  /// compiled once, where they are called, and not a second time on their own. Part of the key.
+  bool whole_program = false;
   /// A module of one graph: what `generate_batch` takes of it.
   ModuleMember member;
 };
@@ -333,6 +337,14 @@ inline constexpr char const* no_special_math_flag = "-DLIBSECTION_NO_SPECIAL_MAT
 /// Whether a C++ module with this text and these compile flags may use C++17's special math
 /// functions (`no_special_math_flag`).
 bool may_use_special_math(std::string_view text, std::vector<std::string> const& compile_args);
+
+/// Whether the code of a module (its support code and graph text, not the prelude) leaves
+/// every symbol but the entry points to the module: it names no `asm` (which may name a symbol
+/// the compiler cannot see used) and sets no `visibility` (a symbol meant to be seen outside).
+bool whole_program_text(std::string_view text);
+
+/// The compiler flag of a `ModuleSource::whole_program` module (GCC only; clang ignores it).
+inline constexpr char const* whole_program_flag = "-fwhole-program";
 
 /// What a module compiled as C has after `module_prelude`: `bool`, `true` and `false`, which
 /// PyTensor's C code uses (C++ has them built in; C before C23 from this header).

@@ -342,6 +342,8 @@ CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& p
   auto const base = base_compile(tc, python, module.compile_args);
   cmd.compile.insert(cmd.compile.end(), base.begin(), base.end());
   for (auto const& dir : module.header_dirs) cmd.compile.push_back("-I" + dir);
+  if (module.whole_program && tc.identity.find("clang") == std::string::npos)
+    cmd.compile.push_back(whole_program_flag);
   if (pch) cmd.compile.insert(cmd.compile.end(), {"-include", pch->string()});
   cmd.compile.insert(cmd.compile.end(), {"-c", "-x", tc.language == Language::c ? "c" : "c++",
                                          source.string(), "-o", object.string()});

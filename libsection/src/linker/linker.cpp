@@ -215,6 +215,7 @@ std::string module_cache_key(ModuleSource const& module, Toolchain const& tc,
   add(module.text);
   // Only a C module adds it (its compiler and flags differ too): C++ keys stay as they were.
   if (module.language == Language::c) add("language c");
+  if (module.whole_program) add("whole program");
   return detail::sha256_hex(material);
 }
 
