@@ -499,17 +499,19 @@ TEST_SUITE("linker") {
     ModuleSource const plain = module("int helper(void) { return 1; }");
     CHECK(plain.whole_program);
     // Its entry points stay exported under GCC's flag (clang knows neither).
-    CHECK(plain.text.find("__attribute__((visibility(\"default\"), externally_visible))") !=
-          std::string::npos);
+    CHECK(plain.text.find("#define LIBSECTION_VISIBLE __attribute__((visibility(\"default\"), "
+                          "externally_visible))") != std::string::npos);
     // A static library may call back into the op's functions (BLAS's `xerbla_`).
     CHECK_FALSE(module("int helper(void) { return 1; }", {"blas"}).whole_program);
     CHECK_FALSE(module("__attribute__((visibility(\"default\"))) int seen(void) { return 1; }")
                     .whole_program);
-    CHECK_FALSE(module("", {}, {"-flto=auto"}).whole_program);  // LTO decides for itself
+    CHECK_FALSE(module("", {}, {"-flto=auto"}).whole_program);             // LTO decides for itself
+    CHECK_FALSE(module("", {}, {"-include", "exports.h"}).whole_program);  // code unread
+    CHECK(module("", {}, {"-DN=3"}).whole_program);
     ModuleSource const cxx = generate_module(add_mul_graph());
     CHECK(cxx.whole_program);
-    CHECK(cxx.text.find("#define LIBSECTION_EXPORT extern \"C\" __attribute__((visibility("
-                        "\"default\"), externally_visible))") != std::string::npos);
+    CHECK(cxx.text.find("#define LIBSECTION_EXPORT extern \"C\" LIBSECTION_VISIBLE\n") !=
+          std::string::npos);
 
     Toolchain gcc{{}, {"/usr/bin/cc"}, "/usr/bin/cc: cc (Debian 12.2.0) 12.2.0", {"-O3"}};
     gcc.language = Language::c;

@@ -143,8 +143,9 @@ struct ModuleSource {
   /// How many graphs the module holds: 1, or more for `generate_batch`'s.
   int graphs = 1;
   /// A module nothing outside needs a symbol of but its entry points (`whole_program_text`, no
-  /// library linked, no LTO): GCC compiles it with `-fwhole-program`, so the op's functions are
-  /// compiled once, where they are called, and not a second time on their own. Part of the key.
+  /// library linked, no LTO, no flag including a file): GCC compiles it with `-fwhole-program`,
+  /// so the op's functions are compiled once, where they are called, and not a second time on
+  /// their own. Part of the key.
   bool whole_program = false;
   /// A module of one graph: what `generate_batch` takes of it.
   ModuleMember member;

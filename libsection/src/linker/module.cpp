@@ -538,12 +538,13 @@ std::string module_head(std::string const& what, Language language,
   t += module_prelude;
   if (language == Language::c) t += c_module_prelude;
   // `externally_visible`: the entry points stay exported when GCC compiles the module as a
-  // whole program (`ModuleSource::whole_program`); clang knows neither.
-  std::string const linkage = language == Language::cxx ? "extern \"C\" " : "";
-  t += "#if defined(__GNUC__) && !defined(__clang__)\n#define LIBSECTION_EXPORT " + linkage +
-       "__attribute__((visibility(\"default\"), externally_visible))\n#else\n"
-       "#define LIBSECTION_EXPORT " +
-       linkage + "__attribute__((visibility(\"default\")))\n#endif\n";
+  // whole program (`ModuleSource::whole_program`); clang knows neither. The same text in C
+  // and C++: a C++ module of built-in types is valid C but for the op's code.
+  t += "#if defined(__GNUC__) && !defined(__clang__)\n"
+       "#define LIBSECTION_VISIBLE __attribute__((visibility(\"default\"), externally_visible))\n"
+       "#else\n#define LIBSECTION_VISIBLE __attribute__((visibility(\"default\")))\n#endif\n"
+       "#ifdef __cplusplus\n#define LIBSECTION_EXPORT extern \"C\" LIBSECTION_VISIBLE\n#else\n"
+       "#define LIBSECTION_EXPORT LIBSECTION_VISIBLE\n#endif\n";
   for (auto const& line : includes) t += line;
   t += "static const libsection_runtime* libsection_rt;\n\n//////// support code\n";
   for (auto const& s : support) t += s + "\n";
@@ -732,12 +733,17 @@ ModuleSource ModuleWriter::write() && {
   if (module_.language == Language::cxx && !may_use_special_math(text, module_.compile_args))
     module_.compile_args.push_back(no_special_math_flag);
   // A static library could call back into a function of the op's (BLAS's `xerbla_`, say),
-  // which -fwhole-program would hide from it: only modules linking none. LTO has its own.
+  // which -fwhole-program would hide from it: only modules linking none. LTO decides for
+  // itself, and a file a flag includes is code this cannot read.
   std::string users_code;
   for (auto const& s : support_) users_code += s + "\n";
-  bool const lto = std::any_of(module_.compile_args.begin(), module_.compile_args.end(),
-                               [](std::string const& a) { return a.rfind("-flto", 0) == 0; });
-  module_.whole_program = module_.libraries.empty() && !lto && whole_program_text(users_code + own);
+  bool const flags_decide =
+      std::any_of(module_.compile_args.begin(), module_.compile_args.end(), [](auto const& a) {
+        return a.rfind("-flto", 0) == 0 || a.rfind("-include", 0) == 0 ||
+               a.rfind("-imacros", 0) == 0;
+      });
+  module_.whole_program =
+      module_.libraries.empty() && !flags_decide && whole_program_text(users_code + own);
   return std::move(*this).named(std::move(text), std::move(own));
 }
 
