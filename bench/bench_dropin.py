@@ -15,7 +15,8 @@ Every row is a ratio measured in this run (the machines are noisy: compare withi
   * the call `f(x, y)` at n = 1 and n = 10^6 in each mode, against PyTensor's own op in CVM,
     and the class API `op(x, y)` and the raw compiled op against NumPy's `x * y`.
 Cold builds compile variants of the op file (a different trailing comment each), so both tools
-really compile. `--markdown` prints the README's table.
+really compile. `--markdown` prints the README's table; `--cold-only` measures the one-op rows
+alone (give it more `--reps`).
 """
 
 from __future__ import annotations
@@ -186,6 +187,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=5, help="fresh-process repetitions")
     parser.add_argument("--markdown", action="store_true", help="print the README table")
+    parser.add_argument(
+        "--cold-only", action="store_true", help="only the one-op rows (more --reps for them)"
+    )
     args, _ = parser.parse_known_args()  # `./dev bench` passes every benchmark the same options
     rows: list[tuple[str, str, str, str]] = []
 
@@ -249,7 +253,7 @@ def main() -> None:
                         )
                     )
 
-        for k in (1, 5, 20):
+        for k in () if args.cold_only else (1, 5, 20):
             print(f"[bench] a graph of {k} distinct ops, cold", file=sys.stderr)
             times = {t: [] for t in ("pytensor", "libsection")}
             for _ in range(max(1, args.reps // 2)):
@@ -267,6 +271,9 @@ def main() -> None:
                 )
             )
 
+        if args.cold_only:
+            print_rows(rows, args.markdown)
+            return
         print("[bench] calls", file=sys.stderr)
         env = fresh_env(tmp, "calls")
         code = CALLS.format(ops=str(ROOT / "ops"), vtv=str(VTV))
@@ -298,8 +305,12 @@ def main() -> None:
                     )
                 )
 
+    print_rows(rows, args.markdown)
+
+
+def print_rows(rows: list[tuple[str, str, str, str]], markdown: bool) -> None:
     width = max(len(r[0]) for r in rows)
-    if args.markdown:
+    if markdown:
         print("| what it times | libsection | PyTensor's own op | ratio |\n|---|---|---|---|")
         for r in rows:
             print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |")
