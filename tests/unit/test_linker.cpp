@@ -465,6 +465,7 @@ TEST_SUITE("linker") {
     CHECK_FALSE(whole_program_text("__attribute__((visibility(\"default\"))) int seen(void);"));
     CHECK_FALSE(whole_program_text("int h(void) __attribute__((externally_visible));"));
     CHECK(whole_program_text("/* asm visibility */ char const* s = \"asm\";"));
+    CHECK(whole_program_text("#include <asm/unistd.h>\nint f(void) { return 0; }"));
 
     class DeclaredC final : public COp {
      public:

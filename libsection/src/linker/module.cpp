@@ -70,61 +70,58 @@ std::string_view included_header(std::string_view rest) {
   return rest.substr(open + 1, close - open - 1);
 }
 
+bool is_include(c_scan::Directive const& d) {
+  return d.name == "include" || d.name == "include_next" || d.name == "import";
+}
+
+/// Where a directive's text past its name starts.
+std::size_t past_name(std::string_view text, c_scan::Directive const& d) {
+  return d.name.empty() ? d.begin + 1
+                        : static_cast<std::size_t>(d.name.data() - text.data()) + d.name.size();
+}
+
+/// Whether `named` holds for an identifier of `body` (`text` tokenized) or of a directive past
+/// its name (a macro's body, a condition), not for one in a comment or a literal, nor in an
+/// include's header name (a `#line`'s path is a literal).
+template <class Named>
+bool names_any(std::string_view text, c_scan::TokenizedBody const& body, Named named) {
+  auto in = [&](c_scan::TokenizedBody const& scanned) {
+    for (auto const& t : scanned.tokens)
+      if (t.kind == c_scan::TokenKind::identifier && named(text.substr(t.begin, t.end - t.begin)))
+        return true;
+    return false;
+  };
+  if (in(body)) return true;
+  for (auto const& d : body.directives)
+    if (!is_include(d) && in(c_scan::tokenize(text, past_name(text, d), d.end))) return true;
+  return false;
+}
+
 }  // namespace
 
 bool may_use_special_math(std::string_view text, std::vector<std::string> const& compile_args) {
   for (auto const& a : compile_args)
     if (a.rfind("-include", 0) == 0 || a.rfind("-imacros", 0) == 0) return true;
   if (text.size() > c_scan::max_tokenized_bytes) return true;
+  auto const body = c_scan::tokenize(text, 0, text.size());
+  // A header outside the standard ones may call one.
+  for (auto const& d : body.directives) {
+    std::size_t const after_name = past_name(text, d);
+    if (is_include(d) &&
+        !standard_header(included_header(text.substr(after_name, d.end - after_name))))
+      return true;
+  }
   // Names in comments and literals call nothing: an input labelled "beta" in a message, or a
   // comment, leaves the module lean.
-  auto names_one = [&](c_scan::TokenizedBody const& scanned) {
-    for (auto const& t : scanned.tokens)
-      if (t.kind == c_scan::TokenKind::identifier &&
-          names_special_math(text.substr(t.begin, t.end - t.begin)))
-        return true;
-    return false;
-  };
-  auto const body = c_scan::tokenize(text, 0, text.size());
-  if (names_one(body)) return true;
-  // A directive past its name: an include names a header; a macro's body or a condition may
-  // name a function (a `#line`'s path is a literal).
-  for (auto const& d : body.directives) {
-    std::size_t const after_name =
-        d.name.empty() ? d.begin + 1
-                       : static_cast<std::size_t>(d.name.data() - text.data()) + d.name.size();
-    if (d.name == "include" || d.name == "include_next" || d.name == "import") {
-      if (!standard_header(included_header(text.substr(after_name, d.end - after_name))))
-        return true;
-    } else if (names_one(c_scan::tokenize(text, after_name, d.end))) {
-      return true;
-    }
-  }
-  return false;
+  return names_any(text, body, names_special_math);
 }
 
 bool whole_program_text(std::string_view text) {
   if (text.size() > c_scan::max_tokenized_bytes) return false;
-  auto names_none = [&](c_scan::TokenizedBody const& scanned) {
-    for (auto const& t : scanned.tokens) {
-      if (t.kind != c_scan::TokenKind::identifier) continue;
-      auto const name = text.substr(t.begin, t.end - t.begin);
-      if (name == "asm" || name == "__asm" || name == "__asm__" || name == "visibility" ||
-          name == "__visibility__" || name == "externally_visible")
-        return false;
-    }
-    return true;
-  };
-  auto const body = c_scan::tokenize(text, 0, text.size());
-  if (!names_none(body)) return false;
-  // A macro's body may hold them too.
-  for (auto const& d : body.directives) {
-    std::size_t const after_name =
-        d.name.empty() ? d.begin + 1
-                       : static_cast<std::size_t>(d.name.data() - text.data()) + d.name.size();
-    if (!names_none(c_scan::tokenize(text, after_name, d.end))) return false;
-  }
-  return true;
+  return !names_any(text, c_scan::tokenize(text, 0, text.size()), [](std::string_view name) {
+    return name == "asm" || name == "__asm" || name == "__asm__" || name == "visibility" ||
+           name == "__visibility__" || name == "externally_visible";
+  });
 }
 
 // ---- graph ---------------------------------------------------------------------------------
