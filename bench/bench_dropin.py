@@ -253,7 +253,10 @@ def main() -> None:
                         )
                     )
 
-        for k in () if args.cold_only else (1, 5, 20):
+        if args.cold_only:
+            print_rows(rows, args.markdown)
+            return
+        for k in (1, 5, 20):
             print(f"[bench] a graph of {k} distinct ops, cold", file=sys.stderr)
             times = {t: [] for t in ("pytensor", "libsection")}
             for _ in range(max(1, args.reps // 2)):
@@ -271,9 +274,6 @@ def main() -> None:
                 )
             )
 
-        if args.cold_only:
-            print_rows(rows, args.markdown)
-            return
         print("[bench] calls", file=sys.stderr)
         env = fresh_env(tmp, "calls")
         code = CALLS.format(ops=str(ROOT / "ops"), vtv=str(VTV))

@@ -69,6 +69,9 @@ std::string compiler_identity(fs::path const& compiler, PrivateDir const& state)
   return identity;
 }
 
+/// Clang has no precompiled headers of GCC's kind, no -fwhole-program, and links with lld.
+bool is_clang(std::string const& identity) { return identity.find("clang") != std::string::npos; }
+
 bool is_launcher(std::string const& program) {
   std::string const name = fs::path(program).filename().string();
   return name == "ccache" || name == "sccache" || name == "distcc" || name == "icecc";
@@ -144,8 +147,7 @@ std::vector<std::string> module_flags(Settings const& settings, Language languag
 std::vector<std::string> linker_flags(Settings const& settings, std::string const& identity) {
   std::string linker = settings.linker;
   if (linker.empty()) {
-    bool const clang = identity.find("clang") != std::string::npos;
-    if (clang && find_on_path("ld.lld")) linker = "lld";
+    if (is_clang(identity) && find_on_path("ld.lld")) linker = "lld";
     else if (find_on_path("ld.gold")) linker = "gold";
   }
   if (linker.empty() || linker == "default") return {};
@@ -291,7 +293,7 @@ std::optional<PrecompiledHeader> precompiled_header(Toolchain const& tc,
                                                     std::vector<std::string> const& header_args) {
   if (!tc.launcher.empty()) return std::nullopt;
   if (!tc.precompiled_header) return std::nullopt;
-  if (tc.identity.find("clang") != std::string::npos) return std::nullopt;
+  if (is_clang(tc.identity)) return std::nullopt;
 
   std::string const key = precompiled_header_key(tc, python, {}, header_args);
   std::string const lock_name = "pch-" + key + ".lock";
@@ -342,8 +344,7 @@ CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& p
   auto const base = base_compile(tc, python, module.compile_args);
   cmd.compile.insert(cmd.compile.end(), base.begin(), base.end());
   for (auto const& dir : module.header_dirs) cmd.compile.push_back("-I" + dir);
-  if (module.whole_program && tc.identity.find("clang") == std::string::npos)
-    cmd.compile.push_back(whole_program_flag);
+  if (module.whole_program && !is_clang(tc.identity)) cmd.compile.push_back(whole_program_flag);
   if (pch) cmd.compile.insert(cmd.compile.end(), {"-include", pch->string()});
   cmd.compile.insert(cmd.compile.end(), {"-c", "-x", tc.language == Language::c ? "c" : "c++",
                                          source.string(), "-o", object.string()});

@@ -97,11 +97,17 @@ bool names_any(std::string_view text, c_scan::TokenizedBody const& body, Named n
   return false;
 }
 
+/// Whether a flag includes a file: code the module's checks cannot read.
+bool includes_a_file(std::vector<std::string> const& compile_args) {
+  return std::any_of(compile_args.begin(), compile_args.end(), [](std::string const& a) {
+    return a.rfind("-include", 0) == 0 || a.rfind("-imacros", 0) == 0;
+  });
+}
+
 }  // namespace
 
 bool may_use_special_math(std::string_view text, std::vector<std::string> const& compile_args) {
-  for (auto const& a : compile_args)
-    if (a.rfind("-include", 0) == 0 || a.rfind("-imacros", 0) == 0) return true;
+  if (includes_a_file(compile_args)) return true;
   if (text.size() > c_scan::max_tokenized_bytes) return true;
   auto const body = c_scan::tokenize(text, 0, text.size());
   // A header outside the standard ones may call one.
@@ -735,10 +741,9 @@ ModuleSource ModuleWriter::write() && {
   std::string users_code;
   for (auto const& s : support_) users_code += s + "\n";
   bool const flags_decide =
-      std::any_of(module_.compile_args.begin(), module_.compile_args.end(), [](auto const& a) {
-        return a.rfind("-flto", 0) == 0 || a.rfind("-include", 0) == 0 ||
-               a.rfind("-imacros", 0) == 0;
-      });
+      includes_a_file(module_.compile_args) ||
+      std::any_of(module_.compile_args.begin(), module_.compile_args.end(),
+                  [](std::string const& a) { return a.rfind("-flto", 0) == 0; });
   module_.whole_program =
       module_.libraries.empty() && !flags_decide && whole_program_text(users_code + own);
   return std::move(*this).named(std::move(text), std::move(own));
