@@ -169,8 +169,9 @@ void const* runtime_table() {
 
 namespace {
 
-/// Runs `build` on the cache with the GIL released; its `LinkError` becomes the Python error,
-/// an interrupt a KeyboardInterrupt, and an exception a callback left pending is raised.
+/// Runs `build` on the cache with the GIL released; its `LinkError` (or the cache's
+/// `CacheError`) becomes the Python error, an interrupt a KeyboardInterrupt, and an exception a
+/// callback left pending is raised.
 template <class Build>
 void build_without_gil(SourceManager& sm, Build const& build) {
   cancellations_seen = cancellations.load();
@@ -180,6 +181,8 @@ void build_without_gil(SourceManager& sm, Build const& build) {
     build(cache);
   } catch (LinkError const& e) {
     raise_python(e, sm);
+  } catch (CacheError const& e) {  // the cache's own: a LinkError in Python, as all of these
+    raise_python(LinkError(e.what()), sm);
   } catch (BuildInterrupted const&) {  // the KeyboardInterrupt is pending on this thread
     if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
     throw py::error_already_set();

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "linker/compile.hpp"
-#include "section/cache.hpp"
+#include "section/linker/cache/cache.hpp"
 #include "section/ctype.hpp"
 #include "section/linker.hpp"
 #include "section/log.hpp"
@@ -726,7 +726,7 @@ TEST_SUITE("linker") {
     fs::create_directories(dir.path);
     REQUIRE(::chown(dir.path.c_str(), 4242, 4242) == 0);
     ::chmod(dir.path.c_str(), 0777);
-    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("owned by uid 4242"), LinkError);
+    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("owned by uid 4242"), CacheError);
   }
 
   TEST_CASE("compiler messages become diagnostics in the user's file") {
@@ -928,12 +928,12 @@ std::string read_all(fs::path const& p) {
 
 std::string entry_key(char c) { return std::string(64, c); }
 
-// The message of the LinkError `f` throws ("" when it throws none).
+// The message of the CacheError `f` throws ("" when it throws none).
 template <class F>
-std::string link_error_of(F&& f) {
+std::string cache_error_of(F&& f) {
   try {
     f();
-  } catch (LinkError const& e) {
+  } catch (CacheError const& e) {
     return e.what();
   }
   return {};
@@ -997,18 +997,18 @@ TEST_SUITE("linker") {
         CHECK(ModuleCache::default_max_bytes() == (1ull << 30));  // unset or empty: the default
         continue;
       }
-      CHECK(contains(link_error_of([] { ModuleCache::default_max_bytes(); }),
+      CHECK(contains(cache_error_of([] { ModuleCache::default_max_bytes(); }),
                      "LIBSECTION_CACHE_MAX_BYTES=`" + std::string(bad) + "`"));
     }
     // Rejected before anything exists on disk.
     TempDir dir;
     ::setenv("LIBSECTION_CACHE_MAX_BYTES", "5MB", 1);
-    CHECK_THROWS_AS(ModuleCache{dir.path}, LinkError);
+    CHECK_THROWS_AS(ModuleCache{dir.path}, CacheError);
     CHECK_FALSE(fs::exists(dir.path));
     ::setenv("LIBSECTION_LOCK_TIMEOUT", "soon", 1);
     ::unsetenv("LIBSECTION_CACHE_MAX_BYTES");
     CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("LIBSECTION_LOCK_TIMEOUT=`soon`"),
-                         LinkError);
+                         CacheError);
     ::unsetenv("LIBSECTION_LOCK_TIMEOUT");
   }
 
@@ -1033,7 +1033,7 @@ TEST_SUITE("linker") {
     CHECK(read_all(dir.path / "k.lock") == holder_record(::getpid()));
     auto const start = std::chrono::steady_clock::now();
     CHECK(
-        contains(link_error_of([&] { FileLock(locks, "k.lock", FileLock::Mode::exclusive, 0.3); }),
+        contains(cache_error_of([&] { FileLock(locks, "k.lock", FileLock::Mode::exclusive, 0.3); }),
                  "held by pid " + std::to_string(::getpid()) + ", which is running"));
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
     FileLock busy(locks, "k.lock", FileLock::Mode::exclusive, 10, true);
@@ -1063,7 +1063,7 @@ TEST_SUITE("linker") {
     fs::create_symlink(dir.path / "victim", dir.path / "planted");
     REQUIRE(::lchown((dir.path / "planted").c_str(), 4242, 4242) == 0);
     CHECK_THROWS_WITH_AS(ModuleCache{dir.path / "planted"},
-                         doctest::Contains("is a symbolic link owned by uid 4242"), LinkError);
+                         doctest::Contains("is a symbolic link owned by uid 4242"), CacheError);
     CHECK(mode_of(dir.path / "victim") == 0755);  // not chmod'ed
     CHECK(fs::is_empty(dir.path / "victim"));
   }
@@ -1073,20 +1073,20 @@ TEST_SUITE("linker") {
     TempDir dir;
     { ModuleCache cache(dir.path); }
     ::chmod((dir.path / "entries").c_str(), 0777);
-    std::string const refused = link_error_of([&] { ModuleCache{dir.path}; });
+    std::string const refused = cache_error_of([&] { ModuleCache{dir.path}; });
     CHECK(contains(refused, "writable by other users (mode 0777)"));
     CHECK(contains(refused, "chmod 700 " + (dir.path / "entries").string()));
     CHECK(mode_of(dir.path / "entries") == 0777);  // refused, not silently changed
     fs::remove(dir.path / "entries");
     fs::create_directories(dir.path / "elsewhere");
     fs::create_symlink(dir.path / "elsewhere", dir.path / "entries");
-    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("is a symbolic link"), LinkError);
+    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("is a symbolic link"), CacheError);
     fs::remove(dir.path / "entries");
     if (::geteuid() != 0) return;  // needs root to hand a directory to another user
     fs::create_directories(dir.path / "entries");
     REQUIRE(::chown((dir.path / "entries").c_str(), 4242, 4242) == 0);
     ::chmod((dir.path / "entries").c_str(), 0700);
-    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("owned by uid 4242"), LinkError);
+    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("owned by uid 4242"), CacheError);
   }
 
   TEST_CASE("every kind of damaged entry is rebuilt, never stuck") {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "section/cache.hpp"
+#include "section/linker/cache/cache.hpp"
 #include "section/ctype.hpp"
 #include "section/module.hpp"
 #include "section/op.hpp"

@@ -20,11 +20,11 @@
 #include <thread>
 
 #include "base/hash.hpp"
-#include "linker/files.hpp"
+#include "linker/cache/files.hpp"
 #include "parse/read.hpp"
 #include "section/codes.hpp"
 #include "section/log.hpp"
-#include "section/manifest.hpp"
+#include "section/linker/cache/manifest.hpp"
 #include "section/platform.hpp"
 
 extern char** environ;
@@ -156,8 +156,21 @@ std::vector<std::string> linker_flags(Settings const& settings, std::string cons
 
 }  // namespace
 
+namespace {
+
+/// Every `LIBSECTION_*` setting (`read_settings`), a bad one as a `LinkError` naming it.
+Settings build_settings() {
+  try {
+    return read_settings();
+  } catch (SettingsError const& e) {
+    throw LinkError(e.what());
+  }
+}
+
+}  // namespace
+
 Toolchain find_toolchain(PrivateDir const& state, Language language) {
-  Settings const settings = linker_settings();
+  Settings const settings = build_settings();
   Toolchain tc;
   tc.language = language;
   tc.launcher = settings.compiler_launcher;

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "section/cache.hpp"
+#include "section/linker/cache/cache.hpp"
 #include "section/diagnostic.hpp"
 #include "section/linker.hpp"
-#include "section/manifest.hpp"
+#include "section/linker/cache/manifest.hpp"
 #include "section/module.hpp"
 #include "section/source.hpp"
 

@@ -13,13 +13,13 @@
 #include "base/hash.hpp"
 #include "base/text.hpp"
 #include "linker/compile.hpp"
-#include "linker/files.hpp"
-#include "linker/private_dir_detail.hpp"
+#include "linker/cache/files.hpp"
+#include "linker/cache/private_dir_detail.hpp"
 #include "parse/c_tokens.hpp"
 #include "parse/declarations.hpp"
 #include "section/expand.hpp"
 #include "section/log.hpp"
-#include "section/manifest.hpp"
+#include "section/linker/cache/manifest.hpp"
 #include "section/names.hpp"
 #include "section/platform.hpp"
 #include "section/version.hpp"
@@ -260,7 +260,7 @@ void check_graph_symbols(PrivateDir const& work) {
     dir.write(entry_file::command, shell_quote(command) + "\n");
     log = std::move(kept_log);
     where = "\nthe generated source, the command and the full log are in " + kept.string();
-  } catch (LinkError const& e) {
+  } catch (CacheError const& e) {
     where = "\n(the generated source and the log could not be kept: ";
     where += e.what();
     where += ")";
@@ -413,17 +413,20 @@ void build_modules(std::vector<ModuleSource const*> const& members, PythonEnviro
     for (auto const& e : group) sources.push_back(e.second);
     ModuleSource const batch = generate_batch(sources);
     std::optional<BuiltModule> built;
-    try {
-      built = build_module(batch, python, cache, sm);
-    } catch (LinkError const& e) {
-      // Whatever the members' own errors are, each reports them from its own module.
+    // Whatever the members' own errors are, each reports them from its own module.
+    auto apart = [&](std::string const& why) {
       cache.failed().remove(
           module_cache_key(batch, find_toolchain(cache.state(), batch.language), python));
-      std::string const why =
-          dynamic_cast<CompileError const*>(&e) ? "" : std::string(": ") + e.what();
       log_record(LogLevel::info, "the " + std::to_string(group.size()) +
                                      " graphs did not compile together" + why +
                                      "; compiling them one by one");
+    };
+    try {
+      built = build_module(batch, python, cache, sm);
+    } catch (LinkError const& e) {
+      apart(dynamic_cast<CompileError const*>(&e) ? "" : std::string(": ") + e.what());
+    } catch (CacheError const& e) {
+      apart(std::string(": ") + e.what());
     }
     for (std::size_t k = 0; k < group.size(); ++k) {
       if (built)
