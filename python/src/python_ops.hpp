@@ -6,7 +6,7 @@
 
 #include "section/ctype.hpp"
 #include "section/linker.hpp"
-#include "section/module.hpp"
+#include "section/linker/generate/module.hpp"
 
 namespace section::python {
 

@@ -14,7 +14,7 @@
 #include "section/ctype.hpp"
 #include "section/expand.hpp"
 #include "section/linker.hpp"
-#include "section/module.hpp"
+#include "section/linker/generate/module.hpp"
 #include "section/names.hpp"
 #include "section/parse.hpp"
 #include "section/signature.hpp"

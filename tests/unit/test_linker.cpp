@@ -16,11 +16,11 @@
 #include <thread>
 
 #include "linker/compile.hpp"
-#include "section/linker/cache/cache.hpp"
 #include "section/ctype.hpp"
 #include "section/linker.hpp"
+#include "section/linker/cache/cache.hpp"
+#include "section/linker/generate/module.hpp"
 #include "section/log.hpp"
-#include "section/module.hpp"
 #include "section/platform.hpp"
 #include "section/signature.hpp"
 
@@ -1080,7 +1080,8 @@ TEST_SUITE("linker") {
     fs::remove(dir.path / "entries");
     fs::create_directories(dir.path / "elsewhere");
     fs::create_symlink(dir.path / "elsewhere", dir.path / "entries");
-    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("is a symbolic link"), CacheError);
+    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("is a symbolic link"),
+                         CacheError);
     fs::remove(dir.path / "entries");
     if (::geteuid() != 0) return;  // needs root to hand a directory to another user
     fs::create_directories(dir.path / "entries");

@@ -8,7 +8,6 @@
 
 #include "section/linker/cache/cache.hpp"
 #include "section/linker/cache/manifest.hpp"
-#include "section/module.hpp"
 #include "section/version.hpp"
 
 namespace {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "section/linker/cache/cache.hpp"
 #include "section/ctype.hpp"
-#include "section/module.hpp"
+#include "section/linker/cache/cache.hpp"
+#include "section/linker/generate/module.hpp"
 #include "section/op.hpp"
 #include "section/parse.hpp"
 

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "section/linker/cache/cache.hpp"
 #include "section/diagnostic.hpp"
 #include "section/linker.hpp"
+#include "section/linker/cache/cache.hpp"
 #include "section/linker/cache/manifest.hpp"
-#include "section/module.hpp"
+#include "section/linker/generate/module.hpp"
 #include "section/source.hpp"
 
 namespace section {
