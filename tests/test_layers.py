@@ -56,6 +56,7 @@ PUBLIC = {
     "linker/cache/cache.hpp": "linker/cache",
     "linker/generate/graph.hpp": "linker/generate",
     "linker/generate/module.hpp": "linker/generate",
+    "linker/build/build.hpp": "linker/build",
     "linker.hpp": "linker",
     "lint.hpp": "lint",
 }

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "linker/compile.hpp"
+#include "linker/build/compile.hpp"
 #include "section/ctype.hpp"
 #include "section/expand.hpp"
 #include "section/linker.hpp"

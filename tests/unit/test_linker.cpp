@@ -15,7 +15,7 @@
 #include <fstream>
 #include <thread>
 
-#include "linker/compile.hpp"
+#include "linker/build/compile.hpp"
 #include "section/ctype.hpp"
 #include "section/linker.hpp"
 #include "section/linker/cache/cache.hpp"

@@ -86,24 +86,6 @@ extern char const* const module_prelude;
 /// every module's `libsection_module_init` gets the table.
 std::string runtime_source();
 
-/// The compile flag of a C++ module that cannot use C++17's special math functions (see
-/// `module_prelude`): no code of it names one, includes a header outside the standard library
-/// (which could) or has its flags include a file. Part of the module's key and of its
-/// precompiled header's flags.
-inline constexpr char const* no_special_math_flag = "-DLIBSECTION_NO_SPECIAL_MATH";
-
-/// Whether a C++ module with this text and these compile flags may use C++17's special math
-/// functions (`no_special_math_flag`).
-bool may_use_special_math(std::string_view text, std::vector<std::string> const& compile_args);
-
-/// Whether the code of a module (its support code and graph text, not the prelude) leaves
-/// every symbol but the entry points to the module: it names no `asm` (which may name a symbol
-/// the compiler cannot see used) and sets no `visibility` (a symbol meant to be seen outside).
-bool whole_program_text(std::string_view text);
-
-/// The compiler flag of a `ModuleSource::whole_program` module (GCC only; clang ignores it).
-inline constexpr char const* whole_program_flag = "-fwhole-program";
-
 /// What a module compiled as C has after `module_prelude`: `bool`, `true` and `false`, which
 /// PyTensor's C code uses (C++ has them built in; C before C23 from this header).
 inline constexpr char const* c_module_prelude = "#include <stdbool.h>\n";
@@ -115,8 +97,10 @@ inline constexpr char const* module_file_name = "<libsection-module>";
 /// Stands for the module's name until it is known; `APPLY_SPECIFIC` suffixes use it.
 inline constexpr char const* hash_placeholder = "<<<<HASH_PLACEHOLDER>>>>";
 
-/// Generates the module. Throws `LinkError` (from an op) or `std::invalid_argument` (bad graph).
-ModuleSource generate_module(Graph const& graph);
+/// Writes the module of `graph`: its text and what its ops and types ask for, the compile flags
+/// the build decides from them not yet added (`generate_module`, section/linker.hpp, does
+/// both). Throws `LinkError` (from an op) or `std::invalid_argument` (bad graph).
+ModuleSource write_module(Graph const& graph);
 
 /// Whether the modules of two graphs can share one library: the same language, flags, header
 /// and library directories and libraries.

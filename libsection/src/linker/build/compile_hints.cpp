@@ -10,7 +10,7 @@
 #include "base/text.hpp"
 #include "expand/line_directives.hpp"
 #include "expand/macros.hpp"
-#include "linker/compile.hpp"
+#include "linker/build/compile.hpp"
 #include "parse/c_tokens.hpp"
 #include "section/expand.hpp"
 #include "section/names.hpp"
