@@ -44,7 +44,7 @@ bool module_name_at(std::string_view text, std::size_t at) {
 }
 
 /// A compiler message in the names the user wrote: `f_node_m<hash>_0` (what `APPLY_SPECIFIC(f)`
-/// becomes, the node names of module.cpp) reads `APPLY_SPECIFIC(f)`, and gcc's guess of a
+/// becomes, the node names of generate/module.cpp) reads `APPLY_SPECIFIC(f)`, and gcc's guess of a
 /// generated name (`; did you mean ‘op_instance_m<hash>’?`) goes.
 std::string readable(std::string_view message) {
   std::string out;
