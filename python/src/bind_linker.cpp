@@ -156,8 +156,8 @@ struct NodeOp {
   COpPtr op;
 };
 
-/// `Graph` and what is done with one: `link` and `prepare`.
-void bind_graphs(py::module_& m) {
+/// `Graph`, and the op of a drop-in node for its applies.
+void bind_graph_type(py::module_& m) {
   py::class_<NodeOp>(m, "NodeOp",
                      "An op whose code the linker core generates, for `Graph.add_apply`.");
   m.def(
@@ -208,7 +208,10 @@ objects with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*`
       .def(
           "source", [](PyGraph& g) { return g.module(SourceManager())->text; },
           "The generated C++ source of the module.");
+}
 
+/// What is done with a `Graph`: `link`, `prepare` and `prepare_together`.
+void bind_graph_builds(py::module_& m) {
   m.def(
       "link",
       [](PyGraph& g, std::vector<py::object> const& constants, std::string const& name,
@@ -258,21 +261,9 @@ compile error once all are done; a graph whose code cannot be generated is left 
 to report. Releases the GIL while compiling.)doc");
 }
 
-}  // namespace
-
-void bind_linker(py::module_& m) {
-  set_log_sink(log_to_python);
-  set_interrupt_check(python_interrupted);
-  // Back to stderr before the interpreter goes, in case a thread still builds.
-  py::module_::import("atexit").attr("register")(py::cpp_function([] {
-    set_log_sink({});
-    set_interrupt_check(nullptr);
-  }));
-  add_compiled_op_type(m);
-  add_link_errors(m);
-
-  bind_graphs(m);
-
+/// What is built from section files alone (`build_sections`) or from C++ code
+/// (`load_support_library`).
+void bind_builds(py::module_& m) {
   m.def(
       "build_sections",
       [](LoadedSections& loaded, std::vector<std::string> const& inputs,
@@ -350,6 +341,24 @@ void bind_linker(py::module_& m) {
       "``language=\"c\"``; after Python's and NumPy's headers; it defines the module entry "
       "points, with ``LIBSECTION_MODULE_ABI`` for the ABI version); returns "
       "``({symbol: address}, info)``.");
+}
+
+}  // namespace
+
+void bind_linker(py::module_& m) {
+  set_log_sink(log_to_python);
+  set_interrupt_check(python_interrupted);
+  // Back to stderr before the interpreter goes, in case a thread still builds.
+  py::module_::import("atexit").attr("register")(py::cpp_function([] {
+    set_log_sink({});
+    set_interrupt_check(nullptr);
+  }));
+  add_compiled_op_type(m);
+  add_link_errors(m);
+
+  bind_graph_type(m);
+  bind_graph_builds(m);
+  bind_builds(m);
 
   m.def("cancel_builds", &cancel_builds,
         "Stops every build under way in this process, in any thread (its compiler killed; it "
