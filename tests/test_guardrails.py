@@ -106,7 +106,7 @@ def test_pre_commit_hooks_check_the_same_files():
     tracked = [
         p
         for p in guardrails.ROOT.rglob("*")
-        if p.suffix in cpp_suffixes and "build" not in p.relative_to(guardrails.ROOT).parts
+        if p.suffix in cpp_suffixes and p.relative_to(guardrails.ROOT).parts[0] != "build"
     ]
     pattern = hooks["clang-format"]["files"]
     in_hook = {p for p in tracked if re.match(pattern, p.relative_to(guardrails.ROOT).as_posix())}

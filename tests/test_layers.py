@@ -40,6 +40,7 @@ PUBLIC = {
     "version.hpp": "base",
     "platform.hpp": "base",
     "settings.hpp": "base",
+    "chars.hpp": "base",
     "read.hpp": "parse",
     "parse.hpp": "parse",
     "dtype.hpp": "types",

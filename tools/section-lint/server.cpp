@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "section/chars.hpp"
 #include "section/expand.hpp"
 #include "section/parse.hpp"
 #include "section/version.hpp"
@@ -344,10 +345,9 @@ json Server::hover(json const& params) const {
   Findings const& f = *it->second.findings;
   std::string_view const text = f.sm.file(0).text();
   std::size_t const at = offset_of(text, params["position"]);
-  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   std::size_t begin = at, end = at;
-  while (begin > 0 && is_word(text[begin - 1])) --begin;
-  while (end < text.size() && is_word(text[end])) ++end;
+  while (begin > 0 && section::is_identifier_char(text[begin - 1])) --begin;
+  while (end < text.size() && section::is_identifier_char(text[end])) ++end;
   if (begin == end) return nullptr;
   std::string const name(text.substr(begin, end - begin));
   auto const family = section::classify_generated_macro(name).family;

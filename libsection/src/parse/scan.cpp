@@ -9,13 +9,12 @@
 
 #include "base/text.hpp"
 #include "parse/x3/marker_grammar.hpp"
+#include "section/chars.hpp"
 
 namespace section::detail {
 namespace {
 
-bool is_tag_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
+bool is_tag_char(char c) { return is_identifier_char(c); }
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 

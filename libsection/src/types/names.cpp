@@ -5,12 +5,10 @@
 
 #include "base/text.hpp"
 #include "base/utf8.hpp"
+#include "section/chars.hpp"
 
 namespace section {
 namespace {
-
-bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
 
 // A bounded, printable quote of a name for an error message (the name may be huge or hostile).
 std::string quoted(std::string_view name) {
@@ -29,8 +27,8 @@ std::string quoted(std::string_view name) {
 bool read_qualified(std::string_view s, std::size_t& pos) {
   while (pos < s.size() && is_blank(s[pos])) ++pos;
   for (;;) {
-    if (pos >= s.size() || !is_ident_start(s[pos])) return false;
-    while (pos < s.size() && is_ident_char(s[pos])) ++pos;
+    if (pos >= s.size() || !is_identifier_start(s[pos])) return false;
+    while (pos < s.size() && is_identifier_char(s[pos])) ++pos;
     if (s.substr(pos, 2) != "::") break;
     pos += 2;
   }
@@ -41,119 +39,32 @@ bool read_qualified(std::string_view s, std::size_t& pos) {
 }  // namespace
 
 bool is_c_identifier(std::string_view name) {
-  if (name.empty() || !is_ident_start(name.front())) return false;
+  if (name.empty() || !is_identifier_start(name.front())) return false;
   for (char c : name)
-    if (!is_ident_char(c)) return false;
+    if (!is_identifier_char(c)) return false;
   return true;
 }
 
+// C17's and C++20's keywords (and C++'s alternative operator spellings): generated modules
+// are compiled as C++, and an op may declare its code C.
+// clang-format off
+constexpr std::string_view reserved_words[] = {
+    "_Alignas", "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary", "_Noreturn",
+    "_Static_assert", "_Thread_local", "alignas", "alignof", "and", "and_eq", "asm", "auto",
+    "bitand", "bitor", "bool", "break", "case", "catch", "char", "char16_t", "char32_t", "char8_t",
+    "class", "co_await", "co_return", "co_yield", "compl", "concept", "const", "const_cast",
+    "consteval", "constexpr", "constinit", "continue", "decltype", "default", "delete", "do",
+    "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float",
+    "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new",
+    "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected",
+    "public", "register", "reinterpret_cast", "requires", "restrict", "return", "short", "signed",
+    "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this",
+    "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned",
+    "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq"};
+// clang-format on
+
 bool is_reserved_word(std::string_view name) {
-  // C17's and C++20's keywords (and C++'s alternative operator spellings): generated modules
-  // are compiled as C++, and an op may declare its code C.
-  static constexpr std::string_view words[] = {"_Alignas",
-                                               "_Alignof",
-                                               "_Atomic",
-                                               "_Bool",
-                                               "_Complex",
-                                               "_Generic",
-                                               "_Imaginary",
-                                               "_Noreturn",
-                                               "_Static_assert",
-                                               "_Thread_local",
-                                               "alignas",
-                                               "alignof",
-                                               "and",
-                                               "and_eq",
-                                               "asm",
-                                               "auto",
-                                               "bitand",
-                                               "bitor",
-                                               "bool",
-                                               "break",
-                                               "case",
-                                               "catch",
-                                               "char",
-                                               "char16_t",
-                                               "char32_t",
-                                               "char8_t",
-                                               "class",
-                                               "co_await",
-                                               "co_return",
-                                               "co_yield",
-                                               "compl",
-                                               "concept",
-                                               "const",
-                                               "const_cast",
-                                               "consteval",
-                                               "constexpr",
-                                               "constinit",
-                                               "continue",
-                                               "decltype",
-                                               "default",
-                                               "delete",
-                                               "do",
-                                               "double",
-                                               "dynamic_cast",
-                                               "else",
-                                               "enum",
-                                               "explicit",
-                                               "export",
-                                               "extern",
-                                               "false",
-                                               "float",
-                                               "for",
-                                               "friend",
-                                               "goto",
-                                               "if",
-                                               "inline",
-                                               "int",
-                                               "long",
-                                               "mutable",
-                                               "namespace",
-                                               "new",
-                                               "noexcept",
-                                               "not",
-                                               "not_eq",
-                                               "nullptr",
-                                               "operator",
-                                               "or",
-                                               "or_eq",
-                                               "private",
-                                               "protected",
-                                               "public",
-                                               "register",
-                                               "reinterpret_cast",
-                                               "requires",
-                                               "restrict",
-                                               "return",
-                                               "short",
-                                               "signed",
-                                               "sizeof",
-                                               "static",
-                                               "static_assert",
-                                               "static_cast",
-                                               "struct",
-                                               "switch",
-                                               "template",
-                                               "this",
-                                               "thread_local",
-                                               "throw",
-                                               "true",
-                                               "try",
-                                               "typedef",
-                                               "typeid",
-                                               "typename",
-                                               "union",
-                                               "unsigned",
-                                               "using",
-                                               "virtual",
-                                               "void",
-                                               "volatile",
-                                               "wchar_t",
-                                               "while",
-                                               "xor",
-                                               "xor_eq"};
-  for (auto const& w : words)
+  for (auto const& w : reserved_words)
     if (w == name) return true;
   return false;
 }
