@@ -72,27 +72,18 @@ std::vector<WrittenParameter> written_parameters(std::string_view text,
   return out;
 }
 
-bool is_support_section(std::string const& tag) {
-  return tag == "support_code" || tag == "support_code_apply" || tag == "support_code_struct";
-}
-
 /// The parameters of the function `func_name` as a support section declares or defines it;
 /// nothing when none does (a header may declare it: the compiler then has the last word).
 std::optional<std::vector<WrittenParameter>> main_function_parameters(
     SourceManager const& sm, SectionSet const& sections, std::string const& func_name) {
-  using namespace c_scan;
-  std::string wanted;
-  for (char c : func_name)
-    if (c != ' ' && c != '\t') wanted += c;
+  std::string const wanted = c_scan::main_function_name(func_name);
   for (auto const& section : sections.sections) {
-    if (!is_support_section(section.tag)) continue;
+    if (!may_declare_main_function(section.tag)) continue;
     for (auto const& block : section.blocks) {
       std::string_view const text = sm.file(block.body.file).text();
-      auto const body = tokenize(text, block.body.begin, block.body.end);
-      for (auto const& decl : file_scope_declarations(text, body.tokens)) {
-        bool const is_function = decl.kind == Declaration::Kind::function_definition ||
-                                 decl.kind == Declaration::Kind::function_declaration;
-        if (!is_function || decl.name != wanted || !decl.parameter_count) continue;
+      auto const body = c_scan::tokenize(text, block.body.begin, block.body.end);
+      for (auto const& decl : c_scan::functions_named(text, body.tokens, wanted)) {
+        if (!decl.parameter_count) continue;
         if (*decl.parameter_count == 0) return std::vector<WrittenParameter>{};
         return written_parameters(text, decl);
       }

@@ -93,10 +93,6 @@ the default), where the struct sections work as in PyTensor.
 using c_scan::Token;
 using c_scan::TokenKind;
 
-bool is_struct_tag(std::string_view tag) {
-  return tag == "support_code_struct" || tag == "init_code_struct" || tag == "cleanup_code_struct";
-}
-
 class Scanner {
  public:
   Scanner(SourceManager const& sm, Block const& block, std::vector<Diagnostic>& out)
@@ -256,7 +252,7 @@ void check_c_language(SourceManager const& sm, std::span<Block const> blocks,
     if (!is_section_tag(block.tag) || !block.body.valid()) continue;
     Scanner scan(sm, block, out);
     if (!is_struct_tag(block.tag)) {
-      scan.check(block.tag == "support_code" || block.tag == "support_code_apply");
+      scan.check(is_file_scope_tag(block.tag));
     } else if (!scan.blank()) {
       out.push_back(make_diagnostic(
           struct_section_in_c_file,
