@@ -34,6 +34,10 @@ bool is_struct_tag(std::string_view tag);
 /// `support_code_struct`, whose members `run()` belongs with.
 bool may_declare_main_function(std::string_view tag);
 
+/// Whether `line` looks like a section marker, well formed or not (the parser reports a near
+/// miss): after blanks, `#`, blanks and `section` in any case; or a legacy `*_CODE_SECTION` line.
+bool looks_like_marker(std::string_view line);
+
 /// The closest known tag to a misspelled one, if any is close enough to suggest.
 std::optional<std::string_view> suggest_tag(std::string_view tag);
 
