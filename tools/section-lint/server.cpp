@@ -338,6 +338,36 @@ std::optional<std::string> definition_in(std::string_view method, std::string_vi
   return std::nullopt;
 }
 
+/// What the hover says of `name` in a section whose method defines its family, for the file's
+/// configured signature: its definition there, read off the expanded method string.
+std::string configured_definition(Findings const& f, section::Block const& block,
+                                  section::ExpansionMethod const& method, std::string const& name) {
+  std::string out;
+  // Expand this file for the configured signature and read the macro off the method string.
+  auto const sections = section::merge_sections(f.sm, {0});
+  auto const node = section::single_node_context(f.op);
+  section::ExpandOptions options;
+  options.line_directives = false;
+  auto const expansion = section::expand(f.sm, sections, f.op, node, options);
+  std::optional<std::string> definition;
+  auto const result = section::method_result(expansion, method);
+  if (auto const* s = std::get_if<std::string>(&result)) definition = definition_in(*s, name);
+  if (auto const* list = std::get_if<std::vector<std::string>>(&result))
+    for (auto const& s : *list)
+      if (!definition) definition = definition_in(s, name);
+  if (!definition) definition = definition_in(expansion.macro_defines, name);
+  if (definition) {
+    out += "In section `" + block.tag + "` (`" + std::string(method.name) +
+           "`), for the configured signature:\n\n```c\n" + *definition + "\n```";
+  } else {
+    out += "Section `" + block.tag + "` has this family, but the configured signature (" +
+           std::to_string(f.op.inputs->size()) + " inputs, " +
+           std::to_string(f.op.outputs->size()) + " outputs" + (f.op.has_params ? ", params" : "") +
+           ") does **not** define `" + name + "`.";
+  }
+  return out;
+}
+
 json Server::hover(json const& params) const {
   auto const uri = params["textDocument"].value("uri", "");
   auto it = documents_.find(uri);
@@ -374,28 +404,7 @@ json Server::hover(json const& params) const {
              "`). No signature is configured for this file, so its value is not known: give "
              "one in `[tool.section-lint.signatures.\"GLOB\"]` (inputs, outputs, params).";
   } else {
-    // Expand this file for the configured signature and read the macro off the method string.
-    auto const sections = section::merge_sections(f.sm, {0});
-    auto const node = section::single_node_context(f.op);
-    section::ExpandOptions options;
-    options.line_directives = false;
-    auto const expansion = section::expand(f.sm, sections, f.op, node, options);
-    std::optional<std::string> definition;
-    auto const result = section::method_result(expansion, *method);
-    if (auto const* s = std::get_if<std::string>(&result)) definition = definition_in(*s, name);
-    if (auto const* list = std::get_if<std::vector<std::string>>(&result))
-      for (auto const& s : *list)
-        if (!definition) definition = definition_in(s, name);
-    if (!definition) definition = definition_in(expansion.macro_defines, name);
-    if (definition) {
-      value += "In section `" + block->tag + "` (`" + std::string(method->name) +
-               "`), for the configured signature:\n\n```c\n" + *definition + "\n```";
-    } else {
-      value += "Section `" + block->tag + "` has this family, but the configured signature (" +
-               std::to_string(f.op.inputs->size()) + " inputs, " +
-               std::to_string(f.op.outputs->size()) + " outputs" +
-               (f.op.has_params ? ", params" : "") + ") does **not** define `" + name + "`.";
-    }
+    value += configured_definition(f, *block, *method, name);
   }
   return {{"contents", {{"kind", "markdown"}, {"value", value}}},
           {"range", lsp_range(text, begin, end)}};
