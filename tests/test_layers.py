@@ -41,6 +41,7 @@ PUBLIC = {
     "platform.hpp": "base",
     "settings.hpp": "base",
     "chars.hpp": "base",
+    "bounded_cache.hpp": "base",
     "read.hpp": "parse",
     "parse.hpp": "parse",
     "dtype.hpp": "types",

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "link_errors.hpp"
+#include "section/bounded_cache.hpp"
 #include "section/platform.hpp"
 
 namespace py = pybind11;
@@ -97,10 +98,13 @@ LoadedLibrary const& load_library(std::string const& key, std::filesystem::path 
   return loaded.emplace(key, lib).first->second;
 }
 
-// The in-process memo: a module already verified and loaded is not hashed again.
+// The in-process memo: a module already verified and loaded is not hashed again. Bounded: a
+// module it lets go of is found in the cache again (hashed and verified) and stays loaded.
 // Never destroyed: it holds Python objects, which must not be released after finalisation.
-std::map<std::string, std::pair<std::filesystem::path, py::dict>>& loaded_modules() {
-  static auto* memo = new std::map<std::string, std::pair<std::filesystem::path, py::dict>>();
+using LoadedModules = BoundedCache<std::string, std::pair<std::filesystem::path, py::dict>>;
+constexpr std::size_t loaded_modules_kept = 1024;
+LoadedModules& loaded_modules() {
+  static auto* memo = new LoadedModules(loaded_modules_kept);
   return *memo;
 }
 
@@ -206,9 +210,9 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   bool debug = false;           // a build for gdb, loaded by path
   py::dict info;
   auto& memo = loaded_modules();
-  if (auto it = memo.find(module.text); it != memo.end()) {
-    library = it->second.first;
-    info = py::dict(it->second.second);
+  if (auto const* known = memo.find(module.text)) {
+    library = known->first;
+    info = py::dict(known->second);
     info["compiled"] = false;
     key = info["key"].cast<std::string>();
   } else {
@@ -224,7 +228,7 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   std::string const suffix = graph_suffix(info["graph"].cast<int>(), info["graphs"].cast<int>());
   LoadedLibrary const& lib =
       load_library(key, library, verified_library.get(), debug, runtime, suffix);
-  memo.emplace(module.text, std::make_pair(library, py::dict(info)));
+  memo.put(module.text, std::make_pair(library, py::dict(info)));
   return {&lib, std::move(info)};
 }
 
