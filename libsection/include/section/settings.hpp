@@ -40,6 +40,16 @@ struct Settings {
 /// first one with a bad value.
 Settings read_settings();
 
+/// `read_settings`, a bad setting thrown as the caller's own error type, `Error(message)`.
+template <class Error>
+Settings read_settings_as() {
+  try {
+    return read_settings();
+  } catch (SettingsError const& e) {
+    throw Error(e.what());
+  }
+}
+
 /// LIBSECTION_MAX_FILE_BYTES alone, for readers of section files, which need no other.
 std::size_t max_file_bytes_setting();
 

@@ -146,15 +146,20 @@ Planned plan(ModuleSource const& module, PythonEnvironment const& python,
   return {&module, std::move(tc), std::move(key)};
 }
 
+/// The manifest's record of what `module` is: its name, its ops and its types.
+void record_module(ModuleManifest& manifest, ModuleSource const& module) {
+  manifest.module = module.name;
+  manifest.ops = module.op_names;
+  manifest.inputs = module.input_types;
+  manifest.outputs = module.output_types;
+}
+
 /// What the manifest of a freshly compiled module records.
 ModuleManifest compiled_manifest(Planned const& planned, PythonEnvironment const& python,
                                  CompileCommands const& commands, double seconds) {
   ModuleSource const& module = *planned.module;
   ModuleManifest manifest;
-  manifest.module = module.name;
-  manifest.ops = module.op_names;
-  manifest.inputs = module.input_types;
-  manifest.outputs = module.output_types;
+  record_module(manifest, module);
   manifest.libsection_version = version;
   manifest.compiler = planned.toolchain.identity;
   manifest.compile_command = shell_quote(commands.compile);
@@ -248,10 +253,7 @@ void add_member_entry(ModuleSource const& member, std::string const& key, int gr
           work.write(entry_file::library, *bytes);
         }
         ModuleManifest manifest = *batch.entry.manifest;
-        manifest.module = member.name;
-        manifest.ops = member.op_names;
-        manifest.inputs = member.input_types;
-        manifest.outputs = member.output_types;
+        record_module(manifest, member);
         manifest.graph = graph;
         manifest.library_key = batch.entry.key;
         return manifest;

@@ -138,21 +138,8 @@ std::vector<std::string> linker_flags(Settings const& settings, std::string cons
 
 }  // namespace
 
-namespace {
-
-/// Every `LIBSECTION_*` setting (`read_settings`), a bad one as a `LinkError` naming it.
-Settings build_settings() {
-  try {
-    return read_settings();
-  } catch (SettingsError const& e) {
-    throw LinkError(e.what());
-  }
-}
-
-}  // namespace
-
 Toolchain find_toolchain(PrivateDir const& state, Language language) {
-  Settings const settings = build_settings();
+  Settings const settings = read_settings_as<LinkError>();
   Toolchain tc;
   tc.language = language;
   tc.launcher = settings.compiler_launcher;

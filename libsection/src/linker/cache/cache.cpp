@@ -24,8 +24,8 @@
 #include "base/hash.hpp"
 #include "linker/cache/files.hpp"
 #include "linker/cache/private_dir_detail.hpp"
-#include "section/log.hpp"
 #include "section/linker/cache/error.hpp"
+#include "section/log.hpp"
 
 namespace section {
 namespace fs = std::filesystem;
@@ -60,9 +60,9 @@ int open_entry_file(int dir, std::string const& name, fs::path const& shown, str
   if (st.st_uid != ::geteuid()) {
     ::close(fd);
     throw CacheError("refusing to use " + shown.string() + ": it is owned by " +
-                    uid_text(st.st_uid) + ", not by the current user (" + uid_text(::geteuid()) +
-                    "); remove it as that user, or set LIBSECTION_CACHE_DIR to a directory of "
-                    "your own");
+                     uid_text(st.st_uid) + ", not by the current user (" + uid_text(::geteuid()) +
+                     "); remove it as that user, or set LIBSECTION_CACHE_DIR to a directory of "
+                     "your own");
   }
   if (writable_by_others(st)) {
     ::close(fd);
@@ -105,15 +105,9 @@ bool valid_key(std::string const& key) {
   });
 }
 
-/// Every `LIBSECTION_*` setting (`read_settings`), a bad one as a `CacheError` naming it. The
-/// cache reads them all before it creates anything, so a typo fails before any side effect.
-Settings cache_settings() {
-  try {
-    return read_settings();
-  } catch (SettingsError const& e) {
-    throw CacheError(e.what());
-  }
-}
+/// Every `LIBSECTION_*` setting, a bad one as a `CacheError` naming it. The cache reads them
+/// all before it creates anything, so a typo fails before any side effect.
+Settings cache_settings() { return read_settings_as<CacheError>(); }
 
 }  // namespace
 
@@ -176,7 +170,8 @@ FileLock ModuleCache::lock(std::string const& name, FileLock::Mode mode,
 WorkDir ModuleCache::make_work_dir(std::string const& stem) const {
   std::string const name = unique_name(stem);
   if (::mkdirat(tmp_.fd(), name.c_str(), 0700) != 0)
-    throw CacheError("cannot create " + (tmp_.path() / name).string() + ": " + std::strerror(errno));
+    throw CacheError("cannot create " + (tmp_.path() / name).string() + ": " +
+                     std::strerror(errno));
   PrivateDir dir = tmp_.sub(name);
   FileLock in_use(dir, in_use_file, FileLock::Mode::exclusive, 0);
   return WorkDir{std::move(dir), name, std::move(in_use)};
@@ -313,7 +308,7 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
                                            work.dir.path() / entry_file::library, st, problem);
     if (library_fd < 0)
       throw CacheError("the build of cache entry " + key + " produced no usable " +
-                      entry_file::library + ": " + problem);
+                       entry_file::library + ": " + problem);
     FileHandle library(library_fd);
     auto const bytes = read_fd(library_fd, static_cast<std::size_t>(st.st_size));
     if (!bytes) throw CacheError("cannot read " + (work.dir.path() / entry_file::library).string());
@@ -333,7 +328,7 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
   auto found = verified(key);
   if (!found.entry)
     throw CacheError("cache entry " + (entries_.path() / key).string() +
-                    " failed verification right after publishing: " + found.problem);
+                     " failed verification right after publishing: " + found.problem);
   if (collect) gc(max_bytes_);
   return std::move(*found.entry);
 }
