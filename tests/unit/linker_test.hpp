@@ -114,7 +114,7 @@ inline std::string read_all(fs::path const& p) {
   return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
-std::string entry_key(char c) { return std::string(64, c); }
+inline std::string entry_key(char c) { return std::string(64, c); }
 
 // The message of the CacheError `f` throws ("" when it throws none).
 template <class F>
