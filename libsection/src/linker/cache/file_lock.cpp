@@ -22,8 +22,8 @@
 #include <thread>
 
 #include "linker/cache/private_dir_detail.hpp"
-#include "section/log.hpp"
 #include "section/linker/cache/error.hpp"
+#include "section/log.hpp"
 #include "section/platform.hpp"
 
 namespace section {
@@ -125,8 +125,8 @@ int open_lock_file(PrivateDir const& dir, std::string const& name, int& replaced
     if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_uid != ::geteuid()) {
       ::close(fd);
       throw CacheError("refusing to use the lock " + path.string() + ": it is owned by " +
-                      uid_text(st.st_uid) + ", not by the current user (" + uid_text(::geteuid()) +
-                      ")");
+                       uid_text(st.st_uid) + ", not by the current user (" + uid_text(::geteuid()) +
+                       ")");
     }
     if (fd >= 0 && S_ISREG(st.st_mode)) return fd;
     int const err = fd < 0 ? errno : EINVAL;
@@ -192,10 +192,10 @@ class LockWait {
     if (waited() >= timeout_) {
       ::close(fd);
       throw CacheError("timed out after " + std::to_string(std::lround(timeout_)) +
-                      " s waiting for the lock " + path_.string() + ", held by " +
-                      describe(holder) +
-                      ". Another process is building or using the same cache entry; wait for it "
-                      "or end it. LIBSECTION_LOCK_TIMEOUT sets how many seconds to wait");
+                       " s waiting for the lock " + path_.string() + ", held by " +
+                       describe(holder) +
+                       ". Another process is building or using the same cache entry; wait for it "
+                       "or end it. LIBSECTION_LOCK_TIMEOUT sets how many seconds to wait");
     }
     if (!announced_ && waited() >= 2) {
       char limit[32];

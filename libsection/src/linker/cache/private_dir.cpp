@@ -111,7 +111,7 @@ void make_dirs(fs::path const& path) {
     partial /= part;
     if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
       throw CacheError("cannot create the cache directory " + partial.string() + ": " +
-                      std::strerror(errno));
+                       std::strerror(errno));
   }
 }
 
@@ -125,11 +125,11 @@ PrivateDir PrivateDir::open(fs::path const& path, bool create) {
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno != ENOENT || !create)
       throw CacheError("cannot use the cache directory " + path.string() + ": " +
-                      std::strerror(errno));
+                       std::strerror(errno));
     make_dirs(path);
     if (::lstat(path.c_str(), &st) != 0)
       throw CacheError("cannot use the cache directory " + path.string() + ": " +
-                      std::strerror(errno));
+                       std::strerror(errno));
   }
   int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   if (S_ISLNK(st.st_mode)) {
@@ -148,7 +148,7 @@ PrivateDir PrivateDir::open(fs::path const& path, bool create) {
   PrivateDir dir(FileHandle(fd), path);
   if (::fstat(fd, &st) != 0)
     throw CacheError("cannot use the cache directory " + path.string() + ": " +
-                    std::strerror(errno));
+                     std::strerror(errno));
   if (auto why = untrusted_because(path, st); !why.empty()) refuse(path, why);
   return dir;
 }
@@ -157,7 +157,7 @@ PrivateDir PrivateDir::sub(std::string const& name) const {
   fs::path const path = path_ / name;
   if (::mkdirat(fd(), name.c_str(), 0700) != 0 && errno != EEXIST)
     throw CacheError("cannot create the cache directory " + path.string() + ": " +
-                    std::strerror(errno));
+                     std::strerror(errno));
   int const sub_fd = open_dir_at(fd(), name);
   if (sub_fd < 0) {
     int const err = errno;
@@ -167,13 +167,13 @@ PrivateDir PrivateDir::sub(std::string const& name) const {
                    "Remove it (`rm " +
                        path.string() + "`)");
     throw CacheError("cannot use the cache directory " + path.string() + ": " +
-                    (err == ENOTDIR ? std::string("it is not a directory") : std::strerror(err)));
+                     (err == ENOTDIR ? std::string("it is not a directory") : std::strerror(err)));
   }
   PrivateDir dir(FileHandle(sub_fd), path);
   struct stat st {};
   if (::fstat(sub_fd, &st) != 0)
     throw CacheError("cannot use the cache directory " + path.string() + ": " +
-                    std::strerror(errno));
+                     std::strerror(errno));
   if (auto why = untrusted_because(path, st); !why.empty()) refuse(path, why);
   return dir;
 }
