@@ -1,15 +1,24 @@
 // `section-lint server`: diagnostics on open and change, fix-its as quick fixes, and hover on the
 // generated macros, over the Language Server Protocol (JSON-RPC with Content-Length framing).
 // The linting itself is the command line's (main.cpp hands it in); this file speaks LSP.
+//
+// The input is any byte stream: a header block that is not Content-Length framing is answered
+// and skipped, a body over `max_message_bytes` or nested deeper than `max_nesting` is answered
+// and dropped unread, and every field a method reads goes through `Fields`, which answers a
+// missing or mistyped one with a JSON-RPC error naming it. A method is one entry of the tables
+// in `Server` (`requests`, `notifications`): a new one reads its params through `Fields`.
 #include "server.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <istream>
 #include <map>
 #include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -23,33 +32,177 @@ namespace {
 using json = nlohmann::json;
 
 // JSON-RPC and LSP error codes.
-constexpr int method_not_found = -32601;
-constexpr int server_not_initialized = -32002;
+constexpr int parse_error = -32700;
 constexpr int invalid_request = -32600;
+constexpr int method_not_found = -32601;
+constexpr int invalid_params = -32602;
+constexpr int internal_error = -32603;
+constexpr int server_not_initialized = -32002;
 
-/// One message's body, or nothing at the end of the input.
-std::optional<std::string> read_message(std::istream& in) {
-  std::size_t length = 0;
-  bool has_length = false;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) {
-      if (!has_length) continue;  // stray blank line between messages
-      std::string body(length, '\0');
-      in.read(body.data(), static_cast<std::streamsize>(length));
-      if (static_cast<std::size_t>(in.gcount()) != length) return std::nullopt;
-      return body;
+/// A message's body may hold a whole document (a section file is at most 64 MiB by default).
+constexpr std::size_t max_message_bytes = std::size_t{256} << 20;
+/// LSP's messages nest a dozen levels; a deeper one is refused before it is parsed, so nothing
+/// recursive (copying, printing) ever walks it.
+constexpr std::size_t max_nesting = 128;
+/// Header lines are short (`Content-Length: 123`); a longer one is not a header.
+constexpr std::size_t max_header_line = 1024;
+
+/// A printable excerpt of untrusted text, for a message.
+std::string excerpt(std::string_view text) {
+  std::string out;
+  for (char c : text.substr(0, 64)) {
+    auto const byte = static_cast<unsigned char>(c);
+    out += byte >= 0x20 && byte < 0x7F ? c : '?';
+  }
+  return text.size() > 64 ? out + "..." : out;
+}
+
+/// Reads Content-Length framed messages from a stream that may hold anything. A header block
+/// that is not framing (a line without a colon, a Content-Length that is not a number, none at
+/// all, an overlong line) is reported, and reading resumes at the next `Content-Length:` in the
+/// stream, wherever it starts (a client's body may run into the next header without a newline).
+class MessageReader {
+ public:
+  /// One message: its body, or why its framing was refused (`problem` not empty).
+  struct Frame {
+    std::string body;
+    std::string problem;
+  };
+
+  explicit MessageReader(std::istream& in) : in_(in) {}
+
+  /// The next message, or nothing at the end of the input.
+  std::optional<Frame> next() {
+    if (resync_ && !skip_to_next_header()) return std::nullopt;
+    resync_ = false;
+    std::optional<std::size_t> length;
+    bool any_header = false;
+    for (std::string line;;) {
+      auto const read = read_line(line);
+      if (read == Line::end) return std::nullopt;
+      if (read == Line::too_long)
+        return refuse("a header line over " + std::to_string(max_header_line) + " bytes");
+      if (line.empty()) {
+        if (!any_header) continue;  // stray blank lines between messages
+        break;
+      }
+      any_header = true;
+      auto const colon = line.find(':');
+      if (colon == std::string::npos)
+        return refuse("header line `" + excerpt(line) + "` is not `Name: value`");
+      std::string name = line.substr(0, colon);
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (name != "content-length") continue;  // Content-Type and others need nothing
+      auto const value = trimmed(std::string_view(line).substr(colon + 1));
+      auto const bytes = byte_count(value);
+      if (!bytes) return refuse("Content-Length `" + excerpt(value) + "` is not a number of bytes");
+      if (length && *length != *bytes) return refuse("two different Content-Length headers");
+      length = bytes;
     }
-    auto const colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string name = line.substr(0, colon);
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (name == "content-length") {
-      length = std::stoul(line.substr(colon + 1));
-      has_length = true;
+    if (!length) return refuse("a header block without Content-Length");
+    if (*length > max_message_bytes) {
+      if (!discard(*length)) return std::nullopt;
+      return Frame{{},
+                   "a message of " + std::to_string(*length) + " bytes, over the limit of " +
+                       std::to_string(max_message_bytes)};
+    }
+    Frame frame;
+    frame.body.resize(*length);
+    in_.read(frame.body.data(), static_cast<std::streamsize>(*length));
+    if (static_cast<std::size_t>(in_.gcount()) != *length) return std::nullopt;
+    return frame;
+  }
+
+ private:
+  enum class Line { ok, too_long, end };
+
+  Frame refuse(std::string problem) {
+    resync_ = true;
+    return Frame{{}, std::move(problem)};
+  }
+
+  /// One line without its `\r\n` or `\n`, at most `max_header_line` bytes.
+  Line read_line(std::string& line) {
+    line = std::move(pending_);
+    pending_.clear();
+    for (int c; (c = in_.get()) != std::char_traits<char>::eof();) {
+      if (c == '\n') {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        return Line::ok;
+      }
+      if (line.size() >= max_header_line) return Line::too_long;
+      line += static_cast<char>(c);
+    }
+    return Line::end;
+  }
+
+  /// Skips to the next `Content-Length:` (any case), which becomes the start of the next line.
+  bool skip_to_next_header() {
+    static constexpr std::string_view token = "content-length:";  // its `c` occurs once
+    std::size_t matched = 0;
+    for (int c; (c = in_.get()) != std::char_traits<char>::eof();) {
+      char const lower = static_cast<char>(std::tolower(c));
+      matched = lower == token[matched] ? matched + 1 : lower == token[0] ? 1 : 0;
+      if (matched == token.size()) {
+        pending_ = "Content-Length:";
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool discard(std::size_t bytes) {
+    char chunk[65536];
+    while (bytes > 0) {
+      auto const n = std::min(bytes, sizeof chunk);
+      in_.read(chunk, static_cast<std::streamsize>(n));
+      if (static_cast<std::size_t>(in_.gcount()) != n) return false;
+      bytes -= n;
+    }
+    return true;
+  }
+
+  static std::string_view trimmed(std::string_view text) {
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+    return text;
+  }
+
+  /// Decimal digits as a count, or nothing (empty, a sign, other characters, over 2^63).
+  static std::optional<std::size_t> byte_count(std::string_view text) {
+    if (text.empty() || text.size() > 18) return std::nullopt;
+    std::size_t n = 0;
+    for (char c : text) {
+      if (c < '0' || c > '9') return std::nullopt;
+      n = n * 10 + static_cast<std::size_t>(c - '0');
+    }
+    return n;
+  }
+
+  std::istream& in_;
+  std::string pending_;  // the start of the next line, found while skipping
+  bool resync_ = false;  // the last header block was refused: skip to the next one first
+};
+
+/// Whether `body`, read as JSON, nests arrays and objects deeper than `limit` (brackets inside
+/// strings do not count). Linear, and no recursion.
+bool nested_deeper_than(std::string_view body, std::size_t limit) {
+  std::size_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
     }
   }
-  return std::nullopt;
+  return false;
 }
 
 void write_message(std::ostream& out, json const& message) {
@@ -57,6 +210,81 @@ void write_message(std::ostream& out, json const& message) {
   out << "Content-Length: " << body.size() << "\r\n\r\n" << body;
   out.flush();
 }
+
+/// A message the server cannot act on: a request gets this JSON-RPC error, a notification (which
+/// has no answer) a `window/logMessage` saying it.
+class MessageError : public std::runtime_error {
+ public:
+  MessageError(int code, std::string const& message) : std::runtime_error(message), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+/// An LSP position: a line and a character (UTF-16 code units) in it, both from 0.
+struct Position {
+  std::size_t line = 0;
+  std::size_t character = 0;
+};
+
+/// A JSON object of a message, read field by field: a missing or mistyped field raises an
+/// `invalid_params` MessageError naming it by its path (`params.position.line`).
+class Fields {
+ public:
+  Fields(json const& value, std::string path) : value_(value), path_(std::move(path)) {
+    if (!value_.is_object()) wrong_type(path_, "an object", value_);
+  }
+
+  Fields object(std::string_view name) const { return Fields(field(name), path_of(name)); }
+
+  std::string string(std::string_view name) const {
+    json const& v = field(name);
+    if (!v.is_string()) wrong_type(path_of(name), "a string", v);
+    return v.get<std::string>();
+  }
+
+  /// A non-negative integer (LSP's `uinteger`).
+  std::size_t count(std::string_view name) const {
+    json const& v = field(name);
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+      wrong_type(path_of(name), "a non-negative integer", v);
+    return v.get<std::size_t>();
+  }
+
+  json const& array(std::string_view name) const {
+    json const& v = field(name);
+    if (!v.is_array()) wrong_type(path_of(name), "an array", v);
+    return v;
+  }
+
+  /// Element `i` of the array field `name` as an object.
+  Fields element(std::string_view name, std::size_t i) const {
+    return Fields(array(name)[i], path_of(name) + "[" + std::to_string(i) + "]");
+  }
+
+  bool has(std::string_view name) const { return value_.contains(name); }
+
+  Position position(std::string_view name) const {
+    Fields const p = object(name);
+    return {p.count("line"), p.count("character")};
+  }
+
+ private:
+  json const& field(std::string_view name) const {
+    auto const it = value_.find(name);
+    if (it == value_.end()) throw MessageError(invalid_params, path_of(name) + ": missing");
+    return *it;
+  }
+  std::string path_of(std::string_view name) const { return path_ + "." + std::string(name); }
+  [[noreturn]] static void wrong_type(std::string const& path, char const* want, json const& got) {
+    throw MessageError(invalid_params,
+                       path + ": expected " + want + ", got " + std::string(got.type_name()));
+  }
+
+  json const& value_;
+  std::string path_;
+};
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -99,14 +327,12 @@ json position(std::string_view text, std::size_t offset) {
   return {{"line", line}, {"character", units}};
 }
 
-/// An LSP position as a byte offset of `text` (clamped to the line's end).
-std::size_t offset_of(std::string_view text, json const& pos) {
-  auto const line = pos.value("line", std::size_t{0});
-  auto const character = pos.value("character", std::size_t{0});
+/// An LSP position as a byte offset of `text` (clamped to the line's end, or the text's).
+std::size_t offset_of(std::string_view text, Position const& pos) {
   std::size_t at = 0;
-  for (std::size_t l = 0; l < line && at < text.size(); ++at)
+  for (std::size_t l = 0; l < pos.line && at < text.size(); ++at)
     if (text[at] == '\n') ++l;
-  for (std::size_t units = 0; at < text.size() && text[at] != '\n' && units < character;) {
+  for (std::size_t units = 0; at < text.size() && text[at] != '\n' && units < pos.character;) {
     auto const byte = static_cast<unsigned char>(text[at]);
     units += byte >= 0xF0 ? 2 : 1;
     ++at;
@@ -127,60 +353,123 @@ struct Document {
   std::string error;  ///< settings that could not be read
 };
 
+/// The document's text as the linter read it (newlines normalised), which its findings'
+/// offsets refer to.
+std::string_view linted_text(Document const& doc) {
+  if (doc.findings && doc.findings->sm.size() > 0) return doc.findings->sm.file(0).text();
+  return doc.text;
+}
+
 class Server {
  public:
   Server(Linter const& lint, std::ostream& out) : lint_(lint), out_(out) {}
 
-  /// Handles one message; false once `exit` has come.
+  /// Handles one message (any JSON value); false once `exit` has come.
   bool handle(json const& message) {
-    std::string const method = message.value("method", "");
-    bool const is_request = message.contains("id");
-    json const params = message.value("params", json::object());
+    if (!message.is_object()) {
+      reply_error(nullptr, invalid_request,
+                  "a message must be a JSON object, got " + std::string(message.type_name()));
+      return true;
+    }
+    json id = nullptr;
+    auto const id_field = message.find("id");
+    bool const is_request = id_field != message.end();
+    if (is_request) {
+      if (!id_field->is_string() && !id_field->is_number_integer() && !id_field->is_null()) {
+        reply_error(
+            nullptr, invalid_request,
+            "id: expected an integer or a string, got " + std::string(id_field->type_name()));
+        return true;
+      }
+      id = *id_field;
+    }
+    auto const method_field = message.find("method");
+    if (method_field == message.end()) {
+      // A response to a request of ours (the server sends none): nothing to do.
+      if (is_request && (message.contains("result") || message.contains("error"))) return true;
+      reply_error(id, invalid_request, "method: missing");
+      return true;
+    }
+    if (!method_field->is_string()) {
+      reply_error(id, invalid_request,
+                  "method: expected a string, got " + std::string(method_field->type_name()));
+      return true;
+    }
+    std::string const method = method_field->get<std::string>();
     if (method == "exit") return false;
-    if (!initialized_ && is_request && method != "initialize") {
-      reply_error(message["id"], server_not_initialized, "initialize first");
-      return true;
+    try {
+      dispatch(method, id, is_request, message);
+    } catch (MessageError const& e) {
+      fail(method, id, is_request, e.code(), e.what());
+    } catch (std::exception const& e) {  // a bug of ours: answered, and the server goes on
+      fail(method, id, is_request, internal_error, e.what());
     }
-    if (shut_down_ && is_request) {
-      reply_error(message["id"], invalid_request, "the server is shut down");
-      return true;
-    }
-    if (method == "initialize") {
-      initialized_ = true;
-      reply(message["id"], initialize_result());
-    } else if (method == "shutdown") {
-      shut_down_ = true;
-      reply(message["id"], nullptr);
-    } else if (method == "textDocument/didOpen") {
-      auto const& doc = params["textDocument"];
-      open(doc.value("uri", ""), doc.value("text", ""));
-    } else if (method == "textDocument/didChange") {
-      auto const uri = params["textDocument"].value("uri", "");
-      auto const& changes = params.value("contentChanges", json::array());
-      // Full sync: each change is the whole text; the last one wins.
-      if (!changes.empty() && changes.back().contains("text"))
-        open(uri, changes.back()["text"].get<std::string>());
-    } else if (method == "textDocument/didSave") {
-      auto const uri = params["textDocument"].value("uri", "");
-      if (auto it = documents_.find(uri); it != documents_.end()) open(uri, it->second.text);
-    } else if (method == "textDocument/didClose") {
-      auto const uri = params["textDocument"].value("uri", "");
-      documents_.erase(uri);
-      publish(uri, json::array());
-    } else if (method == "textDocument/codeAction") {
-      reply(message["id"], code_actions(params));
-    } else if (method == "textDocument/hover") {
-      reply(message["id"], hover(params));
-    } else if (is_request) {
-      reply_error(message["id"], method_not_found, "unknown method " + method);
-    }  // other notifications ($/cancelRequest, initialized, ...) need nothing
     return true;
   }
 
   bool shut_down() const { return shut_down_; }
 
+  /// Answers a message whose framing or JSON was refused before it could be read.
+  void refuse(int code, std::string const& why) { reply_error(nullptr, code, why); }
+
  private:
-  static json initialize_result() {
+  using Request = json (Server::*)(Fields const& params);
+  using Notification = void (Server::*)(Fields const& params);
+
+  // The methods served: a request is answered with what its function returns; a notification
+  // is answered with nothing. Other notifications ($/cancelRequest, initialized, ...) need
+  // nothing; other requests are answered with `method_not_found`.
+  static std::map<std::string_view, Request> const& requests() {
+    static std::map<std::string_view, Request> const table = {
+        {"initialize", &Server::initialize},
+        {"shutdown", &Server::shutdown},
+        {"textDocument/codeAction", &Server::code_actions},
+        {"textDocument/hover", &Server::hover},
+    };
+    return table;
+  }
+  static std::map<std::string_view, Notification> const& notifications() {
+    static std::map<std::string_view, Notification> const table = {
+        {"textDocument/didOpen", &Server::did_open},
+        {"textDocument/didChange", &Server::did_change},
+        {"textDocument/didSave", &Server::did_save},
+        {"textDocument/didClose", &Server::did_close},
+    };
+    return table;
+  }
+
+  void dispatch(std::string const& method, json const& id, bool is_request, json const& message) {
+    if (!initialized_ && is_request && method != "initialize")
+      throw MessageError(server_not_initialized, "initialize first");
+    if (shut_down_ && is_request) throw MessageError(invalid_request, "the server is shut down");
+    static json const no_params = json::object();
+    auto const params_field = message.find("params");
+    json const& params = params_field == message.end() ? no_params : *params_field;
+    if (is_request) {
+      auto const it = requests().find(method);
+      if (it == requests().end())
+        throw MessageError(method_not_found, "unknown method " + excerpt(method));
+      reply(id, (this->*it->second)(Fields(params, "params")));
+    } else if (auto const it = notifications().find(method); it != notifications().end()) {
+      (this->*it->second)(Fields(params, "params"));
+    }
+  }
+
+  /// A request's error answer; for a notification, a message the client shows or logs.
+  void fail(std::string const& method, json const& id, bool is_request, int code,
+            std::string const& why) {
+    if (is_request) return reply_error(id, code, why);
+    write_message(out_, {{"jsonrpc", "2.0"},
+                         {"method", "window/logMessage"},
+                         {"params",
+                          {{"type", 1},  // an error
+                           {"message", "section-lint: " + excerpt(method) + ": " + why}}}});
+  }
+
+  // --- the methods ----------------------------------------------------------------------------
+
+  json initialize(Fields const&) {
+    initialized_ = true;
     return {{"capabilities",
              {{"positionEncoding", "utf-16"},
               {"textDocumentSync", {{"openClose", true}, {"change", 1}, {"save", true}}},
@@ -188,6 +477,76 @@ class Server {
               {"hoverProvider", true}}},
             {"serverInfo", {{"name", "section-lint"}, {"version", section::version}}}};
   }
+
+  json shutdown(Fields const&) {
+    shut_down_ = true;
+    return nullptr;
+  }
+
+  void did_open(Fields const& params) {
+    Fields const doc = params.object("textDocument");
+    std::string uri = doc.string("uri");
+    open(std::move(uri), doc.string("text"));
+  }
+
+  void did_change(Fields const& params) {
+    std::string uri = params.object("textDocument").string("uri");
+    // Full sync (the capability the server announces): each change is the whole text; the last
+    // one wins.
+    auto const& changes = params.array("contentChanges");
+    if (changes.empty()) return;
+    Fields const last = params.element("contentChanges", changes.size() - 1);
+    if (last.has("range"))
+      throw MessageError(invalid_params,
+                         "params.contentChanges[" + std::to_string(changes.size() - 1) +
+                             "].range: the server takes whole documents (its textDocumentSync "
+                             "is full): send the text alone");
+    open(std::move(uri), last.string("text"));
+  }
+
+  void did_save(Fields const& params) {
+    std::string const uri = params.object("textDocument").string("uri");
+    if (auto it = documents_.find(uri); it != documents_.end()) open(uri, it->second.text);
+  }
+
+  void did_close(Fields const& params) {
+    std::string const uri = params.object("textDocument").string("uri");
+    documents_.erase(uri);
+    publish(uri, json::array());
+  }
+
+  /// A quick fix for each finding with a fix-it whose range meets the requested one.
+  json code_actions(Fields const& params) {
+    std::string const uri = params.object("textDocument").string("uri");
+    Fields const range = params.object("range");
+    Position const start = range.position("start"), end = range.position("end");
+    json actions = json::array();
+    auto it = documents_.find(uri);
+    if (it == documents_.end() || !it->second.findings) return actions;
+    Document const& doc = it->second;
+    Findings const& f = *doc.findings;
+    std::string_view const text = linted_text(doc);
+    std::size_t const from = offset_of(text, start);
+    std::size_t const to = offset_of(text, end);
+    for (auto const& d : f.diagnostics) {
+      if (!d.fix || !in_document(f, d.fix->range)) continue;
+      auto const at = in_document(f, d.range) ? d.range : d.fix->range;
+      if (at.end < from || at.begin > to) continue;
+      bool const safe = d.fix->applicability == section::Applicability::safe;
+      json edit = {{"range", lsp_range(text, d.fix->range.begin, d.fix->range.end)},
+                   {"newText", d.fix->replacement}};
+      actions.push_back({{"title", d.code + ": " + d.fix->message + (safe ? "" : " (unsafe)")},
+                         {"kind", "quickfix"},
+                         {"diagnostics", {lsp_diagnostic(doc, d)}},
+                         {"isPreferred", safe},
+                         {"edit", {{"changes", {{uri, {edit}}}}}}});
+    }
+    return actions;
+  }
+
+  json hover(Fields const& params);
+
+  // --- answers ----------------------------------------------------------------------------------
 
   void reply(json const& id, json result) {
     write_message(out_, {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
@@ -216,15 +575,15 @@ class Server {
     publish(uri, diagnostics_of(doc));
   }
 
-  /// The document's findings in `findings.sm`'s copy of its text (newlines as the linter read
-  /// them); the findings in other files (none for one document) are left out.
+  /// Whether a range is in the document (its findings in other files, none for one document,
+  /// are left out).
   static bool in_document(Findings const& f, section::SourceRange const& r) {
-    return r.valid() && r.file < f.sm.size() && f.sm.size() > 0 && r.file == 0;
+    return r.valid() && f.sm.size() > 0 && r.file == 0;
   }
 
   json lsp_diagnostic(Document const& doc, section::Diagnostic const& d) const {
     Findings const& f = *doc.findings;
-    std::string_view const text = f.sm.size() ? f.sm.file(0).text() : std::string_view(doc.text);
+    std::string_view const text = linted_text(doc);
     auto const [begin, end] = in_document(f, d.range) ? std::pair{d.range.begin, d.range.end}
                                                       : std::pair{std::size_t{0}, std::size_t{0}};
     int const severity = d.severity == section::Severity::error     ? 1
@@ -262,36 +621,6 @@ class Server {
     for (auto const& d : doc.findings->diagnostics) out.push_back(lsp_diagnostic(doc, d));
     return out;
   }
-
-  /// A quick fix for each finding with a fix-it whose range meets the requested one.
-  json code_actions(json const& params) const {
-    json actions = json::array();
-    auto const uri = params["textDocument"].value("uri", "");
-    auto it = documents_.find(uri);
-    if (it == documents_.end() || !it->second.findings) return actions;
-    Document const& doc = it->second;
-    Findings const& f = *doc.findings;
-    std::string_view const text = f.sm.file(0).text();
-    auto const& range = params["range"];
-    std::size_t const from = offset_of(text, range["start"]);
-    std::size_t const to = offset_of(text, range["end"]);
-    for (auto const& d : f.diagnostics) {
-      if (!d.fix || !in_document(f, d.fix->range)) continue;
-      auto const at = in_document(f, d.range) ? d.range : d.fix->range;
-      if (at.end < from || at.begin > to) continue;
-      bool const safe = d.fix->applicability == section::Applicability::safe;
-      json edit = {{"range", lsp_range(text, d.fix->range.begin, d.fix->range.end)},
-                   {"newText", d.fix->replacement}};
-      actions.push_back({{"title", d.code + ": " + d.fix->message + (safe ? "" : " (unsafe)")},
-                         {"kind", "quickfix"},
-                         {"diagnostics", {lsp_diagnostic(doc, d)}},
-                         {"isPreferred", safe},
-                         {"edit", {{"changes", {{uri, {edit}}}}}}});
-    }
-    return actions;
-  }
-
-  json hover(json const& params) const;
 
   Linter const& lint_;
   std::ostream& out_;
@@ -337,13 +666,14 @@ std::optional<std::string> definition_in(std::string_view method, std::string_vi
   return std::nullopt;
 }
 
-json Server::hover(json const& params) const {
-  auto const uri = params["textDocument"].value("uri", "");
+json Server::hover(Fields const& params) {
+  std::string const uri = params.object("textDocument").string("uri");
+  Position const position = params.position("position");
   auto it = documents_.find(uri);
   if (it == documents_.end() || !it->second.findings) return nullptr;
   Findings const& f = *it->second.findings;
-  std::string_view const text = f.sm.file(0).text();
-  std::size_t const at = offset_of(text, params["position"]);
+  std::string_view const text = linted_text(it->second);
+  std::size_t const at = offset_of(text, position);
   auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   std::size_t begin = at, end = at;
   while (begin > 0 && is_word(text[begin - 1])) --begin;
@@ -405,24 +735,25 @@ json Server::hover(json const& params) const {
 
 int serve(Linter const& lint, std::istream& in, std::ostream& out) {
   Server server(lint, out);
-  while (auto body = read_message(in)) {
-    json message;
-    try {
-      message = json::parse(*body);
-    } catch (json::exception const&) {
-      write_message(out, {{"jsonrpc", "2.0"},
-                          {"id", nullptr},
-                          {"error", {{"code", -32700}, {"message", "parse error"}}}});
+  MessageReader reader(in);
+  while (auto frame = reader.next()) {
+    if (!frame->problem.empty()) {
+      server.refuse(parse_error, "bad message header: " + frame->problem + " (skipped)");
       continue;
     }
-    try {
-      if (!server.handle(message)) return server.shut_down() ? 0 : 1;
-    } catch (std::exception const& e) {  // a malformed message: answer, keep serving
-      if (message.contains("id"))
-        write_message(out, {{"jsonrpc", "2.0"},
-                            {"id", message["id"]},
-                            {"error", {{"code", -32603}, {"message", e.what()}}}});
+    if (nested_deeper_than(frame->body, max_nesting)) {
+      server.refuse(invalid_request,
+                    "a message nested deeper than " + std::to_string(max_nesting) + " levels");
+      continue;
     }
+    json message;
+    try {
+      message = json::parse(frame->body);
+    } catch (json::exception const& e) {
+      server.refuse(parse_error, std::string("parse error: ") + e.what());
+      continue;
+    }
+    if (!server.handle(message)) return server.shut_down() ? 0 : 1;
   }
   return 1;
 }
