@@ -234,3 +234,22 @@ def test_an_edited_cell_runs_its_new_code(tmp_path, cache_dir):
     texts = [outputs_text(c) for c in nb.cells]
     results = [m.groups() for t in texts for m in re.finditer(r"results (\S+) (\S+)", t)]
     assert results == [("1.0", "1.0"), ("2.0", "2.0"), ("3.0", "3.0")], texts
+
+
+@pytest.mark.parametrize("blocker", ["a folder", "text that is not UTF-8"])
+def test_a_cell_that_cannot_be_written_says_why_and_leaves_nothing(tmp_path, monkeypatch, blocker):
+    """NAME.c a folder (the rename fails) or a cell holding a lone surrogate (the write fails
+    half-way): a clear error, the folder as it was, no temporary file behind."""
+    IPython = pytest.importorskip("IPython")
+    from libsection import _magic
+
+    monkeypatch.chdir(tmp_path)
+    cell = "#section support_code\nint a;\n"
+    if blocker == "a folder":
+        (tmp_path / "op.c").mkdir()
+    else:
+        cell += "// \ud800\n"
+    with pytest.raises(IPython.core.error.UsageError, match=r"cannot write .*op\.c"):
+        _magic.section("op.c", cell)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == (["op.c"] if blocker == "a folder" else []), left
