@@ -43,7 +43,7 @@ from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
 from . import _backends, _core, _numba
-from ._build import checked_language
+from ._build import BUILD_FLAGS, checked_language
 from ._load import load_texts, raise_for, relative_to_class
 from ._node import (
     NodeRunner,
@@ -614,6 +614,17 @@ def _static_shapes(op, node) -> list[tuple | None]:
     return out
 
 
+def _forward_build_flag(name: str):
+    """A drop-in method giving what the standalone op's method of that name gives, checked and
+    with folders made absolute as the standalone op builds with them."""
+
+    def method(self, **kwargs):
+        return self.standalone.build_flags()[name]
+
+    method.__name__ = name
+    return method
+
+
 def _bridge_class(standalone_cls):
     from pytensor.tensor import as_tensor_variable
     from pytensor.tensor.basic import scalar_from_tensor
@@ -666,6 +677,9 @@ def _bridge_class(standalone_cls):
     for name in _FORWARDED:
         if hasattr(standalone_cls, name):
             setattr(Bridged, name, _forward(name))
+    for name in BUILD_FLAGS:  # PyTensor asks them of the node's op: the standalone op's own
+        if getattr(standalone_cls, name) is not getattr(StandaloneOp, name):
+            setattr(Bridged, name, _forward_build_flag(name))
     if hasattr(standalone_cls, "infer_shape"):
         Bridged.infer_shape = _bridged_infer_shape
     _add_gradient(Bridged, standalone_cls)

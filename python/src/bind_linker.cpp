@@ -165,9 +165,11 @@ void bind_graphs(py::module_& m) {
       [](LoadedSections const& loaded, OpDescription description, ExpandOptions options,
          std::vector<std::string> compile_args, py::object python,
          std::vector<std::string> const& overridden) {
-        SectionOp section(std::move(description), loaded.sources, loaded.set, std::move(options));
-        return NodeOp{
-            dropin_op(std::move(section), std::move(compile_args), std::move(python), overridden)};
+        BuildFlags flags;
+        flags.compile_args = std::move(compile_args);
+        SectionOp section(std::move(description), loaded.sources, loaded.set, std::move(options),
+                          std::move(flags));
+        return NodeOp{dropin_op(std::move(section), std::move(python), overridden)};
       },
       py::arg("loaded"), py::arg("description"), py::arg("options"), py::arg("compile_args"),
       py::arg("python"), py::arg("overridden"),
@@ -279,7 +281,9 @@ void bind_linker(py::module_& m) {
          std::vector<std::string> const& outputs, std::optional<std::string> func_name,
          std::vector<std::tuple<std::string, std::string, py::object>> const& params,
          std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
-         bool check_input, std::string const& language) {
+         bool check_input, std::string const& language, std::vector<std::string> c_headers,
+         std::vector<std::string> c_header_dirs, std::vector<std::string> c_libraries,
+         std::vector<std::string> c_lib_dirs, std::vector<std::string> c_compile_args) {
         if (!loaded.set.ok())
           raise_python(LinkError(loaded.set.error->message, loaded.set.diagnostics),
                        *loaded.sources);
@@ -306,7 +310,10 @@ void bind_linker(py::module_& m) {
           spec.params = params_type->spec();
           constants.push_back(values);
         }
-        auto op = std::make_shared<SectionOp>(spec, loaded.sources, loaded.set);
+        BuildFlags flags{std::move(c_headers), std::move(c_header_dirs), std::move(c_libraries),
+                         std::move(c_lib_dirs), std::move(c_compile_args)};
+        auto op =
+            std::make_shared<SectionOp>(spec, loaded.sources, loaded.set, ExpandOptions{}, flags);
         Graph graph = single_op_graph(op, in, out, params_type);
         return link(graph, constants, *loaded.sources, signature_text(name, in, out));
       },
@@ -314,9 +321,14 @@ void bind_linker(py::module_& m) {
       py::arg("params") = std::vector<std::tuple<std::string, std::string, py::object>>{},
       py::arg("name") = "SectionOp", py::arg("num_inputs") = py::none(),
       py::arg("num_outputs") = py::none(), py::arg("check_input") = true,
-      py::arg("language") = "c++",
+      py::arg("language") = "c++", py::arg("c_headers") = std::vector<std::string>{},
+      py::arg("c_header_dirs") = std::vector<std::string>{},
+      py::arg("c_libraries") = std::vector<std::string>{},
+      py::arg("c_lib_dirs") = std::vector<std::string>{},
+      py::arg("c_compile_args") = std::vector<std::string>{},
       "Builds the op of loaded section files for the given input/output type strings; "
-      "``language=\"c\"`` compiles it as C.");
+      "``language=\"c\"`` compiles it as C. The ``c_*`` lists are what the op adds to its "
+      "module's build, as PyTensor's methods of those names give them.");
 
   m.def(
       "load_support_library",

@@ -104,6 +104,24 @@ std::map<std::string, std::pair<std::filesystem::path, py::dict>>& loaded_module
   return *memo;
 }
 
+/// What tells modules apart in the memo: their text and everything else of theirs the cache
+/// key covers. One text built with other flags, folders or libraries is another module.
+std::string memo_key(ModuleSource const& module) {
+  std::string key;
+  auto add = [&](std::string const& field) {
+    key += std::to_string(field.size()) + ":" + field + ";";
+  };
+  add(module.text);
+  for (auto const* list :
+       {&module.compile_args, &module.header_dirs, &module.libraries, &module.lib_dirs}) {
+    add(std::to_string(list->size()));
+    for (auto const& item : *list) add(item);
+  }
+  add(module.language == Language::c ? "c" : "c++");
+  add(module.whole_program ? "whole program" : "");
+  return key;
+}
+
 /// What was built, for `CompiledOp.info`.
 py::dict build_info(ModuleSource const& module, BuiltModule const& built) {
   py::dict info;
@@ -203,7 +221,8 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   bool debug = false;           // a build for gdb, loaded by path
   py::dict info;
   auto& memo = loaded_modules();
-  if (auto it = memo.find(module.text); it != memo.end()) {
+  std::string const memo_as = memo_key(module);
+  if (auto it = memo.find(memo_as); it != memo.end()) {
     library = it->second.first;
     info = py::dict(it->second.second);
     info["compiled"] = false;
@@ -221,7 +240,7 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   std::string const suffix = graph_suffix(info["graph"].cast<int>(), info["graphs"].cast<int>());
   LoadedLibrary const& lib =
       load_library(key, library, verified_library.get(), debug, runtime, suffix);
-  memo.emplace(module.text, std::make_pair(library, py::dict(info)));
+  memo.emplace(memo_as, std::make_pair(library, py::dict(info)));
   return {&lib, std::move(info)};
 }
 

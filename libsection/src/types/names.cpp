@@ -205,6 +205,33 @@ void check_display_name(std::string_view name, std::string_view what) {
                         "; it is shown in the generated source and in messages");
 }
 
+void check_header_name(std::string_view header, std::string_view what) {
+  std::string problem;
+  std::string_view inner = header;
+  if (header.size() >= 2 && ((header.front() == '<' && header.back() == '>') ||
+                             (header.front() == '"' && header.back() == '"')))
+    inner = header.substr(1, header.size() - 2);
+  if (inner.empty()) {
+    problem = "names no header";
+  } else if (header.size() > max_display_name) {
+    problem = "is longer than " + std::to_string(max_display_name) + " bytes";
+  } else if (find_invalid_utf8(header)) {
+    problem = "is not valid UTF-8";
+  } else {
+    for (char c : inner) {
+      auto const u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f) problem = "contains a control character (a newline, a tab, ...)";
+      else if (c == '\\') problem = "contains a backslash";
+      else if (c == '<' || c == '>' || c == '"')
+        problem = "is not one header name (`x.h`, `<x.h>` or `\"x.h\"`)";
+      if (!problem.empty()) break;
+    }
+  }
+  if (problem.empty()) return;
+  throw signature_error(std::string(what) + " " + quoted(header) + " " + problem +
+                        "; it is written as an #include line of the generated source");
+}
+
 void check_padding(std::optional<int> count, std::string_view what) {
   if (!count || (*count >= 0 && *count <= max_padded_arguments)) return;
   throw signature_error(std::string(what) + " is " + std::to_string(*count) + ": expected 0 to " +
