@@ -313,11 +313,11 @@ def _yaml_string(text: str) -> str:
 
 
 def _header_name(folder: str) -> str:
-    """The header file of an op folder: its name made safe, with a hash of the name when that
-    changed it (two folders never share a header)."""
+    """The header file of an op folder: its name made safe and short enough for any file
+    system, with a hash of the name when that changed it (two folders never share a header)."""
     safe = re.sub(r"[^A-Za-z0-9_]", "_", folder) or "_"
-    if safe != folder:
-        safe += "_" + hashlib.sha256(folder.encode("utf-8")).hexdigest()[:8]
+    if safe != folder or len(safe) > 100:
+        safe = safe[:100] + "_" + hashlib.sha256(folder.encode("utf-8")).hexdigest()[:8]
     return safe + ".h"
 
 
@@ -418,7 +418,8 @@ def _write(target: _Target) -> None:
     written through a link, and a file that appeared meanwhile is not replaced."""
     folder = target.folder_fd
     assert folder is not None, "the folder is opened before writing"
-    temporary = f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    # At most 255 bytes, whatever the name's length.
+    temporary = f".{target.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     mode = stat.S_IMODE(target.replaces.st_mode) if target.replaces is not None else 0o644
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(temporary, flags, mode, dir_fd=folder)

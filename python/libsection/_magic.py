@@ -59,7 +59,8 @@ def _write_atomically(path: Path, text: str) -> None:
     """Writes ``text`` (UTF-8) to ``path`` so that a reader never sees half a file: a new file
     beside it (never through a link), renamed over it. Whatever fails, or interrupts it,
     leaves no temporary file behind."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # At most 255 bytes, however long the name: a long NAME.c must not fail for its temporary.
+    temporary = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(temporary, flags, 0o666)
     try:

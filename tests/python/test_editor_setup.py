@@ -224,6 +224,17 @@ def test_a_clangd_with_a_broken_marker_pair_is_refused(tmp_path):
     assert (folder / ".clangd").read_text() == own
 
 
+def test_long_names_still_fit_the_file_system(tmp_path):
+    folder = tmp_path / "repo"
+    deep = folder / ("o" * 200) / ("p" * 200)
+    deep.mkdir(parents=True)
+    (deep / ("q" * 250 + ".c")).write_text(OP)
+    (deep / "op.py").write_text("class Op:\n    params = {'k': 'float64'}\n")
+    editor_setup(folder)
+    (header,) = (folder / ".libsection-editor").iterdir()
+    assert len(header.name) < 120 and "DTYPE_PARAM_k" in header.read_text()
+
+
 NEWLINE_NAME = "x\nCompileFlags: {Add: [-fplugin=evil.so]}\n---\n.c"
 
 

@@ -236,6 +236,16 @@ def test_an_edited_cell_runs_its_new_code(tmp_path, cache_dir):
     assert results == [("1.0", "1.0"), ("2.0", "2.0"), ("3.0", "3.0")], texts
 
 
+def test_a_cell_with_the_longest_name_is_written(tmp_path, monkeypatch):
+    pytest.importorskip("IPython")
+    from libsection import _magic
+
+    monkeypatch.chdir(tmp_path)
+    name = "n" * 253 + ".c"  # 255 bytes: its temporary file's name must still fit
+    _magic.section(name, "#section support_code\nint a;\n")
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
 @pytest.mark.parametrize("blocker", ["a folder", "text that is not UTF-8"])
 def test_a_cell_that_cannot_be_written_says_why_and_leaves_nothing(tmp_path, monkeypatch, blocker):
     """NAME.c a folder (the rename fails) or a cell holding a lone surrogate (the write fails

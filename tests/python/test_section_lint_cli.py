@@ -244,6 +244,9 @@ def test_fix_keeps_the_mode_and_fixes_a_links_target(tmp_path):
     assert target.read_text() == FIXED and link.is_symlink()
     assert target.stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in target.parent.iterdir()) == ["op.c"]  # nothing left beside
+    # A name as long as the file system allows still has room for the file written beside it.
+    long = write(tmp_path / ("x" * 250 + ".c"), UNUSED_SUPPRESSION)
+    assert lint("--fix", long).returncode == 0 and long.read_text() == FIXED
 
 
 def closes_after_reading(path):

@@ -372,6 +372,9 @@ TEST_SUITE("linker") {
                    {}})
               .find("c_header_dirs") != std::string::npos);
     CHECK(refused({{}, {}, {"m\r"}, {}, {}}).find("c_libraries") != std::string::npos);
+    CHECK(refused({{}, {}, {"-lm"}, {}, {}}) ==
+          "Flagged: c_libraries `-lm` is a flag, not a library's name (give `m` for -lm) (each "
+          "is one argument of the compiler's command)");
     CHECK(refused({{}, {}, {}, {"/a,--no-as-needed"}, {}}).find("holds a comma") !=
           std::string::npos);
     CHECK(refused({{}, {}, {}, {}, {std::string(5000, 'x')}}).find("over 4096 bytes") !=

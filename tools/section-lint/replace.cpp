@@ -95,8 +95,9 @@ std::string replace_if_unchanged(std::string const& path, std::string const& lin
   if (read_as.st_nlink > 1) return "it has other names (hard links), which a rewrite would split";
 
   std::random_device random;
-  std::string const temporary =
-      "." + name + ".section-lint-" + std::to_string(::getpid()) + "-" + std::to_string(random());
+  // At most 255 bytes, however long the file's name.
+  std::string const temporary = "." + name.substr(0, 100) + ".section-lint-" +
+                                std::to_string(::getpid()) + "-" + std::to_string(random());
   mode_t const mode = read_as.st_mode & 07777;
   Fd out(::openat(dir.fd, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                   mode));

@@ -385,6 +385,9 @@ void ModuleWriter::add_build_flags(BuildFlags const& flags, std::string const& o
       // `-Wl,-rpath,DIR` splits at commas: a folder with one would pass the linker options.
       if (!problem && &into == &module_.lib_dirs && item.find(',') != std::string::npos)
         problem = "holds a comma (it is passed to the linker as -Wl,-rpath,FOLDER)";
+      // A library is named as `-l` takes it: `m`, not `-lm` (which would look for `-lm`).
+      if (!problem && &into == &module_.libraries && item.front() == '-')
+        problem = "is a flag, not a library's name (give `m` for -lm)";
       if (problem) {
         std::string shown = bounded_quote(item, 60);
         for (char& c : shown)
