@@ -106,10 +106,15 @@ class MessageReader {
                    "a message of " + std::to_string(*length) + " bytes, over the limit of " +
                        std::to_string(max_message_bytes)};
     }
+    // Read as it comes, not allocated by the header's word: a stream may end long before.
     Frame frame;
-    frame.body.resize(*length);
-    in_.read(frame.body.data(), static_cast<std::streamsize>(*length));
-    if (static_cast<std::size_t>(in_.gcount()) != *length) return std::nullopt;
+    char chunk[65536];
+    while (frame.body.size() < *length) {
+      auto const n = std::min(*length - frame.body.size(), sizeof chunk);
+      in_.read(chunk, static_cast<std::streamsize>(n));
+      frame.body.append(chunk, static_cast<std::size_t>(in_.gcount()));
+      if (static_cast<std::size_t>(in_.gcount()) != n) return std::nullopt;
+    }
     return frame;
   }
 
