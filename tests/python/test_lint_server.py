@@ -357,6 +357,7 @@ def test_malformed_messages_are_answered_and_skipped():
         assert answers[2 * n + 1]["id"] == n and error_of(answers[2 * n + 1])[0] == -32601
 
     answers = served(
+        frame_json({"id": 12, "method": "initialize", "params": None}),  # null: no params
         frame_bytes("[1, 2]"),
         frame_bytes("{not json"),
         frame_bytes(b'{"id": 1, "method": "shutdown", "x": "\xff"}'),  # not UTF-8
@@ -365,6 +366,7 @@ def test_malformed_messages_are_answered_and_skipped():
         frame_json({"id": 10, "method": 5}),
         frame_json({"id": 11, "method": "textDocument/nothing"}),
     )
+    assert "capabilities" in answers.pop(0)["result"]
     errors = [(m["id"], *error_of(m)) for m in answers]
     assert [e[:2] for e in errors] == [
         (None, -32600),

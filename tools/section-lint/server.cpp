@@ -449,7 +449,9 @@ class Server {
     if (shut_down_ && is_request) throw MessageError(invalid_request, "the server is shut down");
     static json const no_params = json::object();
     auto const params_field = message.find("params");
-    json const& params = params_field == message.end() ? no_params : *params_field;
+    // `"params": null` is what some clients send for none (shutdown, exit).
+    bool const none = params_field == message.end() || params_field->is_null();
+    json const& params = none ? no_params : *params_field;
     if (is_request) {
       auto const it = requests().find(method);
       if (it == requests().end())
