@@ -175,6 +175,43 @@ void bind_graph_type(py::module_& m) {
 ``build()``'s are, with ``compile_args`` added. Only the ``overridden`` methods (``c_code``,
 ``c_support_code_apply``, ...) are asked of ``python``, an object with the node's ``c_*``
 methods minus their ``node`` argument.)doc");
+  m.def(
+      "derivative_node_op",
+      [](LoadedSections const& loaded, OpDescription description, ExpandOptions options,
+         std::vector<std::string> compile_args, py::object python,
+         std::vector<std::string> const& overridden, py::list output_types,
+         std::vector<bool> differentiated, std::vector<bool> cotangents, int width,
+         std::string const& mode) {
+        SectionOp section(std::move(description), loaded.sources, loaded.set, std::move(options));
+        DerivativeSpec spec;
+        if (mode != "pullback" && mode != "pushforward")
+          throw py::value_error("mode must be 'pullback' or 'pushforward', not '" + mode + "'");
+        spec.mode =
+            mode == "pullback" ? DerivativeSpec::Mode::pullback : DerivativeSpec::Mode::pushforward;
+        for (auto t : output_types) spec.outputs.push_back(to_type(t));
+        spec.differentiated = std::move(differentiated);
+        spec.cotangents = std::move(cotangents);
+        spec.width = width;
+        COpPtr const forward =
+            dropin_op(section, std::move(compile_args), std::move(python), overridden);
+        try {
+          return NodeOp{derivative_op(section, forward, std::move(spec))};
+        } catch (LinkError const& e) {
+          raise_python(e, *loaded.sources);
+        } catch (std::invalid_argument const& e) {
+          throw py::value_error(e.what());
+        }
+      },
+      py::arg("loaded"), py::arg("description"), py::arg("options"), py::arg("compile_args"),
+      py::arg("python"), py::arg("overridden"), py::arg("output_types"), py::arg("differentiated"),
+      py::arg("cotangents"), py::arg("width"), py::arg("mode"),
+      R"doc(The derivative op of a drop-in node (``dropin_node_op``'s arguments first): its C code
+run on dual numbers. ``mode`` ``"pullback"``: inputs are the node's, then the cotangent of each
+output ``cotangents`` marks; outputs the gradient of each input ``differentiated`` marks,
+``width`` of them per pass. ``"pushforward"`` (``width`` 1): inputs are the node's, then the
+tangent of each differentiated input; outputs the tangent of each float output.
+``output_types`` are the node's output types. Raises ``LinkError`` at the line of a cast that
+would read dual numbers as plain floats.)doc");
   py::class_<PyGraph>(m, "Graph", R"doc(
 A graph of applies for one compiled module. Types are type strings (`"float64[:]"`) or Python
 objects with the CType methods (`c_declare(name, sub)`, `c_extract`, ...); ops are Python

@@ -75,6 +75,9 @@ void add_options(CLI::App& app, Options& o, CommandLine& line) {
                  "`language = \"c\"`; reports C++-only constructs, SL208, and struct sections, "
                  "SL209)")
       ->check(CLI::IsMember({"c++", "c"}));
+  app.add_flag("--differentiated", o.differentiated,
+               "The op's gradient is derived from its C code (libsection does so for an op "
+               "without a gradient of its own): report values hidden from derivatives, SL306");
   app.add_option("--extra-sections", o.extra_sections,
                  "Section tags an op's base class adds to the nine, e.g. kernels (comma-separated, "
                  "or the option repeated)")
