@@ -189,6 +189,12 @@ def _derived_pullback(op, inputs, outputs, cotangents) -> list:
                     f"libsection derives gradients of float32 and float64 inputs, not {x.type}",
                 )
             )
+    if any(differentiated) and any(given):
+        output_types = tuple(y.type for y in outputs)
+        refused = _refused_inputs(op, inputs, output_types, differentiated, given)
+        for i, why in refused.items():
+            differentiated[i] = False
+            result[i] = grad_not_implemented(op, i, inputs[i], why)
     if any(differentiated):
         if any(given):
             node = DerivedGradient(
@@ -205,6 +211,61 @@ def _derived_pullback(op, inputs, outputs, cotangents) -> list:
                 pt.zeros_like(x) if r is None else r for x, r in zip(inputs, result, strict=True)
             ]
     return result
+
+
+def _refused_inputs(op, inputs, output_types, differentiated, given) -> dict[int, str]:
+    """The inputs whose derivatives the op's files hide (a cast of their data to a plain
+    ``double``, SL306), each with the refusal: their gradient is not implemented, the others'
+    is derived. Raises the refusal when a cast concerns every input (one of an output's data,
+    or of an array the files do not name)."""
+    from ._core import LinkError
+
+    try:
+        _derivative_node_op(op, inputs, output_types, differentiated, given, 1, "pullback")
+        return {}
+    except LinkError as every:
+        shared = every
+    refused = {}
+    for i, d in enumerate(differentiated):
+        if not d:
+            continue
+        alone = [k == i for k in range(len(differentiated))]
+        try:
+            _derivative_node_op(op, inputs, output_types, alone, given, 1, "pullback")
+        except LinkError as e:
+            # Each line after the first is one cast; one not of this input's data concerns all.
+            casts = str(e).splitlines()[1:]
+            if not all(f"`DTYPE_INPUT_{i}`" in line for line in casts):
+                raise shared from None
+            refused[i] = str(e)
+    return refused
+
+
+def _derivative_node_op(forward, inputs, output_types, differentiated, cotangents, width, mode):
+    """The linker core's op computing ``forward``'s derivatives on ``inputs`` (its sections
+    expanded with dual numbers, in a driver); raises ``LinkError`` where its files hide values
+    from them."""
+    from .pytensor import _NODE_METHODS
+    from .pytensor import _own as overrides
+
+    _derivable(forward)
+    node = Apply(forward, list(inputs), [t() for t in output_types])
+    overridden = [m for m in _NODE_METHODS if overrides(type(forward), m) or m in forward.__dict__]
+    description = forward._op_description()
+    description.name = type(forward).__name__
+    return _core.derivative_node_op(
+        forward._sections,
+        description,
+        forward._options(),
+        pytensor_flags(),
+        _NodeCode(forward, node),
+        overridden,
+        list(output_types),
+        list(differentiated),
+        list(cotangents),
+        width,
+        mode,
+    )
 
 
 class _Derivative(COp):
@@ -227,7 +288,6 @@ class _Derivative(COp):
         self.cotangents = tuple(bool(c) for c in cotangents)
         self.width = int(width)
         self.output_types = tuple(output_types)
-        self._checked = False
 
     def __str__(self) -> str:
         return f"{type(self.forward).__name__}.{self.mode}"
@@ -244,42 +304,17 @@ class _Derivative(COp):
         return Apply(self.forward, list(node.inputs[:n]), [t() for t in self.output_types])
 
     def _node_op(self, python):
-        """The linker core's op of this node: the forward op's sections, expanded with dual
-        numbers as the elements of the differentiated inputs and float outputs, in a driver."""
-        from .pytensor import _NODE_METHODS
-        from .pytensor import _own as overrides
-
-        forward = self.forward
-        _derivable(forward)
-        forward_python = _NodeCode(forward, self._forward_node(python.node))
-        overridden = [
-            m for m in _NODE_METHODS if overrides(type(forward), m) or m in forward.__dict__
-        ]
-        description = forward._op_description()
-        description.name = type(forward).__name__
-        return _core.derivative_node_op(
-            forward._sections,
-            description,
-            forward._options(),
-            pytensor_flags(),
-            forward_python,
-            overridden,
-            list(self.output_types),
-            list(self.differentiated),
-            list(self.cotangents),
+        """The linker core's op of this node (the forward op's code on dual numbers)."""
+        n = len(self.differentiated)
+        return _derivative_node_op(
+            self.forward,
+            python.node.inputs[:n],
+            self.output_types,
+            self.differentiated,
+            self.cotangents,
             self.width,
             self.mode,
         )
-
-    def check(self, inputs) -> None:
-        """Builds the derivative's op once (no compile): a cast that hides values from the
-        derivatives is refused here, where the gradient is asked for."""
-        if self._checked:
-            return
-        outputs = [t() for t in self.output_types]
-        node = Apply(self.forward, list(inputs[: len(self.differentiated)]), outputs)
-        self._node_op(_NodeCode(self, node))
-        self._checked = True
 
     # ------------------------------------------------------------ running in every mode
 
@@ -328,7 +363,6 @@ class DerivedGradient(_Derivative):
     def make_node(self, *inputs):
         n = len(self.differentiated)
         variables = [x if isinstance(x, Variable) else _as_variable(x) for x in inputs]
-        self.check(variables)
         outputs = [variables[i].type() for i in range(n) if self.differentiated[i]]
         return Apply(self, variables, outputs)
 
@@ -376,7 +410,6 @@ class DerivedPushforward(_Derivative):
 
     def make_node(self, *inputs):
         variables = [x if isinstance(x, Variable) else _as_variable(x) for x in inputs]
-        self.check(variables)
         outputs = [t() for t in self.output_types if t.dtype in _FLOATS]
         return Apply(self, variables, outputs)
 
@@ -437,7 +470,12 @@ def _derived_pushforward(op, inputs, outputs, tangents) -> list:
         for x, t, d in zip(inputs, tangents, differentiated, strict=True)
         if d
     ]
-    results = iter(_pushforward_node(op, inputs, differentiated, given, [y.type for y in outputs]))
+    output_types = [y.type for y in outputs]
+    # Refused here, where the product is asked for, not when the function compiles.
+    _derivative_node_op(
+        op, inputs, output_types, differentiated, [False] * len(outputs), 1, "pushforward"
+    )
+    results = iter(_pushforward_node(op, inputs, differentiated, given, output_types))
     return [next(results) if _dtype(y) in _FLOATS else disconnected_type() for y in outputs]
 
 
