@@ -201,3 +201,75 @@ def softclip_graph(x, limit):
     y = inside * (pt.softplus(x) / 2 + x**2 / 4)
     counted = pt.maximum(pt.sum(inside), 1)
     return y, limit * pt.sum(y) / counted
+
+
+# ---------------------------------------------------------------- what is refused, and why
+
+
+class _ScalarOfTwo(ExternalCOp):
+    __props__ = ()
+    file = ""
+
+    def __init__(self):
+        super().__init__(self.file, "APPLY_SPECIFIC(dot_grid)")
+
+    def make_node(self, x, t):
+        x, t = pt.as_tensor_variable(x), pt.as_tensor_variable(t)
+        return Apply(self, [x, t], [TensorType("float64", shape=())()])
+
+
+class HiddenCast(_ScalarOfTwo):
+    """sum(x * t), reading x through `(double*)PyArray_DATA(x)`."""
+
+    file = "hidden_cast.c"
+
+
+class GridDot(_ScalarOfTwo):
+    """sum(x * t), x through its DTYPE macro, the grid t through `(double*)`."""
+
+    file = "grid_dot.c"
+
+
+class _SumSquares(ExternalCOp):
+    __props__ = ()
+    file = ""
+
+    def __init__(self):
+        super().__init__(self.file, "APPLY_SPECIFIC(sum_squares)")
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x], [TensorType(x.type.dtype, shape=())()])
+
+
+class HeldInDouble(_SumSquares):
+    file = "held_in_double.c"
+
+
+class CSumSquares(_SumSquares):
+    """Declared C, with C's implicit `void*` conversion."""
+
+    file = "c_sum_squares.c"
+    language = "c"
+
+
+class PythonCode(ExternalCOp):
+    """An op whose c_code is Python's: libsection cannot recompile it on dual numbers."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("logsumexp.c", "APPLY_SPECIFIC(weighted_logsumexp)")
+
+    def make_node(self, x, w):
+        x, w = pt.as_tensor_variable(x), pt.as_tensor_variable(w)
+        return Apply(self, [x, w], [TensorType("float64", shape=())()])
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        return super().c_code(node, name, inputs, outputs, sub)
+
+
+class WeightedLogSumExpC(WeightedLogSumExp):
+    """The same file declared C: its own module is C, its gradient's C++."""
+
+    language = "c"
