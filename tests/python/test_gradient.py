@@ -228,3 +228,25 @@ def test_widths_follow_static_shapes():
     assert _gradient.width_for([many], [True]) == 5  # two passes of 5, not 8 and 2
     assert _gradient.width_for([unknown], [True]) == _gradient.UNKNOWN_WIDTH
     assert _gradient.width_for([three, unknown], [True, False]) == 3
+
+
+def test_jax_transformations_of_the_derived_gradient():
+    """jax.grad (a custom_vjp running the derived gradient's node as an FFI call), under jit
+    and vmap, as numpyro and blackjax take it."""
+    jax = pytest.importorskip("jax", reason="JAX is installed on the py312 stack only")
+    from pytensor.compile.mode import get_mode
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.link.jax.dispatch import jax_funcify
+
+    theta = pt.tensor("theta", dtype="float64", shape=(3,))
+    grads = {}
+    for name, op in (("derived", Logistic()), ("hand", LogisticHand())):
+        fgraph = FunctionGraph([theta], [pytensor_op(op)(theta, OBS)], clone=True)
+        get_mode("JAX").optimizer(fgraph)
+        fn = jax_funcify(fgraph)
+        grad = jax.jit(jax.grad(lambda t, fn=fn: fn(t)[0]))
+        points = np.stack([THETA, THETA * 1.1, THETA * 0.9])
+        grads[name] = (np.asarray(grad(THETA)), np.asarray(jax.vmap(grad)(points)))
+    for derived, hand in zip(grads["derived"], grads["hand"], strict=True):
+        np.testing.assert_allclose(derived, hand, rtol=RTOL)
+    assert np.all(grads["derived"][0] != 0)
