@@ -203,7 +203,11 @@ def _derived_pullback(op, inputs, outputs, cotangents) -> list:
                 tuple(given),
                 width_for(inputs, differentiated),
                 tuple(y.type for y in outputs),
-            )(*inputs, *[g for g, present in zip(cotangents, given, strict=True) if present])
+            )(
+                *inputs,
+                *[g for g, present in zip(cotangents, given, strict=True) if present],
+                *[y for y, present in zip(outputs, given, strict=True) if present],
+            )
             grads = iter(node if isinstance(node, list) else [node])
             result = [next(grads) if r is None else r for r in result]
         else:  # only integer outputs are connected: their derivative is zero, exactly
@@ -293,7 +297,7 @@ class _Derivative(COp):
         return f"{type(self.forward).__name__}.{self.mode}"
 
     @property
-    def params_type(self):  # type: ignore[override]
+    def params_type(self):
         return self.forward.params_type
 
     def get_params(self, node):
@@ -317,6 +321,10 @@ class _Derivative(COp):
         )
 
     # ------------------------------------------------------------ running in every mode
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        # Its code is the linker core's (make_c_thunk), never PyTensor's C linker's.
+        raise NotImplementedError(f"{self} is compiled by libsection's linker core")
 
     def perform(self, node, inputs, output_storage):
         compiled = _instances.get(node)
@@ -355,8 +363,10 @@ class _Derivative(COp):
 
 class DerivedGradient(_Derivative):
     """The vector-Jacobian product of ``forward`` from its C code. Inputs: ``forward``'s, then
-    the cotangent of each output ``cotangents`` marks. Outputs: the gradient of each input
-    ``differentiated`` marks, each of its input's type."""
+    the cotangent of each output ``cotangents`` marks, then that output's value (each pass's
+    values on dual numbers must equal it, else the code handles duals as plain floats and the
+    gradient is refused when it runs). Outputs: the gradient of each input ``differentiated``
+    marks, each of its input's type."""
 
     mode = "pullback"
 
@@ -370,6 +380,11 @@ class DerivedGradient(_Derivative):
         shapes = args[-1]
         return [shapes[i] for i, d in enumerate(self.differentiated) if d]
 
+    def connection_pattern(self, node):
+        # The outputs' values (the last inputs) are only compared with.
+        connected = len(self.differentiated) + sum(self.cotangents)
+        return [[k < connected] * len(node.outputs) for k in range(len(node.inputs))]
+
     def pullback(self, inputs, outputs, cotangents):
         """Linear in the cotangents: their gradient is the forward op's Jacobian-vector product
         with this gradient's cotangents (a pushforward, one pass). The inputs' own would be
@@ -381,12 +396,14 @@ class DerivedGradient(_Derivative):
         given = [
             d and not _disconnected(u) for d, u in zip(self.differentiated, directions, strict=True)
         ]
-        result = [self._not_second(i, x) for i, x in enumerate(forward_inputs)]
-        cotangent_inputs = list(inputs[n:])
-        if not any(given):
-            from pytensor.gradient import disconnected_type
+        from pytensor.gradient import disconnected_type
 
-            return result + [disconnected_type() for _ in cotangent_inputs]
+        result = [self._not_second(i, x) for i, x in enumerate(forward_inputs)]
+        cotangent_inputs = list(inputs[n : n + sum(self.cotangents)])
+        # The outputs' values are only compared with: the gradient does not depend on them.
+        values = [disconnected_type() for _ in inputs[n + sum(self.cotangents) :]]
+        if not any(given):
+            return result + [disconnected_type() for _ in cotangent_inputs] + values
         jvp = _pushforward_node(
             self.forward,
             forward_inputs,
@@ -398,7 +415,7 @@ class DerivedGradient(_Derivative):
         float_tangents = [
             next(by_output) if t.dtype in _FLOATS else None for t in self.output_types
         ]
-        return result + [float_tangents[j] for j, c in enumerate(self.cotangents) if c]
+        return result + [float_tangents[j] for j, c in enumerate(self.cotangents) if c] + values
 
 
 class DerivedPushforward(_Derivative):
@@ -440,13 +457,18 @@ class DerivedPushforward(_Derivative):
             from pytensor.gradient import disconnected_type
 
             return result + [disconnected_type() for d in self.differentiated if d]
+        forward_outputs = self.forward.make_node(*forward_inputs).outputs
         grads = DerivedGradient(
             self.forward,
             self.differentiated,
             tuple(given),
             width_for(forward_inputs, self.differentiated),
             self.output_types,
-        )(*forward_inputs, *[w for w, g in zip(weights, given, strict=True) if g])
+        )(
+            *forward_inputs,
+            *[w for w, g in zip(weights, given, strict=True) if g],
+            *[y for y, g in zip(forward_outputs, given, strict=True) if g],
+        )
         return result + (grads if isinstance(grads, list) else [grads])
 
 

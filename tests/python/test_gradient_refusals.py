@@ -1,7 +1,8 @@
 """What a derived gradient refuses, and where it says so: values hidden behind a plain `double`
 (a cast of an array's data, refused where the gradient is asked for; a variable, refused by the
 gradient's compile at its line), C's implicit `void*` conversion in an op declared C (its
-gradient's module is C++), code given by Python overrides. And what it leaves alone: the op's
+gradient's module is C++), code given by Python overrides, values copied as plain doubles
+(refused when the gradient runs). And what it leaves alone: the op's
 own module, built before any gradient is asked for, and the same after.
 """
 
@@ -28,6 +29,7 @@ from gradient_ops import (  # noqa: E402
     GridDot,
     HeldInDouble,
     HiddenCast,
+    MemcpySquare,
     PythonCode,
     WeightedLogSumExp,
     WeightedLogSumExpC,
@@ -82,6 +84,22 @@ def test_a_value_held_in_a_double_is_told_at_its_line_when_the_gradient_compiles
     assert "held_in_double.c:10:" in message
     assert "libsection derives this op's gradient by running its C code on dual numbers" in message
     assert "`DTYPE_OUTPUT_0 total = 0;`, not `double total`" in message
+
+
+@pytest.mark.parametrize("mode", ["CVM", "NUMBA"])
+def test_values_copied_as_plain_doubles_are_refused_when_the_gradient_runs(mode):
+    # memcpy of n * sizeof(double) passes every static check; on dual numbers it copies a
+    # fraction of the elements. Each pass's values are checked against the op's own.
+    x = pt.dvector("x")
+    out = MemcpySquare()(x)
+    np.testing.assert_array_equal(pytensor.function([x], out, mode=mode)(X), X * X)
+    f = pytensor.function([x], pt.grad(out.sum(), x), mode=mode)
+    with pytest.raises(ValueError) as refused:
+        f(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    message = str(refused.value)
+    assert "MemcpySquare output 0: its gradient is derived by running its C code" in message
+    assert "where the op's own module computes" in message
+    assert "n * sizeof(DTYPE_INPUT_0)" in message
 
 
 def test_an_op_declared_c_is_differentiated_as_cxx():

@@ -55,12 +55,13 @@ DerivativeSpec pullback_spec(LoadedOp const& op, std::vector<bool> differentiate
   return spec;
 }
 
-/// The module of the derivative's node: the op's inputs, then the output's cotangent; one
-/// gradient per differentiated input.
+/// The module of the derivative's node: the op's inputs, then the output's cotangent and its
+/// value; one gradient per differentiated input.
 ModuleSource derivative_module(LoadedOp const& op, DerivativeSpec spec) {
   Graph g;
   std::vector<std::size_t> ins;
   for (auto const& t : op.inputs) ins.push_back(g.add_input(t));
+  ins.push_back(g.add_input(op.outputs[0]));
   ins.push_back(g.add_input(op.outputs[0]));
   std::vector<CTypePtr> grads;
   for (std::size_t i = 0; i < op.inputs.size(); ++i)
@@ -88,6 +89,7 @@ TEST_SUITE("derivatives") {
     CHECK(has(m.text, "#define DTYPE_INPUT_1 npy_float64\n"));  // not differentiated: plain
     CHECK(has(m.text, "#define DTYPE_OUTPUT_0 libsection_dual_float64_3\n"));
     CHECK(has(m.text, "while (lsd_.next_pass()) {"));
+    CHECK(has(m.text, "lsd_.check_values<libsection_dual_float64_3>(lsd_out_0, (PyObject*)V"));
     CHECK(has(m.text, "lsd_.contract<libsection_dual_float64_3>(lsd_out_0, (PyObject*)V"));
     CHECK(has(m.text, "APPLY_SPECIFIC(total)(lsd_in_0, V"));  // the plain input as it is
     CHECK(has(m.text, "namespace libsection {"));             // dual.h

@@ -148,7 +148,7 @@ std::size_t count(std::vector<bool> const& flags) {
 OpCode DerivativeOp::generate(NodeContext const& ctx) const {
   std::size_t const n = spec_.differentiated.size();
   std::size_t const duals = count(spec_.differentiated);
-  std::size_t const extra = pullback() ? count(spec_.cotangents) : duals;
+  std::size_t const extra = pullback() ? 2 * count(spec_.cotangents) : duals;
   if (ctx.inputs.size() != n + extra || ctx.input_types.size() != n + extra)
     throw std::invalid_argument(name() + ": expected " + std::to_string(n + extra) + " inputs");
   std::vector<Variable> const in = variables(ctx, true), out = variables(ctx, false);
@@ -233,20 +233,30 @@ std::string DerivativeOp::setup(NodeContext const& ctx, std::vector<Variable> co
   return declare + fill;
 }
 
-// After each pass (pullback): this pass's tangents of each output with a cotangent, contracted
-// with it into the gradient.
+// After each pass (pullback): this pass's values of each output with a cotangent checked
+// against the op's own (the input after the cotangents), its tangents contracted with the
+// cotangent into the gradient.
 std::string DerivativeOp::contraction(NodeContext const& ctx,
                                       std::vector<Variable> const& out) const {
   std::string t;
   std::size_t cotangent = spec_.differentiated.size();
+  std::size_t value = cotangent + count(spec_.cotangents);
   std::string const failed = " {__failure = " + sub_value(ctx.sub, "id") + "; break;}\n";
   for (std::size_t j = 0; j < out.size(); ++j) {
     if (!spec_.cotangents[j]) continue;
     std::string const& g = ctx.inputs.at(cotangent++);
-    if (out[j].array)
-      t += "if (lsd_.contract<" + dual_name(*out[j].dtype, spec_.width) + ">(" + out[j].name +
-           ", (PyObject*)" + g + ", \"" + where("output " + std::to_string(j)) + "\"))" + failed;
-    else t += "lsd_.contract(" + out[j].name + ", (double)" + g + ");\n";
+    std::string const& y = ctx.inputs.at(value++);
+    std::string const what = "\"" + where("output " + std::to_string(j)) + "\"";
+    if (out[j].array) {
+      std::string const dual = dual_name(*out[j].dtype, spec_.width);
+      t += "if (lsd_.check_values<" + dual + ">(" + out[j].name + ", (PyObject*)" + y + ", " +
+           what + "))" + failed;
+      t += "if (lsd_.contract<" + dual + ">(" + out[j].name + ", (PyObject*)" + g + ", " + what +
+           "))" + failed;
+    } else {
+      t += "if (lsd_.check_values(" + out[j].name + ", (double)" + y + ", " + what + "))" + failed;
+      t += "lsd_.contract(" + out[j].name + ", (double)" + g + ");\n";
+    }
   }
   return t;
 }

@@ -510,6 +510,28 @@ class derivative {
   }
   template <class D>
   void contract(D const& out, double cotangent) { add_lanes(cotangent, out); }
+  // This pass's values of `out` against the op's own module's (`expected`): the same code on
+  // the same values, so they differ only where the code reads or writes the duals as something
+  // else (a memcpy of n * sizeof(double), a stride divided by sizeof(double)), which would make
+  // the derivatives wrong too; -1 with an exception saying so.
+  template <class D>
+  int check_values(PyArrayObject* out, PyObject* expected, char const* what) {
+    PyArrayObject* values = cotangent_values(expected);
+    if (!values || check_output<D>(out, values, what)) return -1;
+    PyArrayObject* c = out;
+    if (!PyArray_IS_C_CONTIGUOUS(out) && !(c = (PyArrayObject*)held(PyArray_NewCopy(out, NPY_CORDER))))
+      return -1;
+    double const* e = (double const*)PyArray_DATA(values);
+    D const* y = (D const*)PyArray_DATA(c);
+    npy_intp const n = PyArray_SIZE(out);
+    for (npy_intp k = 0; k < n; ++k)
+      if (!same_value((double)y[k].v, e[k])) return values_differ(what, k, (double)y[k].v, e[k]);
+    return 0;
+  }
+  template <class D>
+  int check_values(D const& out, double expected, char const* what) {
+    return same_value((double)out.v, expected) ? 0 : values_differ(what, 0, (double)out.v, expected);
+  }
   // The gradient of input block `b`, shaped and typed as `like` (the input): into `*into`.
   int gradient(PyArrayObject** into, PyArrayObject* like, int b) {
     PyArrayObject* out = (PyArrayObject*)PyArray_EMPTY(PyArray_NDIM(like), PyArray_DIMS(like), PyArray_TYPE(like), 0);
@@ -593,6 +615,26 @@ class derivative {
     double* acc = acc_.data() + pass_begin_;
     int const lanes = (int)std::min<npy_intp>(W, total_ - pass_begin_);
     for (int l = 0; l < lanes; ++l) acc[l] += g * (double)y.d[l];
+  }
+  // Equal, both NaN, or apart by rounding (a compiler contracting a*b+c differently).
+  static bool same_value(double got, double expected) {
+    if (got == expected || (std::isnan(got) && std::isnan(expected))) return true;
+    double const gap = std::fabs(got - expected);
+    return gap <= 1e-6 * std::max(std::fabs(got), std::fabs(expected)) || gap <= 1e-12;
+  }
+  static int values_differ(char const* what, npy_intp k, double got, double expected) {
+    char g[32], e[32];
+    std::snprintf(g, sizeof g, "%.17g", got);
+    std::snprintf(e, sizeof e, "%.17g", expected);
+    PyErr_Format(PyExc_ValueError,
+                 "%s: its gradient is derived by running its C code on dual numbers, and there element %ld "
+                 "of its value is %s where the op's own module computes %s. The code reads or writes the "
+                 "values of a float input or output as something other than its DTYPE macro: a memcpy of "
+                 "n * sizeof(double) (write n * sizeof(DTYPE_INPUT_0), or PyArray_NBYTES), a stride divided "
+                 "by sizeof(double) (divide by PyArray_ITEMSIZE), a cast to a plain floating type. The "
+                 "derived gradient would be wrong, so it is refused; or give the op a pullback of its own",
+                 what, (long)k, g, e);
+    return -1;
   }
   PyArrayObject* cotangent_values(PyObject* given) {
     return (PyArrayObject*)held(PyArray_FROMANY(given, NPY_FLOAT64, 0, 0, NPY_ARRAY_CARRAY_RO));

@@ -15,9 +15,12 @@ namespace section {
 struct DerivativeSpec {
   enum class Mode {
     /// The vector-Jacobian product: inputs are the op's inputs, then the cotangent of each
-    /// output with `cotangents`; outputs are the gradient of each `differentiated` input. It
-    /// runs the op's code once per `width` differentiated scalars (each pass seeds `width` unit
-    /// tangents) and contracts the outputs' tangents with the cotangents.
+    /// output with `cotangents`, then the value of each of those outputs as the op's own module
+    /// computed it; outputs are the gradient of each `differentiated` input. It runs the op's
+    /// code once per `width` differentiated scalars (each pass seeds `width` unit tangents),
+    /// checks the outputs' values against the op's own (they differ only where the code
+    /// handles dual numbers as plain floats: refused, never a wrong gradient) and contracts the
+    /// outputs' tangents with the cotangents.
     pullback,
     /// The Jacobian-vector product: inputs are the op's inputs, then the tangent of each
     /// `differentiated` input; outputs are the tangent of each float output. One pass,
