@@ -108,6 +108,24 @@ LoadedModules& loaded_modules() {
   return *memo;
 }
 
+/// What tells modules apart in the memo: their text and everything else of theirs the cache
+/// key covers. One text built with other flags, folders or libraries is another module.
+std::string memo_key(ModuleSource const& module) {
+  std::string key;
+  auto add = [&](std::string const& field) {
+    key += std::to_string(field.size()) + ":" + field + ";";
+  };
+  add(module.text);
+  for (auto const* list :
+       {&module.compile_args, &module.header_dirs, &module.libraries, &module.lib_dirs}) {
+    add(std::to_string(list->size()));
+    for (auto const& item : *list) add(item);
+  }
+  add(module.language == Language::c ? "c" : "c++");
+  add(module.whole_program ? "whole program" : "");
+  return key;
+}
+
 /// What was built, for `CompiledOp.info`.
 py::dict build_info(ModuleSource const& module, BuiltModule const& built) {
   py::dict info;
@@ -210,7 +228,8 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   bool debug = false;           // a build for gdb, loaded by path
   py::dict info;
   auto& memo = loaded_modules();
-  if (auto const* known = memo.find(module.text)) {
+  std::string const memo_as = memo_key(module);
+  if (auto const* known = memo.find(memo_as)) {
     library = known->first;
     info = py::dict(known->second);
     info["compiled"] = false;
@@ -228,7 +247,7 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   std::string const suffix = graph_suffix(info["graph"].cast<int>(), info["graphs"].cast<int>());
   LoadedLibrary const& lib =
       load_library(key, library, verified_library.get(), debug, runtime, suffix);
-  memo.put(module.text, std::make_pair(library, py::dict(info)));
+  memo.put(memo_as, std::make_pair(library, py::dict(info)));
   return {&lib, std::move(info)};
 }
 
