@@ -396,6 +396,87 @@ ffi::ErrorOr<std::unique_ptr<NodeState>> instantiate(std::string_view module,
   return state;
 }
 
+// One call's buffers (their slots), the kinds of its values and the arrays moved along its
+// batch; made and dropped with the GIL held (it holds arrays).
+struct Call {
+  Call(std::size_t n_in, std::size_t n_out, Span in_kinds, Span out_kinds, NodeState const& node,
+       std::string_view name)
+      : in(n_in), out(n_out), in_kinds(in_kinds), out_kinds(out_kinds), node(node), op_name(name),
+        inputs(n_in), outputs(n_out), views(n_out), copies(n_in), in_views(n_in), out_views(n_out) {
+  }
+
+  std::vector<Slot> in, out;
+  Span in_kinds, out_kinds;  // 0 scalar, 1 tensor, 2 tensor input the op destroys (a copy)
+  NodeState const& node;
+  std::string op_name;
+  std::vector<PyObject*> inputs, outputs, views, copies;
+  // One array per buffer, moved along the batch: a new one only when the op kept a reference
+  // to the last (it is then the op's, and must not change under it).
+  std::vector<Reused> in_views, out_views;
+
+  ffi::Error failed() const { return python_error(node.errors, op_name); }
+};
+
+// Lays out every buffer of the call (Slot) and returns the number of batch elements.
+ffi::ErrorOr<std::size_t> lay_out(Call& call, ffi::RemainingArgs const& args,
+                                  ffi::RemainingRets const& rets, Span in_ndims, Span in_types,
+                                  Span out_ndims, Span out_types) {
+  std::vector<std::int64_t> batch;
+  for (std::size_t i = 0; i < call.in.size(); ++i) {
+    auto buffer = args.get<ffi::AnyBuffer>(i);
+    if (buffer.has_error()) return buffer.error();
+    if (auto e = layout(*buffer, in_ndims[i], in_types[i], call.in[i], batch, i == 0); e.failure())
+      return e;
+  }
+  for (std::size_t j = 0; j < call.out.size(); ++j) {
+    auto buffer = rets.get<ffi::AnyBuffer>(j);
+    if (buffer.has_error()) return buffer.error();
+    bool const first = call.in.empty() && j == 0;
+    if (auto e = layout(**buffer, out_ndims[j], out_types[j], call.out[j], batch, first);
+        e.failure())
+      return e;
+  }
+  std::size_t n_batch = 1;
+  for (std::int64_t b : batch) n_batch *= static_cast<std::size_t>(b);
+  return n_batch;
+}
+
+// The node on batch element `b`: its inputs wrapped, the C code called, its outputs stored.
+ffi::Error run_element(Call& call, std::size_t b) {
+  DropRefs held{call.copies};  // the inputs made for this element (scalars, copies)
+  for (std::size_t i = 0; i < call.in.size(); ++i) {
+    Slot const& s = call.in[i];
+    char* data = s.data + b * s.element_bytes;
+    if (call.in_kinds[i] == 1 && s.declared == s.typenum) {
+      call.inputs[i] = call.in_views[i].at(s, data, false);
+    } else {
+      call.inputs[i] = call.copies[i] =
+          wrap_input(s, data, call.in_kinds[i] != 0, call.in_kinds[i] == 2);
+    }
+    if (!call.inputs[i]) return call.failed();
+  }
+  // Arrays over the result buffers: an op that writes into the outputs it is given (as it
+  // reuses its own) writes straight into XLA's memory, where the dtypes agree.
+  for (std::size_t j = 0; j < call.out.size(); ++j) {
+    Slot const& s = call.out[j];
+    bool const direct = call.out_kinds[j] != 0 && s.declared == s.typenum;
+    char* data = s.data + b * s.element_bytes;
+    call.views[j] = call.outputs[j] = direct ? call.out_views[j].at(s, data, true) : nullptr;
+    if (direct && !call.outputs[j]) return call.failed();
+  }
+  if (call.node.entry(call.node.op, call.inputs.data(), call.outputs.data()) != 0)
+    return call.failed();
+  DropRefs results{call.outputs};
+  for (std::size_t j = 0; j < call.out.size(); ++j) {
+    Slot const& s = call.out[j];
+    if (call.outputs[j] == call.views[j] && call.views[j]) continue;  // written in place
+    if (store_output(call.outputs[j], s, s.data + b * s.element_bytes, call.out_kinds[j] != 0,
+                     call.op_name, j) != 0)
+      return call.failed();
+  }
+  return ffi::Error::Success();
+}
+
 // The execute stage: the node on this call's buffers, once per batch element.
 ffi::Error execute(NodeState* state, ffi::RemainingArgs args, ffi::RemainingRets rets,
                    std::string_view, std::string_view, std::string_view name, std::string_view,
@@ -408,62 +489,12 @@ ffi::Error execute(NodeState* state, ffi::RemainingArgs args, ffi::RemainingRets
   if (!state || !state->op || !state->entry)
     return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
                       "libsection: the call was not instantiated");
-
   Gil gil;
-  std::vector<Slot> in(n_in), out(n_out);
-  std::vector<std::int64_t> batch;
-  for (std::size_t i = 0; i < n_in; ++i) {
-    auto buffer = args.get<ffi::AnyBuffer>(i);
-    if (buffer.has_error()) return buffer.error();
-    if (auto e = layout(*buffer, in_ndims[i], in_types[i], in[i], batch, i == 0); e.failure())
-      return e;
-  }
-  for (std::size_t j = 0; j < n_out; ++j) {
-    auto buffer = rets.get<ffi::AnyBuffer>(j);
-    if (buffer.has_error()) return buffer.error();
-    if (auto e = layout(**buffer, out_ndims[j], out_types[j], out[j], batch, n_in == 0 && j == 0);
-        e.failure())
-      return e;
-  }
-  std::size_t n_batch = 1;
-  for (std::int64_t b : batch) n_batch *= static_cast<std::size_t>(b);
-
-  std::string const op_name(name);
-  std::vector<PyObject*> inputs(n_in), outputs(n_out), views(n_out), copies(n_in);
-  // One array per buffer, moved along the batch: a new one only when the op kept a reference
-  // to the last (it is then the op's, and must not change under it).
-  std::vector<Reused> in_views(n_in), out_views(n_out);
-  for (std::size_t b = 0; b < n_batch; ++b) {
-    DropRefs held{copies};  // the inputs made for this element (scalars, copies)
-    for (std::size_t i = 0; i < n_in; ++i) {
-      char* data = in[i].data + b * in[i].element_bytes;
-      // in_kinds: 0 scalar, 1 tensor, 2 tensor the op destroys (gets a copy)
-      if (in_kinds[i] == 1 && in[i].declared == in[i].typenum) {
-        inputs[i] = in_views[i].at(in[i], data, false);
-      } else {
-        inputs[i] = wrap_input(in[i], data, in_kinds[i] != 0, in_kinds[i] == 2);
-        copies[i] = inputs[i];
-      }
-      if (!inputs[i]) return python_error(state->errors, op_name);
-    }
-    // Arrays over the result buffers: an op that writes into the outputs it is given (as it
-    // reuses its own) writes straight into XLA's memory, where the dtypes agree.
-    for (std::size_t j = 0; j < n_out; ++j) {
-      char* data = out[j].data + b * out[j].element_bytes;
-      bool const direct = out_kinds[j] != 0 && out[j].declared == out[j].typenum;
-      views[j] = outputs[j] = direct ? out_views[j].at(out[j], data, true) : nullptr;
-      if (direct && !outputs[j]) return python_error(state->errors, op_name);
-    }
-    if (state->entry(state->op, inputs.data(), outputs.data()) != 0)
-      return python_error(state->errors, op_name);
-    DropRefs results{outputs};
-    for (std::size_t j = 0; j < n_out; ++j) {
-      if (outputs[j] == views[j] && views[j]) continue;  // written in place
-      if (store_output(outputs[j], out[j], out[j].data + b * out[j].element_bytes,
-                       out_kinds[j] != 0, op_name, j) != 0)
-        return python_error(state->errors, op_name);
-    }
-  }
+  Call call(n_in, n_out, in_kinds, out_kinds, *state, name);
+  auto n_batch = lay_out(call, args, rets, in_ndims, in_types, out_ndims, out_types);
+  if (n_batch.has_error()) return n_batch.error();
+  for (std::size_t b = 0; b < *n_batch; ++b)
+    if (auto e = run_element(call, b); e.failure()) return e;
   return ffi::Error::Success();
 }
 
