@@ -1,4 +1,5 @@
-"""The project's own checks, in one place: clang-format, clang-tidy, ruff and mypy.
+"""The project's own checks, in one place: clang-format, clang-tidy, ruff and mypy, and the
+size limits of the C++ (functions, files, C text kept in strings).
 
 tests/test_guardrails.py runs each check (so `./dev test` does); `./dev format` runs
 `python3 tests/guardrails.py format`, which rewrites the C++ sources with clang-format and the
@@ -8,6 +9,7 @@ Python code with ruff format. Settings live in .clang-format, .clang-tidy and py
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +45,60 @@ def cxx_files() -> list[Path]:
         if p.suffix in CXX_SUFFIXES and p.is_file()
     ]
     return sorted(files + list((ROOT / "bench").glob("*.cpp")))
+
+
+# The sizes past which C++ is split along its parts: a function's lines and cyclomatic
+# complexity (lizard's counts), a source file's lines, and C text kept in a C++ string (generated
+# code that is not assembled per module belongs in a C file, embedded at build time).
+MAX_FUNCTION_LINES = 80
+MAX_FUNCTION_COMPLEXITY = 20
+MAX_SOURCE_LINES = 700
+MAX_STRING_LINES = 40
+
+RAW_STRING = re.compile(r'R"([^()\\\s"]{0,16})\((.*?)\)\1"', re.S)
+
+
+def oversized_functions(files: list[tuple[str, str]]) -> dict[str, str]:
+    """The functions of `files` ((name, text) pairs) past the limits: qualified name -> where
+    and how large."""
+    import lizard
+
+    found = {}
+    for name, text in files:
+        for f in lizard.analyze_file.analyze_source_code(name, text).function_list:
+            if f.name == "TEST_SUITE":  # doctest's suite of test cases, not a function
+                continue
+            if f.length > MAX_FUNCTION_LINES or f.cyclomatic_complexity > MAX_FUNCTION_COMPLEXITY:
+                found[f.name] = (
+                    f"{name}:{f.start_line}: {f.length} lines, complexity {f.cyclomatic_complexity}"
+                )
+    return found
+
+
+def long_strings(name: str, text: str) -> list[str]:
+    """The C++ strings of `text` over MAX_STRING_LINES lines: raw strings, and runs of lines
+    that are string literals (comments between them do not end a run)."""
+    found = []
+    for m in RAW_STRING.finditer(text):
+        lines = m.group(2).count("\n") + 1
+        if lines > MAX_STRING_LINES:
+            found.append(f"{name}:{text.count(chr(10), 0, m.start()) + 1}: {lines} lines")
+    run, start = 0, 0
+    for number, line in enumerate(text.split("\n") + [""], 1):
+        stripped = line.strip()
+        if stripped.startswith('"') or (run and stripped.startswith("//")):
+            start = start if run else number
+            run += stripped.startswith('"')
+            continue
+        if run > MAX_STRING_LINES:
+            found.append(f"{name}:{start}: {run} lines")
+        run = 0
+    return found
+
+
+def cxx_texts() -> list[tuple[str, str]]:
+    """(path from the root, text) of every C++ file the checks look at."""
+    return [(p.relative_to(ROOT).as_posix(), p.read_text(encoding="utf-8")) for p in cxx_files()]
 
 
 def tidy_files() -> list[Path]:

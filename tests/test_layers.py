@@ -1,10 +1,13 @@
 """The library's layers: no file of libsection includes a layer above its own.
 
 The stages of libsection/src, lowest first: base (source, text, hashing, diagnostics and their
-rendering, diagnostic codes, the platform file), parse (reading, the section scanner and its
-checks, the C scanner), types (type strings, signatures, C types, the op description), expand,
-and then the linker and the linter, which sit side by side and never include each other. A
-public header belongs to the stage that implements it (the table below); a header added without
+rendering, diagnostic codes, the platform file, the log sink), parse (reading, the section
+scanner and its checks, the C scanner), types (type strings, signatures, C types, the op
+description), expand, and then the linker and the linter, which never include each other. The
+linker is rooms along its data: cache (the on-disk cache) and generate (graph to module source)
+side by side, which never include each other, then build (flags, key, compiler), which uses
+both, then the linker's face (src/linker/*.cpp, section/linker.hpp: the section op). A public
+header belongs to the stage or room that implements it (the table below); a header added without
 an entry fails the test, so each new one is placed on purpose.
 """
 
@@ -16,7 +19,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ROOT / "libsection"
 
-RANK = {"base": 0, "parse": 1, "types": 2, "expand": 3, "linker": 4, "lint": 4}
+RANK = {
+    "base": 0,
+    "parse": 1,
+    "types": 2,
+    "expand": 3,
+    "lint": 4,
+    "linker/cache": 4,
+    "linker/generate": 4,
+    "linker/build": 5,
+    "linker": 6,
+}
+ROOMS = ("cache", "generate", "build")  # of the linker: libsection/src/linker/<room>/
 
 PUBLIC = {
     "source.hpp": "base",
@@ -26,6 +40,8 @@ PUBLIC = {
     "version.hpp": "base",
     "platform.hpp": "base",
     "settings.hpp": "base",
+    "chars.hpp": "base",
+    "bounded_cache.hpp": "base",
     "read.hpp": "parse",
     "parse.hpp": "parse",
     "dtype.hpp": "types",
@@ -34,17 +50,28 @@ PUBLIC = {
     "ctype.hpp": "types",
     "op.hpp": "types",
     "expand.hpp": "expand",
-    "module.hpp": "linker",
-    "private_dir.hpp": "linker",
-    "file_lock.hpp": "linker",
-    "manifest.hpp": "linker",
-    "cache.hpp": "linker",
+    "log.hpp": "base",
+    "linker/cache/error.hpp": "linker/cache",
+    "linker/cache/private_dir.hpp": "linker/cache",
+    "linker/cache/file_lock.hpp": "linker/cache",
+    "linker/cache/manifest.hpp": "linker/cache",
+    "linker/cache/cache.hpp": "linker/cache",
+    "linker/generate/graph.hpp": "linker/generate",
+    "linker/generate/module.hpp": "linker/generate",
+    "linker/build/build.hpp": "linker/build",
     "linker.hpp": "linker",
-    "log.hpp": "linker",
     "lint.hpp": "lint",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def layer_of_path(parts: list[str]) -> str | None:
+    """The layer of a path below src/ or include/section/ given as its parts (a file's name
+    last), or None outside the library's stages."""
+    if parts[0] == "linker" and len(parts) > 2 and parts[1] in ROOMS:
+        return f"linker/{parts[1]}"
+    return parts[0] if parts[0] in RANK and len(parts) > 1 else None
 
 
 def layer_of_include(name: str) -> str | None:
@@ -53,18 +80,16 @@ def layer_of_include(name: str) -> str | None:
         header = name.removeprefix("section/")
         assert header in PUBLIC, f"public header section/{header} has no layer in {__file__}"
         return PUBLIC[header]
-    first = name.split("/", 1)[0]
-    return first if first in RANK else None
+    return layer_of_path(name.split("/"))
 
 
 def layer_of_file(path: Path) -> str:
     relative = path.relative_to(LIBRARY)
     if relative.parts[0] == "include":
-        return PUBLIC[relative.name]
-    assert relative.parts[0] == "src" and relative.parts[1] in RANK, (
-        f"{relative}: not in a stage folder"
-    )
-    return relative.parts[1]
+        return PUBLIC[relative.relative_to("include/section").as_posix()]
+    layer = layer_of_path(list(relative.parts[1:])) if relative.parts[0] == "src" else None
+    assert layer is not None, f"{relative}: not in a stage folder"
+    return layer
 
 
 def library_files() -> list[tuple[Path, str]]:
@@ -86,7 +111,8 @@ def upward_includes(files: list[tuple[Path, str]]) -> list[str]:
 
 
 def test_every_public_header_has_a_layer() -> None:
-    headers = {p.name for p in (LIBRARY / "include" / "section").glob("*.hpp")}
+    public = LIBRARY / "include" / "section"
+    headers = {p.relative_to(public).as_posix() for p in public.rglob("*.hpp")}
     assert headers == set(PUBLIC), "update PUBLIC: " + ", ".join(sorted(headers ^ set(PUBLIC)))
 
 
@@ -97,10 +123,10 @@ def test_no_file_includes_a_layer_above_it() -> None:
 def test_an_upward_include_is_found() -> None:
     """The check itself can fail: a parse file including the expander and the linker."""
     probe = LIBRARY / "src" / "parse" / "probe.cpp"
-    text = '#include "section/expand.hpp"\n#include "linker/files.hpp"\n#include <vector>\n'
+    text = '#include "section/expand.hpp"\n#include "linker/cache/files.hpp"\n#include <vector>\n'
     assert upward_includes([(probe, text)]) == [
         "libsection/src/parse/probe.cpp (parse) includes section/expand.hpp (expand)",
-        "libsection/src/parse/probe.cpp (parse) includes linker/files.hpp (linker)",
+        "libsection/src/parse/probe.cpp (parse) includes linker/cache/files.hpp (linker/cache)",
     ]
 
 
@@ -108,4 +134,27 @@ def test_the_linker_and_the_linter_do_not_include_each_other() -> None:
     probe = LIBRARY / "src" / "lint" / "probe.cpp"
     assert upward_includes([(probe, '#include "section/linker.hpp"\n')]) == [
         "libsection/src/lint/probe.cpp (lint) includes section/linker.hpp (linker)"
+    ]
+
+
+def test_the_linker_rooms_include_along_the_data() -> None:
+    """Generation and the cache never include each other; the build room may use both, but
+    neither of them the build room, and no room the linker's face."""
+    src = LIBRARY / "src" / "linker"
+    probes = [
+        (src / "cache" / "probe.cpp", '#include "section/linker/generate/module.hpp"\n'),
+        (src / "generate" / "probe.cpp", '#include "linker/cache/files.hpp"\n'),
+        (src / "generate" / "probe.cpp", '#include "linker/build/compile.hpp"\n'),
+        (src / "build" / "probe.cpp", '#include "section/linker.hpp"\n'),
+        (src / "build" / "fine.cpp", '#include "linker/cache/files.hpp"\n'),
+        (src / "fine.cpp", '#include "linker/build/compile.hpp"\n'),
+    ]
+    assert upward_includes(probes) == [
+        "libsection/src/linker/cache/probe.cpp (linker/cache) includes"
+        " section/linker/generate/module.hpp (linker/generate)",
+        "libsection/src/linker/generate/probe.cpp (linker/generate) includes"
+        " linker/cache/files.hpp (linker/cache)",
+        "libsection/src/linker/generate/probe.cpp (linker/generate) includes"
+        " linker/build/compile.hpp (linker/build)",
+        "libsection/src/linker/build/probe.cpp (linker/build) includes section/linker.hpp (linker)",
     ]

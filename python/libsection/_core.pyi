@@ -363,9 +363,9 @@ class Dispatcher:
         """
         Call self as a function.
         """
-def build_sections(loaded: LoadedSections, inputs: collections.abc.Sequence[str], outputs: collections.abc.Sequence[str], func_name: str | None = None, params: collections.abc.Sequence[tuple[str, str, typing.Any]] = [], name: str = 'SectionOp', num_inputs: typing.SupportsInt | typing.SupportsIndex | None = None, num_outputs: typing.SupportsInt | typing.SupportsIndex | None = None, check_input: bool = True, language: str = 'c++') -> typing.Any:
+def build_sections(loaded: LoadedSections, inputs: collections.abc.Sequence[str], outputs: collections.abc.Sequence[str], func_name: str | None = None, params: collections.abc.Sequence[tuple[str, str, typing.Any]] = [], name: str = 'SectionOp', num_inputs: typing.SupportsInt | typing.SupportsIndex | None = None, num_outputs: typing.SupportsInt | typing.SupportsIndex | None = None, check_input: bool = True, language: str = 'c++', c_headers: collections.abc.Sequence[str] = [], c_header_dirs: collections.abc.Sequence[str] = [], c_libraries: collections.abc.Sequence[str] = [], c_lib_dirs: collections.abc.Sequence[str] = [], c_compile_args: collections.abc.Sequence[str] = []) -> typing.Any:
     """
-    Builds the op of loaded section files for the given input/output type strings; ``language="c"`` compiles it as C.
+    Builds the op of loaded section files for the given input/output type strings; ``language="c"`` compiles it as C. The ``c_*`` lists are what the op adds to its module's build, as PyTensor's methods of those names give them.
     """
 def cache_dir() -> str:
     """

@@ -364,7 +364,7 @@ ffi::ErrorOr<std::unique_ptr<NodeState>> instantiate(std::string_view module,
                                                      std::string_view instance,
                                                      std::string_view name, std::string_view params,
                                                      Span in_ndims, Span, Span, Span out_ndims,
-                                                     Span, Span) {
+                                                     Span, Span) try {
   if (!python_alive())
     return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
                       "libsection: the Python interpreter has finished");
@@ -394,6 +394,8 @@ ffi::ErrorOr<std::unique_ptr<NodeState>> instantiate(std::string_view module,
   state->errors = errors;
   Py_DECREF(result);
   return state;
+} catch (...) {  // XLA calls the handler from C: no C++ exception may leave it
+  return ffi::Error::Internal("libsection: a C++ exception in the handler (out of memory?)");
 }
 
 // One call's buffers (their slots), the kinds of its values and the arrays moved along its
@@ -481,7 +483,7 @@ ffi::Error run_element(Call& call, std::size_t b) {
 ffi::Error execute(NodeState* state, ffi::RemainingArgs args, ffi::RemainingRets rets,
                    std::string_view, std::string_view, std::string_view name, std::string_view,
                    Span in_ndims, Span in_kinds, Span in_types, Span out_ndims, Span out_kinds,
-                   Span out_types) {
+                   Span out_types) try {
   std::size_t const n_in = args.size(), n_out = rets.size();
   if (in_ndims.size() != n_in || in_kinds.size() != n_in || in_types.size() != n_in ||
       out_ndims.size() != n_out || out_kinds.size() != n_out || out_types.size() != n_out)
@@ -496,6 +498,8 @@ ffi::Error execute(NodeState* state, ffi::RemainingArgs args, ffi::RemainingRets
   for (std::size_t b = 0; b < *n_batch; ++b)
     if (auto e = run_element(call, b); e.failure()) return e;
   return ffi::Error::Success();
+} catch (...) {  // XLA calls the handler from C: no C++ exception may leave it
+  return ffi::Error::Internal("libsection: a C++ exception in the handler (out of memory?)");
 }
 
 // How XLA destroys a state (with the executable that holds it).

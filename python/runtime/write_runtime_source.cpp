@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "section/module.hpp"
+#include "section/linker/generate/module.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

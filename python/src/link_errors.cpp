@@ -26,6 +26,8 @@ void add_link_errors(py::module_& m) {
       if (p) std::rethrow_exception(p);
     } catch (LinkError const& e) {
       PyErr_SetString(link_error_type.ptr(), e.what());
+    } catch (CacheError const& e) {
+      PyErr_SetString(link_error_type.ptr(), e.what());
     }
   });
 }

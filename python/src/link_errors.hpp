@@ -8,8 +8,8 @@
 
 namespace section::python {
 
-/// Adds `LinkError` and `CompileError` to `m`, and translates a `LinkError` thrown where no
-/// SourceManager is at hand (a corrupt cache, a missing compiler).
+/// Adds `LinkError` and `CompileError` to `m`, and translates a `LinkError` (or the cache's
+/// `CacheError`) thrown where no SourceManager is at hand (a corrupt cache, a missing compiler).
 void add_link_errors(pybind11::module_& m);
 
 /// Raises the Python form of `e`, its diagnostics resolved against `sm`.

@@ -16,7 +16,8 @@
 #include <set>
 
 #include "link_errors.hpp"
-#include "section/module.hpp"
+#include "section/bounded_cache.hpp"
+#include "section/linker/cache/cache.hpp"
 #include "section/platform.hpp"
 #include "section/version.hpp"
 
@@ -99,11 +100,32 @@ LoadedLibrary const& load_library(std::string const& key, std::filesystem::path 
   return loaded.emplace(key, lib).first->second;
 }
 
-// The in-process memo: a module already verified and loaded is not hashed again.
+// The in-process memo: a module already verified and loaded is not hashed again. Bounded: a
+// module it lets go of is found in the cache again (hashed and verified) and stays loaded.
 // Never destroyed: it holds Python objects, which must not be released after finalisation.
-std::map<std::string, std::pair<std::filesystem::path, py::dict>>& loaded_modules() {
-  static auto* memo = new std::map<std::string, std::pair<std::filesystem::path, py::dict>>();
+using LoadedModules = BoundedCache<std::string, std::pair<std::filesystem::path, py::dict>>;
+constexpr std::size_t loaded_modules_kept = 1024;
+LoadedModules& loaded_modules() {
+  static auto* memo = new LoadedModules(loaded_modules_kept);
   return *memo;
+}
+
+/// What tells modules apart in the memo: their text and everything else of theirs the cache
+/// key covers. One text built with other flags, folders or libraries is another module.
+std::string memo_key(ModuleSource const& module) {
+  std::string key;
+  auto add = [&](std::string const& field) {
+    key += std::to_string(field.size()) + ":" + field + ";";
+  };
+  add(module.text);
+  for (auto const* list :
+       {&module.compile_args, &module.header_dirs, &module.libraries, &module.lib_dirs}) {
+    add(std::to_string(list->size()));
+    for (auto const& item : *list) add(item);
+  }
+  add(module.language == Language::c ? "c" : "c++");
+  add(module.whole_program ? "whole program" : "");
+  return key;
 }
 
 /// What was built, for `CompiledOp.info`.
@@ -171,8 +193,9 @@ void const* runtime_table() {
 
 namespace {
 
-/// Runs `build` on the cache with the GIL released; its `LinkError` becomes the Python error,
-/// an interrupt a KeyboardInterrupt, and an exception a callback left pending is raised.
+/// Runs `build` on the cache with the GIL released; its `LinkError` (or the cache's
+/// `CacheError`) becomes the Python error, an interrupt a KeyboardInterrupt, and an exception a
+/// callback left pending is raised.
 template <class Build>
 void build_without_gil(SourceManager& sm, Build const& build) {
   cancellations_seen = cancellations.load();
@@ -182,6 +205,8 @@ void build_without_gil(SourceManager& sm, Build const& build) {
     build(cache);
   } catch (LinkError const& e) {
     raise_python(e, sm);
+  } catch (CacheError const& e) {  // the cache's own: a LinkError in Python, as all of these
+    raise_python(LinkError(e.what()), sm);
   } catch (BuildInterrupted const&) {  // the KeyboardInterrupt is pending on this thread
     if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
     throw py::error_already_set();
@@ -205,9 +230,10 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   bool debug = false;           // a build for gdb, loaded by path
   py::dict info;
   auto& memo = loaded_modules();
-  if (auto it = memo.find(module.text); it != memo.end()) {
-    library = it->second.first;
-    info = py::dict(it->second.second);
+  std::string const memo_as = memo_key(module);
+  if (auto const* known = memo.find(memo_as)) {
+    library = known->first;
+    info = py::dict(known->second);
     info["compiled"] = false;
     key = info["key"].cast<std::string>();
   } else {
@@ -223,7 +249,7 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   std::string const suffix = graph_suffix(info["graph"].cast<int>(), info["graphs"].cast<int>());
   LoadedLibrary const& lib =
       load_library(key, library, verified_library.get(), debug, runtime, suffix);
-  memo.emplace(module.text, std::make_pair(library, py::dict(info)));
+  memo.put(memo_as, std::make_pair(library, py::dict(info)));
   return {&lib, std::move(info)};
 }
 

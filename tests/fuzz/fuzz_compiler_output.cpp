@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "linker/compile.hpp"
+#include "linker/build/compile.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
   std::string const log(reinterpret_cast<char const*>(data), size);

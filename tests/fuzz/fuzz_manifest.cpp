@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "section/manifest.hpp"
+#include "section/linker/cache/manifest.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
   std::string_view const text(reinterpret_cast<char const*>(data), size);

@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "linker/compile.hpp"
+#include "linker/build/compile.hpp"
 #include "section/ctype.hpp"
 #include "section/expand.hpp"
 #include "section/linker.hpp"
-#include "section/module.hpp"
+#include "section/linker/generate/module.hpp"
 #include "section/names.hpp"
 #include "section/parse.hpp"
 #include "section/signature.hpp"

@@ -1,112 +1,12 @@
-// Unit tests of the linker core that need no Python: types, module generation, the cache,
-// compiler output parsing and process running.
+// Unit tests of the linker core that need no Python: types, module generation, the key and
+// the commands of a module, modules of several graphs.
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <thread>
+#include "linker_test.hpp"
 
-#include "linker/compile.hpp"
-#include "section/cache.hpp"
-#include "section/ctype.hpp"
-#include "section/linker.hpp"
-#include "section/log.hpp"
-#include "section/module.hpp"
-#include "section/platform.hpp"
-#include "section/signature.hpp"
+#include "section/settings.hpp"
 
-namespace fs = std::filesystem;
-using namespace section;
-
-namespace {
-
-// A C `double` type (declare, init to 0.0, extract from a Python float, sync back) as templates.
-CTypePtr double_type() {
-  TemplateTypeSpec spec;
-  spec.description = "double";
-  spec.declare = "double %(name)s;\n";
-  spec.init = "%(name)s = 0.0;\n";
-  spec.extract =
-      "if (!PyFloat_Check(py_%(name)s)) { PyErr_SetString(PyExc_TypeError, \"expected a float\"); "
-      "%(fail)s }\n%(name)s = PyFloat_AsDouble(py_%(name)s);\n";
-  spec.sync = "Py_XDECREF(py_%(name)s);\npy_%(name)s = PyFloat_FromDouble(%(name)s);\n";
-  spec.cleanup = "";
-  return template_type(spec);
-}
-
-// `z = x <symbol> y` on doubles, failing on negative inputs.
-class TemplateOp final : public COp {
- public:
-  TemplateOp(std::string name, std::string symbol)
-      : name_(std::move(name)), symbol_(std::move(symbol)) {}
-  std::string name() const override { return name_; }
-  OpCode generate(NodeContext const& ctx) const override {
-    OpCode code;
-    code.code = "if (" + ctx.inputs[0] + " < 0) " + ctx.sub.at("fail") + "\n" + ctx.outputs[0] +
-                " = " + ctx.inputs[0] + " " + symbol_ + " " + ctx.inputs[1] + ";";
-    code.code_cleanup = "/* cleanup " + name_ + " */";
-    code.support_code = {"/* shared support */"};
-    code.support_code_apply = "/* apply " + ctx.node_name + " */";
-    return code;
-  }
-
- private:
-  std::string name_, symbol_;
-};
-
-Graph add_mul_graph() {
-  auto d = double_type();
-  Graph g;
-  auto x = g.add_input(d, "x"), y = g.add_input(d, "y"), z = g.add_input(d, "z");
-  auto a = g.add_apply(std::make_shared<TemplateOp>("Add", "+"), {x, y}, {d});
-  auto b = g.add_apply(std::make_shared<TemplateOp>("Mul", "*"), {a[0], z}, {d});
-  g.add_output(b[0]);
-  return g;
-}
-
-std::size_t count(std::string const& text, std::string const& what) {
-  std::size_t n = 0;
-  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
-  return n;
-}
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("libsection_linker_test_" + std::to_string(::getpid()) +
-                                        "_" + std::to_string(counter()++));
-    fs::remove_all(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static std::atomic<int>& counter() {
-    static std::atomic<int> c{0};
-    return c;
-  }
-};
-
-ModuleManifest write_library(PrivateDir const& work, std::string const& bytes) {
-  std::ofstream(work.path() / "module.so", std::ios::binary) << bytes;
-  ModuleManifest manifest;
-  manifest.ops = {"Test"};
-  return manifest;
-}
-
-unsigned mode_of(fs::path const& p) {
-  struct stat st {};
-  ::stat(p.c_str(), &st);
-  return st.st_mode & 0777;
-}
-
-}  // namespace
+using namespace linker_test;
 
 TEST_SUITE("linker") {
   TEST_CASE("templates fill %(key)s and %% and reject unknown keys") {
@@ -315,6 +215,90 @@ TEST_SUITE("linker") {
     auto swapped = m;
     std::swap(swapped.header_dirs, swapped.lib_dirs);
     CHECK(module_cache_key(swapped, tc, py) != module_cache_key(m, tc, py));
+  }
+
+  TEST_CASE("an op's flags and headers are checked as compiler arguments, named by the op") {
+    class Flagged final : public COp {
+     public:
+      explicit Flagged(BuildFlags flags) : flags_(std::move(flags)) {}
+      std::string name() const override { return "Flagged"; }
+      OpCode generate(NodeContext const& ctx) const override {
+        OpCode code;
+        static_cast<BuildFlags&>(code) = flags_;
+        code.code = ctx.outputs[0] + " = " + ctx.inputs[0] + ";";
+        return code;
+      }
+
+     private:
+      BuildFlags flags_;
+    };
+    auto const f64 = ctype_for(parse_type("float64[:]"));
+    auto module = [&](BuildFlags flags) {
+      Graph g;
+      auto v = g.add_input(f64, "v");
+      g.add_output(g.add_apply(std::make_shared<Flagged>(std::move(flags)), {v}, {f64})[0]);
+      return generate_module(g);
+    };
+    ModuleSource const good = module({{"<cblas.h>", "\"mine.h\"", "plain.h"},
+                                      {"/opt/include"},
+                                      {"m"},
+                                      {"/opt/lib"},
+                                      {"-DFOO=42", "-include", "/opt/x.h"}});
+    CHECK(good.text.find("#include <cblas.h>\n#include \"mine.h\"\n#include <plain.h>\n") !=
+          std::string::npos);
+    CHECK(good.compile_args[0] == "-DFOO=42");
+    CHECK(good.header_dirs == std::vector<std::string>{"/opt/include"});
+    // Empty items are left out, as PyTensor leaves them out.
+    CHECK(module({{""}, {""}, {""}, {""}, {""}}).compile_args == module({}).compile_args);
+    auto refused = [&](BuildFlags flags) -> std::string {
+      try {
+        module(std::move(flags));
+      } catch (LinkError const& e) {
+        return e.what();
+      }
+      return "accepted";
+    };
+    CHECK(refused({{}, {}, {}, {}, {"-DA\nB"}}) ==
+          "Flagged: c_compile_args `-DA?B` holds a control character (byte 0x0a at offset 3) "
+          "(each is one argument of the compiler's command)");
+    CHECK(refused({{}, {}, {}, {}, {std::string("-DA\0B", 5)}}).find("byte 0x00") !=
+          std::string::npos);
+    CHECK(refused({{},
+                   {"/opt/in\x01"
+                    "clude"},
+                   {},
+                   {},
+                   {}})
+              .find("c_header_dirs") != std::string::npos);
+    CHECK(refused({{}, {}, {"m\r"}, {}, {}}).find("c_libraries") != std::string::npos);
+    CHECK(refused({{}, {}, {"-lm"}, {}, {}}) ==
+          "Flagged: c_libraries `-lm` is a flag, not a library's name (give `m` for -lm) (each "
+          "is one argument of the compiler's command)");
+    CHECK(refused({{}, {}, {}, {"/a,--no-as-needed"}, {}}).find("holds a comma") !=
+          std::string::npos);
+    CHECK(refused({{}, {}, {}, {}, {std::string(5000, 'x')}}).find("over 4096 bytes") !=
+          std::string::npos);
+    for (std::string header :
+         {"a.h>\nint evil;", "\"a.h\" \\", "<a.h> <b.h>", "a\"b.h", "<>", "\x01.h"})
+      CHECK_MESSAGE(refused({{header}, {}, {}, {}, {}}).find("Flagged: c_headers `") == 0, header);
+  }
+
+  TEST_CASE("LIBSECTION_CXXFLAGS, LIBSECTION_CFLAGS and the launcher are checked the same way") {
+    ::setenv("LIBSECTION_CXXFLAGS",
+             "-O2 -DA\x01"
+             "B",
+             1);
+    CHECK_THROWS_WITH(read_settings(),
+                      "LIBSECTION_CXXFLAGS: the word `-DA?B` holds a control character (byte "
+                      "0x01 at offset 3)");
+    ::unsetenv("LIBSECTION_CXXFLAGS");
+    ::setenv("LIBSECTION_CFLAGS", std::string(5000, 'x').c_str(), 1);
+    CHECK_THROWS_WITH(read_settings(), doctest::Contains("LIBSECTION_CFLAGS: the word"));
+    ::unsetenv("LIBSECTION_CFLAGS");
+    ::setenv("LIBSECTION_COMPILER_LAUNCHER", "ccache\x7f", 1);
+    CHECK_THROWS_WITH(read_settings(), doctest::Contains("LIBSECTION_COMPILER_LAUNCHER"));
+    ::unsetenv("LIBSECTION_COMPILER_LAUNCHER");
+    CHECK_NOTHROW(read_settings());
   }
 
   TEST_CASE("a C module is compiled as C by the C compiler, keyed and headed apart") {
@@ -642,819 +626,5 @@ TEST_SUITE("linker") {
     // Cut anywhere, it is refused or read in part, never read outside.
     for (std::size_t cut : {std::size_t{64}, image.size() / 2, image.size() - 1})
       (void)platform::undefined_symbols(std::string_view(image).substr(0, cut));
-  }
-
-  TEST_CASE("the cache builds once, verifies, and rebuilds a corrupt entry") {
-    TempDir dir;
-    ModuleCache cache(dir.path);
-    CHECK(mode_of(dir.path) == 0700);
-    CHECK(mode_of(dir.path / "entries") == 0700);
-    std::string const key(64, 'a');
-    int builds = 0;
-    auto builder = [&](PrivateDir const& work) {
-      ++builds;
-      return write_library(work, "library bytes");
-    };
-    bool built = false;
-    auto entry = cache.get_or_build(key, builder, &built);
-    CHECK(built);
-    CHECK(mode_of(entry.dir) == 0700);
-    cache.get_or_build(key, builder, &built);
-    CHECK_FALSE(built);
-    CHECK(builds == 1);
-    REQUIRE(cache.find(key));
-
-    std::ofstream(entry.library, std::ios::binary) << "library bytez";  // same size, other hash
-    CHECK_FALSE(cache.find(key));
-    CHECK_FALSE(fs::exists(entry.dir));
-    cache.get_or_build(key, builder, &built);
-    CHECK(built);
-    CHECK(builds == 2);
-  }
-
-  TEST_CASE("a failed build publishes nothing and leaves no temporary directory") {
-    TempDir dir;
-    ModuleCache cache(dir.path);
-    std::string const key(64, 'b');
-    CHECK_THROWS_AS(
-        cache.get_or_build(
-            key, [](PrivateDir const&) -> ModuleManifest { throw LinkError("compiler exploded"); }),
-        LinkError);
-    CHECK_FALSE(cache.find(key));
-    CHECK(fs::is_empty(dir.path / "tmp"));
-  }
-
-  TEST_CASE("concurrent builders of one key build it once") {
-    TempDir dir;
-    std::string const key(64, 'c');
-    std::atomic<int> builds{0};
-    std::vector<std::thread> threads;
-    for (int i = 0; i < 6; ++i)
-      threads.emplace_back([&] {
-        ModuleCache cache(dir.path);
-        cache.get_or_build(key, [&](PrivateDir const& work) {
-          ++builds;
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
-          return write_library(work, "shared");
-        });
-      });
-    for (auto& t : threads) t.join();
-    CHECK(builds == 1);
-  }
-
-  TEST_CASE("gc evicts least recently used entries down to the cap") {
-    TempDir dir;
-    ModuleCache cache(dir.path);
-    std::string const old_key(64, 'd'), new_key(64, 'e');
-    cache.get_or_build(
-        old_key, [](PrivateDir const& w) { return write_library(w, std::string(4000, 'x')); });
-    cache.get_or_build(
-        new_key, [](PrivateDir const& w) { return write_library(w, std::string(4000, 'y')); });
-    struct timespec times[2] = {{1000, 0}, {1000, 0}};  // make `old_key` clearly older
-    ::utimensat(AT_FDCWD, (dir.path / "entries" / old_key).c_str(), times, 0);
-    auto const total = cache.list().total_size;
-    auto const removed = cache.gc(total - 1);
-    CHECK(removed == std::vector<std::string>{old_key});
-    CHECK(cache.find(new_key));
-    CHECK(cache.gc(0).size() == 1);
-    CHECK(cache.list().entries.empty());
-  }
-
-  TEST_CASE("the cache refuses a root writable by others that it does not own") {
-    if (::geteuid() != 0) return;  // needs root to hand the directory to another user
-    TempDir dir;
-    fs::create_directories(dir.path);
-    REQUIRE(::chown(dir.path.c_str(), 4242, 4242) == 0);
-    ::chmod(dir.path.c_str(), 0777);
-    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("owned by uid 4242"), LinkError);
-  }
-
-  TEST_CASE("compiler messages become diagnostics in the user's file") {
-    SourceManager sm;
-    FileId const file = sm.add("ops/vtv.c", "line one\nint x = oops;\nline three\n");
-    std::string const log = "ops/vtv.c:2:9: error: 'oops' was not declared in this scope\n"
-                            "ops/vtv.c:1:1: note: declared here\n"
-                            "/nonexistent/other.cpp:5:1: warning: something\n"
-                            "compilation terminated.\n";
-    auto const ds = parse_compiler_output(log, sm);
-    REQUIRE(ds.size() == 2);
-    CHECK(ds[0].is_error());
-    CHECK(ds[0].message == "'oops' was not declared in this scope");
-    CHECK(ds[0].range.file == file);
-    CHECK(sm.line_column(file, ds[0].range.begin).line == 2);
-    CHECK(sm.line_column(file, ds[0].range.begin).column == 9);
-    CHECK(ds[0].notes.size() == 1);
-    CHECK(ds[1].severity == Severity::warning);
-    CHECK_FALSE(ds[1].range.valid());
-  }
-
-  TEST_CASE("a failed compile is told in the user's file, with a did-you-mean for a typo") {
-    SourceManager sm;
-    FileId const op = sm.add("op.c", "#section support_code_apply\n"
-                                     "int APPLY_SPECIFC(vector_add)(PyArrayObject* x) {\n"
-                                     "    return DTYPE_OUPUT_0;\n"
-                                     "}\n");
-    // The module names its section files in `#line` directives.
-    auto const sources = compiled_sources("#line 1 \"op.c\"\n"
-                                          "                  if (APPLY_SPECIFIC(vector_add)(V1, "
-                                          "&V2) != 0) {\n"
-                                          "#line 3 \"<libsection-module>\"\n",
-                                          "gen/source.cpp", sm);
-    CHECK(sources.section_files == std::vector<FileId>{op});
-    std::string const hash(64, 'a');
-    std::string const log =
-        "op.c:2:19: error: \u2018vector_add\u2019 was not declared in this scope\n"
-        "op.c:3:12: error: 'DTYPE_OUPUT_0' was not declared in this scope\n"
-        "gen/source.cpp:2:38: error: \u2018vector_add_node_m" +
-        hash + "_0\u2019 was not declared in this scope; did you mean \u2018op_instance_m" + hash +
-        "\u2019?\n"
-        "gen/source.cpp:3:1: error: something about the module itself\n"
-        "gen/source.cpp:3:5: error: and something more\n";
-    auto const explain = [&](bool show_generated) {
-      auto ds = parse_compiler_output(log, sm);
-      REQUIRE(ds.size() == 5);
-      auto const text = explain_compile_errors(ds, sm, sources, show_generated);
-      return std::pair{text, ds};
-    };
-    auto const [text, ds] = explain(false);
-    std::string const apply = "`APPLY_SPECIFC` is not a macro libsection defines; did you mean "
-                              "`APPLY_SPECIFIC`?";
-    CHECK(text == "\nop.c:2:19: error: \u2018vector_add\u2019 was not declared in this scope"
-                  "\nop.c:2:5: note: " +
-                      apply +
-                      "\nop.c:3:12: error: 'DTYPE_OUPUT_0' was not declared in this scope"
-                      "\nop.c:3:12: note: `DTYPE_OUPUT_0` is not a macro libsection defines; did "
-                      "you mean `DTYPE_OUTPUT_0`?"
-                      "\nop.c:2:5: error: func_name names the op's main function "
-                      "`APPLY_SPECIFIC(vector_add)`, but no section file declares it"
-                      "\nerror in the generated module: something about the module itself (1 "
-                      "more error there; LIBSECTION_SHOW_GENERATED=1 lists them with their "
-                      "lines)");
-    // Every error stays a diagnostic where the compiler put it; what was told is in its notes.
-    CHECK(ds[0].notes.at(0).message == apply);
-    CHECK(ds[0].notes.at(0).range.file == op);
-    CHECK(ds[2].range.file == sources.generated);
-    CHECK(ds[2].notes.size() == 2);
-    CHECK(ds[3].notes.empty());
-
-    auto const [shown, _] = explain(true);
-    CHECK(shown.find("\ngen/source.cpp:2:38: error: \u2018vector_add_node_m" + hash) !=
-          std::string::npos);
-    CHECK(shown.find("\nop.c:2:5: note: func_name names the op's main function") !=
-          std::string::npos);
-    CHECK(shown.find("\ngen/source.cpp:3:5: error: and something more") != std::string::npos);
-    CHECK(shown.find("error in the generated module") == std::string::npos);
-  }
-
-  TEST_CASE("programs run without a shell, their output captured") {
-    TempDir dir;
-    fs::create_directories(dir.path);
-    fs::path const log = dir.path / "log";
-    CHECK(run_program({"/bin/sh", "-c", "echo to-out; echo to-err >&2; exit 3"}, log) == 3);
-    std::ifstream in(log);
-    std::string text((std::istreambuf_iterator<char>(in)), {});
-    CHECK(text == "to-out\nto-err\n");
-    CHECK(run_program({"/bin/echo", "a b; rm -rf /"}, log) == 0);  // one argument, no shell
-    CHECK_THROWS_AS(run_program({"/nonexistent/compiler"}, log), LinkError);
-    CHECK(shell_quote({"g++", "-DX=1", "a b", "it's"}) == "g++ -DX=1 'a b' 'it'\\''s'");
-  }
-
-  TEST_CASE("the compiler comes from CXX, else the PATH, and its identity is remembered") {
-    TempDir dir;
-    fs::create_directories(dir.path / "bin");
-    fs::path const fake = dir.path / "bin" / "fakecc";
-    std::ofstream(fake) << "#!/bin/sh\necho \"fakecc 1.0\" >> " << (dir.path / "calls").string()
-                        << "\necho \"fakecc 1.0\"\n";
-    fs::permissions(fake, fs::perms::owner_all);
-    ::setenv("CXX", (fake.string() + " -m64").c_str(), 1);
-    Toolchain const tc = find_toolchain(PrivateDir::open(dir.path / "state", true));
-    CHECK(tc.compiler == std::vector<std::string>{fake.string(), "-m64"});
-    CHECK(tc.identity == fake.string() + ": fakecc 1.0 -m64");
-    CHECK(find_toolchain(PrivateDir::open(dir.path / "state", true)).identity == tc.identity);
-    std::ifstream calls(dir.path / "calls");
-    std::string text((std::istreambuf_iterator<char>(calls)), {});
-    CHECK(text == "fakecc 1.0\n");  // asked once, then remembered
-    ::setenv("CXX", "no-such-compiler-anywhere", 1);
-    CHECK_THROWS_WITH_AS(find_toolchain(PrivateDir::open(dir.path, true)),
-                         doctest::Contains("CXX names `no-such-compiler"), LinkError);
-    ::unsetenv("CXX");
-  }
-}
-
-TEST_SUITE("linker") {
-  TEST_CASE("C modules are compiled by CC, else cc, as GNU C11 with LIBSECTION_CFLAGS") {
-    TempDir dir;
-    fs::create_directories(dir.path / "bin");
-    fs::path const fake = dir.path / "bin" / "fakec";
-    std::ofstream(fake) << "#!/bin/sh\necho \"fakec 3.0\"\n";
-    fs::permissions(fake, fs::perms::owner_all);
-    ::setenv("CC", fake.string().c_str(), 1);
-    ::setenv("LIBSECTION_CFLAGS", "-DC_ONLY", 1);
-    ::setenv("LIBSECTION_CXXFLAGS", "-DCXX_ONLY", 1);
-    auto const state = PrivateDir::open(dir.path / "state", true);
-    Toolchain const c = find_toolchain(state, Language::c);
-    CHECK(c.language == Language::c);
-    CHECK(c.compiler == std::vector<std::string>{fake.string()});
-    CHECK(c.identity == fake.string() + ": fakec 3.0");
-    auto has = [](Toolchain const& tc, char const* flag) {
-      return std::find(tc.flags.begin(), tc.flags.end(), flag) != tc.flags.end();
-    };
-    CHECK(has(c, "-std=gnu11"));
-    CHECK(has(c, "-DC_ONLY"));
-    CHECK_FALSE(has(c, "-DCXX_ONLY"));
-    CHECK_FALSE(has(c, "-Wno-write-strings"));  // a C++ warning: C compilers complain of it
-    Toolchain const cxx = find_toolchain(state);
-    CHECK(cxx.language == Language::cxx);
-    CHECK(has(cxx, "-std=c++17"));
-    CHECK(has(cxx, "-DCXX_ONLY"));
-    CHECK_FALSE(has(cxx, "-DC_ONLY"));
-    ::setenv("CC", "no-such-c-compiler-anywhere", 1);
-    CHECK_THROWS_WITH_AS(find_toolchain(state, Language::c),
-                         doctest::Contains("CC names `no-such-c-compiler"), LinkError);
-    ::unsetenv("CC");
-    ::unsetenv("LIBSECTION_CFLAGS");
-    ::unsetenv("LIBSECTION_CXXFLAGS");
-  }
-
-  TEST_CASE("modules link with gold when it is installed, or with the linker asked for") {
-    TempDir dir;
-    auto const state = PrivateDir::open(dir.path / "state", true);
-    ::unsetenv("LIBSECTION_LINKER");
-    bool const gold = std::filesystem::exists("/usr/bin/ld.gold");
-    Toolchain const found = find_toolchain(state);
-    CHECK((found.link_flags == std::vector<std::string>{"-fuse-ld=gold"}) == gold);
-    ::setenv("LIBSECTION_LINKER", "bfd", 1);
-    CHECK(find_toolchain(state).link_flags == std::vector<std::string>{"-fuse-ld=bfd"});
-    ::setenv("LIBSECTION_LINKER", "default", 1);
-    CHECK(find_toolchain(state).link_flags.empty());
-    ::setenv("LIBSECTION_LINKER", "mold;rm", 1);
-    CHECK_THROWS_WITH_AS(find_toolchain(state), doctest::Contains("give bfd, gold, lld or default"),
-                         LinkError);
-    ::unsetenv("LIBSECTION_LINKER");
-  }
-
-  TEST_CASE("a launcher written in CXX is split off, and native flags name the CPU") {
-    TempDir dir;
-    fs::create_directories(dir.path / "bin");
-    for (char const* name : {"ccache", "fakecc"}) {
-      fs::path const script = dir.path / "bin" / name;
-      std::ofstream(script) << "#!/bin/sh\necho \"" << name << " 2.0\"\n";
-      fs::permissions(script, fs::perms::owner_all);
-    }
-    std::string const cxx =
-        (dir.path / "bin" / "ccache").string() + " " + (dir.path / "bin" / "fakecc").string();
-    ::setenv("CXX", cxx.c_str(), 1);
-    Toolchain const plain = find_toolchain(PrivateDir::open(dir.path / "state", true));
-    CHECK(plain.launcher == std::vector<std::string>{(dir.path / "bin" / "ccache").string()});
-    CHECK(plain.identity == (dir.path / "bin" / "fakecc").string() + ": fakecc 2.0");
-
-    ::setenv("LIBSECTION_CXXFLAGS", "-march=native", 1);
-    Toolchain const native = find_toolchain(PrivateDir::open(dir.path / "state", true));
-    CHECK(native.flags.back() == "-march=native");
-    CHECK(native.identity.rfind(plain.identity + " cpu:", 0) == 0);
-    ::unsetenv("LIBSECTION_CXXFLAGS");
-    ::unsetenv("CXX");
-  }
-}
-
-// ---- the cache's trust model and upkeep ----------------------------------------------------
-
-namespace {
-
-std::string read_all(fs::path const& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-std::string entry_key(char c) { return std::string(64, c); }
-
-// The message of the LinkError `f` throws ("" when it throws none).
-template <class F>
-std::string link_error_of(F&& f) {
-  try {
-    f();
-  } catch (LinkError const& e) {
-    return e.what();
-  }
-  return {};
-}
-
-bool contains(std::string const& text, std::string const& part) {
-  return text.find(part) != std::string::npos;
-}
-
-// "<pid> <pid namespace> <host>": what a lock's exclusive holder records.
-std::string holder_record(long pid) {
-  char ns[128] = {}, host[256] = {};
-  ssize_t const n = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
-  ns[n > 0 ? n : 0] = '\0';
-  ::gethostname(host, sizeof host - 1);
-  return std::to_string(pid) + " " + ns + " " + host + "\n";
-}
-
-long dead_pid() {
-  pid_t const child = ::fork();
-  if (child == 0) ::_exit(0);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return child;
-}
-
-// A fake g++ for the one-time setup: what its header compile does comes from FAKE_PCH.
-fs::path fake_gcc(fs::path const& dir) {
-  fs::create_directories(dir);
-  fs::path const script = dir / "fake-g++";
-  std::ofstream(script)
-      << "#!/bin/sh\n"
-         "case \"$*\" in *c++-header*)\n"
-         "  case \"$FAKE_PCH\" in\n"
-         "    enospc) echo 'fatal error: cannot write PCH file: No space left on device' >&2; exit "
-         "1;;\n"
-         "    signal) kill -9 $$;;\n"
-         "    error) echo 'x.h:1:1: error: this compiler cannot precompile' >&2; exit 1;;\n"
-         "  esac;;\n"
-         "esac\n"
-         "exit 0\n";
-  fs::permissions(script, fs::perms::owner_all);
-  return script;
-}
-
-}  // namespace
-
-TEST_SUITE("linker") {
-  TEST_CASE(
-      "the size cap is a plain integer with K, M or G, rejected otherwise naming the variable") {
-    CHECK(ModuleCache::parse_size("16", "X") == 16);
-    CHECK(ModuleCache::parse_size("0", "X") == 0);
-    CHECK(ModuleCache::parse_size("10K", "X") == 10240);
-    CHECK(ModuleCache::parse_size("500M", "X") == 500ull << 20);
-    CHECK(ModuleCache::parse_size("2g", "X") == 2ull << 30);
-    for (char const* bad : {"inf", "1e30", "nan", "garbage", "-1", "5MB", "0x10", "1.5G", " 16",
-                            "16 ", "", "99999999999999999999", "99999999999999999G"}) {
-      CAPTURE(bad);
-      ::setenv("LIBSECTION_CACHE_MAX_BYTES", bad, 1);
-      if (!*bad) {
-        CHECK(ModuleCache::default_max_bytes() == (1ull << 30));  // unset or empty: the default
-        continue;
-      }
-      CHECK(contains(link_error_of([] { ModuleCache::default_max_bytes(); }),
-                     "LIBSECTION_CACHE_MAX_BYTES=`" + std::string(bad) + "`"));
-    }
-    // Rejected before anything exists on disk.
-    TempDir dir;
-    ::setenv("LIBSECTION_CACHE_MAX_BYTES", "5MB", 1);
-    CHECK_THROWS_AS(ModuleCache{dir.path}, LinkError);
-    CHECK_FALSE(fs::exists(dir.path));
-    ::setenv("LIBSECTION_LOCK_TIMEOUT", "soon", 1);
-    ::unsetenv("LIBSECTION_CACHE_MAX_BYTES");
-    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("LIBSECTION_LOCK_TIMEOUT=`soon`"),
-                         LinkError);
-    ::unsetenv("LIBSECTION_LOCK_TIMEOUT");
-  }
-
-  TEST_CASE("a lock file that is a symbolic link is never followed") {
-    TempDir dir;
-    ModuleCache cache(dir.path / "cache");
-    fs::create_directories(dir.path / "elsewhere");
-    fs::path const target = dir.path / "elsewhere" / "created-by-us";
-    std::string const key = entry_key('f');
-    fs::create_symlink(target, dir.path / "cache" / "locks" / (key + ".lock"));
-    cache.get_or_build(key, [](PrivateDir const& w) { return write_library(w, "bytes"); });
-    CHECK_FALSE(fs::exists(target));
-    CHECK_FALSE(fs::is_symlink(dir.path / "cache" / "locks" / (key + ".lock")));
-  }
-
-  TEST_CASE(
-      "a busy lock times out naming its holder's pid, and a dead holder's lock is taken over") {
-    TempDir dir;
-    PrivateDir const locks = PrivateDir::open(dir.path, true);
-    FileLock held(locks, "k.lock", FileLock::Mode::exclusive, 0);
-    REQUIRE(held.held());
-    CHECK(read_all(dir.path / "k.lock") == holder_record(::getpid()));
-    auto const start = std::chrono::steady_clock::now();
-    CHECK(
-        contains(link_error_of([&] { FileLock(locks, "k.lock", FileLock::Mode::exclusive, 0.3); }),
-                 "held by pid " + std::to_string(::getpid()) + ", which is running"));
-    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
-    FileLock busy(locks, "k.lock", FileLock::Mode::exclusive, 10, true);
-    CHECK_FALSE(busy.held());
-
-    // The holder died, but its descriptor lives on (here: in this process, as in a leaked fd).
-    int const leaked = ::open((dir.path / "dead.lock").c_str(), O_RDWR | O_CREAT, 0600);
-    REQUIRE(::flock(leaked, LOCK_EX) == 0);
-    std::string const record = holder_record(dead_pid());
-    REQUIRE(::write(leaked, record.data(), record.size()) == static_cast<ssize_t>(record.size()));
-    FileLock taken(locks, "dead.lock", FileLock::Mode::exclusive, 10);
-    CHECK(taken.held());
-    CHECK(read_all(dir.path / "dead.lock") == holder_record(::getpid()));
-    ::close(leaked);
-  }
-
-  TEST_CASE("the cache root may be the user's own symbolic link, never another user's") {
-    TempDir dir;
-    fs::create_directories(dir.path / "real");
-    ::chmod((dir.path / "real").c_str(), 0755);
-    fs::create_symlink(dir.path / "real", dir.path / "link");
-    ModuleCache cache(dir.path / "link");
-    CHECK(fs::exists(dir.path / "real" / "entries"));
-    if (::geteuid() != 0) return;  // needs root to hand the link to another user
-    fs::create_directories(dir.path / "victim");
-    ::chmod((dir.path / "victim").c_str(), 0755);
-    fs::create_symlink(dir.path / "victim", dir.path / "planted");
-    REQUIRE(::lchown((dir.path / "planted").c_str(), 4242, 4242) == 0);
-    CHECK_THROWS_WITH_AS(ModuleCache{dir.path / "planted"},
-                         doctest::Contains("is a symbolic link owned by uid 4242"), LinkError);
-    CHECK(mode_of(dir.path / "victim") == 0755);  // not chmod'ed
-    CHECK(fs::is_empty(dir.path / "victim"));
-  }
-
-  TEST_CASE("cache directories writable by others, symbolic links or another user's are refused "
-            "with what to do") {
-    TempDir dir;
-    { ModuleCache cache(dir.path); }
-    ::chmod((dir.path / "entries").c_str(), 0777);
-    std::string const refused = link_error_of([&] { ModuleCache{dir.path}; });
-    CHECK(contains(refused, "writable by other users (mode 0777)"));
-    CHECK(contains(refused, "chmod 700 " + (dir.path / "entries").string()));
-    CHECK(mode_of(dir.path / "entries") == 0777);  // refused, not silently changed
-    fs::remove(dir.path / "entries");
-    fs::create_directories(dir.path / "elsewhere");
-    fs::create_symlink(dir.path / "elsewhere", dir.path / "entries");
-    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("is a symbolic link"), LinkError);
-    fs::remove(dir.path / "entries");
-    if (::geteuid() != 0) return;  // needs root to hand a directory to another user
-    fs::create_directories(dir.path / "entries");
-    REQUIRE(::chown((dir.path / "entries").c_str(), 4242, 4242) == 0);
-    ::chmod((dir.path / "entries").c_str(), 0700);
-    CHECK_THROWS_WITH_AS(ModuleCache{dir.path}, doctest::Contains("owned by uid 4242"), LinkError);
-  }
-
-  TEST_CASE("every kind of damaged entry is rebuilt, never stuck") {
-    auto const damages = {"size-not-a-number", "sha-not-text",      "not-an-object",
-                          "key-missing",       "entry-mode-0777",   "entry-symlink",
-                          "library-symlink",   "library-truncated", "library-mode-0666",
-                          "library-missing",   "manifest-directory"};
-    for (std::string const damage : damages) {
-      CAPTURE(damage);
-      TempDir dir;
-      ModuleCache cache(dir.path);
-      std::string const key = entry_key('9');
-      int builds = 0;
-      auto builder = [&](PrivateDir const& w) {
-        ++builds;
-        return write_library(w, std::string(1000, 'L'));
-      };
-      auto const entry = cache.get_or_build(key, builder);
-      fs::path const manifest = entry.dir / "manifest.json";
-      auto edit_manifest = [&](std::string const& from, std::string const& to) {
-        std::string text = read_all(manifest);
-        auto const at = text.find(from);
-        REQUIRE(at != std::string::npos);
-        std::ofstream(manifest, std::ios::binary | std::ios::trunc)
-            << text.replace(at, from.size(), to);
-      };
-      if (damage == "size-not-a-number") edit_manifest("\"size\": 1000", "\"size\": \"big\"");
-      else if (damage == "sha-not-text")
-        edit_manifest("\"sha256\": \"", "\"sha256\": 7, \"x\": \"");
-      else if (damage == "not-an-object") std::ofstream(manifest, std::ios::trunc) << "[1, 2]";
-      else if (damage == "key-missing") edit_manifest("\"key\"", "\"kee\"");
-      else if (damage == "entry-mode-0777") ::chmod(entry.dir.c_str(), 0777);
-      else if (damage == "entry-symlink") {
-        fs::rename(entry.dir, dir.path / "moved");
-        fs::create_symlink(dir.path / "moved", entry.dir);
-      } else if (damage == "library-symlink") {
-        fs::rename(entry.library, dir.path / "module.so");
-        fs::create_symlink(dir.path / "module.so", entry.library);
-      } else if (damage == "library-truncated") fs::resize_file(entry.library, 10);
-      else if (damage == "library-mode-0666") ::chmod(entry.library.c_str(), 0666);
-      else if (damage == "library-missing") fs::remove(entry.library);
-      else if (damage == "manifest-directory") {
-        fs::remove(manifest);
-        fs::create_directories(manifest);
-      }
-      CHECK_FALSE(cache.find(key));
-      bool built = false;
-      auto const again = cache.get_or_build(key, builder, &built);
-      CHECK(built);
-      CHECK(builds == 2);
-      CHECK(read_all(again.library) == std::string(1000, 'L'));
-      CHECK(cache.find(key));
-    }
-  }
-
-  TEST_CASE("a verified entry's descriptor keeps the verified bytes when the entry is swapped") {
-    TempDir dir;
-    ModuleCache cache(dir.path);
-    std::string const key = entry_key('7');
-    cache.get_or_build(key, [](PrivateDir const& w) { return write_library(w, "genuine module"); });
-    auto const entry = cache.find(key);
-    REQUIRE(entry);
-    REQUIRE(entry->library_file);
-    // Between verification and loading, the entry is replaced by a planted one.
-    fs::rename(entry->dir, dir.path / "genuine");
-    fs::create_directories(entry->dir);
-    std::ofstream(entry->library, std::ios::binary) << "planted module";
-    fs::path const by_fd = "/proc/self/fd/" + std::to_string(entry->library_file.get());
-    CHECK(read_all(by_fd) == "genuine module");  // what dlopen(by_fd) maps
-    CHECK(read_all(entry->library) == "planted module");
-  }
-
-  TEST_CASE("leftovers of killed builds are reclaimed, running builds are not") {
-    TempDir dir;
-    ModuleCache cache(dir.path);
-    WorkDir running = cache.make_work_dir("running");
-    fs::create_directories(dir.path / "tmp" / "killed.1.2.3");
-    std::ofstream(dir.path / "tmp" / "killed.1.2.3" / ".in-use") << holder_record(dead_pid());
-    std::ofstream(dir.path / "tmp" / "killed.1.2.3" / "probe.o") << "half written";
-    fs::create_directories(dir.path / "tmp" / "young.1.2.3");
-    fs::create_directories(dir.path / "tmp" / "removing.1.2.3");
-    fs::create_directories(dir.path / "state" / "pch-0123");  // where older versions kept them
-    struct timespec old[2] = {{1000, 0}, {1000, 0}};
-    for (char const* name : {"killed.1.2.3", "removing.1.2.3"})
-      ::utimensat(AT_FDCWD, (dir.path / "tmp" / name).c_str(), old, 0);
-    ::utimensat(AT_FDCWD, running.dir.path().c_str(), old, 0);
-    cache.gc(1ull << 40);
-    CHECK_FALSE(fs::exists(dir.path / "tmp" / "killed.1.2.3"));
-    CHECK_FALSE(fs::exists(dir.path / "tmp" / "removing.1.2.3"));
-    CHECK_FALSE(fs::exists(dir.path / "state" / "pch-0123"));
-    CHECK(fs::exists(running.dir.path()));
-    CHECK(fs::exists(dir.path / "tmp" / "young.1.2.3"));  // its builder may not have locked it yet
-  }
-
-  TEST_CASE("the one-time setup costs one compile: the header's, no timing probes") {
-    TempDir dir;
-    fs::create_directories(dir.path / "bin");
-    fs::path const gcc = dir.path / "bin" / "counting-g++";
-    // Logs each run; a header compile writes the .gch it was asked for.
-    std::ofstream(gcc) << "#!/bin/sh\necho run >> " << (dir.path / "runs").string() << "\n"
-                       << "for a; do out=\"$a\"; done\n"
-                       << "case \"$*\" in *c++-header*) : > \"$out\";; esac\nexit 0\n";
-    fs::permissions(gcc, fs::perms::owner_all);
-    ModuleCache cache(dir.path / "cache");
-    Toolchain const tc{{}, {gcc.string()}, gcc.string() + ": g++ (counting) 12", {}};
-    PythonEnvironment const py{{}, "abi", "numpy"};
-    auto const pch = precompiled_header(tc, py, cache);
-    REQUIRE(pch);
-    CHECK(read_all(dir.path / "runs") == "run\n");
-    CHECK(precompiled_header(tc, py, cache));  // decided once: nothing runs again
-    CHECK(read_all(dir.path / "runs") == "run\n");
-  }
-
-  TEST_CASE(
-      "the one-time setup remembers real verdicts, not passing failures, inside the size cap") {
-    TempDir dir;
-    fs::path const gcc = fake_gcc(dir.path / "bin");
-    ModuleCache cache(dir.path / "cache");
-    Toolchain const tc{{}, {gcc.string()}, gcc.string() + ": g++ (fake) 12", {}};
-    PythonEnvironment const py{{}, "abi", "numpy"};
-    for (char const* passing : {"enospc", "signal"}) {
-      CAPTURE(passing);
-      ::setenv("FAKE_PCH", passing, 1);
-      CHECK_FALSE(precompiled_header(tc, py, cache));
-      CHECK(cache.list().headers.empty());  // no verdict: the next build tries again
-      CHECK(fs::is_empty(dir.path / "cache" / "tmp"));
-    }
-    ::setenv("FAKE_PCH", "error", 1);
-    CHECK_FALSE(precompiled_header(tc, py, cache));
-    auto const report = cache.list();
-    REQUIRE(report.headers.size() == 1);
-    CHECK(read_all(report.headers[0].dir / "verdict") == "skip");
-    CHECK(report.total_size >= report.headers[0].size);
-    ::unsetenv("FAKE_PCH");
-    CHECK_FALSE(precompiled_header(tc, py, cache));  // decided: no second setup
-    CHECK(cache.gc(0) == std::vector<std::string>{report.headers[0].key});
-    CHECK(cache.list().headers.empty());
-    ::setenv("FAKE_PCH", "error", 1);
-    precompiled_header(tc, py, cache);
-    ::unsetenv("FAKE_PCH");
-    REQUIRE(cache.list().headers.size() == 1);
-    cache.clear();
-    CHECK(cache.list().headers.empty());
-  }
-
-  TEST_CASE("the core's notices go to the log sink with their levels, not to stderr") {
-    TempDir dir;
-    fs::path const gcc = fake_gcc(dir.path / "bin");
-    ModuleCache cache(dir.path / "cache");
-    Toolchain const tc{{}, {gcc.string()}, gcc.string() + ": g++ (fake) 12", {}};
-    PythonEnvironment const py{{}, "abi", "numpy"};
-    std::vector<LogRecord> records;
-    set_log_sink([&](LogRecord const& r) { records.push_back(r); });
-    ::setenv("FAKE_PCH", "enospc", 1);
-    CHECK_FALSE(precompiled_header(tc, py, cache));
-    ::unsetenv("FAKE_PCH");
-    set_log_sink({});
-    REQUIRE(records.size() == 2);
-    CHECK(records[0].level == LogLevel::info);
-    CHECK(records[0].message == "one-time setup: precompiling the Python and NumPy headers");
-    CHECK(records[1].level == LogLevel::warning);
-    CHECK(
-        contains(records[1].message, "one-time setup failed (fatal error: cannot write PCH file"));
-  }
-
-  TEST_CASE("clear leaves what another process is using and says so, instead of waiting") {
-    TempDir dir;
-    ModuleCache cache(dir.path);
-    std::string const busy = entry_key('b'), idle = entry_key('i');
-    for (auto const& key : {busy, idle})
-      cache.get_or_build(key, [](PrivateDir const& w) { return write_library(w, "x"); });
-    ::setenv("LIBSECTION_LOCK_TIMEOUT", "600", 1);
-    ModuleCache patient(dir.path);
-    ::unsetenv("LIBSECTION_LOCK_TIMEOUT");
-    FileLock held = cache.lock(busy + ".lock", FileLock::Mode::exclusive);
-    auto const start = std::chrono::steady_clock::now();
-    CHECK(patient.clear() == std::vector<std::string>{busy});
-    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
-    CHECK(fs::exists(dir.path / "entries" / busy));
-    CHECK_FALSE(fs::exists(dir.path / "entries" / idle));
-  }
-
-  TEST_CASE("opening an existing cache never creates one") {
-    TempDir dir;
-    CHECK_FALSE(ModuleCache::open_existing(dir.path / "x"));
-    CHECK_FALSE(fs::exists(dir.path));
-    ModuleCache created(dir.path);
-    CHECK(ModuleCache::open_existing(dir.path));
-  }
-}
-
-// ---- the entry's format: the manifest and the versions in every key -------------------------
-
-namespace {
-
-ModuleManifest full_manifest() {
-  ModuleManifest m;
-  m.module = "m0123";
-  m.ops = {"Add", "Mul"};
-  m.inputs = {"float64[:]", "float64[:]"};
-  m.outputs = {"float64[:]"};
-  m.libsection_version = "1.2.3";
-  m.compiler = "/usr/bin/c++: g++ 12";
-  m.compile_command = "c++ -O3 -c -x c++ 'a b/source.cpp' -o module.o";
-  m.link_command = "c++ -shared -o module.so module.o";
-  m.python_abi = "cpython-312-x86_64-linux-gnu";
-  m.numpy = "numpy 2.1 C-API 19";
-  m.build_seconds = 1.25;
-  m.graph = 2;
-  m.graphs = 3;
-  m.library_key = entry_key('b');
-  m.key = entry_key('a');
-  m.size = 1000;
-  m.sha256 = std::string(64, 'f');
-  m.created = 1700000000;
-  return m;
-}
-
-// `full_manifest()`'s JSON with `from` replaced by `to` (which must be there).
-std::string edited_manifest(std::string const& from, std::string const& to) {
-  std::string text = full_manifest().to_json();
-  auto const at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
-}
-
-}  // namespace
-
-TEST_SUITE("linker") {
-  TEST_CASE("a manifest reads back what it wrote, with its format number") {
-    ModuleManifest const m = full_manifest();
-    std::string const text = m.to_json();
-    CHECK(contains(text, "\"format\": " + std::to_string(manifest_format) + ",\n"));
-    CHECK(contains(text, "\"size\": 1000\n"));  // what the damage tests edit
-    CHECK(text.back() == '\n');
-    auto const read = ModuleManifest::parse(text);
-    REQUIRE(read.manifest);
-    CHECK(read.problem.kind == ManifestProblem::Kind::none);
-    CHECK(read.manifest->to_json() == text);  // every field came back
-    CHECK(read.manifest->format == manifest_format);
-    CHECK(read.manifest->ops == m.ops);
-    CHECK(read.manifest->compile_command == m.compile_command);
-    CHECK(read.manifest->build_seconds == 1.25);
-    CHECK(read.manifest->size == 1000);
-    CHECK(read.manifest->created == 1700000000);
-    CHECK(read.manifest->graph == 2);
-    CHECK(read.manifest->graphs == 3);
-    CHECK(read.manifest->library_key == entry_key('b'));
-  }
-
-  TEST_CASE("a damaged manifest is refused naming what is wrong, never thrown") {
-    std::string const f = std::to_string(manifest_format);
-    std::pair<std::string, std::string> const cases[] = {
-        {"", "manifest.json is not a JSON object"},
-        {"{\"format\": 1", "manifest.json is not a JSON object"},
-        {"[1, 2]", "manifest.json is not a JSON object"},
-        {edited_manifest("\"format\": " + f, "\"format\": \"one\""),
-         "manifest.json has no format number"},
-        {edited_manifest("\"format\": " + f, "\"format\": -1"),
-         "manifest.json has no format number"},
-        {edited_manifest("\"key\"", "\"kee\""), "manifest.json has no key text"},
-        {edited_manifest("\"size\": 1000", "\"size\": \"big\""),
-         "manifest.json has no size in bytes"},
-        {edited_manifest("\"size\": 1000", "\"size\": -1000"),
-         "manifest.json has no size in bytes"},
-        {edited_manifest("\"sha256\": \"", "\"sha256\": 7, \"x\": \""),
-         "manifest.json has no sha256 text"},
-        {edited_manifest("\"Add\"", "7"), "manifest.json has no ops list of text"},
-        {edited_manifest("\"created\": 1700000000", "\"created\": 1.5"),
-         "manifest.json has no created in seconds since the epoch"},
-        {edited_manifest("\"build_seconds\": 1.25", "\"build_seconds\": null"),
-         "manifest.json has no build_seconds in seconds"},
-        {edited_manifest("\"graph\": 2", "\"graph\": -2"), "manifest.json has no graph count"},
-        {edited_manifest("\"graphs\": 3", "\"graphs\": 2.5"), "manifest.json has no graphs count"},
-        {edited_manifest("\"graph\": 2", "\"graph\": 3"), "manifest.json names graph 3 of 3"},
-        {edited_manifest("\"graphs\": 3", "\"graphs\": 0"), "manifest.json names graph 2 of 0"},
-        {edited_manifest("\"library_key\"", "\"library\""),
-         "manifest.json has no library_key text"},
-    };
-    for (auto const& c : cases) {  // not a structured binding: clang 14 cannot capture one
-      std::string const& text = c.first;
-      CAPTURE(text);
-      auto const read = ModuleManifest::parse(text);
-      CHECK_FALSE(read.manifest);
-      CHECK(read.problem.kind == ManifestProblem::Kind::damaged);
-      CHECK(read.problem.message == c.second);
-    }
-  }
-
-  TEST_CASE("a manifest in another format is refused as such, with its number") {
-    std::string const f = std::to_string(manifest_format);
-    auto const later = ModuleManifest::parse(edited_manifest("\"format\": " + f, "\"format\": 99"));
-    CHECK_FALSE(later.manifest);
-    CHECK(later.problem.kind == ManifestProblem::Kind::other_format);
-    CHECK(later.problem.format == 99);
-    CHECK(later.problem.message ==
-          "manifest.json is in format 99; this libsection reads format " + f);
-    // Before format numbers: a manifest without one, whatever else it holds.
-    auto const older = ModuleManifest::parse(R"({"key": "abc", "size": 1, "sha256": "00"})");
-    CHECK(older.problem.kind == ManifestProblem::Kind::other_format);
-    CHECK(older.problem.format == 0);
-    CHECK(contains(older.problem.message, "no format number"));
-    // Another format's fields are not read: a field this format requires may be gone.
-    auto const reshaped = ModuleManifest::parse(R"({"format": 1, "library": {"bytes": 5}})");
-    CHECK(reshaped.problem.kind == ManifestProblem::Kind::other_format);
-  }
-
-  TEST_CASE("an entry whose manifest has another format is a miss and rebuilt, never an error") {
-    TempDir dir;
-    ModuleCache cache(dir.path);
-    std::string const key = entry_key('5');
-    int builds = 0;
-    auto builder = [&](PrivateDir const& w) {
-      ++builds;
-      return write_library(w, "library bytes");
-    };
-    auto const entry = cache.get_or_build(key, builder);
-    REQUIRE(entry.manifest);
-    CHECK(entry.manifest->format == manifest_format);
-    CHECK(entry.manifest->key == key);
-    CHECK(entry.manifest->size == 13);
-    fs::path const manifest = entry.dir / "manifest.json";
-    std::string text = read_all(manifest);
-    std::string const format = "\"format\": " + std::to_string(manifest_format);
-    REQUIRE(contains(text, format));
-    std::ofstream(manifest, std::ios::binary | std::ios::trunc)
-        << text.replace(text.find(format), format.size(), "\"format\": 99");
-
-    std::vector<LogRecord> records;
-    set_log_sink([&](LogRecord const& r) { records.push_back(r); });
-    CHECK_FALSE(cache.find(key));  // not loaded, and not an error
-    auto const listed = cache.list();
-    REQUIRE(listed.entries.size() == 1);
-    CHECK_FALSE(listed.entries[0].manifest);
-    CHECK(listed.entries[0].manifest_problem.kind == ManifestProblem::Kind::other_format);
-    CHECK(listed.entries[0].manifest_problem.format == 99);
-    bool built = false;
-    auto const again = cache.get_or_build(key, builder, &built);
-    set_log_sink({});
-    CHECK(built);
-    CHECK(builds == 2);
-    REQUIRE(again.manifest);
-    CHECK(again.manifest->format == manifest_format);
-    CHECK(cache.find(key));
-    for (auto const& r : records) {
-      CAPTURE(r.message);
-      CHECK(r.level != LogLevel::warning);  // a miss, not damage
-    }
-    REQUIRE(records.size() == 1);
-    CHECK(contains(records[0].message, "was written in another format (manifest.json is in "
-                                       "format 99"));
-  }
-
-  TEST_CASE("the module ABI and the manifest format enter every cache key") {
-    ModuleSource const m = generate_module(add_mul_graph());
-    Toolchain const tc{{}, {"/usr/bin/c++"}, "/usr/bin/c++: g++ 12", {"-O3"}};
-    PythonEnvironment const py{{"/inc"}, "cpython-311", "numpy 2 C-API 1"};
-    CacheFormat const today{module_abi_version, manifest_format};
-    CacheFormat const other_abi{module_abi_version + 1, manifest_format};
-    CacheFormat const other_manifest{module_abi_version, manifest_format + 1};
-    std::string const module_key = module_cache_key(m, tc, py);
-    CHECK(module_cache_key(m, tc, py, today) == module_key);
-    CHECK(module_cache_key(m, tc, py, other_abi) != module_key);
-    CHECK(module_cache_key(m, tc, py, other_manifest) != module_key);
-    std::string const header_key = precompiled_header_key(tc, py);
-    CHECK(header_key.size() == 24);
-    CHECK(precompiled_header_key(tc, py, today) == header_key);
-    CHECK(precompiled_header_key(tc, py, other_abi) != header_key);
-    CHECK(precompiled_header_key(tc, py, other_manifest) != header_key);
   }
 }

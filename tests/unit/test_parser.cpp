@@ -347,4 +347,13 @@ TEST_SUITE("parser performance") {
     // Quadratic concatenation would take ~64x; allow generous noise around 8x.
     CHECK(large < small * 24 + 0.05);
   }
+
+  TEST_CASE("a line looks like a marker as the scanner sees one, malformed ones too") {
+    for (char const* line :
+         {"#section code", "  #  section support_code", "#SECTION code", "#sectionx",
+          "PYTENSOR_APPLY_CODE_SECTION", "THEANO_SUPPORT_CODE_SECTION x"})
+      CHECK_MESSAGE(section::looks_like_marker(line), line);
+    for (char const* line : {"", "int x;", "# include <x.h>", "// #section code", "#sect"})
+      CHECK_FALSE_MESSAGE(section::looks_like_marker(line), line);
+  }
 }

@@ -6,9 +6,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "section/cache.hpp"
-#include "section/manifest.hpp"
-#include "section/module.hpp"
+#include "section/linker/cache/cache.hpp"
+#include "section/linker/cache/manifest.hpp"
 #include "section/version.hpp"
 
 namespace {

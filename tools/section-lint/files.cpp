@@ -76,46 +76,55 @@ std::optional<bool> match_class(std::string_view glob, std::size_t g, char c, st
   return matched != negated;
 }
 
+bool glob_at(std::string_view glob, std::size_t g, std::string_view path, std::size_t p);
+
+// `*` or `**` at `glob[g]`: whether the rest of the glob matches from some point of the path on.
+bool star_at(std::string_view glob, std::size_t g, std::string_view path, std::size_t p) {
+  bool const segment_start = g == 0 || glob[g - 1] == '/';
+  if (g + 1 < glob.size() && glob[g + 1] == '*' && segment_start &&
+      (g + 2 == glob.size() || glob[g + 2] == '/')) {
+    if (g + 2 == glob.size()) return true;  // `x/**`: everything below
+    // `**/`: zero or more folders, then the rest.
+    for (std::size_t q = p;; ++q) {
+      if ((q == p || path[q - 1] == '/') && glob_at(glob, g + 3, path, q)) return true;
+      if (q >= path.size()) return false;
+    }
+  }
+  while (g < glob.size() && glob[g] == '*') ++g;  // `*` (and a `**` inside a name)
+  for (std::size_t q = p;; ++q) {
+    if (glob_at(glob, g, path, q)) return true;
+    if (q >= path.size() || path[q] == '/') return false;
+  }
+}
+
+// Whether the path's character `c` matches the pattern at `glob[g]` (`?`, a class, a literal),
+// `g` moved past that pattern.
+bool char_at(std::string_view glob, std::size_t& g, char c) {
+  if (glob[g] == '?') {
+    ++g;
+    return c != '/';
+  }
+  if (glob[g] == '[') {
+    std::size_t end = 0;
+    auto const m = match_class(glob, g + 1, c, end);
+    if (!m) {  // a literal `[`
+      ++g;
+      return c == '[';
+    }
+    g = end;
+    return *m;
+  }
+  char literal = glob[g];
+  if (literal == '\\' && g + 1 < glob.size()) literal = glob[++g];
+  ++g;
+  return c == literal;
+}
+
 bool glob_at(std::string_view glob, std::size_t g, std::string_view path, std::size_t p) {
   while (g < glob.size()) {
-    char const c = glob[g];
-    if (c == '*') {
-      bool const segment_start = g == 0 || glob[g - 1] == '/';
-      if (g + 1 < glob.size() && glob[g + 1] == '*' && segment_start &&
-          (g + 2 == glob.size() || glob[g + 2] == '/')) {
-        if (g + 2 == glob.size()) return true;  // `x/**`: everything below
-        // `**/`: zero or more folders, then the rest.
-        for (std::size_t q = p;; ++q) {
-          if ((q == p || path[q - 1] == '/') && glob_at(glob, g + 3, path, q)) return true;
-          if (q >= path.size()) return false;
-        }
-      }
-      while (g < glob.size() && glob[g] == '*') ++g;  // `*` (and a `**` inside a name)
-      for (std::size_t q = p;; ++q) {
-        if (glob_at(glob, g, path, q)) return true;
-        if (q >= path.size() || path[q] == '/') return false;
-      }
-    }
-    if (p >= path.size()) return false;
-    if (c == '?') {
-      if (path[p] == '/') return false;
-      ++g, ++p;
-    } else if (c == '[') {
-      std::size_t end = 0;
-      auto const m = match_class(glob, g + 1, path[p], end);
-      if (!m) {  // a literal `[`
-        if (path[p] != '[') return false;
-        ++g, ++p;
-      } else {
-        if (!*m) return false;
-        g = end, ++p;
-      }
-    } else {
-      char literal = c;
-      if (c == '\\' && g + 1 < glob.size()) literal = glob[++g];
-      if (path[p] != literal) return false;
-      ++g, ++p;
-    }
+    if (glob[g] == '*') return star_at(glob, g, path, p);
+    if (p >= path.size() || !char_at(glob, g, path[p])) return false;
+    ++p;
   }
   return p == path.size();
 }

@@ -19,12 +19,15 @@
 
 #include "config.hpp"
 #include "files.hpp"
+#include "options.hpp"
+#include "replace.hpp"
 #include "server.hpp"
 #include "watch.hpp"
 
 #include "section/codes.hpp"
 #include "section/lint.hpp"
 #include "section/names.hpp"
+#include "section/parse.hpp"
 #include "section/render.hpp"
 #include "section/signature.hpp"
 #include "section/version.hpp"
@@ -36,34 +39,9 @@ constexpr int exit_findings = 1;
 constexpr int exit_usage = 2;
 
 namespace fs = std::filesystem;
-
-struct Options {
-  std::vector<std::string> paths;
-  std::string format = "full";
-  std::vector<std::string> select;
-  std::vector<std::string> ignore;
-  std::vector<std::string> extend_select;
-  bool fix = false;
-  bool unsafe_fixes = false;
-  bool diff = false;
-  std::string color = "auto";
-  std::string stdin_filename;
-  bool statistics = false;
-  bool quiet = false;
-  bool watch = false;
-  bool marked_only = false;
-  bool isolated = false;
-  bool exit_zero = false;
-  bool list_rules = false;
-  std::string explain;
-  std::string inputs;
-  std::string outputs;
-  std::string params;
-  std::string func_name;
-  std::string language = "c++";
-  std::vector<std::string> extra_sections;
-  lint_files::Selection selection;  // --exclude, --extend-exclude, --[no-]respect-gitignore
-};
+using lint_cli::add_options;
+using lint_cli::CommandLine;
+using lint_cli::Options;
 
 void list_rules() {
   for (auto const& rule : section::lint_rules()) {
@@ -351,20 +329,13 @@ void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> co
   }
 }
 
-/// Whether a file has a line that looks like a section marker (`#section`, `# section`, the
-/// legacy `*_CODE_SECTION`, malformed ones too); a file that cannot be read counts, so that
-/// linting it reports why.
+/// Whether a file has a line that looks like a section marker (`section::looks_like_marker`:
+/// malformed ones too); a file that cannot be read counts, so that linting it reports why.
 bool has_marker(std::string const& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return true;
-  for (std::string line; std::getline(in, line);) {
-    auto const hash = line.find_first_not_of(" \t");
-    if (hash == std::string::npos) continue;
-    auto const word =
-        line[hash] == '#' ? line.find_first_not_of(" \t", hash + 1) : std::string::npos;
-    if (word != std::string::npos && line.compare(word, 7, "section") == 0) return true;
-    if (line.find("_CODE_SECTION") != std::string::npos) return true;
-  }
+  for (std::string line; std::getline(in, line);)
+    if (section::looks_like_marker(line)) return true;
   return false;
 }
 
@@ -530,18 +501,23 @@ FixOutcome write_fixes(Options const& o, Linted const& linted) {
   FixOutcome outcome;
   for (section::FileId id = 0; id < linted.sm.size(); ++id) {
     auto const& file = linted.sm.file(id);
-    auto const fixed = apply_fixes(o, file.text(), id, linted.diagnostics, &outcome.applied);
+    std::size_t applied = 0;
+    auto const fixed = apply_fixes(o, file.text(), id, linted.diagnostics, &applied);
     bool const from_stdin =
         std::count(linted.stdin_files.begin(), linted.stdin_files.end(), id) > 0;
     if (fixed == file.text() && !(from_stdin && o.fix && !o.diff)) continue;
-    outcome.changed = outcome.changed || fixed != file.text();
     if (o.diff) {
       std::cout << unified_diff(file.path(), file.text(), fixed);
     } else if (from_stdin) {
       std::cout << fixed;  // ruff's `--fix -`: the fixed text on stdout
-    } else {
-      std::ofstream(file.path(), std::ios::binary | std::ios::trunc) << fixed;
+    } else if (auto const why = lint_replace::replace_if_unchanged(file.path(), file.text(), fixed);
+               !why.empty()) {
+      // Edited meanwhile (or gone): the user's text wins; the next run fixes what is left.
+      std::cerr << "section-lint: " << file.path() << ": not fixed: " << why << '\n';
+      continue;
     }
+    outcome.applied += applied;
+    outcome.changed = outcome.changed || fixed != file.text();
   }
   return outcome;
 }
@@ -635,86 +611,8 @@ int main(int argc, char** argv) {
                "findings, 2 usage or internal error.",
                "section-lint"};
   Options o;
-  app.add_option(
-      "paths", o.paths,
-      "Files and folders to lint (folders: every *.c and *.h below them that is not excluded "
-      "or ignored by git; files named here are always linted); - reads stdin");
-  app.add_option("--output-format", o.format,
-                 "full (default), concise, json, sarif, github, gitlab (Code Quality) or junit")
-      ->check(CLI::IsMember({"full", "concise", "json", "sarif", "github", "gitlab", "junit"}));
-  // One value per occurrence (so paths after it stay paths), comma-separated, repeatable.
-  app.add_option("--select", o.select, "Report only these codes or code prefixes (SL3, SL401)")
-      ->allow_extra_args(false)
-      ->delimiter(',');
-  app.add_option("--ignore", o.ignore, "Do not report these codes or code prefixes")
-      ->allow_extra_args(false)
-      ->delimiter(',');
-  app.add_option(
-         "--extend-select", o.extend_select,
-         "Report these codes or prefixes besides those selected (in settings or by --select)")
-      ->allow_extra_args(false)
-      ->delimiter(',');
-  app.add_flag("--exit-zero", o.exit_zero, "Exit with 0 even when there are findings");
-  app.add_flag("--fix", o.fix, "Apply the fixes marked safe, then report what is left");
-  app.add_flag("--unsafe-fixes", o.unsafe_fixes,
-               "Apply (with --fix or --diff) and count the fixes marked unsafe too: they guess at "
-               "what was meant");
-  app.add_flag("--diff", o.diff,
-               "Print the fixes as a unified diff instead of applying them; "
-               "exit 1 when there are any");
-  app.add_option("--color", o.color,
-                 "auto (a terminal; FORCE_COLOR or CLICOLOR_FORCE force colour, NO_COLOR turns it "
-                 "off), always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}));
-  // File selection, as ruff's options of the same names.
-  std::vector<std::string> exclude;
-  auto* exclude_option =
-      app.add_option("--exclude", exclude,
-                     "Leave out files and folders matching these globs when walking folders "
-                     "(replaces the settings' `exclude` and the default list: .git, venv, build, "
-                     "dist, node_modules, ...)")
-          ->allow_extra_args(false)
-          ->delimiter(',');
-  app.add_option("--extend-exclude", o.selection.extend_exclude,
-                 "Leave out these globs besides those excluded already")
-      ->allow_extra_args(false)
-      ->delimiter(',');
-  bool respect_gitignore = false, no_respect_gitignore = false;
-  app.add_flag("--respect-gitignore", respect_gitignore,
-               "Leave out files ignored by git (.gitignore, .git/info/exclude): the default");
-  app.add_flag("--no-respect-gitignore", no_respect_gitignore,
-               "Lint files that git ignores too (files named on the command line always are)");
-  app.add_option("--stdin-filename", o.stdin_filename,
-                 "The name of the file read from `-` (for messages and settings)");
-  app.add_flag("--statistics", o.statistics, "Print the number of findings per rule instead");
-  app.add_flag("-q,--quiet", o.quiet, "Print the findings and nothing else");
-  app.add_flag("--marked-only", o.marked_only,
-               "Skip files without a section marker (plain C files), as the pre-commit hook does");
-  app.add_flag("--watch", o.watch,
-               "Lint again whenever a file (or a settings file) changes, printing the files whose "
-               "findings changed; Ctrl-C stops");
-  app.add_flag("--isolated", o.isolated,
-               "Ignore settings files (.section-lint.toml, section-lint.toml, "
-               "[tool.section-lint] in pyproject.toml)");
-  app.add_option("--explain", o.explain,
-                 "Print the documentation of a code (SL, SE, compile-error...) and exit");
-  app.add_flag("--list-rules", o.list_rules, "List every rule and exit");
-  app.add_option("--inputs", o.inputs, "The op's input types, e.g. float64[:],float64[:]");
-  app.add_option("--outputs", o.outputs, "The op's output types, e.g. float64[:]");
-  app.add_option("--params", o.params, "The op's params fields, e.g. k:int64");
-  app.add_option("--func-name", o.func_name, "The op's main function, e.g. APPLY_SPECIFIC(f)");
-  app.add_option("--language", o.language,
-                 "What the files are written in: c++ (the default) or c (an op declared "
-                 "`language = \"c\"`; reports C++-only constructs, SL208, and struct sections, "
-                 "SL209)")
-      ->check(CLI::IsMember({"c++", "c"}));
-  app.add_option("--extra-sections", o.extra_sections,
-                 "Section tags an op's base class adds to the nine, e.g. kernels (comma-separated, "
-                 "or the option repeated)")
-      ->allow_extra_args(false)
-      ->delimiter(',');
-  auto* server = app.add_subcommand("server", "Run as a language server (LSP) over stdio")
-                     ->fallthrough();  // the options above still apply (settings, --isolated...)
+  CommandLine line;
+  add_options(app, o, line);
   app.set_version_flag("--version", std::string("section-lint ") + section::version);
   try {
     app.parse(argc, argv);
@@ -722,11 +620,11 @@ int main(int argc, char** argv) {
     // CLI11's own exit codes run from 100 up; the linter promises 0 (help, version) or 2.
     return app.exit(e) == 0 ? exit_clean : exit_usage;
   }
-  if (exclude_option->count()) o.selection.exclude = exclude;
-  if (respect_gitignore || no_respect_gitignore)
-    o.selection.respect_gitignore = !no_respect_gitignore;
+  if (line.exclude_option->count()) o.selection.exclude = line.exclude;
+  if (line.respect_gitignore || line.no_respect_gitignore)
+    o.selection.respect_gitignore = !line.no_respect_gitignore;
   try {
-    if (*server) return server_mode(o, app);
+    if (*line.server) return server_mode(o, app);
     return run(o, app);
   } catch (std::exception const& e) {
     std::cerr << "section-lint: internal error: " << e.what() << '\n';

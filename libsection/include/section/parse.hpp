@@ -23,6 +23,21 @@ inline constexpr std::array<std::string_view, 9> section_tags = {
 /// `CGpuKernelBase` adds `kernels`).
 bool is_section_tag(std::string_view tag, std::vector<std::string> const& extra_tags = {});
 
+/// The sections whose text is declarations at file scope: `support_code`, `support_code_apply`.
+bool is_file_scope_tag(std::string_view tag);
+
+/// The sections that are members, initialisation and cleanup of the op's instance struct
+/// (`support_code_struct`, `init_code_struct`, `cleanup_code_struct`).
+bool is_struct_tag(std::string_view tag);
+
+/// The sections that may declare the op's main function (`func_name`): the file-scope ones and
+/// `support_code_struct`, whose members `run()` belongs with.
+bool may_declare_main_function(std::string_view tag);
+
+/// Whether `line` looks like a section marker, well formed or not (the parser reports a near
+/// miss): after blanks, `#`, blanks and `section` in any case; or a legacy `*_CODE_SECTION` line.
+bool looks_like_marker(std::string_view line);
+
 /// The closest known tag to a misspelled one, if any is close enough to suggest.
 std::optional<std::string_view> suggest_tag(std::string_view tag);
 

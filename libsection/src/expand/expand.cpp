@@ -10,6 +10,7 @@
 #include "expand/methods.hpp"
 #include "parse/c_language.hpp"
 #include "parse/checks.hpp"
+#include "section/chars.hpp"
 #include "section/codes.hpp"
 #include "section/names.hpp"
 
@@ -272,9 +273,7 @@ std::optional<std::string> called_main_function(std::string_view line) {
   // A name (`f`, `ns::f`), then its arguments; or a macro call `APPLY_SPECIFIC(f)`, then them.
   auto const name_end = [&](std::size_t from) {
     std::size_t i = from;
-    while (i < line.size() &&
-           (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_' || line[i] == ':'))
-      ++i;
+    while (i < line.size() && (is_identifier_char(line[i]) || line[i] == ':')) ++i;
     return i;
   };
   std::size_t const name = name_end(0);

@@ -1,7 +1,6 @@
 // section-lint SL6xx: checks that need the op's signature
 // (--inputs/--outputs/--params/--func-name).
 #include <algorithm>
-#include <cctype>
 
 #include "lint/checks.hpp"
 #include "parse/checks.hpp"
@@ -117,18 +116,6 @@ std::span<LintRule const* const> signature_rules() {
 
 namespace {
 
-std::string without_blanks(std::string_view s) {
-  std::string out;
-  for (char c : s)
-    if (!std::isspace(static_cast<unsigned char>(c))) out += c;
-  return out;
-}
-
-bool may_declare_main_function(std::string_view tag) {
-  // support_code_struct counts: `run()` is a member of the struct those members belong to.
-  return tag == "support_code" || tag == "support_code_apply" || tag == "support_code_struct";
-}
-
 void check_arity(std::string_view name, GeneratedMacro const& m, OpDescription const& op,
                  SourceRange range, std::vector<Diagnostic>& out) {
   auto const count = arity(m.is_input ? op.inputs : op.outputs);
@@ -154,7 +141,7 @@ void check_io_arity(FileView const& file, OpDescription const& op, std::vector<D
 void check_signature(std::span<FileView const> files, OpDescription const& op,
                      std::vector<Diagnostic>& out) {
   if (!op.func_name) return;
-  std::string const func_name = without_blanks(*op.func_name);
+  std::string const func_name = c_scan::main_function_name(*op.func_name);
   auto const inputs = arity(op.inputs), outputs = arity(op.outputs);
   std::optional<std::size_t> expected;
   if (inputs && outputs) expected = *inputs + *outputs + (op.has_params ? 1 : 0);
@@ -166,10 +153,7 @@ void check_signature(std::span<FileView const> files, OpDescription const& op,
         out.push_back(detail::code_section_conflict(block.block.marker, *op.func_name));
       }
       if (!may_declare_main_function(block.block.tag)) continue;
-      for (auto const& decl : file_scope_declarations(file.text, block.body.tokens)) {
-        bool const is_function = decl.kind == Declaration::Kind::function_definition ||
-                                 decl.kind == Declaration::Kind::function_declaration;
-        if (!is_function || decl.name != func_name) continue;
+      for (auto const& decl : c_scan::functions_named(file.text, block.body.tokens, func_name)) {
         found = true;
         if (!expected || !decl.parameter_count || *decl.parameter_count == *expected) continue;
         std::string message = "`" + decl.name + "` takes " + std::to_string(*decl.parameter_count) +

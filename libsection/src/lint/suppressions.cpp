@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "lint/checks.hpp"
+#include "section/chars.hpp"
 
 namespace section::lint_detail {
 namespace {
@@ -121,10 +122,7 @@ struct Suppression {
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 bool is_separator(char c) { return is_blank(c) || c == ','; }
-bool is_code_char(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-';
-}
+bool is_code_char(char c) { return is_identifier_char(c) || c == '-'; }
 
 /// The language a `section-lint: language[c]` (or `[c++]`) comment declares, if `comment` is
 /// one.

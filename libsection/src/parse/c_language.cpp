@@ -93,10 +93,6 @@ the default), where the struct sections work as in PyTensor.
 using c_scan::Token;
 using c_scan::TokenKind;
 
-bool is_struct_tag(std::string_view tag) {
-  return tag == "support_code_struct" || tag == "init_code_struct" || tag == "cleanup_code_struct";
-}
-
 class Scanner {
  public:
   Scanner(SourceManager const& sm, Block const& block, std::vector<Diagnostic>& out)
@@ -143,9 +139,16 @@ class Scanner {
     out_.push_back(make_diagnostic(cxx_in_c_file, message, {file_, t.begin, t.end}));
   }
 
+  /// A C++ word where it is the C++ construct (`used` says, from the tokens around it), and
+  /// what to write in C instead.
+  struct CxxWord {
+    std::string_view word;
+    bool (*used)(Scanner const& s, std::size_t i);
+    char const* message;
+  };
+
   void check_token(std::size_t i) {
     std::string_view const word = text(i);
-    std::string_view const next = text(i + 1);
     if (word == "::") {
       report(i, "`::` (scope resolution) is C++: C has one scope for names; drop the qualifier "
                 "(for `std::` functions, use the C library's: `<math.h>`, `<string.h>`, "
@@ -153,37 +156,61 @@ class Scanner {
       return;
     }
     if (!identifier(i)) return;
-    auto const cast = std::array<std::string_view, 4>{"static_cast", "dynamic_cast", "const_cast",
-                                                      "reinterpret_cast"};
-    if (std::find(cast.begin(), cast.end(), word) != cast.end() && next == "<") {
-      report(i, "`" + std::string(word) + "` is C++: write a C cast, `(type)value`");
-    } else if (word == "nullptr" && starts_expression(i)) {
-      report(i, "`nullptr` is C++ (and C23): write `NULL`");
-    } else if (word == "template" && next == "<") {
-      report(i, "`template` is C++: write one function per type, or a macro that makes them");
-    } else if (word == "namespace" && (identifier(i + 1) || next == "{") && starts_expression(i)) {
-      report(i, "`namespace` is C++: drop it, and give the names a prefix of their own "
-                "(`myop_`) or make them `static`");
-    } else if (word == "class" && identifier(i + 1) && starts_expression(i)) {
-      report(i, "`class` is C++: write a `struct`, and its methods as functions taking a "
-                "pointer to it");
-    } else if (word == "typename" && identifier(i + 1) && starts_expression(i)) {
-      report(i, "`typename` is C++: C has no templates; name the type itself");
-    } else if (word == "new" && identifier(i + 1) && starts_expression(i)) {
-      report(i, "`new` is C++: allocate with `malloc` (or `PyMem_Malloc`) and check for NULL");
-    } else if (word == "delete" && (identifier(i + 1) || next == "[") && starts_expression(i)) {
-      report(i, "`delete` is C++: release with `free` (or `PyMem_Free`, for `PyMem_Malloc`)");
-    } else if (word == "try" && next == "{") {
-      report(i, "`try` is C++: C has no exceptions; check each call's result and `FAIL` (or "
-                "return an error code) with a Python exception set");
-    } else if (word == "catch" && next == "(" && i > 0 && text(i - 1) == "}") {
-      report(i, "`catch` is C++: C has no exceptions; check each call's result instead");
-    } else if (word == "throw" && (identifier(i + 1) || literal(i + 1) || next == ";") &&
-               starts_expression(i)) {
-      report(i, "`throw` is C++: set a Python exception (`PyErr_SetString`) and `FAIL`, or "
-                "return an error code");
-    } else if (word == "extern" && literal(i + 1) && next.starts_with("\"C")) {
-      report(i, "`extern \"C\"` is C++: a C file's names have C linkage already; drop it");
+    auto const cast = [](Scanner const& s, std::size_t at) { return s.text(at + 1) == "<"; };
+    auto const named = [](Scanner const& s, std::size_t at) {
+      return s.identifier(at + 1) && s.starts_expression(at);
+    };
+    static constexpr CxxWord words[] = {
+        {"static_cast", cast, "`static_cast` is C++: write a C cast, `(type)value`"},
+        {"dynamic_cast", cast, "`dynamic_cast` is C++: write a C cast, `(type)value`"},
+        {"const_cast", cast, "`const_cast` is C++: write a C cast, `(type)value`"},
+        {"reinterpret_cast", cast, "`reinterpret_cast` is C++: write a C cast, `(type)value`"},
+        {"nullptr", [](Scanner const& s, std::size_t at) { return s.starts_expression(at); },
+         "`nullptr` is C++ (and C23): write `NULL`"},
+        {"template", cast,
+         "`template` is C++: write one function per type, or a macro that makes them"},
+        {"namespace",
+         [](Scanner const& s, std::size_t at) {
+           return (s.identifier(at + 1) || s.text(at + 1) == "{") && s.starts_expression(at);
+         },
+         "`namespace` is C++: drop it, and give the names a prefix of their own (`myop_`) or "
+         "make them `static`"},
+        {"class", named,
+         "`class` is C++: write a `struct`, and its methods as functions taking a pointer to it"},
+        {"typename", named, "`typename` is C++: C has no templates; name the type itself"},
+        {"new", named,
+         "`new` is C++: allocate with `malloc` (or `PyMem_Malloc`) and check for NULL"},
+        {"delete",
+         [](Scanner const& s, std::size_t at) {
+           return (s.identifier(at + 1) || s.text(at + 1) == "[") && s.starts_expression(at);
+         },
+         "`delete` is C++: release with `free` (or `PyMem_Free`, for `PyMem_Malloc`)"},
+        {"try", [](Scanner const& s, std::size_t at) { return s.text(at + 1) == "{"; },
+         "`try` is C++: C has no exceptions; check each call's result and `FAIL` (or return an "
+         "error code) with a Python exception set"},
+        {"catch",
+         [](Scanner const& s, std::size_t at) {
+           return s.text(at + 1) == "(" && at > 0 && s.text(at - 1) == "}";
+         },
+         "`catch` is C++: C has no exceptions; check each call's result instead"},
+        {"throw",
+         [](Scanner const& s, std::size_t at) {
+           return (s.identifier(at + 1) || s.literal(at + 1) || s.text(at + 1) == ";") &&
+                  s.starts_expression(at);
+         },
+         "`throw` is C++: set a Python exception (`PyErr_SetString`) and `FAIL`, or return an "
+         "error code"},
+        {"extern",
+         [](Scanner const& s, std::size_t at) {
+           return s.literal(at + 1) && s.text(at + 1).starts_with("\"C");
+         },
+         "`extern \"C\"` is C++: a C file's names have C linkage already; drop it"},
+    };
+    for (auto const& w : words) {
+      if (w.word == word && w.used(*this, i)) {
+        report(i, w.message);
+        return;
+      }
     }
   }
 
@@ -225,7 +252,7 @@ void check_c_language(SourceManager const& sm, std::span<Block const> blocks,
     if (!is_section_tag(block.tag) || !block.body.valid()) continue;
     Scanner scan(sm, block, out);
     if (!is_struct_tag(block.tag)) {
-      scan.check(block.tag == "support_code" || block.tag == "support_code_apply");
+      scan.check(is_file_scope_tag(block.tag));
     } else if (!scan.blank()) {
       out.push_back(make_diagnostic(
           struct_section_in_c_file,

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <string>
 
+#include "section/chars.hpp"
+
 namespace section::c_scan {
 namespace {
 
 bool is_identifier_start(unsigned char c) {
-  // Bytes of UTF-8 sequences count as identifier characters, as in C++'s extended identifiers.
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' || c >= 0x80;
+  // GCC's `$`, and the bytes of UTF-8 sequences, as in C++'s extended identifiers.
+  return section::is_identifier_start(static_cast<char>(c)) || c == '$' || c >= 0x80;
 }
 
 bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 namespace section::c_scan {
 namespace {
@@ -317,6 +318,24 @@ std::vector<std::uint32_t> match_brackets(std::string_view text, std::span<Token
 std::vector<Declaration> file_scope_declarations(std::string_view text,
                                                  std::span<Token const> tokens) {
   return Reader(text, tokens).run();
+}
+
+std::string main_function_name(std::string_view func_name) {
+  std::string out;
+  for (char c : func_name)
+    if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+  return out;
+}
+
+std::vector<Declaration> functions_named(std::string_view text, std::span<Token const> tokens,
+                                         std::string_view name) {
+  std::vector<Declaration> out;
+  for (auto& decl : file_scope_declarations(text, tokens))
+    if ((decl.kind == Declaration::Kind::function_definition ||
+         decl.kind == Declaration::Kind::function_declaration) &&
+        decl.name == name)
+      out.push_back(std::move(decl));
+  return out;
 }
 
 }  // namespace section::c_scan

@@ -31,6 +31,15 @@ struct Declaration {
 std::vector<Declaration> file_scope_declarations(std::string_view text,
                                                  std::span<Token const> tokens);
 
+/// The op's main function as its declarations name it: `func_name` without blanks
+/// (`APPLY_SPECIFIC( f )` declares `APPLY_SPECIFIC(f)`).
+std::string main_function_name(std::string_view func_name);
+
+/// The file-scope declarations and definitions of the function `name` (`main_function_name`)
+/// among `tokens` of `text`, in order.
+std::vector<Declaration> functions_named(std::string_view text, std::span<Token const> tokens,
+                                         std::string_view name);
+
 /// For each token index: the index of its matching bracket (`()`, `[]`, `{}`), or
 /// `tokens.size()` for an unmatched opener; non-brackets map to themselves.
 std::vector<std::uint32_t> match_brackets(std::string_view text, std::span<Token const> tokens);

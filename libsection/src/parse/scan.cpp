@@ -9,15 +9,22 @@
 
 #include "base/text.hpp"
 #include "parse/x3/marker_grammar.hpp"
+#include "section/chars.hpp"
 
 namespace section::detail {
 namespace {
 
-bool is_tag_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
+bool is_tag_char(char c) { return is_identifier_char(c); }
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/// What follows a marker-looking line's `#`: blanks, then `section` in any case (a marker, or a
+/// near miss the checks report).
+bool names_section(std::string_view after_hash) {
+  std::size_t j = 0;
+  while (j < after_hash.size() && is_blank(after_hash[j])) ++j;
+  return after_hash.size() - j >= 7 && strncasecmp(after_hash.data() + j, "section", 7) == 0;
+}
 
 std::string_view view(parser::ast::text const& t) {
   return {t.begin(), static_cast<std::size_t>(t.end() - t.begin())};
@@ -170,9 +177,7 @@ class FileScanner {
     char const c = text_[i];
     std::string_view const line(text_.data() + begin, end - begin);
     if (c == '#') {
-      std::size_t j = i + 1;
-      while (j < end && is_blank(text_[j])) ++j;
-      if (end - j < 7 || strncasecmp(text_.data() + j, "section", 7) != 0) return;
+      if (!names_section(std::string_view(text_).substr(i + 1, end - i - 1))) return;
       if (auto m = parser::parse_section_marker(line)) on_section_marker(*m, begin, end, line_no);
     } else if (c == 'T' || c == 'A' || c == 'P') {
       if (auto m = parser::parse_legacy_marker(line)) on_legacy_marker(*m, begin, end, line_no);
@@ -227,3 +232,14 @@ class FileScanner {
 ScannedFile scan_file(SourceManager const& sm, FileId file) { return FileScanner(sm, file).run(); }
 
 }  // namespace section::detail
+
+namespace section {
+
+bool looks_like_marker(std::string_view line) {
+  std::size_t const i = line.find_first_not_of(" \t");
+  if (i != std::string_view::npos && line[i] == '#' && detail::names_section(line.substr(i + 1)))
+    return true;
+  return line.find("_CODE_SECTION") != std::string_view::npos;
+}
+
+}  // namespace section

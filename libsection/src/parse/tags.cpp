@@ -1,4 +1,4 @@
-// The section tags: which are known, and the closest known one to a misspelled tag.
+// The section tags: which are known, their classes, and the closest known one to a misspelled tag.
 #include <algorithm>
 #include <cctype>
 #include <vector>
@@ -11,6 +11,18 @@ namespace section {
 bool is_section_tag(std::string_view tag, std::vector<std::string> const& extra_tags) {
   return std::find(section_tags.begin(), section_tags.end(), tag) != section_tags.end() ||
          std::find(extra_tags.begin(), extra_tags.end(), tag) != extra_tags.end();
+}
+
+bool is_file_scope_tag(std::string_view tag) {
+  return tag == "support_code" || tag == "support_code_apply";
+}
+
+bool is_struct_tag(std::string_view tag) {
+  return tag == "support_code_struct" || tag == "init_code_struct" || tag == "cleanup_code_struct";
+}
+
+bool may_declare_main_function(std::string_view tag) {
+  return is_file_scope_tag(tag) || tag == "support_code_struct";
 }
 
 std::optional<std::string_view> suggest_tag(std::string_view tag) {

@@ -1,7 +1,7 @@
 // Private directories and file handles: the cache's directories, each checked (owned by the
 // current user, writable by nobody else) and held open, and every file inside reached through
 // them with openat(…, O_NOFOLLOW).
-#include "section/private_dir.hpp"
+#include "section/linker/cache/private_dir.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "linker/files.hpp"
-#include "linker/private_dir_detail.hpp"
-#include "section/module.hpp"
+#include "linker/cache/files.hpp"
+#include "linker/cache/private_dir_detail.hpp"
+#include "section/linker/cache/error.hpp"
 
 namespace section {
 namespace fs = std::filesystem;
@@ -72,7 +72,7 @@ std::string untrusted_because(fs::path const& path, struct stat const& st) {
 }
 
 [[noreturn]] void refuse(fs::path const& path, std::string const& why) {
-  throw LinkError("refusing to use the cache directory " + path.string() + ": " + why);
+  throw CacheError("refusing to use the cache directory " + path.string() + ": " + why);
 }
 
 void remove_at(int parent, std::string const& name) {
@@ -110,8 +110,8 @@ void make_dirs(fs::path const& path) {
   for (auto const& part : path) {
     partial /= part;
     if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-      throw LinkError("cannot create the cache directory " + partial.string() + ": " +
-                      std::strerror(errno));
+      throw CacheError("cannot create the cache directory " + partial.string() + ": " +
+                       std::strerror(errno));
   }
 }
 
@@ -120,16 +120,16 @@ void make_dirs(fs::path const& path) {
 // ---- verified directories ------------------------------------------------------------------
 
 PrivateDir PrivateDir::open(fs::path const& path, bool create) {
-  if (path.empty()) throw LinkError("the cache directory is an empty path");
+  if (path.empty()) throw CacheError("the cache directory is an empty path");
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno != ENOENT || !create)
-      throw LinkError("cannot use the cache directory " + path.string() + ": " +
-                      std::strerror(errno));
+      throw CacheError("cannot use the cache directory " + path.string() + ": " +
+                       std::strerror(errno));
     make_dirs(path);
     if (::lstat(path.c_str(), &st) != 0)
-      throw LinkError("cannot use the cache directory " + path.string() + ": " +
-                      std::strerror(errno));
+      throw CacheError("cannot use the cache directory " + path.string() + ": " +
+                       std::strerror(errno));
   }
   int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   if (S_ISLNK(st.st_mode)) {
@@ -142,13 +142,13 @@ PrivateDir PrivateDir::open(fs::path const& path, bool create) {
   }
   int const fd = ::open(path.c_str(), flags);
   if (fd < 0)
-    throw LinkError(
+    throw CacheError(
         "cannot use the cache directory " + path.string() + ": " +
         (errno == ENOTDIR ? std::string("it is not a directory") : std::strerror(errno)));
   PrivateDir dir(FileHandle(fd), path);
   if (::fstat(fd, &st) != 0)
-    throw LinkError("cannot use the cache directory " + path.string() + ": " +
-                    std::strerror(errno));
+    throw CacheError("cannot use the cache directory " + path.string() + ": " +
+                     std::strerror(errno));
   if (auto why = untrusted_because(path, st); !why.empty()) refuse(path, why);
   return dir;
 }
@@ -156,8 +156,8 @@ PrivateDir PrivateDir::open(fs::path const& path, bool create) {
 PrivateDir PrivateDir::sub(std::string const& name) const {
   fs::path const path = path_ / name;
   if (::mkdirat(fd(), name.c_str(), 0700) != 0 && errno != EEXIST)
-    throw LinkError("cannot create the cache directory " + path.string() + ": " +
-                    std::strerror(errno));
+    throw CacheError("cannot create the cache directory " + path.string() + ": " +
+                     std::strerror(errno));
   int const sub_fd = open_dir_at(fd(), name);
   if (sub_fd < 0) {
     int const err = errno;
@@ -166,14 +166,14 @@ PrivateDir PrivateDir::sub(std::string const& name) const {
       refuse(path, "it is a symbolic link, and every directory in the cache must be a real one. "
                    "Remove it (`rm " +
                        path.string() + "`)");
-    throw LinkError("cannot use the cache directory " + path.string() + ": " +
-                    (err == ENOTDIR ? std::string("it is not a directory") : std::strerror(err)));
+    throw CacheError("cannot use the cache directory " + path.string() + ": " +
+                     (err == ENOTDIR ? std::string("it is not a directory") : std::strerror(err)));
   }
   PrivateDir dir(FileHandle(sub_fd), path);
   struct stat st {};
   if (::fstat(sub_fd, &st) != 0)
-    throw LinkError("cannot use the cache directory " + path.string() + ": " +
-                    std::strerror(errno));
+    throw CacheError("cannot use the cache directory " + path.string() + ": " +
+                     std::strerror(errno));
   if (auto why = untrusted_because(path, st); !why.empty()) refuse(path, why);
   return dir;
 }
@@ -201,7 +201,7 @@ void PrivateDir::write(std::string const& name, std::string const& data) const {
   int const f =
       ::openat(fd(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (f < 0)
-    throw LinkError("cannot write " + (path_ / name).string() + ": " + std::strerror(errno));
+    throw CacheError("cannot write " + (path_ / name).string() + ": " + std::strerror(errno));
   int err = 0;
   for (std::size_t done = 0; done < data.size() && !err;) {
     ssize_t const n = ::write(f, data.data() + done, data.size() - done);
@@ -213,7 +213,7 @@ void PrivateDir::write(std::string const& name, std::string const& data) const {
   if (!err && ::renameat(fd(), tmp.c_str(), fd(), name.c_str()) != 0) err = errno;
   if (err) {
     ::unlinkat(fd(), tmp.c_str(), 0);
-    throw LinkError("cannot write " + (path_ / name).string() + ": " + std::strerror(err));
+    throw CacheError("cannot write " + (path_ / name).string() + ": " + std::strerror(err));
   }
 }
 

@@ -8,7 +8,7 @@
 //   state/             what is remembered across processes (the compiler's identity)
 // Every file inside is opened with openat(…, O_NOFOLLOW) from these verified directories
 // (private_dir.cpp); the locks are file_lock.cpp's.
-#include "section/cache.hpp"
+#include "section/linker/cache/cache.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -22,10 +22,10 @@
 #include <cstring>
 
 #include "base/hash.hpp"
-#include "linker/files.hpp"
-#include "linker/private_dir_detail.hpp"
+#include "linker/cache/files.hpp"
+#include "linker/cache/private_dir_detail.hpp"
+#include "section/linker/cache/error.hpp"
 #include "section/log.hpp"
-#include "section/module.hpp"
 
 namespace section {
 namespace fs = std::filesystem;
@@ -59,10 +59,10 @@ int open_entry_file(int dir, std::string const& name, fs::path const& shown, str
   }
   if (st.st_uid != ::geteuid()) {
     ::close(fd);
-    throw LinkError("refusing to use " + shown.string() + ": it is owned by " +
-                    uid_text(st.st_uid) + ", not by the current user (" + uid_text(::geteuid()) +
-                    "); remove it as that user, or set LIBSECTION_CACHE_DIR to a directory of "
-                    "your own");
+    throw CacheError("refusing to use " + shown.string() + ": it is owned by " +
+                     uid_text(st.st_uid) + ", not by the current user (" + uid_text(::geteuid()) +
+                     "); remove it as that user, or set LIBSECTION_CACHE_DIR to a directory of "
+                     "your own");
   }
   if (writable_by_others(st)) {
     ::close(fd);
@@ -105,38 +105,32 @@ bool valid_key(std::string const& key) {
   });
 }
 
+/// Every `LIBSECTION_*` setting, a bad one as a `CacheError` naming it. The cache reads them
+/// all before it creates anything, so a typo fails before any side effect.
+Settings cache_settings() { return read_settings_as<CacheError>(); }
+
 }  // namespace
 
-// ---- settings ------------------------------------------------------------------------------
-
-Settings linker_settings() {
-  try {
-    return read_settings();
-  } catch (SettingsError const& e) {
-    throw LinkError(e.what());
-  }
-}
-
 fs::path ModuleCache::default_root() {
-  if (auto dir = linker_settings().cache_dir) return *dir;
+  if (auto dir = cache_settings().cache_dir) return *dir;
   if (char const* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
     return fs::path(xdg) / "libsection";
   if (char const* home = std::getenv("HOME"); home && *home)
     return fs::path(home) / ".cache" / "libsection";
-  throw LinkError("no cache directory: set LIBSECTION_CACHE_DIR or HOME");
+  throw CacheError("no cache directory: set LIBSECTION_CACHE_DIR or HOME");
 }
 
 std::uintmax_t ModuleCache::parse_size(std::string const& text, std::string const& what) {
   try {
     return section::parse_size(text, what);
   } catch (SettingsError const& e) {
-    throw LinkError(e.what());
+    throw CacheError(e.what());
   }
 }
 
-std::uintmax_t ModuleCache::default_max_bytes() { return linker_settings().cache_max_bytes; }
+std::uintmax_t ModuleCache::default_max_bytes() { return cache_settings().cache_max_bytes; }
 
-double ModuleCache::default_lock_timeout() { return linker_settings().lock_timeout; }
+double ModuleCache::default_lock_timeout() { return cache_settings().lock_timeout; }
 
 // ---- the cache -----------------------------------------------------------------------------
 
@@ -150,7 +144,7 @@ ModuleCache::ModuleCache(fs::path const& root) : ModuleCache(root, true) {}
 
 ModuleCache::ModuleCache(fs::path const& root, bool create) {
   // The settings are read first, all at once: a typo fails before anything is created or built.
-  Settings const settings = linker_settings();
+  Settings const settings = cache_settings();
   max_bytes_ = settings.cache_max_bytes;
   lock_timeout_ = settings.lock_timeout;
   root_ = PrivateDir::open(root, create);
@@ -176,7 +170,8 @@ FileLock ModuleCache::lock(std::string const& name, FileLock::Mode mode,
 WorkDir ModuleCache::make_work_dir(std::string const& stem) const {
   std::string const name = unique_name(stem);
   if (::mkdirat(tmp_.fd(), name.c_str(), 0700) != 0)
-    throw LinkError("cannot create " + (tmp_.path() / name).string() + ": " + std::strerror(errno));
+    throw CacheError("cannot create " + (tmp_.path() / name).string() + ": " +
+                     std::strerror(errno));
   PrivateDir dir = tmp_.sub(name);
   FileLock in_use(dir, in_use_file, FileLock::Mode::exclusive, 0);
   return WorkDir{std::move(dir), name, std::move(in_use)};
@@ -191,7 +186,7 @@ void ModuleCache::publish(WorkDir& work, PrivateDir const& into, std::string con
       remove_entry(into, name);
       continue;
     }
-    throw LinkError("cannot publish " + (into.path() / name).string() + ": " + std::strerror(err));
+    throw CacheError("cannot publish " + (into.path() / name).string() + ": " + std::strerror(err));
   }
 }
 
@@ -274,7 +269,7 @@ ModuleCache::Verified ModuleCache::verified(std::string const& key) {
 }
 
 std::optional<CacheEntry> ModuleCache::find(std::string const& key) {
-  if (!valid_key(key)) throw LinkError("invalid cache key `" + key + "`");
+  if (!valid_key(key)) throw CacheError("invalid cache key `" + key + "`");
   auto found = verified(key);
   // Another format is a miss, never loaded: `get_or_build` replaces it under the key's lock.
   if (found.entry || found.problem.empty() || found.other_format) return std::move(found.entry);
@@ -312,11 +307,11 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
     int const library_fd = open_entry_file(work.dir.fd(), entry_file::library,
                                            work.dir.path() / entry_file::library, st, problem);
     if (library_fd < 0)
-      throw LinkError("the build of cache entry " + key + " produced no usable " +
-                      entry_file::library + ": " + problem);
+      throw CacheError("the build of cache entry " + key + " produced no usable " +
+                       entry_file::library + ": " + problem);
     FileHandle library(library_fd);
     auto const bytes = read_fd(library_fd, static_cast<std::size_t>(st.st_size));
-    if (!bytes) throw LinkError("cannot read " + (work.dir.path() / entry_file::library).string());
+    if (!bytes) throw CacheError("cannot read " + (work.dir.path() / entry_file::library).string());
     manifest.format = manifest_format;  // the format this code writes, whatever the builder said
     manifest.key = key;
     if (manifest.library_key.empty()) manifest.library_key = key;
@@ -332,8 +327,8 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
   if (built) *built = true;
   auto found = verified(key);
   if (!found.entry)
-    throw LinkError("cache entry " + (entries_.path() / key).string() +
-                    " failed verification right after publishing: " + found.problem);
+    throw CacheError("cache entry " + (entries_.path() / key).string() +
+                     " failed verification right after publishing: " + found.problem);
   if (collect) gc(max_bytes_);
   return std::move(*found.entry);
 }

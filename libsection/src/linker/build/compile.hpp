@@ -7,11 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "section/cache.hpp"
+#include "linker/build/flags.hpp"
 #include "section/diagnostic.hpp"
-#include "section/linker.hpp"
-#include "section/manifest.hpp"
-#include "section/module.hpp"
+#include "section/linker/build/build.hpp"
+#include "section/linker/cache/cache.hpp"
+#include "section/linker/cache/manifest.hpp"
+#include "section/linker/generate/module.hpp"
 #include "section/source.hpp"
 
 namespace section {
@@ -42,6 +43,14 @@ struct Toolchain {
 /// For C (modules of ops declared C): `CC` (default `cc`, else `gcc`, `clang`), `-std=gnu11`
 /// and `LIBSECTION_CFLAGS` in place of the C++ ones.
 Toolchain find_toolchain(PrivateDir const& state, Language language = Language::cxx);
+
+/// Clang has no precompiled headers of GCC's kind, no -fwhole-program, and links with lld.
+bool is_clang(std::string const& identity);
+
+/// The compiler, its flags, `extra_args` and the Python include directories: what every compile
+/// of the toolchain starts with.
+std::vector<std::string> base_compile(Toolchain const& tc, PythonEnvironment const& python,
+                                      std::vector<std::string> const& extra_args);
 
 /// A precompiled header ready to `-include`, with its lock held so `gc` leaves it alone while
 /// a module compiles with it.
@@ -77,11 +86,6 @@ std::string precompiled_header_key(Toolchain const& tc, PythonEnvironment const&
 std::optional<PrecompiledHeader> precompiled_header(
     Toolchain const& tc, PythonEnvironment const& python, ModuleCache const& cache,
     std::vector<std::string> const& header_args = {});
-
-/// Of a module's compile arguments, those a precompiled header must share (code generation:
-/// `-m*`, `-f*`, `-O*`, `-g*`, `-std=*`) and `no_special_math_flag`, which changes the header's
-/// text; other macros, include and warning flags do not matter.
-std::vector<std::string> header_flags(std::vector<std::string> const& compile_args);
 
 /// The compile (`-c`) and link (`-shared`) commands for `source` → `object` → `library`, in
 /// the module's language (`-x c` or `-x c++`); throws `LinkError` when `tc` is for the other.

@@ -1,5 +1,5 @@
 // Small file helpers for the linker: whole-file reads and names no other process uses.
-#include "linker/files.hpp"
+#include "linker/cache/files.hpp"
 
 #include <unistd.h>
 

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "section/linker/cache/error.hpp"
+
 namespace section {
 
 /// An open file descriptor shared by copies, closed with the last one (-1: none).
@@ -31,7 +33,7 @@ class PrivateDir {
   PrivateDir() = default;
   /// Opens `path`; with `create`, a missing directory (and missing parents) is created with
   /// mode 0700. A symbolic link is followed only when the current user owns it. Throws
-  /// `LinkError` saying why and what to do when the directory is not trustworthy.
+  /// `CacheError` saying why and what to do when the directory is not trustworthy.
   static PrivateDir open(std::filesystem::path const& path, bool create);
   /// A subdirectory, created (0700) when missing; refused like `open`.
   PrivateDir sub(std::string const& name) const;
@@ -44,7 +46,7 @@ class PrivateDir {
 
   /// A regular file's bytes, or nothing when it is missing, a symbolic link or not ours.
   std::optional<std::string> read(std::string const& name) const;
-  /// Writes `name` (mode 0600) through a temporary file and a rename. Throws `LinkError`.
+  /// Writes `name` (mode 0600) through a temporary file and a rename. Throws `CacheError`.
   void write(std::string const& name, std::string const& data) const;
   /// Removes a file or a whole tree, never following a symbolic link. Errors are ignored.
   void remove(std::string const& name) const;

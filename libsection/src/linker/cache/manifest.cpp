@@ -1,5 +1,5 @@
 // The manifest of a cache entry as JSON: the only code that writes or reads it.
-#include "section/manifest.hpp"
+#include "section/linker/cache/manifest.hpp"
 
 #include <limits>
 #include <nlohmann/json.hpp>

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "section/file_lock.hpp"
-#include "section/manifest.hpp"
-#include "section/private_dir.hpp"
+#include "section/linker/cache/file_lock.hpp"
+#include "section/linker/cache/manifest.hpp"
+#include "section/linker/cache/private_dir.hpp"
 #include "section/settings.hpp"
 
 namespace section {
@@ -56,16 +56,12 @@ struct CacheReport {
   std::uintmax_t total_size = 0;  ///< entries and headers
 };
 
-/// Every `LIBSECTION_*` setting (`read_settings`), a bad one as a `LinkError` naming it. The
-/// cache reads them all before it creates anything, so a typo fails before any side effect.
-Settings linker_settings();
-
 class ModuleCache {
  public:
   /// `LIBSECTION_CACHE_DIR`, else `$XDG_CACHE_HOME/libsection`, else `~/.cache/libsection`.
   static std::filesystem::path default_root();
   /// `LIBSECTION_CACHE_MAX_BYTES`: a plain integer with an optional K, M or G suffix (powers
-  /// of 1024), else 1 GiB. Throws `LinkError` naming the variable for anything else.
+  /// of 1024), else 1 GiB. Throws `CacheError` naming the variable for anything else.
   static std::uintmax_t default_max_bytes();
   /// Parses a size as `default_max_bytes` does; `what` names its origin in the error.
   static std::uintmax_t parse_size(std::string const& text, std::string const& what);
@@ -73,7 +69,7 @@ class ModuleCache {
   static double default_lock_timeout();
 
   /// Opens the cache, creating what is missing (mode 0700), and reads the size cap and lock
-  /// timeout from the environment. Throws `LinkError` when a directory is not trustworthy or
+  /// timeout from the environment. Throws `CacheError` when a directory is not trustworthy or
   /// a setting is malformed, before anything is built.
   explicit ModuleCache(std::filesystem::path const& root = default_root());
   /// The cache at `root` if that directory exists; creates nothing when it does not.
@@ -99,7 +95,7 @@ class ModuleCache {
 
   /// A verified entry, or nothing. A corrupt entry (library missing, a symbolic link, wrong
   /// mode, size or hash, bad manifest) is removed under its lock; one whose manifest is in
-  /// another format is a miss, left for `get_or_build` to replace. Throws `LinkError` for an
+  /// another format is a miss, left for `get_or_build` to replace. Throws `CacheError` for an
   /// entry owned by another user.
   std::optional<CacheEntry> find(std::string const& key);
 

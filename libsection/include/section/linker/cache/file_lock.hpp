@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "section/private_dir.hpp"
+#include "section/linker/cache/private_dir.hpp"
 
 namespace section {
 
@@ -14,7 +14,7 @@ namespace section {
 class FileLock {
  public:
   enum class Mode { exclusive, shared };
-  /// Waits up to `timeout_seconds` (0: one try), then throws `LinkError` naming the holder;
+  /// Waits up to `timeout_seconds` (0: one try), then throws `CacheError` naming the holder;
   /// with `give_up_when_busy`, returns without the lock instead (`held()` is false).
   FileLock(PrivateDir const& dir, std::string const& name, Mode mode, double timeout_seconds,
            bool give_up_when_busy = false);

@@ -1,6 +1,6 @@
 // Module generation: storage cells, the instance struct (init/run/cleanup) with nested blocks
 // and `__label_N` cleanup labels, and the exported entry points the loader calls.
-#include "section/module.hpp"
+#include "section/linker/generate/module.hpp"
 
 #include <algorithm>
 #include <map>
@@ -9,177 +9,14 @@
 
 #include "base/hash.hpp"
 #include "base/text.hpp"
-#include "parse/c_tokens.hpp"
+#include "linker/generate/layout.hpp"
+#include "linker/generate/prelude.h.hpp"
 #include "section/names.hpp"
+#include "section/settings.hpp"
 
 namespace section {
 
-// ---- C++17's special math functions --------------------------------------------------------
-
-namespace {
-
-/// The names <cmath> declares only with the special math functions (each also with a suffix
-/// `f` and `l`), the GNU extensions beside them, and the macros that tell whether they are there.
-bool names_special_math(std::string_view name) {
-  static std::set<std::string_view> const names = {
-      "assoc_laguerre", "assoc_legendre", "beta",         "comp_ellint_1", "comp_ellint_2",
-      "comp_ellint_3",  "cyl_bessel_i",   "cyl_bessel_j", "cyl_bessel_k",  "cyl_neumann",
-      "ellint_1",       "ellint_2",       "ellint_3",     "expint",        "hermite",
-      "laguerre",       "legendre",       "riemann_zeta", "sph_bessel",    "sph_legendre",
-      "sph_neumann",    "airy_ai",        "airy_bi",      "conf_hyperg",   "hyperg"};
-  if (name == "__STDCPP_MATH_SPEC_FUNCS__" || name == "__STDCPP_WANT_MATH_SPEC_FUNCS__")
-    return true;
-  if (names.count(name)) return true;
-  return (name.back() == 'f' || name.back() == 'l') && names.count(name.substr(0, name.size() - 1));
-}
-
-/// Whether `#include <header>` is one that cannot use the special math functions: the C and
-/// C++ standard libraries', POSIX's, Python's and NumPy's (already in the prelude).
-bool standard_header(std::string_view header) {
-  static std::set<std::string_view> const names = {
-      // C, and the C headers of POSIX a module may use
-      "assert.h", "complex.h", "ctype.h", "errno.h", "fenv.h", "float.h", "inttypes.h", "iso646.h",
-      "limits.h", "locale.h", "math.h", "setjmp.h", "signal.h", "stdalign.h", "stdarg.h",
-      "stdatomic.h", "stdbool.h", "stddef.h", "stdint.h", "stdio.h", "stdlib.h", "stdnoreturn.h",
-      "string.h", "tgmath.h", "threads.h", "time.h", "uchar.h", "wchar.h", "wctype.h", "unistd.h",
-      "pthread.h", "fcntl.h", "dlfcn.h", "strings.h", "alloca.h", "Python.h", "pyconfig.h",
-      // C++
-      "cassert", "ccomplex", "cctype", "cerrno", "cfenv", "cfloat", "cinttypes", "ciso646",
-      "climits", "clocale", "cmath", "csetjmp", "csignal", "cstdalign", "cstdarg", "cstdbool",
-      "cstddef", "cstdint", "cstdio", "cstdlib", "cstring", "ctgmath", "ctime", "cuchar", "cwchar",
-      "cwctype", "algorithm", "any", "array", "atomic", "barrier", "bit", "bitset", "charconv",
-      "chrono", "codecvt", "compare", "complex", "concepts", "condition_variable", "coroutine",
-      "deque", "exception", "execution", "filesystem", "format", "forward_list", "fstream",
-      "functional", "future", "initializer_list", "iomanip", "ios", "iosfwd", "iostream", "istream",
-      "iterator", "latch", "limits", "list", "locale", "map", "memory", "memory_resource", "mutex",
-      "new", "numbers", "numeric", "optional", "ostream", "queue", "random", "ranges", "ratio",
-      "regex", "scoped_allocator", "semaphore", "set", "shared_mutex", "source_location", "span",
-      "sstream", "stack", "stdexcept", "stop_token", "streambuf", "string", "string_view",
-      "syncstream", "system_error", "thread", "tuple", "type_traits", "typeindex", "typeinfo",
-      "unordered_map", "unordered_set", "utility", "valarray", "variant", "vector", "version"};
-  return names.count(header) || header.rfind("sys/", 0) == 0 || header.rfind("numpy/", 0) == 0;
-}
-
-/// The header `<header>` that what follows an include directive's name names; "?" for
-/// anything else (a "file" of the op's, a macro).
-std::string_view included_header(std::string_view rest) {
-  auto const open = rest.find_first_not_of(" \t");
-  auto const close = rest.find('>');
-  if (open == std::string_view::npos || rest[open] != '<' || close == std::string_view::npos)
-    return "?";
-  return rest.substr(open + 1, close - open - 1);
-}
-
-bool is_include(c_scan::Directive const& d) {
-  return d.name == "include" || d.name == "include_next" || d.name == "import";
-}
-
-/// Where a directive's text past its name starts.
-std::size_t past_name(std::string_view text, c_scan::Directive const& d) {
-  return d.name.empty() ? d.begin + 1
-                        : static_cast<std::size_t>(d.name.data() - text.data()) + d.name.size();
-}
-
-/// Whether `named` holds for an identifier of `body` (`text` tokenized) or of a directive past
-/// its name (a macro's body, a condition), not for one in a comment or a literal, nor in an
-/// include's header name (a `#line`'s path is a literal).
-template <class Named>
-bool names_any(std::string_view text, c_scan::TokenizedBody const& body, Named named) {
-  auto in = [&](c_scan::TokenizedBody const& scanned) {
-    for (auto const& t : scanned.tokens)
-      if (t.kind == c_scan::TokenKind::identifier && named(text.substr(t.begin, t.end - t.begin)))
-        return true;
-    return false;
-  };
-  if (in(body)) return true;
-  for (auto const& d : body.directives)
-    if (!is_include(d) && in(c_scan::tokenize(text, past_name(text, d), d.end))) return true;
-  return false;
-}
-
-/// Whether a flag includes a file: code the module's checks cannot read.
-bool includes_a_file(std::vector<std::string> const& compile_args) {
-  return std::any_of(compile_args.begin(), compile_args.end(), [](std::string const& a) {
-    return a.rfind("-include", 0) == 0 || a.rfind("-imacros", 0) == 0;
-  });
-}
-
-}  // namespace
-
-bool may_use_special_math(std::string_view text, std::vector<std::string> const& compile_args) {
-  if (includes_a_file(compile_args)) return true;
-  if (text.size() > c_scan::max_tokenized_bytes) return true;
-  auto const body = c_scan::tokenize(text, 0, text.size());
-  // A header outside the standard ones may call one.
-  for (auto const& d : body.directives) {
-    std::size_t const after_name = past_name(text, d);
-    if (is_include(d) &&
-        !standard_header(included_header(text.substr(after_name, d.end - after_name))))
-      return true;
-  }
-  // Names in comments and literals call nothing: an input labelled "beta" in a message, or a
-  // comment, leaves the module lean.
-  return names_any(text, body, names_special_math);
-}
-
-bool whole_program_text(std::string_view text) {
-  if (text.size() > c_scan::max_tokenized_bytes) return false;
-  return !names_any(text, c_scan::tokenize(text, 0, text.size()), [](std::string_view name) {
-    return name == "asm" || name == "__asm" || name == "__asm__" || name == "visibility" ||
-           name == "__visibility__" || name == "externally_visible";
-  });
-}
-
-// ---- graph ---------------------------------------------------------------------------------
-
-std::size_t Graph::add_variable(CTypePtr type, Role role, std::string label) {
-  if (!type) throw std::invalid_argument("a graph variable needs a type");
-  variables_.push_back({std::move(type), role, std::move(label)});
-  return variables_.size() - 1;
-}
-
-std::size_t Graph::add_input(CTypePtr type, std::string label) {
-  if (!label.empty()) check_display_name(label, "input label");  // shown in C string literals
-  auto const v = add_variable(std::move(type), Role::input, std::move(label));
-  inputs_.push_back(v);
-  return v;
-}
-
-std::size_t Graph::add_constant(CTypePtr type, std::string label) {
-  if (!label.empty()) check_display_name(label, "constant label");
-  auto const v = add_variable(std::move(type), Role::constant, std::move(label));
-  constants_.push_back(v);
-  return v;
-}
-
-std::vector<std::size_t> Graph::add_apply(COpPtr op, std::vector<std::size_t> inputs,
-                                          std::vector<CTypePtr> output_types,
-                                          std::optional<std::size_t> params) {
-  if (!op) throw std::invalid_argument("an apply needs an op");
-  check_display_name(op->name(), "op name");  // it is written into the module's comments
-  for (auto v : inputs)
-    if (v >= variables_.size())
-      throw std::invalid_argument("apply of " + op->name() + ": input variable " +
-                                  std::to_string(v) + " does not exist");
-  if (params && (*params >= variables_.size() || variables_[*params].role != Role::constant))
-    throw std::invalid_argument("apply of " + op->name() + ": params must be a constant variable");
-  std::vector<std::size_t> outputs;
-  for (std::size_t i = 0; i < output_types.size(); ++i)
-    outputs.push_back(add_variable(std::move(output_types[i]), Role::intermediate,
-                                   op->name() + " output " + std::to_string(i)));
-  applies_.push_back({std::move(op), std::move(inputs), outputs, params});
-  return outputs;
-}
-
-void Graph::add_output(std::size_t variable) {
-  if (variable >= variables_.size())
-    throw std::invalid_argument("output variable " + std::to_string(variable) + " does not exist");
-  if (variables_[variable].role != Role::intermediate)
-    throw std::invalid_argument("only outputs of applies can be function outputs");
-  if (std::find(outputs_.begin(), outputs_.end(), variable) != outputs_.end())
-    throw std::invalid_argument("variable " + std::to_string(variable) + " is already an output");
-  outputs_.push_back(variable);
-}
+char const* const module_prelude = embedded::prelude_h;
 
 // ---- generation ----------------------------------------------------------------------------
 
@@ -196,12 +33,6 @@ std::string init_failure(int id, std::string const& what) {
   return "{if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, \"" + what +
          ": C code failed without setting a Python exception\"); return " + std::to_string(id) +
          ";}";
-}
-
-// Keeps the first occurrence of each string, drops empty ones (like PyTensor's support code).
-void add_unique(std::vector<std::string>& list, std::string const& item) {
-  if (!item.empty() && std::find(list.begin(), list.end(), item) == list.end())
-    list.push_back(item);
 }
 
 std::string include_line(std::string const& header) {
@@ -296,7 +127,8 @@ class ModuleWriter {
  private:
   // ---- gathering
   void add_type_parts(CType const& type);
-  void add_op_parts(OpCode const& code);
+  void add_op_parts(OpCode const& code, std::string const& op_name);
+  void add_build_flags(BuildFlags const& flags, std::string const& owner);
   std::string label_of(std::size_t v) const;
   // The storage cell of variable `name`: an element of the instance's `storage` array (one
   // array, not a member or a local per cell: GCC's time on a function grows with them).
@@ -359,23 +191,56 @@ ModuleWriter::ModuleWriter(Graph const& graph) : graph_(graph), vars_(graph.vari
 }
 
 void ModuleWriter::add_type_parts(CType const& t) {
-  for (auto const& h : t.c_headers()) add_unique(headers_, h);
-  for (auto const& d : t.c_header_dirs()) add_unique(module_.header_dirs, d);
+  add_build_flags(
+      {t.c_headers(), t.c_header_dirs(), t.c_libraries(), t.c_lib_dirs(), t.c_compile_args()},
+      "type " + t.describe());
   for (auto const& s : t.c_support_code()) add_unique(support_, s);
-  for (auto const& l : t.c_libraries()) add_unique(module_.libraries, l);
-  for (auto const& d : t.c_lib_dirs()) add_unique(module_.lib_dirs, d);
-  for (auto const& a : t.c_compile_args()) add_unique(module_.compile_args, a);
   for (auto const& c : t.c_init_code()) add_unique(init_code_, c);
 }
 
-void ModuleWriter::add_op_parts(OpCode const& code) {
-  for (auto const& h : code.headers) add_unique(headers_, h);
-  for (auto const& d : code.header_dirs) add_unique(module_.header_dirs, d);
-  for (auto const& l : code.libraries) add_unique(module_.libraries, l);
-  for (auto const& d : code.lib_dirs) add_unique(module_.lib_dirs, d);
-  for (auto const& c : code.compile_args) add_unique(module_.compile_args, c);
+void ModuleWriter::add_op_parts(OpCode const& code, std::string const& op_name) {
+  add_build_flags(code, op_name);
   for (auto const& s : code.support_code) add_unique(support_, s);
   for (auto const& c : code.init_code) add_unique(init_code_, c);
+}
+
+/// `owner`'s flags, each checked (they come from users, and each becomes an argument of the
+/// compiler's command or an `#include` line): a bad one throws `LinkError` naming it.
+void ModuleWriter::add_build_flags(BuildFlags const& flags, std::string const& owner) {
+  auto const take = [&](std::vector<std::string> const& items, char const* method,
+                        std::vector<std::string>& into) {
+    for (auto const& item : items) {
+      if (item.empty()) continue;  // left out, as PyTensor leaves them out
+      auto problem = compiler_argument_problem(item);
+      // `-Wl,-rpath,DIR` splits at commas: a folder with one would pass the linker options.
+      if (!problem && &into == &module_.lib_dirs && item.find(',') != std::string::npos)
+        problem = "holds a comma (it is passed to the linker as -Wl,-rpath,FOLDER)";
+      // A library is named as `-l` takes it: `m`, not `-lm` (which would look for `-lm`).
+      if (!problem && &into == &module_.libraries && item.front() == '-')
+        problem = "is a flag, not a library's name (give `m` for -lm)";
+      if (problem) {
+        std::string shown = bounded_quote(item, 60);
+        for (char& c : shown)
+          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+        throw LinkError(owner + ": " + method + " `" + shown + "` " + *problem +
+                        " (each is one argument of the compiler's command)");
+      }
+      add_unique(into, item);
+    }
+  };
+  for (auto const& h : flags.headers) {
+    if (h.empty()) continue;
+    try {
+      check_header_name(h, owner + ": c_headers");
+    } catch (signature_error const& e) {
+      throw LinkError(e.what());
+    }
+    add_unique(headers_, h);
+  }
+  take(flags.header_dirs, "c_header_dirs", module_.header_dirs);
+  take(flags.libraries, "c_libraries", module_.libraries);
+  take(flags.lib_dirs, "c_lib_dirs", module_.lib_dirs);
+  take(flags.compile_args, "c_compile_args", module_.compile_args);
 }
 
 std::string ModuleWriter::label_of(std::size_t v) const {
@@ -501,7 +366,7 @@ void ModuleWriter::add_apply(std::size_t a) {
   int const init_id = next_init_id_++;
   std::string const what = escape_for_c_string(op_name + " (node " + std::to_string(a) + ")");
   OpCode code = apply.op->generate(apply_context(a, id, init_id, what));
-  add_op_parts(code);
+  add_op_parts(code, op_name);
   support_apply_ += code.support_code_apply + "\n";
   init_apply_ += code.init_code_apply + "\n";
   struct_members_ += code.support_code_struct + "\n";
@@ -531,41 +396,6 @@ void ModuleWriter::add_constant(std::size_t v) {
 }
 
 // ---- the text ------------------------------------------------------------------------------
-
-// What a module of one graph or several starts with: the prelude, the include lines and the
-// runtime's table, then the support code.
-std::string module_head(std::string const& what, Language language,
-                        std::vector<std::string> const& includes,
-                        std::vector<std::string> const& support) {
-  std::string t = "// Generated by libsection " LIBSECTION_VERSION " for: " + what + "\n";
-  t += module_prelude;
-  if (language == Language::c) t += c_module_prelude;
-  // `externally_visible`: the entry points stay exported when GCC compiles the module as a
-  // whole program (`ModuleSource::whole_program`); clang knows neither. The same text in C
-  // and C++: a C++ module of built-in types is valid C but for the op's code.
-  t += "#if defined(__GNUC__) && !defined(__clang__)\n"
-       "#define LIBSECTION_VISIBLE __attribute__((visibility(\"default\"), externally_visible))\n"
-       "#else\n#define LIBSECTION_VISIBLE __attribute__((visibility(\"default\")))\n#endif\n"
-       "#ifdef __cplusplus\n#define LIBSECTION_EXPORT extern \"C\" LIBSECTION_VISIBLE\n#else\n"
-       "#define LIBSECTION_EXPORT LIBSECTION_VISIBLE\n#endif\n";
-  for (auto const& line : includes) t += line;
-  t += "static const libsection_runtime* libsection_rt;\n\n//////// support code\n";
-  for (auto const& s : support) t += s + "\n";
-  return t;
-}
-
-// What a module of one graph or several ends with: the library's own entry points.
-// NumPy's API table is the runtime's (imported once, with the same headers and checks).
-std::string module_entry_points() {
-  return "\n//////// entry points\n"
-         "LIBSECTION_EXPORT int libsection_abi_version(void) { return " +
-         std::to_string(module_abi_version) +
-         "; }\n\n"
-         "LIBSECTION_EXPORT PyObject* libsection_module_init(const void* runtime) {\n"
-         "libsection_rt = (const libsection_runtime*)runtime;\n"
-         "LIBSECTION_USE_RUNTIME_NUMPY(libsection_rt);\n"
-         "return Py_None;\n}\n";
-}
 
 // Everything of the graph's own after the shared support code, its symbols suffixed with
 // `member_placeholder`.
@@ -733,109 +563,11 @@ ModuleSource ModuleWriter::write() && {
   std::string text = module_head(join_names(module_.op_names), module_.language,
                                  module_.member.includes, support_) +
                      own + module_entry_points();
-  if (module_.language == Language::cxx && !may_use_special_math(text, module_.compile_args))
-    module_.compile_args.push_back(no_special_math_flag);
-  // A static library could call back into a function of the op's (BLAS's `xerbla_`, say),
-  // which -fwhole-program would hide from it: only modules linking none. LTO decides for
-  // itself, and a file a flag includes is code this cannot read.
-  std::string users_code;
-  for (auto const& s : support_) users_code += s + "\n";
-  bool const flags_decide =
-      includes_a_file(module_.compile_args) ||
-      std::any_of(module_.compile_args.begin(), module_.compile_args.end(),
-                  [](std::string const& a) { return a.rfind("-flto", 0) == 0; });
-  module_.whole_program =
-      module_.libraries.empty() && !flags_decide && whole_program_text(users_code + own);
   return std::move(*this).named(std::move(text), std::move(own));
 }
 
 }  // namespace
 
-std::string graph_suffix(int graph, int graphs) {
-  return graphs == 1 ? std::string() : "_" + std::to_string(graph);
-}
-
-ModuleSource generate_module(Graph const& graph) { return ModuleWriter(graph).write(); }
-
-bool can_share_library(ModuleSource const& a, ModuleSource const& b) {
-  return a.graphs == 1 && b.graphs == 1 && a.language == b.language &&
-         a.compile_args == b.compile_args && a.header_dirs == b.header_dirs &&
-         a.libraries == b.libraries && a.lib_dirs == b.lib_dirs &&
-         a.whole_program == b.whole_program;
-}
-
-namespace {
-
-/// Graph `k`'s own text in a module of several graphs. In C++, in a namespace of its own, so
-/// that the names its support code defines cannot meet another graph's (each keeps its own
-/// statics, as in a module of its own); its include directives go outside the namespace, where
-/// they are (a header's declarations belong at file scope). In both languages the macros it
-/// defines are undefined after it, so the next graph's code starts from the same definitions
-/// as in its own module.
-std::string member_text(std::string const& text, int k, bool scoped) {
-  std::string const open =
-      scoped ? "namespace " + std::string(graph_namespace_prefix) + std::to_string(k) + " {" : "";
-  auto const scanned = c_scan::tokenize(text, 0, text.size());
-  std::string out = open + "\n";
-  std::vector<std::string> macros;
-  std::size_t at = 0;
-  for (auto const& d : scanned.directives) {
-    if (d.name == "define" && d.macro)
-      add_unique(macros, text.substr(d.macro->begin, d.macro->end - d.macro->begin));
-    if (d.name != "include" || !scoped) continue;
-    out +=
-        text.substr(at, d.begin - at) + "}\n" + text.substr(d.begin, d.end - d.begin) + "\n" + open;
-    at = d.end;
-  }
-  out += text.substr(at) + (scoped ? "\n}\n" : "\n");
-  for (auto const& m : macros) out += "#undef " + m + "\n";
-  return out;
-}
-
-}  // namespace
-
-ModuleSource generate_batch(std::vector<ModuleSource const*> const& members) {
-  if (members.size() < 2)
-    throw std::invalid_argument("a module of several graphs needs at least two");
-  ModuleSource const& first = *members.front();
-  ModuleSource batch;
-  batch.header_dirs = first.header_dirs;
-  batch.libraries = first.libraries;
-  batch.lib_dirs = first.lib_dirs;
-  batch.compile_args = first.compile_args;
-  batch.language = first.language;
-  batch.whole_program = first.whole_program;
-  batch.graphs = static_cast<int>(members.size());
-  // C has no namespaces: there the graphs share their support code, exact duplicates dropped,
-  // as in PyTensor's CLinker.
-  bool const scoped = batch.language == Language::cxx;
-  std::vector<std::string> includes, shared_support;
-  std::string graphs;
-  for (std::size_t k = 0; k < members.size(); ++k) {
-    ModuleSource const& m = *members[k];
-    if (!can_share_library(first, m))
-      throw std::invalid_argument("module " + m.name + " cannot share a library with " +
-                                  first.name);
-    for (auto const& line : m.member.includes) add_unique(includes, line);
-    batch.op_names.insert(batch.op_names.end(), m.op_names.begin(), m.op_names.end());
-    std::string own = m.member.body;
-    replace_all(own, member_placeholder, graph_suffix(static_cast<int>(k), batch.graphs));
-    graphs += "\n//////// graph " + std::to_string(k) + " (" + m.name + ")\n";
-    std::string support;
-    for (auto const& s : m.member.support) {
-      if (scoped) support += s + "\n";
-      else add_unique(shared_support, s);
-    }
-    graphs += member_text(support + own, static_cast<int>(k), scoped);
-  }
-  std::string text =
-      module_head(std::to_string(members.size()) + " graphs: " + join_names(batch.op_names),
-                  batch.language, includes, shared_support) +
-      graphs + module_entry_points();
-  text = relocate_line_directives(text, module_file_name);
-  batch.name = "m" + detail::sha256_hex(text);
-  batch.text = std::move(text);
-  return batch;
-}
+ModuleSource write_module(Graph const& graph) { return ModuleWriter(graph).write(); }
 
 }  // namespace section

@@ -26,7 +26,7 @@ std::string uid_text(uid_t uid);
 bool writable_by_others(struct stat const& st);
 /// Why a directory of the cache cannot be trusted, with what to do about it; empty when it can.
 std::string untrusted_because(std::filesystem::path const& path, struct stat const& st);
-/// Throws `LinkError`: refusing to use the cache directory `path`, because `why`.
+/// Throws `CacheError`: refusing to use the cache directory `path`, because `why`.
 [[noreturn]] void refuse(std::filesystem::path const& path, std::string const& why);
 
 }  // namespace section::detail

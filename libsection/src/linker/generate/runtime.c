@@ -8,23 +8,11 @@
 // the variable (ctype.cpp), with the same checks, exception types and messages: the array
 // checks are the prelude's own functions, the messages come from the node table, which the
 // types fill (`CType::runtime_var`).
-#include <string>
-#include <utility>
-
-#include "section/ctype.hpp"
-#include "section/module.hpp"
-
-namespace section {
-
-namespace {
-
-constexpr char const* runtime_functions = R"(#define LIBSECTION_OUTLINE_REFS 0
-#define LIBSECTION_EXPORT_C __attribute__((visibility("default")))
-#ifdef __cplusplus
-#define LIBSECTION_EXPORT extern "C" LIBSECTION_EXPORT_C
-#else
-#define LIBSECTION_EXPORT LIBSECTION_EXPORT_C
-#endif
+//
+// Not compiled on its own: `runtime_source()` (runtime.cpp) puts the prelude, the ABI version,
+// the node table's kinds (LIBSECTION_RT_*) and export.h before it. Embedded at build time
+// (libsection/embed.cmake), these notes left out.
+#define LIBSECTION_OUTLINE_REFS 0
 
 /* A scalar's conversion failed: a TypeError naming what it got. */
 static int libsection_rt_type_error(const libsection_var* var, PyObject* py) {
@@ -282,38 +270,3 @@ LIBSECTION_EXPORT const libsection_runtime* libsection_runtime_table(void) {
   }
   return &libsection_rt_table;
 }
-)";
-
-/// The node table's kinds as the runtime's C names them, from `RuntimeVar::Kind`, which the
-/// types write the tables with: the two cannot drift apart.
-std::string kind_names() {
-  using Kind = RuntimeVar::Kind;
-  // LIBSECTION_RT_IS_SCALAR relies on the scalar kinds coming last.
-  static_assert(Kind::scalar_bool > Kind::pytensor_array_unchecked &&
-                Kind::scalar_bool < Kind::scalar_int && Kind::scalar_int < Kind::scalar_uint &&
-                Kind::scalar_uint < Kind::scalar_float);
-  std::string out;
-  for (auto [name, kind] : {std::pair{"ARRAY", Kind::array},
-                            {"OBJECT", Kind::object},
-                            {"PT_ARRAY", Kind::pytensor_array},
-                            {"PT_ARRAY_UNCHECKED", Kind::pytensor_array_unchecked},
-                            {"BOOL", Kind::scalar_bool},
-                            {"INT", Kind::scalar_int},
-                            {"UINT", Kind::scalar_uint},
-                            {"FLOAT", Kind::scalar_float}})
-    out += std::string("#define LIBSECTION_RT_") + name + " " +
-           std::to_string(static_cast<int>(kind)) + "\n";
-  return out + "#define LIBSECTION_RT_IS_SCALAR(var) ((var)->kind >= LIBSECTION_RT_BOOL)\n";
-}
-
-}  // namespace
-
-std::string runtime_source() {
-  // Named by a #line, as a module's code is: `__FILE__` in Python's macros (asserts) would
-  // otherwise paste the build folder's path into the package.
-  return "// The libsection " LIBSECTION_VERSION " runtime\n#line 2 \"<libsection-runtime>\"\n" +
-         std::string(module_prelude) + "#define LIBSECTION_RUNTIME_ABI " +
-         std::to_string(module_abi_version) + "\n" + kind_names() + runtime_functions;
-}
-
-}  // namespace section

@@ -1,7 +1,7 @@
 // File locks and their holders: one flock per name, the exclusive holder's pid in the file so
 // a waiter can name it, a dead holder's lock taken over, and a forked child rid of the locks of
 // threads it does not have.
-#include "section/file_lock.hpp"
+#include "section/linker/cache/file_lock.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,9 +21,9 @@
 #include <mutex>
 #include <thread>
 
-#include "linker/private_dir_detail.hpp"
+#include "linker/cache/private_dir_detail.hpp"
+#include "section/linker/cache/error.hpp"
 #include "section/log.hpp"
-#include "section/module.hpp"
 #include "section/platform.hpp"
 
 namespace section {
@@ -115,7 +115,7 @@ namespace {
 
 /// Opens (creating) the lock file `name` in `dir`. A symbolic link (never followed) or anything
 /// else that is not a regular file there is removed and the open tried again, at most three
-/// times over one acquisition (`replaced` counts them). Throws `LinkError`.
+/// times over one acquisition (`replaced` counts them). Throws `CacheError`.
 int open_lock_file(PrivateDir const& dir, std::string const& name, int& replaced) {
   fs::path const path = dir.path() / name;
   while (true) {
@@ -124,9 +124,9 @@ int open_lock_file(PrivateDir const& dir, std::string const& name, int& replaced
     struct stat st {};
     if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_uid != ::geteuid()) {
       ::close(fd);
-      throw LinkError("refusing to use the lock " + path.string() + ": it is owned by " +
-                      uid_text(st.st_uid) + ", not by the current user (" + uid_text(::geteuid()) +
-                      ")");
+      throw CacheError("refusing to use the lock " + path.string() + ": it is owned by " +
+                       uid_text(st.st_uid) + ", not by the current user (" + uid_text(::geteuid()) +
+                       ")");
     }
     if (fd >= 0 && S_ISREG(st.st_mode)) return fd;
     int const err = fd < 0 ? errno : EINVAL;
@@ -135,12 +135,12 @@ int open_lock_file(PrivateDir const& dir, std::string const& name, int& replaced
       remove_at(dir.fd(), name);
       continue;
     }
-    throw LinkError("cannot open the lock " + path.string() + ": " + std::strerror(err));
+    throw CacheError("cannot open the lock " + path.string() + ": " + std::strerror(err));
   }
 }
 
 /// One non-blocking flock: true when taken, false when another holder has it. Any other
-/// failure closes `fd` and throws `LinkError`.
+/// failure closes `fd` and throws `CacheError`.
 bool try_flock(int fd, FileLock::Mode mode, fs::path const& path) {
   int rc;
   int const operation = (mode == FileLock::Mode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
@@ -150,7 +150,7 @@ bool try_flock(int fd, FileLock::Mode mode, fs::path const& path) {
   if (errno == EWOULDBLOCK) return false;
   int const err = errno;
   ::close(fd);
-  throw LinkError("cannot lock " + path.string() + ": " + std::strerror(err));
+  throw CacheError("cannot lock " + path.string() + ": " + std::strerror(err));
 }
 
 /// The exclusive holder names itself; a shared one clears a record left by a killed holder,
@@ -187,15 +187,15 @@ class LockWait {
   }
   void forget_dead_holder() { dead_since_ = -1; }
 
-  /// Sleeps before the next try; past the timeout, closes `fd` and throws `LinkError`.
+  /// Sleeps before the next try; past the timeout, closes `fd` and throws `CacheError`.
   void pause(int fd, Holder const& holder) {
     if (waited() >= timeout_) {
       ::close(fd);
-      throw LinkError("timed out after " + std::to_string(std::lround(timeout_)) +
-                      " s waiting for the lock " + path_.string() + ", held by " +
-                      describe(holder) +
-                      ". Another process is building or using the same cache entry; wait for it "
-                      "or end it. LIBSECTION_LOCK_TIMEOUT sets how many seconds to wait");
+      throw CacheError("timed out after " + std::to_string(std::lround(timeout_)) +
+                       " s waiting for the lock " + path_.string() + ", held by " +
+                       describe(holder) +
+                       ". Another process is building or using the same cache entry; wait for it "
+                       "or end it. LIBSECTION_LOCK_TIMEOUT sets how many seconds to wait");
     }
     if (!announced_ && waited() >= 2) {
       char limit[32];

@@ -10,8 +10,9 @@
 #include "base/text.hpp"
 #include "expand/line_directives.hpp"
 #include "expand/macros.hpp"
-#include "linker/compile.hpp"
+#include "linker/build/compile.hpp"
 #include "parse/c_tokens.hpp"
+#include "section/chars.hpp"
 #include "section/expand.hpp"
 #include "section/names.hpp"
 
@@ -44,7 +45,7 @@ bool module_name_at(std::string_view text, std::size_t at) {
 }
 
 /// A compiler message in the names the user wrote: `f_node_m<hash>_0` (what `APPLY_SPECIFIC(f)`
-/// becomes, the node names of module.cpp) reads `APPLY_SPECIFIC(f)`, and gcc's guess of a
+/// becomes, the node names of generate/module.cpp) reads `APPLY_SPECIFIC(f)`, and gcc's guess of a
 /// generated name (`; did you mean ‘op_instance_m<hash>’?`) goes.
 std::string readable(std::string_view message) {
   std::string out;
@@ -58,9 +59,7 @@ std::string readable(std::string_view message) {
     std::size_t end = hash + 66;
     while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end]))) ++end;
     std::size_t begin = at;
-    while (begin > copied && (std::isalnum(static_cast<unsigned char>(message[begin - 1])) ||
-                              message[begin - 1] == '_'))
-      --begin;
+    while (begin > copied && is_identifier_char(message[begin - 1])) --begin;
     if (begin == at || end == hash + 66) continue;
     out.append(message.substr(copied, begin - copied));
     out += "APPLY_SPECIFIC(" + std::string(message.substr(begin, at - begin)) + ")";
@@ -244,50 +243,77 @@ CompiledSources compiled_sources(std::string const& module_text, std::string con
   return sources;
 }
 
-std::string explain_compile_errors(std::vector<Diagnostic>& diagnostics, SourceManager const& sm,
-                                   CompiledSources const& sources, bool show_generated) {
-  constexpr int max_shown = 10;
-  Explainer const explainer(sm, sources);
-  std::string out;
-  auto const tell = [&](SourceRange const& r, char const* kind, std::string const& message) {
-    out += "\n" + location_text(r, sm) + ": " + kind + ": " + message;
-  };
-  std::set<std::tuple<FileId, std::size_t, std::string>> told_typos;  // each typo told once
-  auto const add_typo = [&](Diagnostic& d, Note const& typo, bool show) {
-    d.notes.push_back(typo);
-    if (show && told_typos.emplace(typo.range.file, typo.range.begin, typo.message).second)
-      tell(typo.range, "note", typo.message);
-  };
-  int shown = 0;
-  std::size_t untold = 0;  // errors in the generated module left to the summary
-  std::string first_untold;
-  for (auto& d : diagnostics) {
-    if (!d.is_error()) continue;
-    bool const generated = explainer.in_generated(d.range);
-    auto meaning = generated ? explainer.meaning(d) : std::nullopt;
-    if (generated && !meaning && !show_generated) {
-      if (untold++ == 0) first_untold = readable(d.message);
-      continue;
+namespace {
+
+/// The message `explain_compile_errors` builds, error by error: at most `max_shown` errors told
+/// with what they mean, each typo told once, the generated module's other errors summed up.
+class Telling {
+ public:
+  Telling(SourceManager const& sm, CompiledSources const& sources, bool show_generated)
+      : sm_(sm), explainer_(sm, sources), show_generated_(show_generated) {}
+
+  void error(Diagnostic& d) {
+    bool const generated = explainer_.in_generated(d.range);
+    auto meaning = generated ? explainer_.meaning(d) : std::nullopt;
+    if (generated && !meaning && !show_generated_) {
+      if (untold_++ == 0) first_untold_ = readable(d.message);
+      return;
     }
-    bool const show = shown < max_shown;
-    shown += show ? 1 : 0;
-    if (show && (!generated || show_generated)) tell(d.range, "error", d.message);
+    bool const show = shown_ < max_shown;
+    shown_ += show ? 1 : 0;
+    if (show && (!generated || show_generated_)) tell(d.range, "error", d.message);
     if (meaning) {
-      if (show) tell(meaning->told.range, show_generated ? "note" : "error", meaning->told.message);
+      if (show)
+        tell(meaning->told.range, show_generated_ ? "note" : "error", meaning->told.message);
       d.notes.push_back(std::move(meaning->told));
       if (meaning->typo) add_typo(d, *meaning->typo, show);
-    } else if (explainer.in_sections(d.range)) {
-      for (auto const& typo : explainer.typo_notes(d)) add_typo(d, typo, show);
+    } else if (explainer_.in_sections(d.range)) {
+      for (auto const& typo : explainer_.typo_notes(d)) add_typo(d, typo, show);
     }
   }
-  if (untold > 0) {
-    out += "\nerror in the generated module: " + first_untold + " (";
-    if (untold > 1)
-      out +=
-          std::to_string(untold - 1) + (untold == 2 ? " more error" : " more errors") + " there; ";
-    out += "LIBSECTION_SHOW_GENERATED=1 lists them with their lines)";
+
+  std::string message() && {
+    if (untold_ > 0) {
+      out_ += "\nerror in the generated module: " + first_untold_ + " (";
+      if (untold_ > 1)
+        out_ += std::to_string(untold_ - 1) + (untold_ == 2 ? " more error" : " more errors") +
+                " there; ";
+      out_ += "LIBSECTION_SHOW_GENERATED=1 lists them with their lines)";
+    }
+    return std::move(out_);
   }
-  return out;
+
+ private:
+  static constexpr int max_shown = 10;
+
+  void tell(SourceRange const& r, char const* kind, std::string const& message) {
+    out_ += "\n" + location_text(r, sm_) + ": " + kind + ": " + message;
+  }
+
+  void add_typo(Diagnostic& d, Note const& typo, bool show) {
+    d.notes.push_back(typo);
+    if (show && told_typos_.emplace(typo.range.file, typo.range.begin, typo.message).second)
+      tell(typo.range, "note", typo.message);
+  }
+
+  SourceManager const& sm_;
+  Explainer const explainer_;
+  bool const show_generated_;
+  std::string out_;
+  std::set<std::tuple<FileId, std::size_t, std::string>> told_typos_;  // each typo told once
+  int shown_ = 0;
+  std::size_t untold_ = 0;  // errors in the generated module left to the summary
+  std::string first_untold_;
+};
+
+}  // namespace
+
+std::string explain_compile_errors(std::vector<Diagnostic>& diagnostics, SourceManager const& sm,
+                                   CompiledSources const& sources, bool show_generated) {
+  Telling telling(sm, sources, show_generated);
+  for (auto& d : diagnostics)
+    if (d.is_error()) telling.error(d);
+  return std::move(telling).message();
 }
 
 }  // namespace section

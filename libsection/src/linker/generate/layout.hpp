@@ -1,0 +1,26 @@
+// Internal: the layout every module shares (module.cpp writes one graph's, layout.cpp lays out
+// several graphs as one).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "section/linker/generate/module.hpp"
+
+namespace section {
+
+/// Adds `item` unless it is empty or already there: the first occurrence of each string is
+/// kept (as PyTensor keeps support code).
+void add_unique(std::vector<std::string>& list, std::string const& item);
+
+/// What a module of one graph or several starts with (`what` names its ops in its first line):
+/// the prelude, the export macros, the include lines and the runtime's table, then the support
+/// code.
+std::string module_head(std::string const& what, Language language,
+                        std::vector<std::string> const& includes,
+                        std::vector<std::string> const& support);
+
+/// What a module of one graph or several ends with: the library's own entry points.
+std::string module_entry_points();
+
+}  // namespace section
