@@ -257,17 +257,23 @@ def build_many(
         if "progress" in spec:
             raise TypeError("build_many(): give progress= to build_many, not in a spec")
     workers = max(1, min(len(specs), jobs or os.cpu_count() or 1))
+    group = _core.BuildGroup()  # this call's builds, and no other thread's
+
+    def build_in_group(shown: Progress, number: int, spec: Mapping) -> CompiledOp:
+        with group:
+            return _build(shown, number, **spec)
+
     try:
         with (
             Progress(len(specs), progress_stream(progress)) as shown,
             ThreadPoolExecutor(workers, thread_name_prefix="libsection-build") as pool,
         ):
             futures = [
-                pool.submit(_build, shown, number, **spec)
+                pool.submit(build_in_group, shown, number, spec)
                 for number, spec in enumerate(specs, start=1)
             ]
     except KeyboardInterrupt:  # reaches this thread only: stop the compiles of the workers too
-        _core.cancel_builds()
+        group.cancel()
         raise
     return [f.result() for f in futures]
 

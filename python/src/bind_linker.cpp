@@ -390,9 +390,28 @@ another process). The entry must be the module of the one op ``name`` with ``n_i
 and ``n_outputs`` outputs, built for this Python; ``constants`` are its params (a module
 without params ignores them).)doc");
 
-  m.def("cancel_builds", &cancel_builds,
-        "Stops every build under way in this process, in any thread (its compiler killed; it "
-        "raises KeyboardInterrupt): for a caller interrupted while threads build for it.");
+  py::class_<BuildGroup, std::shared_ptr<BuildGroup>>(
+      m, "BuildGroup",
+      "The builds threads run for one caller, stopped together when it is interrupted (a "
+      "signal reaches only the main thread). A thread's builds inside ``with group:`` belong "
+      "to it; ``group.cancel()`` stops each of them, under way or started later (its compiler "
+      "killed, KeyboardInterrupt raised in its thread). Other threads' builds go on.")
+      .def(py::init<>())
+      .def(
+          "cancel", [](BuildGroup& g) { g.cancelled.store(true); }, "Stops the group's builds.")
+      .def_property_readonly(
+          "cancelled", [](BuildGroup const& g) { return g.cancelled.load(); },
+          "Whether ``cancel()`` was called.")
+      .def(
+          "__enter__",
+          [](std::shared_ptr<BuildGroup> g) {
+            enter_build_group(g);
+            return g;
+          },
+          "The calling thread's builds belong to the group until the ``with`` block ends.")
+      .def(
+          "__exit__", [](BuildGroup const&, py::args const&) { leave_build_group(); },
+          "The calling thread's builds no longer belong to the group.");
 
   m.def("native_entry", &native_entry, py::arg("op"),
         "(entry address, op address, inputs, outputs, address of the entry taking preset "

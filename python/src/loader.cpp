@@ -8,12 +8,13 @@
 #include <pybind11/stl.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
+#include <vector>
 
 #include "link_errors.hpp"
 #include "section/bounded_cache.hpp"
@@ -148,14 +149,22 @@ py::dict build_info(ModuleSource const& module, BuiltModule const& built) {
 
 namespace {
 
-std::atomic<std::uint64_t> cancellations{0};
-thread_local std::uint64_t cancellations_seen = 0;  // when this thread's build started
+thread_local std::vector<std::shared_ptr<BuildGroup>> thread_groups;  // innermost last
 
 }  // namespace
 
-void cancel_builds() { ++cancellations; }
+void enter_build_group(std::shared_ptr<BuildGroup> group) {
+  thread_groups.push_back(std::move(group));
+}
 
-bool build_cancelled() { return cancellations_seen != cancellations.load(); }
+void leave_build_group() {
+  if (!thread_groups.empty()) thread_groups.pop_back();
+}
+
+bool build_cancelled() {
+  return std::any_of(thread_groups.begin(), thread_groups.end(),
+                     [](auto const& g) { return g->cancelled.load(); });
+}
 
 namespace {
 
@@ -198,7 +207,6 @@ namespace {
 /// callback left pending is raised.
 template <class Build>
 void build_without_gil(SourceManager& sm, Build const& build) {
-  cancellations_seen = cancellations.load();
   try {
     py::gil_scoped_release release;
     ModuleCache cache;
