@@ -21,10 +21,10 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-jax = pytest.importorskip("jax", reason="JAX is not installed (the Python 3.12 stack has it)")
-pymc_jax = pytest.importorskip(
-    "pymc.sampling.jax", reason="PyMC is not installed (the Python 3.12 stack has it)"
-)
+# pytest's own message (no reason given) names the module, which the suite's skip check reads:
+# on the py312 stack, which pins both, a failed import fails instead of skipping.
+jax = pytest.importorskip("jax")
+pymc_jax = pytest.importorskip("pymc.sampling.jax")
 import jax.numpy as jnp
 from backend_ops import GaussLogLike, GaussLogLikeNoDataGrad, VecMul
 from jax_ops import Kepler, jaxify, kepler_reference
