@@ -4,7 +4,7 @@ libsection's C++ core: parser, expander, linker core
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -426,6 +426,14 @@ def link(graph: Graph, constants: collections.abc.Sequence[typing.Any] = [], nam
     Builds (or finds in the cache) and loads the graph's module; returns a CompiledOp.
     ``storage``: one-element lists to use as the input and output cells (a PyTensor VM's
     storage), for an instance run in place with ``run_in_place`` or through ``cthunk()``.
+    """
+def link_cached(key: str, name: str, n_inputs: typing.SupportsInt | typing.SupportsIndex, n_outputs: typing.SupportsInt | typing.SupportsIndex, constants: collections.abc.Sequence[typing.Any]) -> typing.Any:
+    """
+    A new instance of the module of cache entry ``key`` (a CompiledOp), or None when the
+    cache has no such entry: for a caller that has only the key (a JAX computation exported from
+    another process). The entry must be the module of the one op ``name`` with ``n_inputs`` inputs
+    and ``n_outputs`` outputs, built for this Python; ``constants`` are its params (a module
+    without params ignores them).
     """
 def load_sections(paths: collections.abc.Sequence[str], display_paths: collections.abc.Sequence[str] | None = None, extra_tags: collections.abc.Sequence[str] = []) -> LoadedSections:
     """

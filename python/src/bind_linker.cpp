@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "bindings.hpp"
@@ -415,6 +417,23 @@ void bind_linker(py::module_& m) {
   bind_graph_type(m);
   bind_graph_builds(m);
   bind_builds(m);
+
+  m.def(
+      "link_cached",
+      [](std::string const& key, std::string const& name, std::size_t n_inputs,
+         std::size_t n_outputs, std::vector<py::object> const& constants) -> py::object {
+        auto loaded = load_cached_module(key, name, n_inputs, n_outputs);
+        if (!loaded) return py::none();
+        return new_compiled_op(*loaded->library, n_inputs, n_outputs, constants, std::nullopt,
+                               std::move(loaded->info), name);
+      },
+      py::arg("key"), py::arg("name"), py::arg("n_inputs"), py::arg("n_outputs"),
+      py::arg("constants"),
+      R"doc(A new instance of the module of cache entry ``key`` (a CompiledOp), or None when the
+cache has no such entry: for a caller that has only the key (a JAX computation exported from
+another process). The entry must be the module of the one op ``name`` with ``n_inputs`` inputs
+and ``n_outputs`` outputs, built for this Python; ``constants`` are its params (a module
+without params ignores them).)doc");
 
   py::class_<BuildGroup, std::shared_ptr<BuildGroup>>(
       m, "BuildGroup",
