@@ -172,6 +172,7 @@ def _build_into_notebook(op_name: str, path: Path, args: Any) -> None:
 
     from ._build import build
 
+    shell = get_ipython()
     try:
         op = build(
             [str(path)],
@@ -182,12 +183,18 @@ def _build_into_notebook(op_name: str, path: Path, args: Any) -> None:
             language=args.language or "c++",
         )
     except Exception as e:
+        # The op an earlier run of the cell defined is gone: no later cell runs stale code.
+        if shell is not None and shell.user_ns.get(op_name) is _defined.pop(op_name, None):
+            shell.user_ns.pop(op_name, None)
         shown = [f"{type(e).__name__}: {e}"]
         e._render_traceback_ = lambda: shown  # type: ignore[attr-defined]
         raise e.with_traceback(None) from None
-    shell = get_ipython()
     if shell is not None:
-        shell.user_ns[op_name] = op
+        shell.user_ns[op_name] = _defined[op_name] = op
+
+
+#: The ops the magic defined, by name: what a failed rebuild of the same cell removes.
+_defined: dict[str, object] = {}
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -370,17 +370,20 @@ if (NULL == OUTPUT_0) FAIL;
 
 def test_an_edited_magic_cell_rebuilds_with_its_new_code(tmp_path, cache_dir):
     """The same cell run again with new code (same file, same size): the op it defines is
-    rebuilt from the new code each time, and code that no longer compiles fails the cell."""
+    rebuilt from the new code each time, and code that no longer compiles fails the cell and
+    leaves no op of the old code defined."""
     cells = ["%load_ext libsection"]
     for k in (1, 2, 3):
         cells += [EDITED.replace("K", str(k)), "print('result', add_k(np.zeros(1))[0])"]
     cells.insert(1, "import numpy as np")
-    cells.append(EDITED.replace("K", "undeclared_k"))
+    cells += [EDITED.replace("K", "undeclared_k"), "print('still', add_k)"]
     nb = run_notebook(tmp_path, cells)
     texts = [outputs_text(c) for c in nb.cells]
     assert re.findall(r"result (\S+)", "".join(texts)) == ["1.0", "2.0", "3.0"], texts
-    assert errors_of(nb.cells[-1]) == ["CompileError"], nb.cells[-1].outputs
-    assert "add_k.c:6:43:" in texts[-1] and "undeclared_k" in texts[-1], texts[-1]
+    assert errors_of(nb.cells[-2]) == ["CompileError"], nb.cells[-2].outputs
+    assert "add_k.c:6:43:" in texts[-2] and "undeclared_k" in texts[-2], texts[-2]
+    # The op of the code before the edit is not left behind for later cells to run.
+    assert errors_of(nb.cells[-1]) == ["NameError"], nb.cells[-1].outputs
 
 
 def test_a_cell_with_the_longest_name_is_written(tmp_path, monkeypatch):
