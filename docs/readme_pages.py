@@ -66,14 +66,24 @@ def on_config(config):
     return config
 
 
+def generated(config, path: str, content: str, source: str) -> File:
+    """A page made at build time whose "Edit" link opens ``source`` (a path from the
+    repository's root, which ``edit_uri`` in mkdocs.yml is relative to)."""
+    page = File.generated(config, path, content=content)
+    page.edit_uri = source
+    return page
+
+
 def on_files(files: Files, config) -> Files:
+    for page in files.documentation_pages():  # docs/api.md, ...: the path from the root
+        page.edit_uri = (Path(config["docs_dir"]).relative_to(ROOT) / page.src_uri).as_posix()
     intro, pages = guide_pages()
     guides = "\n".join(f"- [{title}]({path})" for title, path, _ in pages)
-    files.append(File.generated(config, "index.md", content=f"{intro}\n## Guides\n\n{guides}\n"))
+    files.append(
+        generated(config, "index.md", f"{intro}\n## Guides\n\n{guides}\n", "README.md")
+    )
     for _, path, body in pages:
-        files.append(File.generated(config, path, content=body))
+        files.append(generated(config, path, body, "README.md"))
     for page, source in COPIED.items():
-        files.append(
-            File.generated(config, page, content=(ROOT / source).read_text(encoding="utf-8"))
-        )
+        files.append(generated(config, page, (ROOT / source).read_text(encoding="utf-8"), source))
     return files

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import yaml
@@ -52,6 +53,27 @@ def test_the_site_builds_strictly_with_the_guides_and_the_api(tmp_path):
         assert f'id="libsection.{name}"' in api or f'id="libsection.pytensor.{name}"' in api, name
     # A docstring that exists only in the stub of the compiled module.
     assert "A problem found in a section file" in api
+    assert_edit_links_resolve(site)
+
+
+def assert_edit_links_resolve(site: Path) -> None:
+    """Every page's "Edit on GitHub" opens a file of this repository on its default branch,
+    main: a guide's is README.md (its one source), the API page's docs/api.md."""
+    settings = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    source = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Source"]
+    assert settings["repo_url"] == source
+    prefix = f"{source}/edit/main/"
+    edits = {}
+    for page in site.rglob("*.html"):
+        for link in re.findall(r'href="([^"]*/edit/[^"]*)"', page.read_text()):
+            assert link.startswith(prefix), (page, link)
+            edits[page.relative_to(site).as_posix()] = link.removeprefix(prefix)
+    for page, path in edits.items():
+        assert (ROOT / path).is_file(), f"{page}: Edit opens {path}, which is not in the repository"
+    assert edits.get("api/index.html") == "docs/api.md", edits
+    guides = [path for page, path in edits.items() if page.startswith("guides/")]
+    assert guides and set(guides) == {"README.md"}, edits
+    assert edits.get("changelog/index.html") == "CHANGELOG.md", edits
 
 
 def test_links_and_anchors_are_checked():

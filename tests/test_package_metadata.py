@@ -78,3 +78,51 @@ def test_the_hook_venv_builds_section_lint_alone_and_editables_rebuild():
     assert "LIBSECTION_TOOLS" not in user.cmake.define and user.wheel.packages
     editable, _ = read_settings(state="editable")
     assert editable.editable.rebuild is True and editable.build_dir
+
+
+def extra_closure(extra: str) -> set[str]:
+    """The distributions `libsection[extra]` installs directly, through the extras it names."""
+    names: set[str] = set()
+    for text in PROJECT["optional-dependencies"][extra]:
+        requirement = Requirement(text)
+        if requirement.name == "libsection":
+            for inner in requirement.extras:
+                names |= extra_closure(inner)
+        else:
+            names.add(requirement.name.lower())
+    return names
+
+
+def test_the_pymc_extra_brings_what_the_readmes_samplers_need():
+    """`pip install "libsection[pymc]"` then the README's PyMC block: every sampler it names
+    (`nuts_sampler=`) is installed, JAX with the JAX ones."""
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"<!-- needs: pymc -->\n```python\n(.*?)```", readme, re.S)
+    assert block, "the README has no block marked `needs: pymc`"
+    needs = {"nutpie": {"nutpie"}, "numpyro": {"jax", "numpyro"}, "blackjax": {"jax", "blackjax"}}
+    named = {s for s in needs if re.search(rf'"{s}"', block[1])}
+    assert "nuts_sampler" in block[1] and {"numpyro", "blackjax"} <= named, block[1]
+    installed = extra_closure("pymc")
+    for sampler in named:
+        assert needs[sampler] <= installed, f"[pymc] lacks {needs[sampler] - installed}"
+
+
+def test_the_python_versions_listed_are_the_tested_ones():
+    from packaging.specifiers import SpecifierSet
+
+    tested = {
+        f"3.{p.stem.removeprefix('stack-py3')}" for p in (ROOT / "deps").glob("stack-py3*.txt")
+    }
+    assert tested == {"3.11", "3.12"}
+    listed = {
+        c.rsplit(" :: ", 1)[1]
+        for c in PROJECT["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    }
+    assert listed == tested
+    allowed = SpecifierSet(PROJECT["requires-python"])
+    for minor in range(8, 16):
+        version = f"3.{minor}"
+        assert (f"{version}.0" in allowed) == (version in tested), (version, str(allowed))
+    wheels = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["cibuildwheel"]
+    assert set(wheels["build"].split()) == {f"cp3{v.split('.')[1]}-*" for v in tested}

@@ -11,6 +11,7 @@ import errno
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import _core
 from ._core import LoadedSections
@@ -18,8 +19,28 @@ from ._load import load
 from ._progress import Progress, progress_stream
 from ._types import type_of
 
-CompileError = _core.CompileError
-LinkError = _core.LinkError
+if TYPE_CHECKING:  # what the core's classes hold, for type checkers and the API reference
+
+    class LinkError(ValueError):
+        """An op that cannot be built as described: its sections, types, flags or toolchain.
+        ``.diagnostics`` lists what is wrong, at the section files' lines where it has one."""
+
+        diagnostics: list[_core.Diagnostic]
+
+    class CompileError(RuntimeError):
+        """The compiler refused the op's code. The message names the section files' lines
+        (``op.c:4:12: error: ...``); ``.diagnostics`` holds them, ``.kept_dir`` the folder
+        with the generated source, the command and the compiler's full log."""
+
+        diagnostics: list[_core.Diagnostic]
+        kept_dir: str
+
+else:
+    CompileError = _core.CompileError
+    LinkError = _core.LinkError
+    # The errors users catch carry the name they import them by: a traceback shows
+    # `libsection.CompileError`, and a pickled one (a worker process's) unpickles as that class.
+    CompileError.__module__ = LinkError.__module__ = "libsection"
 CompiledOp = _core.CompiledOp
 
 __all__ = ["CompileError", "CompiledOp", "LinkError", "Module", "build", "build_many"]
@@ -74,7 +95,13 @@ def _param_type(name: str, value) -> str:
 
 #: What an op adds to its module's build, by PyTensor's names: ``build()``'s keyword
 #: arguments and ``ExternalCOp``'s methods of these names.
-BUILD_FLAGS = ("c_compile_args", "c_header_dirs", "c_libraries", "c_lib_dirs", "c_headers")
+BUILD_FLAGS: tuple[str, ...] = (
+    "c_compile_args",
+    "c_header_dirs",
+    "c_libraries",
+    "c_lib_dirs",
+    "c_headers",
+)
 _FOLDER_FLAGS = ("c_header_dirs", "c_lib_dirs")
 
 

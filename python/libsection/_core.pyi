@@ -3,6 +3,8 @@ libsection's C++ core: parser, expander, linker core
 """
 from __future__ import annotations
 import collections.abc
+from libsection import CompileError
+from libsection import LinkError
 import typing
 __all__: list[str] = ['BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
@@ -315,10 +317,6 @@ class CompiledOp:
         """
         Return repr(self).
         """
-class LinkError(ValueError):
-    pass
-class CompileError(RuntimeError):
-    pass
 class NodeOp:
     """
     An op whose code the linker core generates, for `Graph.add_apply`.

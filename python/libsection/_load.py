@@ -49,6 +49,8 @@ class SectionError(ValueError):
     with file, line, column and a caret follow. ``.diagnostics`` holds them as objects.
     """
 
+    __module__ = "libsection"  # its public name, in tracebacks
+
     def __init__(self, message: str, diagnostics: Iterable[Diagnostic] = ()) -> None:
         super().__init__(message)
         self.diagnostics = list(diagnostics)
@@ -58,6 +60,8 @@ class SectionDecodeError(SectionError, UnicodeDecodeError):
     """A section file that is not UTF-8. Also a ``UnicodeDecodeError`` with the fields Python's
     own decoder gives (PyTensor reads files with ``read_text(encoding="utf-8")``, so code that
     catches ``UnicodeDecodeError`` keeps working)."""
+
+    __module__ = "libsection"
 
     def __init__(
         self, message: str, diagnostics: Iterable[Diagnostic], cause: UnicodeDecodeError

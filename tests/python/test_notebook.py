@@ -53,6 +53,7 @@ class VectorAdd(libsection.ExternalCOp):
         return ["float64[:]"]
 
 print("standalone", VectorAdd()(np.arange(3.0), np.ones(3)).tolist())
+print("defined by the magic", vector_add(np.arange(3.0), np.ones(3)).tolist())
 """
 
 DROP_IN = """\
@@ -158,16 +159,18 @@ def test_a_notebook_writes_lints_builds_and_runs_an_op(tmp_path, cache_dir):
     for cell, text in zip(cells, texts, strict=True):
         assert "Traceback" not in text, f"{cell.splitlines()[0]}: {text}"
 
-    # The magic wrote the cell where the op class finds it, linted it at the cell's lines
-    # (line 2 of the code after the magic line), and showed the expansion.
-    assert (tmp_path / "vector_add.c").read_text() == VECTOR_ADD.split("\n", 1)[1]
-    assert "vector_add.c:2:15: warning: function `twice`" in texts[1]
+    # The magic wrote the cell where the op class finds it (an empty line in place of the
+    # magic's), linted it at the cell's lines as the gutter counts them (the magic is line 1),
+    # showed the expansion, and built the op as `vector_add`.
+    assert (tmp_path / "vector_add.c").read_text() == "\n" + VECTOR_ADD.split("\n", 1)[1]
+    assert "vector_add.c:3:15: warning: function `twice`" in texts[1]
     assert "[SL401]" in texts[1]
     assert "text/html" in texts[1] and "vector_add" in texts[1]  # the highlighted expansion
     assert "standalone [1.0, 2.0, 3.0]" in texts[2]
+    assert "defined by the magic [1.0, 2.0, 3.0]" in texts[2]
     assert "graph [10.0, 20.0, 30.0]" in texts[3]
-    # The compile error points at the cell's line 4, never at a generated source.
-    assert "broken.c:4:" in texts[5] and "undeclared_name" in texts[5]
+    # The compile error points at the cell's line 5, never at a generated source.
+    assert "broken.c:5:" in texts[5] and "undeclared_name" in texts[5]
     assert "source.cpp:" not in texts[5].split("the generated source")[0]
     # The slow build's progress was one display, updated in place and emptied when done: the
     # saved notebook holds that one empty output and no progress text anywhere.
@@ -234,6 +237,153 @@ def test_an_edited_cell_runs_its_new_code(tmp_path, cache_dir):
     texts = [outputs_text(c) for c in nb.cells]
     results = [m.groups() for t in texts for m in re.finditer(r"results (\S+) (\S+)", t)]
     assert results == [("1.0", "1.0"), ("2.0", "2.0"), ("3.0", "3.0")], texts
+
+
+def run_notebook(tmp_path, cells):
+    """Runs `cells` in a real kernel to the end, errors included: the executed notebook."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    return nb
+
+
+def errors_of(cell) -> list[str]:
+    """The cell's failure as the kernel reported it: `ename` of each error output, or
+    `UsageError` for IPython's usage errors (a line on stderr)."""
+    names = [o["ename"] for o in cell.outputs if o["output_type"] == "error"]
+    for out in cell.outputs:
+        if out.get("name") == "stderr" and out["text"].startswith("UsageError"):
+            names.append("UsageError")
+    return names
+
+
+CELL_BODY = "#section support_code\nint a;\n"
+
+USAGE_CELLS = [
+    "%%section -h\n" + CELL_BODY,
+    "%%section op.c --ouputs float64[:]\n" + CELL_BODY,
+    "%%section --inputs float64[:]\n" + CELL_BODY,
+    "%%section my-op.c --outputs float64[:]\n" + CELL_BODY,
+    "%%section op.c --outputs float64[:] --params k:int64\n" + CELL_BODY,
+]
+
+
+def test_the_magics_usage_errors_are_one_clean_usage_error_each(tmp_path):
+    """IPython's magic_arguments conventions: `-h` prints the usage once and runs nothing; a
+    mistyped option, a missing file name, a file name that is no Python name and an op that
+    cannot be built from the cell each give one UsageError saying what is wrong, and write
+    nothing."""
+    nb = run_notebook(tmp_path, ["%load_ext libsection", *USAGE_CELLS])
+    help_cell, mistyped, no_name, bad_name, params = nb.cells[1:]
+    help_text = outputs_text(help_cell)
+    assert help_text.startswith("%%section [--inputs INPUTS]"), help_text
+    assert help_text.count("%%section [") == help_text.count("--help") == 1, help_text
+    assert "--outputs OUTPUTS" in help_text and "--no-build" in help_text, help_text
+    assert errors_of(help_cell) == []
+    for cell, said in [
+        (mistyped, "UsageError: unrecognized arguments: --ouputs float64[:]\n"),
+        (no_name, "UsageError: the following arguments are required: NAME.c\n"),
+        (bad_name, "UsageError: %%section: 'my-op' is not a Python name: give --name NAME\n"),
+        (params, "UsageError: %%section: an op with --params or --extra-sections is built"),
+    ]:
+        assert errors_of(cell) == ["UsageError"], cell.outputs
+        assert outputs_text(cell).startswith(said), outputs_text(cell)
+        assert "usage: usage" not in outputs_text(cell)
+    assert not list(tmp_path.glob("*.c")), "a usage error wrote a file"
+
+
+BUILT_BY_THE_MAGIC = """\
+%%section add_one.c --inputs float64[:] --outputs float64[:]
+#section code
+Py_XDECREF(OUTPUT_0);
+OUTPUT_0 = (PyArrayObject*)PyArray_NewCopy(INPUT_0, NPY_ANYORDER);
+if (NULL == OUTPUT_0) FAIL;
+*(double*)PyArray_GETPTR1(OUTPUT_0, 0) += 1;
+"""
+
+COMPILE_ERROR = """\
+%%section broken.c --inputs float64[:] --outputs float64[:] --func-name APPLY_SPECIFIC(broken)
+#section support_code_apply
+int APPLY_SPECIFIC(broken)(PyArrayObject* x, PyArrayObject** z)
+{
+    return undeclared_name;
+}
+"""
+
+SECTION_ERROR = """\
+%%section typo.c --inputs float64[:] --outputs float64[:]
+#section suport_code_apply
+int a;
+"""
+
+
+def test_the_magic_builds_the_op_and_shows_its_errors_in_the_cell(tmp_path, cache_dir):
+    """As `%%cython` does: the cell builds the op and defines it at once (`add_one`, a
+    libsection op). A compile error and a section error fail that cell itself, at the cell's
+    lines as the notebook's gutter counts them (the magic line is 1), with libsection's class
+    and message and none of its traceback frames."""
+    nb = run_notebook(
+        tmp_path,
+        [
+            "%load_ext libsection",
+            BUILT_BY_THE_MAGIC,
+            "import numpy as np\nprint('add_one', add_one(np.zeros(2)).tolist(), type(add_one))",
+            COMPILE_ERROR,
+            SECTION_ERROR,
+        ],
+    )
+    built, call, compile_error, section_error = nb.cells[1:]
+    assert errors_of(built) == [], built.outputs
+    assert "add_one [1.0, 0.0] <class 'libsection._core.CompiledOp'>" in outputs_text(call)
+
+    assert errors_of(compile_error) == ["CompileError"], compile_error.outputs
+    (error,) = [o for o in compile_error.outputs if o["output_type"] == "error"]
+    shown = "\n".join(error["traceback"])
+    assert re.search(r"broken\.c:5:12: error: .*undeclared_name", shown), shown
+    assert shown.startswith("CompileError: compiling broken failed"), shown
+    # No frame: neither libsection's files nor the magic's call.
+    assert "_magic.py" not in shown and "_build.py" not in shown, shown
+    assert "run_cell_magic" not in shown and "Traceback" not in shown, shown
+
+    # The linter's finding and the loader's error, both at the gutter's line 2.
+    text = outputs_text(section_error)
+    assert "typo.c:2:10: error: Unknown section type" in text, text
+    assert errors_of(section_error) == ["SectionError"], section_error.outputs
+    assert "_load.py" not in text and "Traceback" not in text, text
+
+
+EDITED = """\
+%%section add_k.c --inputs float64[:] --outputs float64[:]
+#section code
+Py_XDECREF(OUTPUT_0);
+OUTPUT_0 = (PyArrayObject*)PyArray_NewCopy(INPUT_0, NPY_ANYORDER);
+if (NULL == OUTPUT_0) FAIL;
+*(double*)PyArray_GETPTR1(OUTPUT_0, 0) += K;
+"""
+
+
+def test_an_edited_magic_cell_rebuilds_with_its_new_code(tmp_path, cache_dir):
+    """The same cell run again with new code (same file, same size): the op it defines is
+    rebuilt from the new code each time, and code that no longer compiles fails the cell and
+    leaves no op of the old code defined."""
+    cells = ["%load_ext libsection"]
+    for k in (1, 2, 3):
+        cells += [EDITED.replace("K", str(k)), "print('result', add_k(np.zeros(1))[0])"]
+    cells.insert(1, "import numpy as np")
+    cells += [EDITED.replace("K", "undeclared_k"), "print('still', add_k)"]
+    nb = run_notebook(tmp_path, cells)
+    texts = [outputs_text(c) for c in nb.cells]
+    assert re.findall(r"result (\S+)", "".join(texts)) == ["1.0", "2.0", "3.0"], texts
+    assert errors_of(nb.cells[-2]) == ["CompileError"], nb.cells[-2].outputs
+    assert "add_k.c:6:43:" in texts[-2] and "undeclared_k" in texts[-2], texts[-2]
+    # The op of the code before the edit is not left behind for later cells to run.
+    assert errors_of(nb.cells[-1]) == ["NameError"], nb.cells[-1].outputs
 
 
 def test_a_cell_with_the_longest_name_is_written(tmp_path, monkeypatch):

@@ -94,3 +94,48 @@ def test_the_readme_shows_how_to_restrict_the_hook_to_some_ops():
     assert selected(entry["files"], "ops/vector_add/vector_add.c")
     assert not selected(entry["files"], "src/main.c")
     assert not selected(entry["files"], "ops/vector_add/notes.txt")
+
+
+def readme_pre_commit_config() -> str:
+    """The README's `.pre-commit-config.yaml`, as a user copies it (its indentation removed)."""
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"<!-- pre-commit-config -->\n( *)```yaml\n(.*?)\n *```", readme, re.S)
+    assert block, "the README has no marked pre-commit-config block"
+    indent = len(block[1])
+    return "".join(line[indent:] + "\n" for line in block[2].splitlines())
+
+
+def test_the_readmes_pre_commit_config_runs_as_written(tmp_path):
+    """Real pre-commit, the README's config verbatim, section-lint installed beside this
+    Python (as `pip install libsection` puts it): the op's finding is reported, the file
+    outside `ops/` and the plain C file are not linted."""
+    import os
+    import sys
+    from pathlib import Path
+
+    project = tmp_path / "project"
+    (project / "ops").mkdir(parents=True)
+    (project / "ops/bad.c").write_text(BAD_SECTION)
+    (project / "ops/main.c").write_text(PLAIN)
+    (project / "elsewhere.c").write_text(BAD_SECTION)
+    (project / ".pre-commit-config.yaml").write_text(readme_pre_commit_config())
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(["git", "add", "."], cwd=project, check=True)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(SECTION_LINT).parent}{os.pathsep}{os.environ['PATH']}",
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "PRE_COMMIT_COLOR": "never",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--all-files", "--verbose"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output  # the hook ran and found SL501
+    assert "ops/bad.c:2:1" in output and "[SL501]" in output, output
+    assert "elsewhere.c" not in output and "main.c" not in output, output

@@ -48,3 +48,33 @@ def test_ndim():
     assert [ndim(t) for t in ("float64[:]", "float32[:,:]", "float64[]", "int64")] == [1, 2, 0, 0]
     with pytest.raises(ValueError):
         ndim("float64[")
+
+
+def test_the_errors_users_catch_have_their_public_names(tmp_path, cache_dir):
+    """`libsection.CompileError` (and LinkError, SectionError, SectionDecodeError) is the class
+    a build raises, and a traceback names it so, as NumPy and pydantic present theirs."""
+    import traceback
+
+    import libsection
+
+    broken = tmp_path / "broken.c"
+    broken.write_text("#section code\nundeclared_name;\n")
+    with pytest.raises(libsection.CompileError) as compile_error:
+        libsection.build([broken], inputs=["float64"], outputs=["float64"])
+    no_code = _write(tmp_path / "no_code.c", b"#section support_code\nint a;\n")
+    with pytest.raises(libsection.LinkError) as link_error:  # no `code`, no func_name
+        libsection.build([no_code], inputs=["float64"], outputs=["float64"])
+    with pytest.raises(libsection.SectionError) as section_error:
+        libsection.load([_write(tmp_path / "typo.c", b"#section suport_code\n")])
+    with pytest.raises(libsection.SectionDecodeError) as decode_error:
+        libsection.load([_write(tmp_path / "latin1.c", b"#section code\n\xe9;\n")])
+    for caught in (compile_error, link_error, section_error, decode_error):
+        cls = caught.type
+        assert cls.__module__ == "libsection" and getattr(libsection, cls.__name__) is cls
+        shown = traceback.format_exception_only(caught.value)[-1]
+        assert shown.startswith(f"libsection.{cls.__name__}: "), shown
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path
