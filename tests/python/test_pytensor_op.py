@@ -53,11 +53,14 @@ def test_the_standalone_gradient_is_forwarded(mode, cls, cache_dir):
         np.testing.assert_array_equal(got, expected)
 
 
-def test_an_op_without_a_gradient_says_so():
+def test_an_op_without_a_gradient_gets_one_derived_from_its_code(cache_dir):
+    # No pullback or grad of its own: the bridge asks for the one derived from its C code
+    # (libsection._gradient; its refusals are tested in test_gradient_refusals.py).
     x, y = pt.dvector("x"), pt.dvector("y")
     z = pytensor_op(VectorTimesVector())(x, y)
-    with pytest.raises(Exception, match="grad|gradient|pullback|L_op"):
-        pytensor.grad(z.sum(), x)
+    f = pytensor.function([x, y], pytensor.grad(z.sum(), x), mode="CVM")
+    b = np.array([4.0, 5.0, 6.0])
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0, 3.0]), b), b)
 
 
 def test_static_shapes_come_from_infer_shape():

@@ -75,9 +75,9 @@ bool one_of(std::string_view word, std::string_view const (&words)[N]) {
   return std::find(std::begin(words), std::end(words), word) != std::end(words);
 }
 
-class Scanner {
+class HiddenValueScanner {
  public:
-  Scanner(SourceManager const& sm, Block const& block)
+  HiddenValueScanner(SourceManager const& sm, Block const& block)
       : file_(sm.file(block.body.file)), id_(block.body.file), text_(file_.text()),
         body_(c_scan::tokenize(text_, block.body.begin, block.body.end)) {}
 
@@ -215,7 +215,7 @@ std::vector<HiddenValue> find_hidden_values(SourceManager const& sm,
                                             std::span<Block const> blocks) {
   std::vector<HiddenValue> out;
   for (Block const& block : blocks)
-    if (is_section_tag(block.tag) && block.body.valid()) Scanner(sm, block).scan(out);
+    if (is_section_tag(block.tag) && block.body.valid()) HiddenValueScanner(sm, block).scan(out);
   return out;
 }
 

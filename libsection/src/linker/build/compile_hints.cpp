@@ -105,7 +105,8 @@ std::optional<std::string> argument_function(std::string_view note) {
 
 /// What an error means where libsection compiles an op's C code on dual numbers (a derived
 /// gradient's module) or as C++ (C code's implicit `void*` conversions): a note at the error.
-std::optional<Note> cxx_meaning(Diagnostic const& d, std::function<bool(SourceRange)> in_sections) {
+std::optional<Note> cxx_meaning(Diagnostic const& d,
+                                std::function<bool(SourceRange)> const& in_sections) {
   std::string_view const m = d.message;
   if (m.find("invalid conversion from") != std::string_view::npos &&
       m.find("void*") != std::string_view::npos)
