@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "batched_op.hpp"
 #include "bindings.hpp"
 #include "compiled_op.hpp"
 #include "link_errors.hpp"
@@ -354,6 +355,7 @@ void bind_linker(py::module_& m) {
     set_interrupt_check(nullptr);
   }));
   add_compiled_op_type(m);
+  add_batched_op_type(m);
   add_link_errors(m);
 
   bind_graph_type(m);
@@ -364,10 +366,13 @@ void bind_linker(py::module_& m) {
         "Stops every build under way in this process, in any thread (its compiler killed; it "
         "raises KeyboardInterrupt): for a caller interrupted while threads build for it.");
 
-  m.def("native_entry", &native_entry, py::arg("op"),
-        "(entry address, op address, inputs, outputs, address of the entry taking preset "
-        "output arrays): how compiled code (Numba, the JAX handler) calls a "
-        "CompiledOp natively; see python/libsection/_numba.py.");
+  m.def(
+      "native_entry",
+      [](py::handle op) { return is_batched_op(op) ? batched_native_entry(op) : native_entry(op); },
+      py::arg("op"),
+      "(entry address, op address, inputs, outputs, address of the entry taking preset "
+      "output arrays): how compiled code (Numba, the JAX handler) calls a "
+      "CompiledOp or a Batched natively; see python/libsection/_numba.py.");
 
   m.def(
       "cache_dir", [] { return ModuleCache::default_root().string(); },
