@@ -24,7 +24,7 @@ import logging
 
 import numpy as np
 
-from . import _jax_ffi
+from . import _batched, _jax_ffi
 from ._node import NodeRunner, compile_node
 
 __all__ = ["jax_function", "register"]
@@ -155,11 +155,13 @@ def _ffi_call(node, name: str):
     def kind(i, v):
         return 0 if not _is_tensor(v) else 2 if i in destroyed else 1
 
+    compiled = compile_node(node)
     return _jax_ffi.call_node(
-        compile_node(node),
+        compiled,
         name,
         [(_core_ndim(v), kind(i, v)) for i, v in enumerate(node.inputs)],
         [(_core_ndim(v), 0 if not _is_tensor(v) else 1) for v in node.outputs],
+        batch=None if destroyed else _batched.ffi_batch(compiled, node),
     )
 
 

@@ -125,13 +125,16 @@ _instances: weakref.WeakValueDictionary[int, _Instance] = weakref.WeakValueDicti
 _MARKER = re.compile(r"\[libsection (\d+):(-?\d+)\] \S+ in (\S+): ")
 
 
-def call_node(compiled, name: str, in_kinds, out_kinds):
+def call_node(compiled, name: str, in_kinds, out_kinds, batch=None):
     """``(output specs, *inputs) -> outputs``: ``compiled`` (a node's CompiledOp) run through
     the FFI target. ``in_kinds``/``out_kinds``: ``(core ndim, kind)`` per value, kind 0 for a
-    scalar, 1 for a tensor, 2 for a tensor input the op destroys (the handler copies it)."""
+    scalar, 1 for a tensor, 2 for a tensor input the op destroys (the handler copies it).
+    ``batch``: the node's ``_core.Batched`` (``_batched.ffi_batch``), which runs a vmapped
+    call's whole batch in one C loop; without it, the handler calls the op per batch element."""
     import jax
 
     _, op_address, _, _, entry = _core.native_entry(compiled)
+    batch_entry, batch_op = (_core.native_entry(batch)[4], id(batch)) if batch else (0, 0)
     errors = _Errors()
     _error_lists[id(errors)] = errors
     attributes = {
@@ -143,6 +146,8 @@ def call_node(compiled, name: str, in_kinds, out_kinds):
         "in_kinds": np.array([k for _, k in in_kinds], np.int64),
         "out_ndims": np.array([n for n, _ in out_kinds], np.int64),
         "out_kinds": np.array([k for _, k in out_kinds], np.int64),
+        "batch_entry": np.uint64(batch_entry),
+        "batch_op": np.uint64(batch_op),
     }
 
     def call(specs, *xs):
@@ -150,7 +155,7 @@ def call_node(compiled, name: str, in_kinds, out_kinds):
 
     # What the call points at lives as long as this function, and as every executable that
     # makes the call (their keepalive).
-    call.instance = _instances[op_address] = _Instance(compiled, errors)  # type: ignore[attr-defined]
+    call.instance = _instances[op_address] = _Instance(batch or compiled, errors)  # type: ignore[attr-defined]
     return call
 
 

@@ -5,10 +5,12 @@
 // same way: the libsection_* entry points below let the loader check and initialise it.
 //
 // One call: XLA hands the node's inputs as dense row-major buffers and the result buffers to
-// fill. The handler takes the GIL, wraps each input (each batch element under vmap) as a
-// read-only NumPy array without copying, calls the node's CompiledOp through its native entry
-// (the one Numba calls), checks each output against the result buffer's dtype and shape, and
-// copies it there. A Python exception from the op becomes an FFI error whose message carries
+// fill. The handler takes the GIL, wraps each input as a read-only NumPy array without
+// copying, calls the node's CompiledOp through its native entry (the one Numba calls), checks
+// each output against the result buffer's dtype and shape, and copies it there. Under vmap, a
+// node whose module has a batch entry gets the whole batch in one call of its `Batched`
+// (`batch_entry`, `batch_op`: one C loop over the rows, writing into the result buffers);
+// another (scalar inputs, inputs it destroys) gets one call per batch element. A Python exception from the op becomes an FFI error whose message carries
 // the exception's class, the op's name and a token by which Python finds the exception itself.
 #include <cstdint>
 #include <cstring>
@@ -242,11 +244,41 @@ int store_output(PyObject* out, Slot const& s, char* data, bool tensor, std::str
   return copied;
 }
 
+// An array over a whole buffer, its batch dimensions and its element's.
+PyObject* whole_view(Slot const& s, std::vector<std::int64_t> const& batch, bool writable) {
+  std::vector<npy_intp> dims(batch.begin(), batch.end());
+  dims.insert(dims.end(), s.core.begin(), s.core.end());
+  int flags = writable ? NPY_ARRAY_CARRAY : NPY_ARRAY_C_CONTIGUOUS;
+  if (reinterpret_cast<std::uintptr_t>(s.data) % static_cast<std::uintptr_t>(s.itemsize) == 0)
+    flags |= NPY_ARRAY_ALIGNED;
+  return PyArray_New(&PyArray_Type, static_cast<int>(dims.size()), dims.data(), s.typenum, nullptr,
+                     s.data, 0, flags, nullptr);
+}
+
+// The whole batch in one call of the node's `Batched` (its C loop over the rows), which writes
+// the results into the arrays over XLA's result buffers it is given.
+ffi::Error run_batch(std::vector<Slot> const& in, std::vector<Slot> const& out,
+                     std::vector<std::int64_t> const& batch, Entry entry, PyObject* batched,
+                     PyObject* errors, std::string const& op_name) {
+  Gil gil;
+  std::vector<PyObject*> inputs(in.size()), given(out.size());
+  DropRefs held_inputs{inputs}, held_given{given};
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (!(inputs[i] = whole_view(in[i], batch, false))) return python_error(errors, op_name);
+  for (std::size_t j = 0; j < out.size(); ++j)
+    if (!(given[j] = whole_view(out[j], batch, true))) return python_error(errors, op_name);
+  std::vector<PyObject*> results(given);
+  if (entry(batched, inputs.data(), results.data()) != 0) return python_error(errors, op_name);
+  DropRefs held_results{results};  // the arrays given, written
+  return ffi::Error::Success();
+}
+
 ffi::Error run_node(ffi::RemainingArgs args, ffi::RemainingRets rets, std::uint64_t entry_address,
                     std::uint64_t op_address, std::uint64_t errors_address, std::string_view name,
                     ffi::Span<std::int64_t const> in_ndims, ffi::Span<std::int64_t const> in_kinds,
                     ffi::Span<std::int64_t const> out_ndims,
-                    ffi::Span<std::int64_t const> out_kinds) {
+                    ffi::Span<std::int64_t const> out_kinds, std::uint64_t batch_entry,
+                    std::uint64_t batch_op) {
   std::size_t const n_in = args.size(), n_out = rets.size();
   if (in_ndims.size() != n_in || in_kinds.size() != n_in || out_ndims.size() != n_out ||
       out_kinds.size() != n_out)
@@ -272,6 +304,9 @@ ffi::Error run_node(ffi::RemainingArgs args, ffi::RemainingRets rets, std::uint6
   for (std::int64_t b : batch) n_batch *= static_cast<std::size_t>(b);
 
   std::string const op_name(name);
+  if (batch_op && !batch.empty())
+    return run_batch(in, out, batch, reinterpret_cast<Entry>(batch_entry),
+                     reinterpret_cast<PyObject*>(batch_op), errors, op_name);
   Gil gil;
   std::vector<PyObject*> inputs(n_in), outputs(n_out), views(n_out), copies(n_in);
   // One array per buffer, moved along the batch: a new one only when the op kept a reference
@@ -322,7 +357,9 @@ XLA_FFI_DEFINE_HANDLER(libsection_node_handler, run_node,
                            .Attr<ffi::Span<std::int64_t const>>("in_ndims")
                            .Attr<ffi::Span<std::int64_t const>>("in_kinds")
                            .Attr<ffi::Span<std::int64_t const>>("out_ndims")
-                           .Attr<ffi::Span<std::int64_t const>>("out_kinds"));
+                           .Attr<ffi::Span<std::int64_t const>>("out_kinds")
+                           .Attr<std::uint64_t>("batch_entry")
+                           .Attr<std::uint64_t>("batch_op"));
 
 LIBSECTION_EXPORT XLA_FFI_Error* libsection_jax_call(XLA_FFI_CallFrame* frame) {
   return libsection_node_handler(frame);
