@@ -126,7 +126,10 @@ def main() -> None:
 
     X, Y = pt.dmatrix("X"), pt.dmatrix("Y")
     a, b = rng.random((64, 3)), rng.random((64, 3))
-    for name, op, target in (("undeclared", undeclared, "<= 3x"), ("declared", declared, "<= 1.2x")):
+    for name, op, target in (
+        ("undeclared", undeclared, "<= 3x"),
+        ("declared", declared, "<= 1.2x"),
+    ):
         for mode in ("CVM", "NUMBA"):
             ours, before, builtin = pytensor_functions(op, [X, Y], X * Y, mode)
             assert np.array_equal(ours(a, b), a * b) and np.array_equal(before(a, b), a * b)

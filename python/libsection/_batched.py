@@ -26,7 +26,14 @@ import numpy as np
 
 from . import _core
 
-__all__ = ["VMAP_METHODS", "batched", "ffi_batch", "parse_signature", "standalone_call", "vmap_method"]
+__all__ = [
+    "VMAP_METHODS",
+    "batched",
+    "ffi_batch",
+    "parse_signature",
+    "standalone_call",
+    "vmap_method",
+]
 
 VMAP_METHODS = ("sequential", "broadcast_all")
 
@@ -58,7 +65,9 @@ def _arguments(text: str, signature: str) -> list[tuple[str, ...]]:
 
 
 @lru_cache(maxsize=256)
-def parse_signature(signature: str) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+def parse_signature(
+    signature: str,
+) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
     """``"(m,n),(n)->(m)"`` as ``((("m", "n"), ("n",)), (("m",),))``: each input's and output's
     core dimensions, names or fixed lengths (``"3"``). ``ValueError`` for anything else."""
     if not isinstance(signature, str) or signature.count("->") != 1:
@@ -146,7 +155,9 @@ def standalone_call(op: Any, inputs: tuple) -> Any | None:
                 f"gufunc_signature {signature!r} need {len(dims)}"
             )
     # A row of a "()" input is a number (as the op is called on one), of the others an array.
-    types = [tensor(a.dtype, len(d)) if d else a.dtype.name for a, d in zip(arrays, core_in, strict=True)]
+    types = [
+        tensor(a.dtype, len(d)) if d else a.dtype.name for a, d in zip(arrays, core_in, strict=True)
+    ]
     compiled = op.compiled(*types)
     for j, (described, dims) in enumerate(zip(compiled.info["outputs"], core_out, strict=True)):
         got = _core.parse_type(described).ndim
@@ -176,7 +187,10 @@ def ffi_batch(compiled, node) -> Any | None:
     signature = ",".join(args[:n_in]) + "->" + ",".join(args[n_in:])
     try:
         return batched(
-            compiled, signature, type(node.op).__name__, whole=vmap_method(node.op) == "broadcast_all"
+            compiled,
+            signature,
+            type(node.op).__name__,
+            whole=vmap_method(node.op) == "broadcast_all",
         )
     except TypeError:  # no batch entry: an input or output the runtime cannot give a row of
         return None

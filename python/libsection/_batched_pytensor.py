@@ -190,7 +190,9 @@ def _register_jax(module) -> None:
         # its FFI handler gets the whole batch, and runs it in the C loop.
         import jax.numpy as jnp
 
-        vectorized = jnp.vectorize(_jax.jax_function(op.core_node(node), False), signature=op.signature)
+        vectorized = jnp.vectorize(
+            _jax.jax_function(op.core_node(node), False), signature=op.signature
+        )
 
         def batched(*inputs):
             op.blockwise._check_runtime_broadcast(node, inputs)

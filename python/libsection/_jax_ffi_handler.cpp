@@ -10,8 +10,9 @@
 // each output against the result buffer's dtype and shape, and copies it there. Under vmap, a
 // node whose module has a batch entry gets the whole batch in one call of its `Batched`
 // (`batch_entry`, `batch_op`: one C loop over the rows, writing into the result buffers);
-// another (scalar inputs, inputs it destroys) gets one call per batch element. A Python exception from the op becomes an FFI error whose message carries
-// the exception's class, the op's name and a token by which Python finds the exception itself.
+// another (scalar inputs, inputs it destroys) gets one call per batch element. A Python exception
+// from the op becomes an FFI error whose message carries the exception's class, the op's name and a
+// token by which Python finds the exception itself.
 #include <cstdint>
 #include <cstring>
 #include <string>

@@ -61,8 +61,8 @@ PyObject* batched_call(PyObject* callable, PyObject* const* args, size_t nargsf,
   auto* self = reinterpret_cast<BatchedOp*>(callable);
   Py_ssize_t const nargs = PyVectorcall_NARGS(nargsf);
   if ((kwnames && PyTuple_GET_SIZE(kwnames)) || nargs != self->n_inputs) {
-    PyErr_Format(PyExc_TypeError, "%s takes %zd positional input%s, got %zd",
-                 (*self->labels)[0], self->n_inputs, self->n_inputs == 1 ? "" : "s", nargs);
+    PyErr_Format(PyExc_TypeError, "%s takes %zd positional input%s, got %zd", (*self->labels)[0],
+                 self->n_inputs, self->n_inputs == 1 ? "" : "s", nargs);
     return nullptr;
   }
   std::vector<PyObject*> outputs(static_cast<std::size_t>(self->n_outputs), nullptr);
@@ -138,8 +138,8 @@ PyObject* batched_compiled(PyObject* object, void*) {
 
 /// What the VM hands the thunk (CLinker's layout: the error list first), and the cells.
 struct CThunkData {
-  PyObject* error;  // a three-element list
-  PyObject* op;     // the Batched
+  PyObject* error;                         // a three-element list
+  PyObject* op;                            // the Batched
   std::vector<PyObject*> inputs, outputs;  // one-element lists
 };
 
@@ -253,8 +253,7 @@ bool is_batched_op(py::handle op) { return PyObject_TypeCheck(op.ptr(), &batched
 py::tuple batched_native_entry(py::handle op) {
   auto* self = reinterpret_cast<BatchedOp*>(op.ptr());
   return py::make_tuple(reinterpret_cast<std::uintptr_t>(&batched_run_native),
-                        reinterpret_cast<std::uintptr_t>(op.ptr()), self->n_inputs,
-                        self->n_outputs,
+                        reinterpret_cast<std::uintptr_t>(op.ptr()), self->n_inputs, self->n_outputs,
                         reinterpret_cast<std::uintptr_t>(&batched_run_native_into));
 }
 

@@ -173,7 +173,8 @@ int run_with_inputs(CompiledOp* op, PyObject* const* inputs, PyObject** outputs,
     }
     for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
       PyObject* cell = self->cells[self->n_inputs + j];
-      PyObject* const given = preset ? preset[j] : nullptr;  // read first: `preset` may be `outputs`
+      PyObject* const given =
+          preset ? preset[j] : nullptr;  // read first: `preset` may be `outputs`
       outputs[j] = PyList_GET_ITEM(cell, 0);
       Py_INCREF(outputs[j]);
       if (given && outputs[j] == given) set_cell(cell, Py_None);

@@ -74,10 +74,14 @@ def test_standalone_scalar_rows_and_params(cache_dir):
     np.testing.assert_array_equal(times_scalar(x, a), expected)
     scale_shift = load_op_module("scale_shift").ScaleShift(2.0, -1.0)
     x = rng.random((2, 3, 5))
-    np.testing.assert_array_equal(scale_shift(x), loop_of_single_calls(scale_shift, "(n)->(n)", (x,), [(5,)]))
+    np.testing.assert_array_equal(
+        scale_shift(x), loop_of_single_calls(scale_shift, "(n)->(n)", (x,), [(5,)])
+    )
     ode = load_op_module("ode_solve").OdeSolve(steps=50, dt=0.02)
     p, y0 = rng.random((3, 1, 3)), rng.random((4, 2))  # the signature's fixed lengths (3),(2)->(2)
-    np.testing.assert_array_equal(ode(p, y0), loop_of_single_calls(ode, "(3),(2)->(2)", (p, y0), [(2,)]))
+    np.testing.assert_array_equal(
+        ode(p, y0), loop_of_single_calls(ode, "(3),(2)->(2)", (p, y0), [(2,)])
+    )
     with pytest.raises(ValueError, match=r"OdeSolve: input 1's core dimension 0 has length 3, "):
         ode(p, rng.random((4, 3)))
 
@@ -152,9 +156,21 @@ def test_an_output_the_op_makes_is_copied_and_one_of_another_shape_refused(cache
 @pytest.mark.parametrize(
     ("inputs", "error", "message"),
     [
-        (((2, 3), (2, 4)), ValueError, r"VectorTimesVector: core dimension n is 3 in input 0 but 4 in input 1 \(signature \(n\),\(n\)->\(n\)\)"),
-        (((2, 3), (3, 3)), ValueError, r"VectorTimesVector: the batch dimensions \(3,\) of input 1 do not broadcast"),
-        (((2, 3), ()), ValueError, r"VectorTimesVector: input 1 has 0 dimensions; its core dimensions in the gufunc_signature '\(n\),\(n\)->\(n\)' need 1"),
+        (
+            ((2, 3), (2, 4)),
+            ValueError,
+            r"VectorTimesVector: core dimension n is 3 in input 0 but 4 in input 1 \(signature \(n\),\(n\)->\(n\)\)",
+        ),
+        (
+            ((2, 3), (3, 3)),
+            ValueError,
+            r"VectorTimesVector: the batch dimensions \(3,\) of input 1 do not broadcast",
+        ),
+        (
+            ((2, 3), ()),
+            ValueError,
+            r"VectorTimesVector: input 1 has 0 dimensions; its core dimensions in the gufunc_signature '\(n\),\(n\)->\(n\)' need 1",
+        ),
     ],
     ids=["core dimensions", "batch dimensions", "too few dimensions"],
 )
@@ -183,7 +199,12 @@ def test_batched_refuses_a_plan_it_could_misread(cache_dir):
 
 @pytest.mark.parametrize(
     ("signature", "message"),
-    [("(n)(n)->(n)", "at '\\(n\\)'"), ("(n)->", "no outputs"), ("(n-1)->(n)", "dimension 'n-1'"), ("(n)", "one '->'")],
+    [
+        ("(n)(n)->(n)", "at '\\(n\\)'"),
+        ("(n)->", "no outputs"),
+        ("(n-1)->(n)", "dimension 'n-1'"),
+        ("(n)", "one '->'"),
+    ],
 )
 def test_signatures_that_are_not_gufunc_signatures(signature, message):
     with pytest.raises(ValueError, match=f"not a gufunc signature: .*{message}"):
@@ -284,7 +305,10 @@ def test_a_failing_row_is_named_and_nothing_is_half_written(mode, cache_dir):
     kept = good.copy()
     bad = x.copy()
     bad[2, 1] = 0.0
-    with pytest.raises(ValueError, match=r"CheckedLog: row 2 of the batch \(index \(2,\)\): checked_log: x\[1\] = 0 is not positive"):
+    with pytest.raises(
+        ValueError,
+        match=r"CheckedLog: row 2 of the batch \(index \(2,\)\): checked_log: x\[1\] = 0 is not positive",
+    ):
         f(bad)
     np.testing.assert_array_equal(good, kept)  # what an earlier call handed out is untouched
     if mode == "CVM":  # the VM's storage holds no output of the failed call
@@ -323,7 +347,9 @@ def test_an_op_with_its_own_perform_keeps_blockwise(cache_dir):
     from backend_ops import VecMulWithPerform
 
     X, Y = pt.dmatrix("X"), pt.dmatrix("Y")
-    _, ops = compiled([X, Y], pt.vectorize(VecMulWithPerform(), signature="(n),(n)->(n)")(X, Y), "CVM")
+    _, ops = compiled(
+        [X, Y], pt.vectorize(VecMulWithPerform(), signature="(n),(n)->(n)")(X, Y), "CVM"
+    )
     assert ops == ["Blockwise"]
 
 
@@ -350,7 +376,10 @@ def test_jax_vmap_runs_the_batch_in_the_c_loop(cache_dir):
     np.testing.assert_allclose(np.asarray(vmapped(a)), np.log(a), rtol=1e-15)
     a[1, 2, 3] = -2.0
     # The row named: the handler ran the batch through the C loop, not a call per element.
-    with pytest.raises(Exception, match=r"CheckedLog: row 5 of the batch \(index \(1, 2\)\): checked_log: x\[3\] = -2"):
+    with pytest.raises(
+        Exception,
+        match=r"CheckedLog: row 5 of the batch \(index \(1, 2\)\): checked_log: x\[3\] = -2",
+    ):
         np.asarray(vmapped(a))
     whole = jax.jit(jax.vmap(jax_function([x], [pytensor_op(PlusNdimWhole())(x)])))
     rows = rng.random((5, 4))

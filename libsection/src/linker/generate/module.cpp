@@ -303,25 +303,24 @@ bool ModuleWriter::fill_runtime_block(RunBlock& b, std::size_t v, Sub const& sub
     return "if (!__batch) {\n" + call + "} else {\n" + from_row + "}\n";
   };
   if (input) {
-    b.behavior = either("if (libsection_rt->extract(" + cell(n) + ", " + args + "))" + fail,
-                        form == RowForm::array
-                            ? "*(PyObject**)&" + n + " = " + row + ";\n"
-                            : "memcpy(&" + n + ", " + data + ", sizeof " + n + ");\n");
+    b.behavior =
+        either("if (libsection_rt->extract(" + cell(n) + ", " + args + "))" + fail,
+               form == RowForm::array ? "*(PyObject**)&" + n + " = " + row + ";\n"
+                                      : "memcpy(&" + n + ", " + data + ", sizeof " + n + ");\n");
     b.cleanup = (form == RowForm::none ? "" : "if (!__batch) ") +
                 ("libsection_rt->cleanup(" + args + ");\n");
     return true;
   }
   b.behavior = either("if (libsection_rt->extract_output(" + cell(n) + ", " + args + "))" + fail,
-                      form == RowForm::array ? "*(PyObject**)&" + n + " = " + row +
-                                                   ";\nPy_XINCREF(" + row + ");\n"
-                                             : "memset(&" + n + ", 0, sizeof " + n + ");\n");
+                      form == RowForm::array
+                          ? "*(PyObject**)&" + n + " = " + row + ";\nPy_XINCREF(" + row + ");\n"
+                          : "memset(&" + n + ", 0, sizeof " + n + ");\n");
   b.cleanup = either("if (libsection_rt->store_output(" + cell(n) + ", " + args +
                          ", __failure)) __failure = " + id + ";\n",
                      form == RowForm::array
                          ? "if (LIBSECTION_ROW_OUTPUT(" + n + ", __batch, " + std::to_string(c) +
                                ", __failure)) __failure = " + id + ";\n"
-                         : "if (!__failure) memcpy(" + data + ", &" + n + ", sizeof " + n +
-                               ");\n");
+                         : "if (!__failure) memcpy(" + data + ", &" + n + ", sizeof " + n + ");\n");
   return true;
 }
 
@@ -446,7 +445,8 @@ bool ModuleWriter::plain_instance() const {
 // A plain instance is its array of cells (`new_cells` of the runtime).
 std::string ModuleWriter::plain_instance_part() const {
   std::string t = "\n//////// instance\nstatic int libsection_run" +
-                  std::string(member_placeholder) + "(PyObject** storage, libsection_batch* __batch) {\n";
+                  std::string(member_placeholder) +
+                  "(PyObject** storage, libsection_batch* __batch) {\n";
   return t + run_body() + "}\n";
 }
 
@@ -506,8 +506,7 @@ std::string ModuleWriter::rows_function(std::string const& run) const {
   std::string const ph = member_placeholder;
   return "static int libsection_rows" + ph + "(void* self, libsection_batch* __batch) {\n" + run +
          "}\n\nLIBSECTION_EXPORT int libsection_instance_run" + ph +
-         "(void* self) {\n  return libsection_rows" + ph + "(self, NULL);\n}\n\n" +
-         batch_entry();
+         "(void* self) {\n  return libsection_rows" + ph + "(self, NULL);\n}\n\n" + batch_entry();
 }
 
 // The batch entry (batch.c's `run_batch` over this graph's rows), when every input and output
@@ -522,8 +521,7 @@ std::string ModuleWriter::batch_entry() const {
          "(void* self, PyObject* const* inputs, PyObject** outputs, const long long* plan, "
          "const char* const* labels) {\n  return libsection_rt->run_batch(self, libsection_rows" +
          ph + ", libsection_cells" + ph + ", " + std::to_string(graph_.inputs().size()) + ", " +
-         std::to_string(graph_.outputs().size()) +
-         ", inputs, outputs, plan, labels);\n}\n\n";
+         std::to_string(graph_.outputs().size()) + ", inputs, outputs, plan, labels);\n}\n\n";
 }
 
 std::string ModuleWriter::plain_instance_functions() const {
@@ -537,9 +535,9 @@ std::string ModuleWriter::plain_instance_functions() const {
   // Made and freed by the runtime: the loops of every module's own cost about 15 ms of its
   // compile.
   return "LIBSECTION_EXPORT void* libsection_instance_new" + ph +
-         "(PyObject** storage) {\n  return libsection_rt->new_cells(storage, " + n +
-         ");\n}\n\n" + rows_function(run) + "LIBSECTION_EXPORT void libsection_instance_free" +
-         ph + "(void* self) {\n  libsection_rt->free_cells(self, " + n + ");\n}\n";
+         "(PyObject** storage) {\n  return libsection_rt->new_cells(storage, " + n + ");\n}\n\n" +
+         rows_function(run) + "LIBSECTION_EXPORT void libsection_instance_free" + ph +
+         "(void* self) {\n  libsection_rt->free_cells(self, " + n + ");\n}\n";
 }
 
 std::string ModuleWriter::instance_functions() const {
