@@ -141,7 +141,8 @@ def standalone_call(op: Any, inputs: tuple) -> Any | None:
     core_in, core_out = parse_signature(signature)
     if len(core_in) != len(inputs):
         raise TypeError(
-            f"{name} takes {len(core_in)} inputs (gufunc_signature {signature!r}), got {len(inputs)}"
+            f"{name} takes {len(core_in)} inputs (gufunc_signature {signature!r}), "
+            f"got {len(inputs)}"
         )
     arrays = [np.asarray(v) for v in inputs]
     if not any(a.ndim > len(dims) for a, dims in zip(arrays, core_in, strict=True)):

@@ -124,19 +124,17 @@ class BatchedOp(Op):
                 c[0] = True
 
         if impl != "py":
-            thunk.cthunk = batched.cthunk(input_storage, output_storage)  # type: ignore[attr-defined]
-        thunk.batched = batched  # type: ignore[attr-defined]
-        thunk.inputs = input_storage  # type: ignore[attr-defined]
-        thunk.outputs = output_storage  # type: ignore[attr-defined]
-        thunk.lazy = False  # type: ignore[attr-defined]
+            thunk.cthunk = batched.cthunk(input_storage, output_storage)
+        thunk.batched = batched
+        thunk.inputs = input_storage
+        thunk.outputs = output_storage
+        thunk.lazy = False
         return thunk
 
 
 # The gradient is Blockwise's, in the installed PyTensor's name for it.
-if hasattr(Blockwise, "pullback"):
-    BatchedOp.pullback = lambda self, *args: self.blockwise.pullback(*args)  # type: ignore[attr-defined]
-else:
-    BatchedOp.L_op = lambda self, *args: self.blockwise.L_op(*args)  # type: ignore[method-assign]
+_GRADIENT = "pullback" if hasattr(Blockwise, "pullback") else "L_op"
+setattr(BatchedOp, _GRADIENT, lambda self, *args: getattr(self.blockwise, _GRADIENT)(*args))
 
 # The Batched of nodes whose perform was called directly (not through a thunk).
 _performers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

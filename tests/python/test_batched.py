@@ -159,7 +159,8 @@ def test_an_output_the_op_makes_is_copied_and_one_of_another_shape_refused(cache
         (
             ((2, 3), (2, 4)),
             ValueError,
-            r"VectorTimesVector: core dimension n is 3 in input 0 but 4 in input 1 \(signature \(n\),\(n\)->\(n\)\)",
+            r"VectorTimesVector: core dimension n is 3 in input 0 but 4 in input 1 "
+            r"\(signature \(n\),\(n\)->\(n\)\)",
         ),
         (
             ((2, 3), (3, 3)),
@@ -169,7 +170,8 @@ def test_an_output_the_op_makes_is_copied_and_one_of_another_shape_refused(cache
         (
             ((2, 3), ()),
             ValueError,
-            r"VectorTimesVector: input 1 has 0 dimensions; its core dimensions in the gufunc_signature '\(n\),\(n\)->\(n\)' need 1",
+            r"VectorTimesVector: input 1 has 0 dimensions; its core dimensions in the "
+            r"gufunc_signature '\(n\),\(n\)->\(n\)' need 1",
         ),
     ],
     ids=["core dimensions", "batch dimensions", "too few dimensions"],
@@ -307,7 +309,8 @@ def test_a_failing_row_is_named_and_nothing_is_half_written(mode, cache_dir):
     bad[2, 1] = 0.0
     with pytest.raises(
         ValueError,
-        match=r"CheckedLog: row 2 of the batch \(index \(2,\)\): checked_log: x\[1\] = 0 is not positive",
+        match=r"CheckedLog: row 2 of the batch \(index \(2,\)\): "
+        r"checked_log: x\[1\] = 0 is not positive",
     ):
         f(bad)
     np.testing.assert_array_equal(good, kept)  # what an earlier call handed out is untouched
