@@ -23,7 +23,7 @@ from pytensor.tensor.blockwise import Blockwise
 
 from . import _backends, _batched, _numba
 from ._jax import _call_infer_shape
-from ._node import compile_node, store
+from ._node import compile_node, make_thunk, store
 
 __all__ = ["BatchedOp", "register"]
 
@@ -114,21 +114,9 @@ class BatchedOp(Op):
         """The node's own ``Batched``, run on the VM's storage: natively through ``cthunk``
         (CLinker's convention) in the C VM, through the Python thunk otherwise."""
         batched = self.batched(node)
-        input_storage = [storage_map[v] for v in node.inputs]
-        output_storage = [storage_map[v] for v in node.outputs]
-        computed = [compute_map[v] for v in node.outputs] if compute_map is not None else []
-
-        def thunk():
-            store(batched(*[s[0] for s in input_storage]), output_storage)
-            for c in computed:
-                c[0] = True
-
+        thunk = make_thunk(batched, node, storage_map, compute_map)
         if impl != "py":
-            thunk.cthunk = batched.cthunk(input_storage, output_storage)
-        thunk.batched = batched
-        thunk.inputs = input_storage
-        thunk.outputs = output_storage
-        thunk.lazy = False
+            thunk.cthunk = batched.cthunk(thunk.inputs, thunk.outputs)
         return thunk
 
 
