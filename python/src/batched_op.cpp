@@ -166,13 +166,7 @@ int run_cthunk(void* data) {
     }
     return 0;
   }
-  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
-  PyErr_Fetch(&type, &value, &traceback);
-  PyObject* parts[3] = {type, value, traceback};
-  for (Py_ssize_t i = 0; i < 3; ++i) {  // steals the fetched references
-    if (!parts[i]) parts[i] = Py_NewRef(Py_None);
-    PyList_SetItem(d->error, i, parts[i]);
-  }
+  move_error_to_vm(d->error);
   return 1;
 }
 

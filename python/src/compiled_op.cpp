@@ -255,13 +255,7 @@ int run_cthunk(void* data) {
     if (!PyErr_Occurred())
       PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
                    self->name, failure);
-    PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyObject* parts[3] = {type, value, traceback};
-    for (Py_ssize_t i = 0; i < 3; ++i) {  // steals the fetched references
-      if (!parts[i]) parts[i] = Py_NewRef(Py_None);
-      PyList_SetItem(d->error, i, parts[i]);
-    }
+    move_error_to_vm(d->error);
   }
   return failure;
 }
@@ -355,6 +349,16 @@ int compiled_op_run_native_into(PyObject* callable, PyObject* const* inputs, PyO
 }
 
 }  // namespace
+
+void move_error_to_vm(PyObject* error) {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyObject* parts[3] = {type, value, traceback};
+  for (Py_ssize_t i = 0; i < 3; ++i) {  // steals the fetched references
+    if (!parts[i]) parts[i] = Py_NewRef(Py_None);
+    PyList_SetItem(error, i, parts[i]);
+  }
+}
 
 int run_batch(PyObject* op, PyObject* const* inputs, PyObject** outputs, long long const* plan,
               char const* const* labels) {

@@ -41,6 +41,10 @@ pybind11::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inp
 /// natively. The caller keeps `op` alive while the addresses are in use.
 pybind11::tuple native_entry(pybind11::handle op);
 
+/// Moves the exception set into a C thunk's error list `[type, value, traceback]` (CLinker's
+/// layout, which PyTensor's VM reads after a thunk failed).
+void move_error_to_vm(PyObject* error);
+
 /// (inputs, outputs) of `op` when it is a CompiledOp whose module has a batch entry; nothing
 /// otherwise (not a CompiledOp, or an input or output that cannot take a batch's rows).
 std::optional<std::pair<Py_ssize_t, Py_ssize_t>> batch_entry_of(pybind11::handle op);
