@@ -1,8 +1,11 @@
-"""Test-suite wiring: the C++ doctest cases run as pytest items: one command, one summary."""
+"""Test-suite wiring: the C++ doctest cases run as pytest items (one command, one summary), and
+on a stack `./dev test` runs, a skip for want of a package the stack pins fails."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -105,6 +108,114 @@ def pytest_collect_file(file_path: Path, parent):
     if file_path.name == "main.cpp" and file_path.parent.name == "unit":
         return DoctestFile.from_parent(parent, path=file_path)
     return None
+
+
+# ---- skips on a pinned stack ----------------------------------------------------------------
+# `./dev test` names the stack it runs (LIBSECTION_TEST_STACK: py311, py312). There a test
+# skipped because a package the stack pins does not import (deps/requirements.txt and
+# deps/stack-<stack>.txt) fails instead: the install is broken, and a skip would make a whole
+# feature vanish from the count. Every other skip is written to build/test-<stack>-skips.json,
+# which tests/summarize.py lists and checks against the skips it expects. Outside ./dev (a
+# user's own venv), skips stay skips.
+STACK = os.environ.get("LIBSECTION_TEST_STACK")
+# How a skip names the package it wants: pytest.importorskip's own message (given no reason of
+# its own), or a skipif reason for a program a package installs.
+NO_MODULE = re.compile(r"could not import '([\w.]+)'|^([\w.-]+) is not installed")
+# Modules named otherwise than the distribution that installs them.
+DISTRIBUTION_OF = {"yaml": "pyyaml", "IPython": "ipykernel"}  # IPython: ipykernel's dependency
+
+
+def normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pinned_distributions(stack: str) -> set[str]:
+    """The distributions the stack's deps files pin (`name==version` lines)."""
+    pinned = set()
+    for name in ("requirements.txt", f"stack-{stack}.txt"):
+        for line in (ROOT / "deps" / name).read_text().splitlines():
+            found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==", line)
+            if found:
+                pinned.add(normalized(found.group(1)))
+    return pinned
+
+
+def skip_reason(report) -> str | None:
+    """A skip's reason (not an expected failure's), or None for any other outcome."""
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return None
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def pinned_but_missing(reason: str | None) -> str | None:
+    """Why a skip fails on this stack: the module it wanted is a pinned distribution's."""
+    found = NO_MODULE.search(reason or "") if STACK else None
+    if found is None:
+        return None
+    wanted = found.group(1) or found.group(2)
+    top = wanted.split(".")[0]
+    distribution = normalized(DISTRIBUTION_OF.get(top, top))
+    if distribution not in pinned_distributions(STACK):
+        return None
+    return (
+        f"the {STACK} stack pins {distribution} (deps/), but the test was skipped for want of "
+        f"{wanted}: a broken install, not a skip ({reason})"
+    )
+
+
+class PinnedPackageMissing(pytest.Item):
+    """Stands for a test module skipped whole because a pinned package does not import."""
+
+    funcargs: dict = {}
+
+    def __init__(self, *, message: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def runtest(self) -> None:
+        pytest.fail(self.message, pytrace=False)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+_skips: list[dict[str, str]] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    report = yield
+    reason = skip_reason(report)
+    why = pinned_but_missing(reason)
+    if why is not None:  # the module's tests cannot be collected: one failing item stands in
+        report.outcome, report.longrepr = "passed", None
+        report.result = [
+            PinnedPackageMissing.from_parent(collector, name="pinned package", message=why)
+        ]
+    elif reason is not None:
+        _skips.append({"test": report.nodeid, "reason": reason})
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    reason = skip_reason(report)
+    why = pinned_but_missing(reason)
+    if why is not None:
+        report.outcome, report.longrepr = "failed", why
+    elif reason is not None:
+        _skips.append({"test": report.nodeid, "reason": reason})
+    return report
+
+
+def pytest_sessionfinish(session):
+    if STACK:
+        skips = ROOT / "build" / f"test-{STACK}-skips.json"
+        skips.parent.mkdir(parents=True, exist_ok=True)
+        skips.write_text(json.dumps(_skips, indent=1) + "\n")
 
 
 @pytest.fixture

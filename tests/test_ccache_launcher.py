@@ -25,9 +25,10 @@ BROKEN = (
 )
 OBJECT = "libsection/CMakeFiles/section.dir/src/base/text.cpp.o"
 
-pytestmark = pytest.mark.skipif(
-    not (shutil.which("cmake") and shutil.which("ninja")), reason="needs cmake and ninja"
-)
+pytestmark = [
+    pytest.mark.skipif(not shutil.which(tool), reason=f"{tool} is not installed")
+    for tool in ("cmake", "ninja")
+]
 
 
 @pytest.mark.parametrize("works", [True, False], ids=["working", "broken"])

@@ -7,8 +7,10 @@ returning the output (a tuple when there are several). Modules are cached on dis
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 from . import _core
 from ._core import LoadedSections
@@ -70,6 +72,47 @@ def _param_type(name: str, value) -> str:
         ) from None
 
 
+#: What an op adds to its module's build, by PyTensor's names: ``build()``'s keyword
+#: arguments and ``ExternalCOp``'s methods of these names.
+BUILD_FLAGS = ("c_compile_args", "c_header_dirs", "c_libraries", "c_lib_dirs", "c_headers")
+_FOLDER_FLAGS = ("c_header_dirs", "c_lib_dirs")
+
+
+def build_flags(flags: Mapping[str, object], base: Path | None = None) -> dict[str, list[str]]:
+    """``flags`` (``c_compile_args``, ...: a string or a list of strings each) checked as
+    lists of strings, folders made absolute (relative ones from ``base``, by default the
+    working directory: the cache key names the folder, so a relative one would mean another
+    folder elsewhere). A folder that does not exist raises ``FileNotFoundError`` naming it (the
+    compiler would ignore it, and fail later on a header it does not find). What each string
+    may hold is checked by the core, as ``LIBSECTION_CXXFLAGS``'s words are."""
+    out: dict[str, list[str]] = {}
+    for name in BUILD_FLAGS:
+        value = flags.get(name)
+        if value is None:
+            out[name] = []
+            continue
+        if isinstance(value, (str, os.PathLike)):
+            value = [value]
+        if not isinstance(value, Iterable):
+            raise TypeError(f"{name} must be a list of strings, got {type(value).__name__}")
+        items = []
+        for i, item in enumerate(value):
+            if name in _FOLDER_FLAGS and isinstance(item, os.PathLike):
+                item = os.fspath(item)
+            if not isinstance(item, str):
+                raise TypeError(f"{name}[{i}] must be a string, got {item!r}")
+            if name in _FOLDER_FLAGS and item:
+                folder = Path(item) if Path(item).is_absolute() else (base or Path.cwd()) / item
+                if not folder.is_dir():
+                    raise FileNotFoundError(
+                        errno.ENOENT, f"{name}[{i}]: no folder {item!r} (looked at {folder})"
+                    )
+                item = os.path.normpath(folder)
+            items.append(item)
+        out[name] = items
+    return out
+
+
 def _params(params) -> list[tuple[str, str, object]]:
     if params is None:
         return []
@@ -97,6 +140,11 @@ def build(
     check_input: bool = True,
     language: str = "c++",
     progress: bool | None = None,
+    c_compile_args: Sequence[str] | None = None,
+    c_header_dirs: Sequence[str | os.PathLike[str]] | None = None,
+    c_libraries: Sequence[str] | None = None,
+    c_lib_dirs: Sequence[str | os.PathLike[str]] | None = None,
+    c_headers: Sequence[str] | None = None,
 ) -> CompiledOp:
     """Compiles the op implemented by section ``files`` and returns it as a callable.
 
@@ -113,6 +161,11 @@ def build(
     SL209, raised as ``LinkError``) and the module is compiled as C by ``$CC``.
     A compile that takes over a second shows ``compiling NAME (1.2 s)`` on a terminal's stderr
     (``progress``: None decides so, True always, False never; see ``build_many``).
+    ``c_compile_args``, ``c_header_dirs``, ``c_libraries``, ``c_lib_dirs`` and ``c_headers``
+    are what PyTensor's methods of those names give: flags, folders searched for headers and
+    libraries (relative ones from the working directory), libraries linked (``"m"`` for
+    ``-lm``) and headers included. They are part of the module's cache key, and each string
+    is checked as ``LIBSECTION_CXXFLAGS``'s words are (a bad one raises ``LinkError``).
     """
     with Progress(1, progress_stream(progress)) as shown:
         return _build(
@@ -128,6 +181,11 @@ def build(
             num_outputs=num_outputs,
             check_input=check_input,
             language=language,
+            c_compile_args=c_compile_args,
+            c_header_dirs=c_header_dirs,
+            c_libraries=c_libraries,
+            c_lib_dirs=c_lib_dirs,
+            c_headers=c_headers,
         )
 
 
@@ -145,8 +203,13 @@ def _build(
     num_outputs: int | None = None,
     check_input: bool = True,
     language: str = "c++",
+    **flags: object,
 ) -> CompiledOp:
-    """``build()`` as task ``number`` of ``shown``."""
+    """``build()`` as task ``number`` of ``shown``; ``flags`` are its ``c_*`` lists."""
+    unknown = set(flags) - set(BUILD_FLAGS)
+    if unknown:
+        raise TypeError(f"build() got unexpected keyword arguments {sorted(unknown)}")
+    checked_flags = build_flags(flags)
     loaded, default_name = _sections(files)
     input_types = _type_strings("inputs", inputs)
     output_types = _type_strings("outputs", outputs)
@@ -166,6 +229,11 @@ def _build(
             num_outputs=num_outputs,
             check_input=check_input,
             language=checked_language(name, language),
+            c_compile_args=checked_flags["c_compile_args"],
+            c_header_dirs=checked_flags["c_header_dirs"],
+            c_libraries=checked_flags["c_libraries"],
+            c_lib_dirs=checked_flags["c_lib_dirs"],
+            c_headers=checked_flags["c_headers"],
         )
 
 
@@ -189,17 +257,23 @@ def build_many(
         if "progress" in spec:
             raise TypeError("build_many(): give progress= to build_many, not in a spec")
     workers = max(1, min(len(specs), jobs or os.cpu_count() or 1))
+    group = _core.BuildGroup()  # this call's builds, and no other thread's
+
+    def build_in_group(shown: Progress, number: int, spec: Mapping) -> CompiledOp:
+        with group:
+            return _build(shown, number, **spec)
+
     try:
         with (
             Progress(len(specs), progress_stream(progress)) as shown,
             ThreadPoolExecutor(workers, thread_name_prefix="libsection-build") as pool,
         ):
             futures = [
-                pool.submit(_build, shown, number, **spec)
+                pool.submit(build_in_group, shown, number, spec)
                 for number, spec in enumerate(specs, start=1)
             ]
     except KeyboardInterrupt:  # reaches this thread only: stop the compiles of the workers too
-        _core.cancel_builds()
+        group.cancel()
         raise
     return [f.result() for f in futures]
 

@@ -4,7 +4,7 @@ libsection's C++ core: parser, expander, linker core
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['Batched', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'cancel_builds', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -367,6 +367,29 @@ class Graph:
         """
         The generated C++ source of the module.
         """
+class BuildGroup:
+    """
+    The builds threads run for one caller, stopped together when it is interrupted (a signal reaches only the main thread). A thread's builds inside ``with group:`` belong to it; ``group.cancel()`` stops each of them, under way or started later (its compiler killed, KeyboardInterrupt raised in its thread). Other threads' builds go on.
+    """
+    def __enter__(self) -> BuildGroup:
+        """
+        The calling thread's builds belong to the group until the ``with`` block ends.
+        """
+    def __exit__(self, *args) -> None:
+        """
+        The calling thread's builds no longer belong to the group.
+        """
+    def __init__(self) -> None:
+        ...
+    def cancel(self) -> None:
+        """
+        Stops the group's builds.
+        """
+    @property
+    def cancelled(self) -> bool:
+        """
+        Whether ``cancel()`` was called.
+        """
 class Dispatcher:
     """
     Dispatcher(miss): calls the compiled op for its arguments' types, found in a table keyed by each array's dtype, dimensions and byte order and each number's type; `miss(*args)` gives the compiled op for types not seen yet.
@@ -385,17 +408,13 @@ class Dispatcher:
         """
         Call self as a function.
         """
-def build_sections(loaded: LoadedSections, inputs: collections.abc.Sequence[str], outputs: collections.abc.Sequence[str], func_name: str | None = None, params: collections.abc.Sequence[tuple[str, str, typing.Any]] = [], name: str = 'SectionOp', num_inputs: typing.SupportsInt | typing.SupportsIndex | None = None, num_outputs: typing.SupportsInt | typing.SupportsIndex | None = None, check_input: bool = True, language: str = 'c++') -> typing.Any:
+def build_sections(loaded: LoadedSections, inputs: collections.abc.Sequence[str], outputs: collections.abc.Sequence[str], func_name: str | None = None, params: collections.abc.Sequence[tuple[str, str, typing.Any]] = [], name: str = 'SectionOp', num_inputs: typing.SupportsInt | typing.SupportsIndex | None = None, num_outputs: typing.SupportsInt | typing.SupportsIndex | None = None, check_input: bool = True, language: str = 'c++', c_headers: collections.abc.Sequence[str] = [], c_header_dirs: collections.abc.Sequence[str] = [], c_libraries: collections.abc.Sequence[str] = [], c_lib_dirs: collections.abc.Sequence[str] = [], c_compile_args: collections.abc.Sequence[str] = []) -> typing.Any:
     """
-    Builds the op of loaded section files for the given input/output type strings; ``language="c"`` compiles it as C.
+    Builds the op of loaded section files for the given input/output type strings; ``language="c"`` compiles it as C. The ``c_*`` lists are what the op adds to its module's build, as PyTensor's methods of those names give them.
     """
 def cache_dir() -> str:
     """
     The module cache directory this process uses.
-    """
-def cancel_builds() -> None:
-    """
-    Stops every build under way in this process, in any thread (its compiler killed; it raises KeyboardInterrupt): for a caller interrupted while threads build for it.
     """
 def dropin_node_op(loaded: LoadedSections, description: OpDescription, options: ExpandOptions, compile_args: collections.abc.Sequence[str], python: typing.Any, overridden: collections.abc.Sequence[str]) -> NodeOp:
     """

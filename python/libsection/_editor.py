@@ -17,12 +17,28 @@ writes, in DIR:
   those files only; every other file keeps them. README.md, "In the editor", says what this hides.
 
 Section tags and params types are read by the core's own parser, as the build reads them.
+
+A folder may come from anyone (a cloned repository), so what is written there is written as
+data: only regular files inside DIR, reached through descriptors of DIR and of its own
+``.libsection-editor/`` and never through a link, each replaced atomically and only if it is
+still the file that was read; a FIFO or device is never opened for reading; file and field
+names are escaped (YAML double-quoted strings, quoted comments), so no name starts a line of
+its own. A file editor-setup did not write is never replaced: a user's own ``.clangd`` gets
+editor-setup's settings between two marker lines (``BEGIN``/``END``), and a header without
+its first line (``HEADER_MARKER``) is refused with what to do.
 """
 
 from __future__ import annotations
 
 import ast
+import errno
+import hashlib
+import json
+import os
 import re
+import secrets
+import stat
+import sys
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,14 +89,77 @@ def include_flags() -> list[str]:
 
 
 def section_tags(path: Path) -> list[str]:
-    return [block["tag"] for block in _core.load_sections([str(path)]).blocks]
+    # bytes: a file name need not be UTF-8 (the core reads it as the OS names it)
+    loaded = _core.load_sections([os.fsencode(path)])  # type: ignore[list-item]
+    return [block["tag"] for block in loaded.blocks]
 
 
-def op_params(op_py: Path) -> dict[str, str]:
-    """The ``params = {...}`` dict literal of the classes in ``op_py`` (read, not imported)."""
+#: The largest ``op.py`` or ``.clangd`` read; anything bigger is not a file this tool reads.
+MAX_READ_BYTES = 16 << 20
+
+
+def read_regular(dir_fd: int, name: str, shown: str) -> tuple[bytes, os.stat_result] | None:
+    """The bytes of regular file ``name`` in the folder ``dir_fd`` and its status, or None when
+    there is none. A link is not followed, and a FIFO or device is not opened for reading (it
+    could block or never end): both raise ``SetupError`` saying what to do."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        tree = ast.parse(op_py.read_text())
-    except (SyntaxError, UnicodeDecodeError):
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise SetupError(
+                f"{shown} is a symbolic link: editor-setup does not write through links "
+                "(the file it points to may be outside the folder); remove the link, or replace "
+                "it by a copy of the file, and run again"
+            ) from None
+        raise SetupError(f"cannot read {shown}: {e.strerror}") from None
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise SetupError(
+                f"{shown} is {_kind(status.st_mode)}, not a regular file: editor-setup "
+                "reads and writes regular files only; remove it and run again"
+            )
+        if status.st_size > MAX_READ_BYTES:
+            raise SetupError(f"{shown} is over {MAX_READ_BYTES} bytes: not read")
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 16):
+            size += len(chunk)
+            if size > MAX_READ_BYTES:
+                raise SetupError(f"{shown} is over {MAX_READ_BYTES} bytes: not read")
+            chunks.append(chunk)
+        return b"".join(chunks), status
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def op_params(folder_fd: int, shown: str) -> dict[str, str]:
+    """The ``params = {...}`` dict literal of the classes in the folder's ``op.py`` (read, not
+    imported; none when it is absent, not a regular file or not Python)."""
+    try:
+        read = read_regular(folder_fd, "op.py", shown)
+    except SetupError:
+        return {}
+    if read is None:
+        return {}
+    try:
+        tree = ast.parse(read[0].decode("utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError):
         return {}
     found: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -106,10 +185,21 @@ def op_params(op_py: Path) -> dict[str, str]:
     return found
 
 
+#: The first line of every header editor-setup writes: how it knows its own.
+HEADER_MARKER = "// Written by `python -m libsection editor-setup`"
+
+
+def _c_comment_text(text: str) -> str:
+    """``text`` quoted for a ``//`` comment: escaped, so no newline or trailing backslash of
+    a file or field name can end the comment and put text on a line of its own."""
+    return json.dumps(text)
+
+
 def params_header(folder: str, params: dict[str, str]) -> str:
     """``PARAMS_TYPE`` and ``DTYPE_PARAM_<field>`` for an op with these params."""
     lines = [
-        f"// Written by `python -m libsection editor-setup` from {folder}/op.py's `params`.",
+        HEADER_MARKER,
+        f"// from the `params` of {_c_comment_text(folder + '/op.py')}.",
         "#undef PARAMS_TYPE",
         "#undef PARAMS",
         "struct libsection_editor_op_params {",
@@ -120,8 +210,13 @@ def params_header(folder: str, params: dict[str, str]) -> str:
             spec = _core.parse_type(type_)
         except ValueError:
             spec = None
-        if spec is None or spec.kind == _core.TypeSpec.Kind.generic or not name.isidentifier():
-            lines.append(f"  // {name}: {type_} (not a NumPy dtype: left out)")
+        if (
+            spec is None
+            or spec.kind == _core.TypeSpec.Kind.generic
+            or not _C_IDENTIFIER.fullmatch(name)
+        ):
+            quoted = _c_comment_text(f"{name}: {type_}")
+            lines.append(f"  // {quoted} (not a NumPy dtype: left out)")
             continue
         c_type = "npy_" + spec.dtype
         tensor = spec.kind == _core.TypeSpec.Kind.tensor
@@ -137,8 +232,12 @@ def params_header(folder: str, params: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plan(directory: Path) -> Setup:
-    """What to write for the section files under ``directory``."""
+_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def plan(directory: Path) -> tuple[Setup, list[str]]:
+    """What to write for the section files under ``directory``, and notices of files left out
+    (names clangd's settings cannot hold: not UTF-8)."""
     setup = Setup(
         flags=[
             "-xc++",
@@ -149,21 +248,47 @@ def plan(directory: Path) -> Setup:
             str(SHIM),
         ]
     )
+    notices: list[str] = []
     skip = {".git", ".venv", "venv", "build", "dist", "node_modules", "__pycache__"}
-    files = sorted(
-        f
-        for f in directory.rglob("*.c")
-        if not skip.intersection(f.relative_to(directory).parts[:-1])
-    )
+    files = []
+    for f in sorted(directory.rglob("*.c")):
+        relative = f.relative_to(directory)
+        if skip.intersection(relative.parts[:-1]):
+            continue
+        if not _utf8(relative.as_posix()):
+            notices.append(f"left out {_shown(f)}: its name is not UTF-8, which .clangd holds")
+            continue
+        files.append(f)
     for path in files:
         if STATEMENT_SECTIONS.intersection(section_tags(path)):
             setup.statement_files.append(path.relative_to(directory).as_posix())
     for folder in sorted({f.parent for f in files}):
-        params = op_params(folder / "op.py") if (folder / "op.py").is_file() else {}
+        try:
+            folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            params = op_params(folder_fd, _shown(folder / "op.py"))
+        finally:
+            os.close(folder_fd)
         if params:
             rel = folder.relative_to(directory).as_posix()
             setup.params_headers[rel] = params_header(rel, params)
-    return setup
+    return setup, notices
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # surrogate escapes: bytes that are not UTF-8
+        return False
+    return True
+
+
+def _shown(path: Path | str) -> str:
+    """A path for messages: printable whatever characters or bytes it holds."""
+    text = os.fsdecode(path)
+    return text if text.isprintable() else ascii(text)[1:-1]
 
 
 def _yaml_list(items: list[str]) -> str:
@@ -171,19 +296,44 @@ def _yaml_list(items: list[str]) -> str:
 
 
 def _yaml_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+    """``text`` as a YAML double-quoted scalar: every character that could end the string or
+    the line (quotes, backslashes, newlines, any control or line-separator character) is an
+    escape, so a file name is data however it is spelt."""
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif code < 0x20 or 0x7F <= code < 0xA0 or code in (0x2028, 0x2029, 0xFEFF):
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
 
 
 def _header_name(folder: str) -> str:
-    return (re.sub(r"[^A-Za-z0-9_]", "_", folder) or "_") + ".h"
+    """The header file of an op folder: its name made safe and short enough for any file
+    system, with a hash of the name when that changed it (two folders never share a header)."""
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", folder) or "_"
+    if safe != folder or len(safe) > 100:
+        safe = safe[:100] + "_" + hashlib.sha256(folder.encode("utf-8")).hexdigest()[:8]
+    return safe + ".h"
+
+
+#: The first line of a ``.clangd`` editor-setup wrote whole: how it knows its own.
+CLANGD_MARKER = "# Written by `python -m libsection editor-setup`"
+#: The lines around its settings in a user's own ``.clangd`` (recognised by these starts).
+BEGIN_MARK, END_MARK = "# >>> libsection editor-setup", "# <<< libsection editor-setup"
+BEGIN = BEGIN_MARK + ": the lines down to the `# <<<` one are rewritten when it runs again"
+END = END_MARK
+
+HEADERS = ".libsection-editor"
 
 
 def render_clangd(directory: Path, setup: Setup) -> str:
-    """The ``.clangd`` file: one fragment for every file, then per-file and per-folder ones."""
+    """The fragments of ``.clangd``: one for every file, then per-file and per-folder ones."""
     parts = [
-        "# Written by `python -m libsection editor-setup`: clangd reads the section files here as\n"
-        '# C++ with the generated macros declared (see README.md, "In the editor"). Run it again\n'
-        "# after adding an op, params or a statement section.\n"
         "CompileFlags:\n"
         f"  Add: {_yaml_list(setup.flags)}\n"
         "Diagnostics:\n"
@@ -201,40 +351,255 @@ def render_clangd(directory: Path, setup: Setup) -> str:
             f"  Suppress: {_yaml_list(list(STATEMENT_DIAGNOSTICS))}\n"
         )
     for folder in setup.params_headers:
-        header = directory / ".libsection-editor" / _header_name(folder)
+        header = directory / HEADERS / _header_name(folder)
         prefix = "" if folder == "." else re.escape(folder) + "/"
         parts.append(
-            f"# {folder}: the op's params\n"
+            f"# {_c_comment_text(folder)}: the op's params\n"
             "If:\n"
-            f"  PathMatch: {_yaml_string(prefix + '[^/]*')}\n"
+            f"  PathMatch: {_yaml_list([prefix + '[^/]*'])}\n"
             "CompileFlags:\n"
             f"  Add: {_yaml_list(['-include', str(header)])}\n"
         )
     return "---\n".join(parts)
 
 
-def write(directory: Path) -> list[Path]:
-    """Writes the setup for ``directory``; returns the files written."""
-    setup = plan(directory)
-    written = []
-    if setup.params_headers:
-        (directory / ".libsection-editor").mkdir(exist_ok=True)
+_ABOUT = (
+    "# clangd reads the section files here as C++ with the generated macros declared (see\n"
+    '# README.md, "In the editor"). Run it again after adding an op, params or a statement\n'
+    "# section.\n"
+)
+
+
+def clangd_text(existing: str | None, settings: str, shown: str) -> str:
+    """The new ``.clangd``: editor-setup's own file, or a user's with ``settings`` between the
+    BEGIN and END lines (replacing what an earlier run put there, or added at its end)."""
+    if existing is None or existing.startswith(CLANGD_MARKER):
+        return f"{CLANGD_MARKER}:\n{_ABOUT}{settings}"
+    lines = existing.splitlines(keepends=True)
+    begins = [i for i, line in enumerate(lines) if line.startswith(BEGIN_MARK)]
+    ends = [i for i, line in enumerate(lines) if line.startswith(END_MARK)]
+    block = f"{BEGIN}\n{_ABOUT}---\n{settings}{END}\n"
+    if not begins and not ends:
+        user = existing if existing.endswith("\n") or not existing else existing + "\n"
+        return user + block
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        raise SetupError(
+            f"{shown} holds your own settings, and its `# >>> libsection editor-setup` and "
+            "`# <<< libsection editor-setup` lines are not one pair in that order: not "
+            "changed. Remove those lines and what lies between them (editor-setup's part), "
+            "then run again"
+        )
+    before, after = "".join(lines[: begins[0]]), "".join(lines[ends[0] + 1 :])
+    if after.strip() and not after.lstrip().startswith("---"):
+        after = "---\n" + after  # the user's fragment after ours stays a fragment of its own
+    return before + block + after
+
+
+class SetupError(Exception):
+    """A file editor-setup will not touch, and why; nothing was written."""
+
+
+@dataclass
+class _Target:
+    """One file to write: its folder (a descriptor), its name there, its new bytes, and the
+    status of the file it replaces (None: there is none)."""
+
+    folder_fd: int | None
+    name: str
+    data: bytes
+    replaces: os.stat_result | None
+    shown: str
+    message: str
+
+
+def _write(target: _Target) -> None:
+    """Writes ``target`` atomically: a new file beside it, renamed over it only if the file it
+    replaces is still the one read (else ``SetupError``: it changed meanwhile). Nothing is
+    written through a link, and a file that appeared meanwhile is not replaced."""
+    folder = target.folder_fd
+    assert folder is not None, "the folder is opened before writing"
+    # At most 255 bytes, whatever the name's length.
+    temporary = f".{target.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    mode = stat.S_IMODE(target.replaces.st_mode) if target.replaces is not None else 0o644
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temporary, flags, mode, dir_fd=folder)
+    try:
+        try:
+            view = memoryview(target.data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if target.replaces is not None:
+                os.fchmod(fd, mode)  # the user's mode, not the umask's
+        finally:
+            os.close(fd)
+        if target.replaces is None:
+            try:  # a link fails if the name appeared meanwhile: nothing is replaced
+                os.link(
+                    temporary,
+                    target.name,
+                    src_dir_fd=folder,
+                    dst_dir_fd=folder,
+                    follow_symlinks=False,
+                )
+            except FileExistsError:
+                raise SetupError(
+                    f"{target.shown} appeared while editor-setup ran: not replaced; run again"
+                ) from None
+            return
+        now = os.stat(target.name, dir_fd=folder, follow_symlinks=False)
+        then = target.replaces
+        if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns) != (
+            then.st_dev,
+            then.st_ino,
+            then.st_size,
+            then.st_mtime_ns,
+            then.st_ctime_ns,
+        ):
+            raise SetupError(
+                f"{target.shown} changed while editor-setup ran: not replaced; run again"
+            )
+        os.rename(temporary, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+    finally:
+        try:
+            os.unlink(temporary, dir_fd=folder)
+        except FileNotFoundError:
+            pass
+
+
+def _subfolder(dir_fd: int, name: str, shown: str, create: bool) -> int | None:
+    """A descriptor of the real folder ``name`` in ``dir_fd`` (made if absent and ``create``;
+    else None when absent); a link or a file there raises ``SetupError``."""
+    if create:
+        try:
+            os.mkdir(name, 0o755, dir_fd=dir_fd)
+        except FileExistsError:
+            pass
+    try:
+        return os.open(
+            name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
+        )
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+    except OSError as e:
+        if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise SetupError(f"cannot open {shown}: {e.strerror}") from None
+        try:
+            link = stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        except OSError:
+            link = False
+        what = "a symbolic link" if link else "not a folder"
+        raise SetupError(
+            f"{shown} is {what}: editor-setup writes its headers only into a real folder of "
+            "its own there; remove it and run again"
+        ) from None
+
+
+def write(directory: Path) -> tuple[list[str], list[str]]:
+    """Writes the setup for ``directory``: what was written (one line each), and notices.
+    Raises ``SetupError`` before writing anything when a file it would replace is not its
+    own, not a regular file, or a link."""
+    if not _utf8(str(directory)):
+        raise SetupError(f"{_shown(directory)}: its name is not UTF-8, which .clangd holds")
+    setup, notices = plan(directory)
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    headers_fd: int | None = None
+    try:
+        targets: list[_Target] = []
+        problems: list[str] = []
+        shown_headers = _shown(directory / HEADERS)
+        if setup.params_headers:
+            try:  # made only once nothing is refused
+                headers_fd = _subfolder(dir_fd, HEADERS, shown_headers, create=False)
+            except SetupError as e:
+                problems.append(str(e))
         for folder, text in setup.params_headers.items():
-            header = directory / ".libsection-editor" / _header_name(folder)
-            header.write_text(text)
-            written.append(header)
-    clangd = directory / ".clangd"
-    clangd.write_text(render_clangd(directory, setup))
-    written.append(clangd)
-    return written
+            if problems:
+                break
+            name = _header_name(folder)
+            shown = _shown(directory / HEADERS / name)
+            try:
+                read = read_regular(headers_fd, name, shown) if headers_fd is not None else None
+            except SetupError as e:
+                problems.append(str(e))
+                continue
+            if read is not None and not read[0].startswith(HEADER_MARKER.encode()):
+                problems.append(
+                    f"{shown} was not written by editor-setup (its first line is not "
+                    f"{HEADER_MARKER!r}): not replaced; move it away and run again"
+                )
+                continue
+            targets.append(
+                _Target(
+                    headers_fd,  # None: the folder, made when writing
+                    name,
+                    text.encode("utf-8"),
+                    read[1] if read else None,
+                    shown,
+                    f"wrote {shown}",
+                )
+            )
+        shown = _shown(directory / ".clangd")
+        try:
+            read = read_regular(dir_fd, ".clangd", shown)
+            existing = None
+            if read is not None:
+                try:
+                    existing = read[0].decode("utf-8")
+                except UnicodeDecodeError:
+                    raise SetupError(f"{shown} is not UTF-8: not changed") from None
+            text = clangd_text(existing, render_clangd(directory, setup), shown)
+            ours = existing is None or existing.startswith(CLANGD_MARKER)
+            message = (
+                f"wrote {shown}"
+                if ours
+                else f"wrote editor-setup's settings into {shown}, between its "
+                "`# >>> libsection editor-setup` and `# <<< libsection editor-setup` lines "
+                "(your own settings are kept)"
+            )
+            targets.append(
+                _Target(
+                    dir_fd,
+                    ".clangd",
+                    text.encode("utf-8"),
+                    read[1] if read else None,
+                    shown,
+                    message,
+                )
+            )
+        except SetupError as e:
+            problems.append(str(e))
+        if problems:
+            raise SetupError("\n".join(problems))
+        for target in targets:
+            if target.folder_fd is None:
+                if headers_fd is None:
+                    headers_fd = _subfolder(dir_fd, HEADERS, shown_headers, create=True)
+                target.folder_fd = headers_fd
+            _write(target)
+        return [t.message for t in targets], notices
+    finally:
+        if headers_fd is not None:
+            os.close(headers_fd)
+        os.close(dir_fd)
 
 
 def main(directory: Path) -> int:
     if not directory.is_dir():
-        print(f"editor-setup: {directory}: not a folder")
+        print(f"editor-setup: {_shown(directory)}: not a folder", file=sys.stderr)
         return 2
-    for path in write(directory.resolve()):
-        print(f"wrote {path}")
+    try:
+        written, notices = write(directory.resolve())
+    except SetupError as e:
+        for line in str(e).splitlines():
+            print(f"editor-setup: {line}", file=sys.stderr)
+        print("editor-setup: nothing was written", file=sys.stderr)
+        return 1
+    for notice in notices:
+        print(f"editor-setup: {notice}", file=sys.stderr)
+    for line in written:
+        print(line)
     print(
         "clangd reads .clangd by itself; keep the Python environment this ran in "
         "(its include folders are written there)."

@@ -274,12 +274,13 @@ ffi::Error run_batch(std::vector<Slot> const& in, std::vector<Slot> const& out,
   return ffi::Error::Success();
 }
 
+// XLA calls the handler from C: no C++ exception (a failed allocation) may leave it.
 ffi::Error run_node(ffi::RemainingArgs args, ffi::RemainingRets rets, std::uint64_t entry_address,
                     std::uint64_t op_address, std::uint64_t errors_address, std::string_view name,
                     ffi::Span<std::int64_t const> in_ndims, ffi::Span<std::int64_t const> in_kinds,
                     ffi::Span<std::int64_t const> out_ndims,
                     ffi::Span<std::int64_t const> out_kinds, std::uint64_t batch_entry,
-                    std::uint64_t batch_op) {
+                    std::uint64_t batch_op) try {
   std::size_t const n_in = args.size(), n_out = rets.size();
   if (in_ndims.size() != n_in || in_kinds.size() != n_in || out_ndims.size() != n_out ||
       out_kinds.size() != n_out)
@@ -343,6 +344,8 @@ ffi::Error run_node(ffi::RemainingArgs args, ffi::RemainingRets rets, std::uint6
     }
   }
   return ffi::Error::Success();
+} catch (...) {
+  return ffi::Error::Internal("libsection: a C++ exception in the handler (out of memory?)");
 }
 
 }  // namespace

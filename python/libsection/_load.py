@@ -156,26 +156,30 @@ def parse_text(text: str, filename: str = "<string>") -> LoadedSections:
     return _core.parse_text(text, filename)
 
 
-def relative_to_class(cls: type, f: Path) -> Path:
-    """``f`` (a func_files entry) as a path: relative paths are relative to the folder of the
-    file that defines ``cls`` or, for a class defined where Python records no file (a notebook
-    cell, a prompt, ``python -c``, stdin), to the working directory. A relative path that names
-    no file raises ``FileNotFoundError`` saying where it was looked for, and why there."""
-    if f.is_absolute():
-        return f
+def folder_of_class(cls: type) -> tuple[Path, str]:
+    """The folder relative paths of ``cls`` (its func_files, its header folders) start from:
+    that of the file that defines ``cls`` or, for a class defined where Python records no file
+    (a notebook cell, a prompt, ``python -c``, stdin), the working directory; and where that
+    is, for messages."""
     try:
         defined_in = inspect.getfile(cls)
     except (TypeError, OSError):  # no file: __main__ of a kernel or a prompt
         defined_in = "<no file>"
     if not defined_in.startswith("<"):  # "<stdin>", "<string>": no file either
-        folder = Path(defined_in).parent
-        why = f"beside {defined_in}, which defines {cls.__name__}"
-    else:
-        folder = Path.cwd()
-        why = (
-            f"in the working directory, since {cls.__name__} was defined where Python records "
-            "no file (a notebook cell, a prompt, python -c)"
-        )
+        return Path(defined_in).parent, f"beside {defined_in}, which defines {cls.__name__}"
+    return Path.cwd(), (
+        f"in the working directory, since {cls.__name__} was defined where Python records "
+        "no file (a notebook cell, a prompt, python -c)"
+    )
+
+
+def relative_to_class(cls: type, f: Path) -> Path:
+    """``f`` (a func_files entry) as a path: relative paths are relative to the folder of
+    ``cls`` (``folder_of_class``). A relative path that names no file raises
+    ``FileNotFoundError`` saying where it was looked for, and why there."""
+    if f.is_absolute():
+        return f
+    folder, why = folder_of_class(cls)
     path = (folder / f).resolve()
     if not path.exists():
         message = f"{cls.__name__}: section file {str(f)!r} not found: looked {why}"

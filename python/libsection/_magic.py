@@ -19,7 +19,9 @@ does, highlighted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -51,6 +53,24 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--extra-sections", action="append", default=[])
     parser.add_argument("--expand", action="store_true", help="show what each section becomes")
     return parser
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Writes ``text`` (UTF-8) to ``path`` so that a reader never sees half a file: a new file
+    beside it (never through a link), renamed over it. Whatever fails, or interrupts it,
+    leaves no temporary file behind."""
+    # At most 255 bytes, however long the name: a long NAME.c must not fail for its temporary.
+    temporary = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temporary, flags, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _signature(args) -> list[str]:
@@ -93,9 +113,11 @@ def section(line: str, cell: str):
             "to the working directory, where an op class defined in a notebook finds it)"
         )
     path = Path.cwd() / name
-    temporary = path.with_name(f".{name}.{os.getpid()}.tmp")
-    temporary.write_text(cell)
-    os.replace(temporary, path)  # a reader never sees half a file
+    try:
+        _write_atomically(path, cell)
+    except (OSError, UnicodeError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise UsageError(f"%%section: cannot write {path}: {why} (nothing was written)") from None
 
     extra = [f"--extra-sections={tags}" for tags in args.extra_sections]
     if args.language:

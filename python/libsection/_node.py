@@ -198,10 +198,12 @@ def prepare_nodes(nodes, jobs: int | None = None) -> None:
         graphs.append(graph)
     workers = max(1, min(len(graphs), jobs or os.cpu_count() or 1))
     chunks = [graphs[i::workers] for i in range(workers)]
+    group = _core.BuildGroup()  # this call's builds, and no other thread's
 
     def prepare(chunk):
         try:
-            _core.prepare_together(chunk)
+            with group:
+                _core.prepare_together(chunk)
         except Exception:  # reported where the thunk is built, in PyTensor's order
             pass
 
@@ -209,7 +211,7 @@ def prepare_nodes(nodes, jobs: int | None = None) -> None:
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(prepare, chunks))
     except KeyboardInterrupt:  # reaches this thread only: stop the workers' compiles too
-        _core.cancel_builds()
+        group.cancel()
         raise
 
 

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _batched, _core
-from ._build import build, checked_language
-from ._load import load, relative_to_class
+from ._build import BUILD_FLAGS, build, build_flags, checked_language
+from ._load import folder_of_class, load, relative_to_class
 from ._types import type_of
 
 __all__ = ["ExternalCOp"]
@@ -48,6 +48,13 @@ class ExternalCOp:
     With ``gufunc_signature`` (``"(n),(n)->(n)"``), arrays with leading batch dimensions are
     broadcast as NumPy's gufuncs broadcast them and the C code runs over their rows in one C
     loop; ``vmap_method = "broadcast_all"`` says the C code takes the whole batch itself.
+
+    What the module's build needs besides the files, by PyTensor's names: ``c_compile_args()``,
+    ``c_header_dirs()`` and ``c_lib_dirs()`` (relative folders are relative to the file that
+    defines the subclass, as ``func_files`` are), ``c_libraries()`` and ``c_headers()``. Their
+    values are part of each module's cache key. The C code itself comes from the files only: a
+    subclass defining another ``c_*`` method (``c_code``, ``c_support_code``, ...), which this
+    class would not call, is refused when it is constructed.
     """
 
     func_files: str | Path | Sequence[str | Path] = ()
@@ -70,6 +77,7 @@ class ExternalCOp:
         if func_name is not None:
             self.func_name = func_name
         checked_language(type(self).__name__, self.language)  # a bad value fails here, not later
+        _refuse_unhonoured_methods(type(self))
         self._compiled: dict[tuple, Any] = {}
         self._loaded: _core.LoadedSections | None = None
         self._dispatch = _core.Dispatcher(self._compiled_for_values)
@@ -84,6 +92,32 @@ class ExternalCOp:
             """The output type strings for these input type strings (``"float64[:]"``,
             ``"int64"``); raise ``TypeError`` for inputs the C code cannot take."""
             raise NotImplementedError(f"{type(self).__name__} must define output_types()")
+
+    def c_compile_args(self) -> list[str]:
+        """Flags added to the compile of this op's modules (``["-DN=4"]``)."""
+        return []
+
+    def c_header_dirs(self) -> list[str]:
+        """Folders searched for the headers the op includes (``-I``)."""
+        return []
+
+    def c_libraries(self) -> list[str]:
+        """Libraries the op's modules link (``["m"]`` for ``-lm``)."""
+        return []
+
+    def c_lib_dirs(self) -> list[str]:
+        """Folders searched for those libraries (``-L``, and the run path of the module)."""
+        return []
+
+    def c_headers(self) -> list[str]:
+        """Headers included before the op's code (``["cblas.h"]``, ``["<x.h>"]``)."""
+        return []
+
+    def build_flags(self) -> dict[str, list[str]]:
+        """What ``c_compile_args()``, ``c_header_dirs()``, ``c_libraries()``, ``c_lib_dirs()``
+        and ``c_headers()`` give, checked, each folder absolute."""
+        values = {name: getattr(self, name)() for name in BUILD_FLAGS}
+        return build_flags(values, folder_of_class(type(self))[0])
 
     @classmethod
     def get_path(cls, f: Path) -> Path:
@@ -105,7 +139,12 @@ class ExternalCOp:
     def compiled(self, *input_types: str):
         """The compiled op for these input types: built once, then reused."""
         params = self._params()
-        key = (input_types, tuple((k, t, _hashable(v)) for k, (t, v) in params.items()))
+        flags = self.build_flags()
+        key = (
+            input_types,
+            tuple((k, t, _hashable(v)) for k, (t, v) in params.items()),
+            tuple(tuple(items) for items in flags.values()),
+        )
         op: Any = self._compiled.get(key)  # a CompiledOp; its stub lacks the `info` getter
         if op is None:
             outputs = list(self.output_types(*input_types))
@@ -123,6 +162,11 @@ class ExternalCOp:
                 num_outputs=self._cop_num_outputs,
                 check_input=bool(self.check_input),
                 language=self.language,
+                c_compile_args=flags["c_compile_args"],
+                c_header_dirs=flags["c_header_dirs"],
+                c_libraries=flags["c_libraries"],
+                c_lib_dirs=flags["c_lib_dirs"],
+                c_headers=flags["c_headers"],
             )
             # The core logs each compile (one INFO record with its time); a cache hit only here.
             if not op.info.get("compiled"):
@@ -171,6 +215,33 @@ class ExternalCOp:
         self._compiled = {}
         self._loaded = None
         self._dispatch = _core.Dispatcher(self._compiled_for_values)
+
+
+# The methods of PyTensor's COp this class calls, and the ones it has in its own sense.
+_HONOURED = frozenset(BUILD_FLAGS)
+_RESHAPING = ("get_c_macros", "format_c_function_args")
+
+
+def _refuse_unhonoured_methods(cls: type) -> None:
+    """Raises ``TypeError`` when ``cls`` defines a PyTensor ``c_*`` method (or one that reshapes
+    the expansion) this class does not call: it would be silently ignored."""
+    ignored = sorted(
+        name
+        for name in dir(cls)
+        if (name.startswith("c_") or name in _RESHAPING)
+        and name not in _HONOURED
+        and not hasattr(ExternalCOp, name)
+        and callable(getattr(cls, name, None))
+    )
+    if ignored:
+        listed = ", ".join(f"{name}()" for name in ignored)
+        raise TypeError(
+            f"{cls.__name__} defines {listed}, which libsection.ExternalCOp does not call: its C "
+            "code comes from its section files only (put it in a section: support_code, code, "
+            "init_code_struct, ...) and what the build needs from c_compile_args(), "
+            "c_header_dirs(), c_libraries(), c_lib_dirs() and c_headers(). To keep such methods, "
+            "derive from libsection.pytensor.ExternalCOp, which calls every c_* method"
+        )
 
 
 def _hashable(value: Any) -> Any:

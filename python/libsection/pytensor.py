@@ -12,8 +12,10 @@ as PyTensor's, and overriding them works as it does there. Three differences: ``
 directives point compiler errors at the ``.c`` files (class attribute ``line_directives``),
 ``code``/``code_cleanup`` end with a newline so they compile when the node is last in a module
 (class attribute ``newline_fix``), and the cache version also covers the function name, the
-padding counts, ``check_input`` and the params. There is no ``FutureWarning``, and each file
-is read and parsed once per process.
+padding counts, ``check_input`` and the params. There is no ``FutureWarning``. As in
+PyTensor, an op reads its files when it is created: a file rewritten since is read again,
+whatever its size and modification time (a ``%%section`` cell run twice in one second); ops
+reading the same texts share one parse.
 
 **Every backend runs the same C code.** In every mode (``CVM``, ``FAST_COMPILE``, ``NUMBA``,
 PyTensor 3's default ``FAST_RUN``) libsection's linker core builds the node from the description
@@ -41,7 +43,7 @@ from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
 from . import _backends, _batched_pytensor, _core, _numba
-from ._build import checked_language
+from ._build import BUILD_FLAGS, checked_language
 from ._load import load_texts, raise_for, relative_to_class
 from ._node import (
     NodeRunner,
@@ -57,11 +59,6 @@ from ._types import tensor
 from .op import ExternalCOp as StandaloneOp
 
 __all__ = ["ExternalCOp", "compile_node", "pytensor_op"]
-
-# Parsed files, shared by every op instance of the process. The key holds each file's
-# modification time and size, so an edited file is parsed again (and a new process always
-# reads the files afresh).
-_loaded_cache: dict[tuple, _core.LoadedSections] = {}
 
 _NINE_SECTIONS = frozenset(method.tag for method in _core.expansion_methods())
 # The methods whose strings carry the generated per-apply macros (c_code is handled apart: with
@@ -116,19 +113,21 @@ class _ApplyKey:
         return context
 
 
-def _file_key(path: Path) -> tuple:
-    stat = path.stat()  # raises FileNotFoundError naming the path, as the reference does
-    return (str(path), stat.st_mtime_ns, stat.st_size)
+# Parsed files, shared by the op instances of the process that read the same texts. Found by
+# what the files hold, never by name, time or size: a file rewritten within the clock's
+# resolution keeps its time, and often its size (a `%%section` cell run again).
+_loaded_cache: dict[tuple, _core.LoadedSections] = {}
 
 
 def _load(resolved: list[Path], display: list[str], extra_tags: list[str]) -> _core.LoadedSections:
-    key = (tuple(_file_key(p) for p in resolved), tuple(display), tuple(extra_tags))
-    loaded = _loaded_cache.get(key)
-    if loaded is None:
-        loaded = _core.load_sections([str(p) for p in resolved], display, extra_tags)
-        _loaded_cache[key] = loaded
+    """The files as they are now (read afresh each time; the module built from them is found
+    by its text too)."""
+    loaded = _core.load_sections([str(p) for p in resolved], display, extra_tags)
     raise_for(loaded, [str(p) for p in resolved])
-    return loaded
+    key = (tuple(map(str, resolved)), tuple(loaded.codes), tuple(display), tuple(extra_tags))
+    if len(_loaded_cache) >= 256 and key not in _loaded_cache:  # a long session of edits
+        _loaded_cache.clear()
+    return _loaded_cache.setdefault(key, loaded)
 
 
 def _own(cls: type, name: str) -> bool:
@@ -621,6 +620,17 @@ def _static_shapes(op, node) -> list[tuple | None]:
     return out
 
 
+def _forward_build_flag(name: str):
+    """A drop-in method giving what the standalone op's method of that name gives, checked and
+    with folders made absolute as the standalone op builds with them."""
+
+    def method(self, **kwargs):
+        return self.standalone.build_flags()[name]
+
+    method.__name__ = name
+    return method
+
+
 def _bridge_class(standalone_cls):
     from pytensor.tensor import as_tensor_variable
     from pytensor.tensor.basic import scalar_from_tensor
@@ -676,6 +686,9 @@ def _bridge_class(standalone_cls):
     for name in _FORWARDED:
         if hasattr(standalone_cls, name):
             setattr(Bridged, name, _forward(name))
+    for name in BUILD_FLAGS:  # PyTensor asks them of the node's op: the standalone op's own
+        if getattr(standalone_cls, name) is not getattr(StandaloneOp, name):
+            setattr(Bridged, name, _forward_build_flag(name))
     if hasattr(standalone_cls, "infer_shape"):
         Bridged.infer_shape = _bridged_infer_shape
     _add_gradient(Bridged, standalone_cls)

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "c_entry.hpp"
 #include "compiled_op.hpp"
 #include "vectorcall_type.hpp"
 
@@ -94,7 +95,7 @@ PyObject* batched_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     check_plan(plan, counts->first, counts->second, labels.size());
     auto* self = reinterpret_cast<BatchedOp*>(type->tp_alloc(type, 0));
     if (!self) return nullptr;
-    self->vectorcall = batched_call;
+    self->vectorcall = c_entry<batched_call>;
     self->compiled = Py_NewRef(compiled);
     self->n_inputs = counts->first;
     self->n_outputs = counts->second;
@@ -103,14 +104,8 @@ PyObject* batched_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     self->labels = new std::vector<char const*>;
     for (auto const& text : *self->label_texts) self->labels->push_back(text.c_str());
     return reinterpret_cast<PyObject*>(self);
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (py::builtin_exception& e) {
-    e.set_error();
-  } catch (py::cast_error const& e) {
+  } catch (py::cast_error const& e) {  // other exceptions: c_entry's
     PyErr_SetString(PyExc_TypeError, (std::string("Batched: ") + e.what()).c_str());
-  } catch (std::bad_alloc const&) {
-    PyErr_NoMemory();
   }
   return nullptr;
 }
@@ -204,7 +199,7 @@ PyObject* batched_cthunk(PyObject* object, PyObject* args) {
                  self->n_inputs, self->n_outputs);
     goto fail;
   }
-  capsule = PyCapsule_New(reinterpret_cast<void*>(&run_cthunk), nullptr, free_cthunk);
+  capsule = PyCapsule_New(reinterpret_cast<void*>(c_entry<run_cthunk>), nullptr, free_cthunk);
   if (capsule && PyCapsule_SetContext(capsule, d) == 0) return capsule;
   Py_XDECREF(capsule);  // its destructor finds no context: `d` is freed below
 fail:
@@ -217,7 +212,7 @@ fail:
 }
 
 PyMethodDef batched_methods[] = {
-    {"cthunk", batched_cthunk, METH_VARARGS,
+    {"cthunk", c_entry<batched_cthunk>, METH_VARARGS,
      "cthunk(inputs, outputs): a capsule PyTensor's VM calls natively (CLinker's convention), "
      "running the batch on the values of the `inputs` storage cells and storing the outputs in "
      "the `outputs` cells. Keep it as the thunk's `cthunk` attribute."},
@@ -246,9 +241,9 @@ bool is_batched_op(py::handle op) { return PyObject_TypeCheck(op.ptr(), &batched
 
 py::tuple batched_native_entry(py::handle op) {
   auto* self = reinterpret_cast<BatchedOp*>(op.ptr());
-  return py::make_tuple(reinterpret_cast<std::uintptr_t>(&batched_run_native),
+  return py::make_tuple(reinterpret_cast<std::uintptr_t>(c_entry<batched_run_native>),
                         reinterpret_cast<std::uintptr_t>(op.ptr()), self->n_inputs, self->n_outputs,
-                        reinterpret_cast<std::uintptr_t>(&batched_run_native_into));
+                        reinterpret_cast<std::uintptr_t>(c_entry<batched_run_native_into>));
 }
 
 void add_batched_op_type(py::module_& m) {
@@ -260,7 +255,7 @@ void add_batched_op_type(py::module_& m) {
       "per row of inputs with leading batch dimensions, in one C loop. `plan` and `labels` say "
       "what the signature does (python/libsection/_batched.py makes them). Called with the "
       "batch's inputs, returns its outputs (a tuple when there are several).";
-  t.tp_new = batched_new;
+  t.tp_new = c_entry<batched_new>;
   t.tp_dealloc = batched_dealloc;
   t.tp_repr = batched_repr;
   t.tp_methods = batched_methods;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "c_entry.hpp"
 #include "vectorcall_type.hpp"
 
 namespace py = pybind11;
@@ -100,7 +101,7 @@ PyObject* dispatcher_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   }
   auto* self = reinterpret_cast<Dispatcher*>(type->tp_alloc(type, 0));
   if (!self) return nullptr;
-  self->vectorcall = dispatcher_call;
+  self->vectorcall = c_entry<dispatcher_call>;
   self->miss = Py_NewRef(miss);
   self->entries = new (std::nothrow) std::vector<Entry>();
   if (!self->entries) {
@@ -143,7 +144,7 @@ PyObject* dispatcher_len(PyObject* object, void*) {
 }
 
 PyMethodDef dispatcher_methods[] = {
-    {"forget", dispatcher_forget, METH_NOARGS,
+    {"forget", c_entry<dispatcher_forget>, METH_NOARGS,
      "Drops every compiled op found so far (e.g. after the op's params changed)."},
     {nullptr, nullptr, 0, nullptr}};
 
@@ -162,7 +163,7 @@ void bind_dispatch(py::module_& m) {
       "Dispatcher(miss): calls the compiled op for its arguments' types, found in a table keyed by "
       "each array's dtype, dimensions and byte order and each number's type; `miss(*args)` gives "
       "the compiled op for types not seen yet.";
-  t.tp_new = dispatcher_new;
+  t.tp_new = c_entry<dispatcher_new>;
   t.tp_dealloc = dispatcher_dealloc;
   t.tp_traverse = dispatcher_traverse;
   t.tp_clear = dispatcher_clear;

@@ -166,9 +166,11 @@ void bind_graph_type(py::module_& m) {
       [](LoadedSections const& loaded, OpDescription description, ExpandOptions options,
          std::vector<std::string> compile_args, py::object python,
          std::vector<std::string> const& overridden) {
-        SectionOp section(std::move(description), loaded.sources, loaded.set, std::move(options));
-        return NodeOp{
-            dropin_op(std::move(section), std::move(compile_args), std::move(python), overridden)};
+        BuildFlags flags;
+        flags.compile_args = std::move(compile_args);
+        SectionOp section(std::move(description), loaded.sources, loaded.set, std::move(options),
+                          std::move(flags));
+        return NodeOp{dropin_op(std::move(section), std::move(python), overridden)};
       },
       py::arg("loaded"), py::arg("description"), py::arg("options"), py::arg("compile_args"),
       py::arg("python"), py::arg("overridden"),
@@ -262,86 +264,95 @@ compile error once all are done; a graph whose code cannot be generated is left 
 to report. Releases the GIL while compiling.)doc");
 }
 
+/// The op of loaded section files, built for the given type strings.
+py::object build_sections(
+    LoadedSections& loaded, std::vector<std::string> const& inputs,
+    std::vector<std::string> const& outputs, std::optional<std::string> func_name,
+    std::vector<std::tuple<std::string, std::string, py::object>> const& params,
+    std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
+    bool check_input, std::string const& language, std::vector<std::string> c_headers,
+    std::vector<std::string> c_header_dirs, std::vector<std::string> c_libraries,
+    std::vector<std::string> c_lib_dirs, std::vector<std::string> c_compile_args) {
+  if (!loaded.set.ok())
+    raise_python(LinkError(loaded.set.error->message, loaded.set.diagnostics), *loaded.sources);
+  OpDescription spec;
+  spec.name = name;
+  spec.func_name = func_name;
+  spec.num_inputs = num_inputs;
+  spec.num_outputs = num_outputs;
+  spec.check_input = check_input;
+  spec.language = parse_language(language, name);
+  spec.inputs = parse_type_strings(inputs, "inputs");
+  spec.outputs = parse_type_strings(outputs, "outputs");
+  std::vector<CTypePtr> const in = ctypes_for(*spec.inputs), out = ctypes_for(*spec.outputs);
+  std::vector<std::pair<std::string, std::string>> field_types;
+  py::dict values;
+  for (auto const& [field, type, value] : params) {
+    field_types.emplace_back(field, type);
+    values[py::str(field)] = value;
+  }
+  auto const params_type = make_params_type(parse_param_strings(field_types));
+  std::vector<py::object> constants;
+  if (params_type) {
+    spec.has_params = true;
+    spec.params = params_type->spec();
+    constants.push_back(values);
+  }
+  BuildFlags flags{std::move(c_headers), std::move(c_header_dirs), std::move(c_libraries),
+                   std::move(c_lib_dirs), std::move(c_compile_args)};
+  auto op = std::make_shared<SectionOp>(spec, loaded.sources, loaded.set, ExpandOptions{}, flags);
+  Graph graph = single_op_graph(op, in, out, params_type);
+  return link(graph, constants, *loaded.sources, signature_text(name, in, out));
+}
+
+/// A library not generated from ops (the JAX handler), built and loaded as modules are.
+auto load_support_library(std::string const& name, std::string const& code,
+                          std::vector<std::string> const& header_dirs,
+                          std::vector<std::string> const& symbols, std::string const& language) {
+  // A library that is not generated from ops (the JAX handler): built, cached, verified
+  // and loaded as modules are, so it gets the cache's trust checks and its key.
+  ModuleSource module;
+  module.language = parse_language(language, name);
+  bool const c = module.language == Language::c;
+  module.text = std::string(module_prelude) + (c ? c_module_prelude : "") +
+                "#define LIBSECTION_MODULE_ABI " + std::to_string(module_abi_version) + "\n" + code;
+  module.name = name;
+  module.header_dirs = header_dirs;
+  module.op_names = {name};
+  SourceManager sm;
+  LoadedModule const loaded = load_module(module, sm);
+  py::dict addresses;
+  for (auto const& symbol : symbols) {
+    void* address = ::dlsym(loaded.library->handle, symbol.c_str());
+    if (!address) raise_python(LinkError(name + " has no symbol " + symbol), sm);
+    addresses[py::str(symbol)] = reinterpret_cast<std::uintptr_t>(address);
+  }
+  return py::make_tuple(addresses, loaded.info);
+}
+
 /// What is built from section files alone (`build_sections`) or from C++ code
 /// (`load_support_library`).
 void bind_builds(py::module_& m) {
-  m.def(
-      "build_sections",
-      [](LoadedSections& loaded, std::vector<std::string> const& inputs,
-         std::vector<std::string> const& outputs, std::optional<std::string> func_name,
-         std::vector<std::tuple<std::string, std::string, py::object>> const& params,
-         std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
-         bool check_input, std::string const& language) {
-        if (!loaded.set.ok())
-          raise_python(LinkError(loaded.set.error->message, loaded.set.diagnostics),
-                       *loaded.sources);
-        OpDescription spec;
-        spec.name = name;
-        spec.func_name = func_name;
-        spec.num_inputs = num_inputs;
-        spec.num_outputs = num_outputs;
-        spec.check_input = check_input;
-        spec.language = parse_language(language, name);
-        spec.inputs = parse_type_strings(inputs, "inputs");
-        spec.outputs = parse_type_strings(outputs, "outputs");
-        std::vector<CTypePtr> const in = ctypes_for(*spec.inputs), out = ctypes_for(*spec.outputs);
-        std::vector<std::pair<std::string, std::string>> field_types;
-        py::dict values;
-        for (auto const& [field, type, value] : params) {
-          field_types.emplace_back(field, type);
-          values[py::str(field)] = value;
-        }
-        auto const params_type = make_params_type(parse_param_strings(field_types));
-        std::vector<py::object> constants;
-        if (params_type) {
-          spec.has_params = true;
-          spec.params = params_type->spec();
-          constants.push_back(values);
-        }
-        auto op = std::make_shared<SectionOp>(spec, loaded.sources, loaded.set);
-        Graph graph = single_op_graph(op, in, out, params_type);
-        return link(graph, constants, *loaded.sources, signature_text(name, in, out));
-      },
-      py::arg("loaded"), py::arg("inputs"), py::arg("outputs"), py::arg("func_name") = py::none(),
-      py::arg("params") = std::vector<std::tuple<std::string, std::string, py::object>>{},
-      py::arg("name") = "SectionOp", py::arg("num_inputs") = py::none(),
-      py::arg("num_outputs") = py::none(), py::arg("check_input") = true,
-      py::arg("language") = "c++",
-      "Builds the op of loaded section files for the given input/output type strings; "
-      "``language=\"c\"`` compiles it as C.");
+  m.def("build_sections", &build_sections, py::arg("loaded"), py::arg("inputs"), py::arg("outputs"),
+        py::arg("func_name") = py::none(),
+        py::arg("params") = std::vector<std::tuple<std::string, std::string, py::object>>{},
+        py::arg("name") = "SectionOp", py::arg("num_inputs") = py::none(),
+        py::arg("num_outputs") = py::none(), py::arg("check_input") = true,
+        py::arg("language") = "c++", py::arg("c_headers") = std::vector<std::string>{},
+        py::arg("c_header_dirs") = std::vector<std::string>{},
+        py::arg("c_libraries") = std::vector<std::string>{},
+        py::arg("c_lib_dirs") = std::vector<std::string>{},
+        py::arg("c_compile_args") = std::vector<std::string>{},
+        "Builds the op of loaded section files for the given input/output type strings; "
+        "``language=\"c\"`` compiles it as C. The ``c_*`` lists are what the op adds to its "
+        "module's build, as PyTensor's methods of those names give them.");
 
-  m.def(
-      "load_support_library",
-      [](std::string const& name, std::string const& code,
-         std::vector<std::string> const& header_dirs, std::vector<std::string> const& symbols,
-         std::string const& language) {
-        // A library that is not generated from ops (the JAX handler): built, cached, verified
-        // and loaded as modules are, so it gets the cache's trust checks and its key.
-        ModuleSource module;
-        module.language = parse_language(language, name);
-        bool const c = module.language == Language::c;
-        module.text = std::string(module_prelude) + (c ? c_module_prelude : "") +
-                      "#define LIBSECTION_MODULE_ABI " + std::to_string(module_abi_version) + "\n" +
-                      code;
-        module.name = name;
-        module.header_dirs = header_dirs;
-        module.op_names = {name};
-        SourceManager sm;
-        LoadedModule const loaded = load_module(module, sm);
-        py::dict addresses;
-        for (auto const& symbol : symbols) {
-          void* address = ::dlsym(loaded.library->handle, symbol.c_str());
-          if (!address) raise_python(LinkError(name + " has no symbol " + symbol), sm);
-          addresses[py::str(symbol)] = reinterpret_cast<std::uintptr_t>(address);
-        }
-        return py::make_tuple(addresses, loaded.info);
-      },
-      py::arg("name"), py::arg("code"), py::arg("header_dirs"), py::arg("symbols"),
-      py::arg("language") = "c++",
-      "Builds (or finds in the cache) and loads a support library from C++ ``code`` (C with "
-      "``language=\"c\"``; after Python's and NumPy's headers; it defines the module entry "
-      "points, with ``LIBSECTION_MODULE_ABI`` for the ABI version); returns "
-      "``({symbol: address}, info)``.");
+  m.def("load_support_library", &load_support_library, py::arg("name"), py::arg("code"),
+        py::arg("header_dirs"), py::arg("symbols"), py::arg("language") = "c++",
+        "Builds (or finds in the cache) and loads a support library from C++ ``code`` (C with "
+        "``language=\"c\"``; after Python's and NumPy's headers; it defines the module entry "
+        "points, with ``LIBSECTION_MODULE_ABI`` for the ABI version); returns "
+        "``({symbol: address}, info)``.");
 }
 
 }  // namespace
@@ -362,9 +373,28 @@ void bind_linker(py::module_& m) {
   bind_graph_builds(m);
   bind_builds(m);
 
-  m.def("cancel_builds", &cancel_builds,
-        "Stops every build under way in this process, in any thread (its compiler killed; it "
-        "raises KeyboardInterrupt): for a caller interrupted while threads build for it.");
+  py::class_<BuildGroup, std::shared_ptr<BuildGroup>>(
+      m, "BuildGroup",
+      "The builds threads run for one caller, stopped together when it is interrupted (a "
+      "signal reaches only the main thread). A thread's builds inside ``with group:`` belong "
+      "to it; ``group.cancel()`` stops each of them, under way or started later (its compiler "
+      "killed, KeyboardInterrupt raised in its thread). Other threads' builds go on.")
+      .def(py::init<>())
+      .def(
+          "cancel", [](BuildGroup& g) { g.cancelled.store(true); }, "Stops the group's builds.")
+      .def_property_readonly(
+          "cancelled", [](BuildGroup const& g) { return g.cancelled.load(); },
+          "Whether ``cancel()`` was called.")
+      .def(
+          "__enter__",
+          [](std::shared_ptr<BuildGroup> g) {
+            enter_build_group(g);
+            return g;
+          },
+          "The calling thread's builds belong to the group until the ``with`` block ends.")
+      .def(
+          "__exit__", [](BuildGroup const&, py::args const&) { leave_build_group(); },
+          "The calling thread's builds no longer belong to the group.");
 
   m.def(
       "native_entry",

@@ -8,6 +8,7 @@
 #include <new>
 #include <vector>
 
+#include "c_entry.hpp"
 #include "section/signature.hpp"
 #include "vectorcall_type.hpp"
 
@@ -247,10 +248,17 @@ struct CThunkData {
   PyObject* op;     // the CompiledOp, kept alive by the capsule
 };
 
+/// Whether a signal arrived while the op's C code ran with the GIL released, for a caller that
+/// is compiled code (PyTensor's VM, Numba's, the JAX handler), which would not look for one
+/// before the whole computation is done: its handler runs now, and the exception it raises
+/// (KeyboardInterrupt) fails the call, as it would fail Python code.
+bool interrupted_during_call() { return PyErr_CheckSignals() != 0; }
+
 int run_cthunk(void* data) {
   auto* d = static_cast<CThunkData*>(data);
   auto* self = reinterpret_cast<CompiledOp*>(d->op);
-  int const failure = self->library->run(self->instance);
+  int failure = self->library->run(self->instance);
+  if (!failure && interrupted_during_call()) failure = -1;
   if (failure) {
     if (!PyErr_Occurred())
       PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
@@ -277,7 +285,8 @@ PyObject* compiled_op_cthunk(PyObject* object, PyObject*) {
     return nullptr;
   }
   for (Py_ssize_t i = 0; i < 3; ++i) PyList_SET_ITEM(d->error, i, Py_NewRef(Py_None));
-  PyObject* capsule = PyCapsule_New(reinterpret_cast<void*>(&run_cthunk), nullptr, free_cthunk);
+  PyObject* capsule =
+      PyCapsule_New(reinterpret_cast<void*>(c_entry<run_cthunk>), nullptr, free_cthunk);
   if (!capsule || PyCapsule_SetContext(capsule, d) != 0) {
     Py_XDECREF(capsule);
     Py_DECREF(d->error);
@@ -290,7 +299,8 @@ PyObject* compiled_op_cthunk(PyObject* object, PyObject*) {
 
 PyObject* compiled_op_run_in_place(PyObject* object, PyObject*) {
   auto* self = reinterpret_cast<CompiledOp*>(object);
-  int const failure = self->library->run(self->instance);
+  int failure = self->library->run(self->instance);
+  if (!failure && interrupted_during_call()) failure = -1;
   if (failure) {
     if (!PyErr_Occurred())
       PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
@@ -301,10 +311,10 @@ PyObject* compiled_op_run_in_place(PyObject* object, PyObject*) {
 }
 
 PyMethodDef compiled_op_methods[] = {
-    {"run_in_place", compiled_op_run_in_place, METH_NOARGS,
+    {"run_in_place", c_entry<compiled_op_run_in_place>, METH_NOARGS,
      "Runs the op on the values its cells hold (an instance linked with `storage`), writing its "
      "outputs to them."},
-    {"cthunk", compiled_op_cthunk, METH_NOARGS,
+    {"cthunk", c_entry<compiled_op_cthunk>, METH_NOARGS,
      "A capsule PyTensor's VM calls natively, as it calls CLinker's thunks (CLinker's calling "
      "convention: the function pointer, and data starting with the error list). Keep it as "
      "the thunk's `cthunk` attribute."},
@@ -319,6 +329,10 @@ PyGetSetDef compiled_op_getset[] = {
 }  // namespace
 
 void add_compiled_op_type(py::module_& m) {
+  // NumPy's C API table, which each call's output check reads, is looked up here, at import:
+  // looking it up runs Python code (numpy.lib's version check), where a signal that arrived
+  // while an op's C code released the GIL would raise KeyboardInterrupt inside the call.
+  py::detail::npy_api::get();
   auto& t = compiled_op_type;
   t.tp_name = "libsection._core.CompiledOp";
   t.tp_basicsize = sizeof(CompiledOp);
@@ -338,14 +352,24 @@ void add_compiled_op_type(py::module_& m) {
 
 namespace {
 
+/// `run_with_inputs` for compiled code: a signal that arrived meanwhile fails the call (the
+/// outputs released), since the caller would not look for it.
+int run_natively(CompiledOp* self, PyObject* const* inputs, PyObject** outputs,
+                 PyObject* const* preset) {
+  if (run_with_inputs(self, inputs, outputs, preset) != 0) return -1;
+  if (!interrupted_during_call()) return 0;
+  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) Py_CLEAR(outputs[j]);
+  return -1;
+}
+
 int compiled_op_run_native(PyObject* callable, PyObject* const* inputs, PyObject** outputs) {
-  return run_with_inputs(reinterpret_cast<CompiledOp*>(callable), inputs, outputs);
+  return run_natively(reinterpret_cast<CompiledOp*>(callable), inputs, outputs, nullptr);
 }
 
 /// The JAX handler's entry: `outputs` holds, on entry, the arrays over XLA's result buffers.
 int compiled_op_run_native_into(PyObject* callable, PyObject* const* inputs, PyObject** outputs) {
   // The arrays given are the presets; run_with_inputs reads each before writing its output.
-  return run_with_inputs(reinterpret_cast<CompiledOp*>(callable), inputs, outputs, outputs);
+  return run_natively(reinterpret_cast<CompiledOp*>(callable), inputs, outputs, outputs);
 }
 
 }  // namespace
@@ -379,9 +403,9 @@ py::tuple native_entry(py::handle op) {
     throw py::type_error("native_entry takes a CompiledOp, not " +
                          std::string(py::str(py::type::handle_of(op).attr("__name__"))));
   auto* self = reinterpret_cast<CompiledOp*>(op.ptr());
-  return py::make_tuple(reinterpret_cast<std::uintptr_t>(&compiled_op_run_native),
+  return py::make_tuple(reinterpret_cast<std::uintptr_t>(c_entry<compiled_op_run_native>),
                         reinterpret_cast<std::uintptr_t>(op.ptr()), self->n_inputs, self->n_outputs,
-                        reinterpret_cast<std::uintptr_t>(&compiled_op_run_native_into));
+                        reinterpret_cast<std::uintptr_t>(c_entry<compiled_op_run_native_into>));
 }
 
 py::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
@@ -392,7 +416,7 @@ py::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inputs,
   std::size_t const n_io = n_inputs + n_outputs;
   auto* self = PyObject_New(CompiledOp, &compiled_op_type);
   if (!self) throw py::error_already_set();
-  self->vectorcall = compiled_op_call;
+  self->vectorcall = c_entry<compiled_op_call>;
   self->library = &library;
   self->instance = nullptr;
   self->n_inputs = static_cast<Py_ssize_t>(n_inputs);

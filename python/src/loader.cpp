@@ -8,12 +8,13 @@
 #include <pybind11/stl.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
+#include <vector>
 
 #include "link_errors.hpp"
 #include "section/bounded_cache.hpp"
@@ -111,6 +112,24 @@ LoadedModules& loaded_modules() {
   return *memo;
 }
 
+/// What tells modules apart in the memo: their text and everything else of theirs the cache
+/// key covers. One text built with other flags, folders or libraries is another module.
+std::string memo_key(ModuleSource const& module) {
+  std::string key;
+  auto add = [&](std::string const& field) {
+    key += std::to_string(field.size()) + ":" + field + ";";
+  };
+  add(module.text);
+  for (auto const* list :
+       {&module.compile_args, &module.header_dirs, &module.libraries, &module.lib_dirs}) {
+    add(std::to_string(list->size()));
+    for (auto const& item : *list) add(item);
+  }
+  add(module.language == Language::c ? "c" : "c++");
+  add(module.whole_program ? "whole program" : "");
+  return key;
+}
+
 /// What was built, for `CompiledOp.info`.
 py::dict build_info(ModuleSource const& module, BuiltModule const& built) {
   py::dict info;
@@ -131,14 +150,22 @@ py::dict build_info(ModuleSource const& module, BuiltModule const& built) {
 
 namespace {
 
-std::atomic<std::uint64_t> cancellations{0};
-thread_local std::uint64_t cancellations_seen = 0;  // when this thread's build started
+thread_local std::vector<std::shared_ptr<BuildGroup>> thread_groups;  // innermost last
 
 }  // namespace
 
-void cancel_builds() { ++cancellations; }
+void enter_build_group(std::shared_ptr<BuildGroup> group) {
+  thread_groups.push_back(std::move(group));
+}
 
-bool build_cancelled() { return cancellations_seen != cancellations.load(); }
+void leave_build_group() {
+  if (!thread_groups.empty()) thread_groups.pop_back();
+}
+
+bool build_cancelled() {
+  return std::any_of(thread_groups.begin(), thread_groups.end(),
+                     [](auto const& g) { return g->cancelled.load(); });
+}
 
 namespace {
 
@@ -181,7 +208,6 @@ namespace {
 /// callback left pending is raised.
 template <class Build>
 void build_without_gil(SourceManager& sm, Build const& build) {
-  cancellations_seen = cancellations.load();
   try {
     py::gil_scoped_release release;
     ModuleCache cache;
@@ -213,7 +239,8 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   bool debug = false;           // a build for gdb, loaded by path
   py::dict info;
   auto& memo = loaded_modules();
-  if (auto const* known = memo.find(module.text)) {
+  std::string const memo_as = memo_key(module);
+  if (auto const* known = memo.find(memo_as)) {
     library = known->first;
     info = py::dict(known->second);
     info["compiled"] = false;
@@ -231,7 +258,7 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   std::string const suffix = graph_suffix(info["graph"].cast<int>(), info["graphs"].cast<int>());
   LoadedLibrary const& lib =
       load_library(key, library, verified_library.get(), debug, runtime, suffix);
-  memo.put(module.text, std::make_pair(library, py::dict(info)));
+  memo.put(memo_as, std::make_pair(library, py::dict(info)));
   return {&lib, std::move(info)};
 }
 

@@ -4,6 +4,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include <atomic>
+#include <memory>
+
 #include "section/linker.hpp"
 
 namespace section::python {
@@ -44,12 +47,22 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm);
 /// (`build_modules`), the GIL released meanwhile; loads nothing. Raises as `load_module` does.
 void build_together(std::vector<ModuleSource const*> const& modules, SourceManager& sm);
 
-/// Stops every build under way in this process, in any thread: its compiler is killed and it
-/// raises KeyboardInterrupt. For a caller interrupted while threads build for it (build_many),
-/// since a signal reaches only the main thread.
-void cancel_builds();
+/// The builds threads run for one caller (build_many's workers), stopped together when it is
+/// interrupted, since a signal reaches only the main thread. A thread's builds belong to the
+/// groups it has entered; once one of them is cancelled, each such build stops (its compiler
+/// killed, KeyboardInterrupt raised in its thread), whether under way or started later.
+/// Builds of other threads, and of other groups, go on.
+struct BuildGroup {
+  std::atomic<bool> cancelled{false};
+};
 
-/// Whether the calling thread's build has been cancelled since it started.
+/// Makes the calling thread's builds belong to `group` too, until `leave_build_group`.
+void enter_build_group(std::shared_ptr<BuildGroup> group);
+
+/// Undoes the calling thread's last `enter_build_group`.
+void leave_build_group();
+
+/// Whether a group the calling thread's build belongs to has been cancelled.
 bool build_cancelled();
 
 }  // namespace section::python

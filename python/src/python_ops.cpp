@@ -161,15 +161,15 @@ class PythonOp final : public COp {
 };
 
 /// A drop-in node's op: its section files expanded by the linker core, as `build()`'s ops are,
-/// with `compile_args` (PyTensor's flags) added; only the methods named in `overridden`, which
-/// the op's class overrides in Python, are asked of `python` (the node's `c_*` methods minus
-/// `node`). Expansion errors raise what the drop-in's methods raise in PyTensor's C backend.
+/// with the section op's flags (PyTensor's) added; only the methods named in `overridden`,
+/// which the op's class overrides in Python, are asked of `python` (the node's `c_*` methods
+/// minus `node`). Expansion errors raise what the drop-in's methods raise in PyTensor's C
+/// backend.
 class DropInOp final : public COp {
  public:
-  DropInOp(SectionOp section, std::vector<std::string> compile_args, py::object python,
-           std::set<std::string> overridden)
-      : section_(std::move(section)), compile_args_(std::move(compile_args)),
-        python_(std::move(python)), overridden_(std::move(overridden)) {}
+  DropInOp(SectionOp section, py::object python, std::set<std::string> overridden)
+      : section_(std::move(section)), python_(std::move(python)),
+        overridden_(std::move(overridden)) {}
   std::string name() const override { return section_.name(); }
   Language language() const override { return section_.language(); }
   OpCode generate(NodeContext const& ctx) const override {
@@ -180,7 +180,7 @@ class DropInOp final : public COp {
     code.support_code = {std::move(e.support_code)};
     if (e.code) code.code = std::move(*e.code);
     static_cast<ApplyCode&>(code) = std::move(static_cast<ApplyCode&>(e));
-    code.compile_args = compile_args_;
+    static_cast<BuildFlags&>(code) = section_.flags();
     if (!overridden_.empty())
       take_python_parts(python_, ctx, code,
                         [&](char const* method) { return overridden_.count(method) != 0; });
@@ -210,7 +210,6 @@ class DropInOp final : public COp {
   }
 
   SectionOp section_;
-  std::vector<std::string> compile_args_;
   py::object python_;
   std::set<std::string> overridden_;
 };
@@ -265,9 +264,8 @@ CTypePtr to_type(py::handle value) {
 
 COpPtr to_op(py::object op) { return std::make_shared<PythonOp>(std::move(op)); }
 
-COpPtr dropin_op(SectionOp section, std::vector<std::string> compile_args, py::object python,
-                 std::vector<std::string> const& overridden) {
-  return std::make_shared<DropInOp>(std::move(section), std::move(compile_args), std::move(python),
+COpPtr dropin_op(SectionOp section, py::object python, std::vector<std::string> const& overridden) {
+  return std::make_shared<DropInOp>(std::move(section), std::move(python),
                                     std::set<std::string>(overridden.begin(), overridden.end()));
 }
 

@@ -18,10 +18,10 @@ CTypePtr to_type(pybind11::handle value);
 /// methods of PyTensor's COp, minus their `node` argument.
 COpPtr to_op(pybind11::object op);
 
-/// A drop-in node's op: `section` expanded by the linker core, `compile_args` added, and only
-/// the `overridden` methods (names of the `c_*` methods above) asked of `python`, an object
-/// with those methods minus `node`.
-COpPtr dropin_op(SectionOp section, std::vector<std::string> compile_args, pybind11::object python,
+/// A drop-in node's op: `section` expanded by the linker core, with its flags, and only the
+/// `overridden` methods (names of the `c_*` methods above) asked of `python`, an object with
+/// those methods minus `node`.
+COpPtr dropin_op(SectionOp section, pybind11::object python,
                  std::vector<std::string> const& overridden);
 
 }  // namespace section::python

@@ -1,9 +1,16 @@
 """Drop-in ops with gradients for the backend tests (Numba, JAX, PyMC's samplers) and
-bench/bench_backends.py. The C files are in data/backends/.
+bench/bench_backends.py, and the Gate op with what a test does with it (threads that call it,
+the gate they wait at). The C files are in data/backends/.
 """
 
 from __future__ import annotations
 
+import dis
+import sys
+import threading
+import time
+
+import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
@@ -152,6 +159,43 @@ for _cls in (VecMul, GaussLogLike, SmoothLogLike):
     setattr(_cls, GRADIENT, _cls._gradient)
 
 
+class GaussLogLikeMeeting(GaussLogLike):
+    """GaussLogLike whose first calls from two threads other than the test's must be inside the
+    op at once (data/backends/gauss_loglike_meeting.c): `state` is the int64 array `[the test
+    thread's native id, 0, 0]` it meets at, passed to the C code by its address."""
+
+    __props__ = ("address",)
+
+    def __init__(self, state: np.ndarray):
+        self.state = state  # kept alive with the op
+        self.address = int(state.ctypes.data)
+        ExternalCOp.__init__(
+            self, "data/backends/gauss_loglike_meeting.c", "APPLY_SPECIFIC(gauss_loglike_meeting)"
+        )
+
+    def make_node(self, y, mu):
+        y = as_tensor_variable(y).astype("float64")
+        mu = as_tensor_variable(mu).astype("float64")
+        address = pt.constant(np.int64(self.address))
+        return Apply(self, [y, mu, address], [pt.dscalar()])
+
+    def c_headers(self, **kwargs):
+        return ["<sys/syscall.h>", "<time.h>", "<unistd.h>"]
+
+    def connection_pattern(self, node):
+        return [[True], [True], [False]]
+
+    def _gradient(self, inputs, outputs, cotangents):
+        from pytensor.gradient import DisconnectedType
+
+        y, mu, _ = inputs
+        [g] = cotangents
+        return [g * (mu - y), g * GaussLogLikeGrad()(y, mu), DisconnectedType()()]
+
+
+setattr(GaussLogLikeMeeting, GRADIENT, GaussLogLikeMeeting._gradient)
+
+
 class VecMulWrongShape(VecMul):
     """VecMul whose infer_shape claims one element more than its C code makes (as a
     convolution gradient op that ignores dilation would): JAX must refuse the output."""
@@ -175,22 +219,101 @@ class GaussLogLikeNoDataGrad(GaussLogLike):
 setattr(GaussLogLikeNoDataGrad, GRADIENT, GaussLogLikeNoDataGrad._gradient)
 
 
-class SpinTimes(ExternalCOp):
-    """Spins for its input's seconds with the GIL released; returns [start, stop]."""
+class Gate(ExternalCOp):
+    """Waits, with the GIL released, at a gate the test opens (an int64 array passed by its
+    address: `[arrived, open, refuse new instances]`); returns `[id of the instance that ran,
+    instances made, instances alive]` of its module (data/backends/gate.c)."""
 
     __props__ = ()
 
     def __init__(self):
-        super().__init__("data/backends/spin_times.c", "APPLY_SPECIFIC(spin_times)")
+        super().__init__("data/backends/gate.c", "APPLY_SPECIFIC(gate)")
 
-    def make_node(self, seconds):
-        return Apply(self, [as_tensor_variable(seconds).astype("float64")], [pt.dvector()])
+    def make_node(self, address):
+        return Apply(self, [as_tensor_variable(address).astype("int64")], [pt.lvector()])
 
     def c_headers(self, **kwargs):
         return ["<time.h>"]
 
     def infer_shape(self, *args):
-        return [(2,)]
+        return [(3,)]
+
+
+# Seconds a test waits for the calls at a gate: a hang guard, which a working build never nears.
+HANG_GUARD = 60.0
+
+
+class GateState:
+    """The int64 array the Gate op waits at: [calls arrived, open, refuse new instances]."""
+
+    def __init__(self, *, opened: bool = False, refuse: bool = False):
+        self.array = np.array([0, int(opened), int(refuse)], dtype=np.int64)
+        self.address = np.array(self.array.ctypes.data, dtype=np.int64)  # the op's input
+
+    @property
+    def arrived(self) -> int:
+        return int(self.array[0])
+
+    def open(self) -> None:
+        self.array[1] = 1
+
+    def wait_until(self, condition, what: str) -> None:
+        deadline = time.monotonic() + HANG_GUARD
+        while not condition():
+            if time.monotonic() > deadline:
+                self.open()  # let the calls inside finish
+                raise AssertionError(f"never {what} ({self.arrived} calls arrived)")
+            time.sleep(0.002)
+
+
+class Callers:
+    """`n` threads, each making one call of `call` (a function of no arguments)."""
+
+    def __init__(self, call, n: int):
+        self.call = call
+        self.results: list = [None] * n
+        self.errors: list[BaseException] = []
+
+        def work(k):
+            try:
+                self.results[k] = call()
+            except Exception as e:  # reported by join
+                self.errors.append(e)
+
+        self.threads = [threading.Thread(target=work, args=(k,)) for k in range(n)]
+        for t in self.threads:
+            t.start()
+
+    def all_inside(self) -> bool:
+        """Whether every thread is inside its call of `call`'s callee (a CompiledOp, which has
+        no Python frame): its innermost frame is `call`'s, at a CALL instruction. Read with the
+        GIL held here, so such a thread is waiting for the op or running its C code, both with
+        the GIL released."""
+        frames = sys._current_frames()
+        code = self.call.__code__
+        calls = {i.offset for i in dis.get_instructions(code) if i.opname == "CALL"}
+        for t in self.threads:
+            frame = frames.get(t.ident)
+            if frame is None or frame.f_code is not code or frame.f_lasti not in calls:
+                return False
+        return True
+
+    def join(self) -> list:
+        for t in self.threads:
+            t.join(HANG_GUARD)
+            assert not t.is_alive(), "a call never returned"
+        assert not self.errors, self.errors
+        return self.results
+
+
+def calls_at_once(call, n: int) -> list:
+    """The results of `n` threads calling `call(address of a gate)` once each, let go only when
+    all `n` calls are inside the op at once (a failure if they never are)."""
+    gate = GateState()
+    callers = Callers(lambda: call(gate.address), n)
+    gate.wait_until(lambda: gate.arrived == n, f"had {n} calls inside the op at once")
+    gate.open()
+    return callers.join()
 
 
 class ScaleByParam(ExternalCOp):
@@ -214,3 +337,41 @@ class ScaleByParam(ExternalCOp):
 
     def infer_shape(self, *args):
         return [args[-1][0]]
+
+
+class DoubleInPlace(ExternalCOp):
+    """x *= 2, in place: the output is the input array (destroy_map {0: [0]})."""
+
+    __props__ = ()
+    destroy_map = {0: [0]}
+
+    def __init__(self):
+        super().__init__("data/backends/double_in_place.c", "APPLY_SPECIFIC(double_in_place)")
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def infer_shape(self, *args):
+        return [args[-1][0]]
+
+
+class MixedDtypes(ExternalCOp):
+    """(int32 counts, float32 weights, float64 scale) -> (int64 sum of the counts, float32
+    weights * scale, bool weights > 0)."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("data/backends/mixed_dtypes.c", "APPLY_SPECIFIC(mixed_dtypes)")
+
+    def make_node(self, counts, weights, scale):
+        counts = as_tensor_variable(counts).astype("int32")
+        weights = as_tensor_variable(weights).astype("float32")
+        scale = as_tensor_variable(scale).astype("float64")
+        outputs = [pt.lscalar(), pt.fvector(), pt.TensorType("bool", shape=(None,))()]
+        return Apply(self, [counts, weights, scale], outputs)
+
+    def infer_shape(self, *args):
+        weights = args[-1][1]
+        return [(), weights, weights]

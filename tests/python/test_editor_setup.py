@@ -6,6 +6,7 @@ as the editor would and logs each diagnostic as an `E[...]` line.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from test_readme import README, STEP
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,12 +45,17 @@ def clangd_diagnostics(folder: Path, file: Path) -> list[str]:
     return [line for line in lines if DIAGNOSTIC.match(line)]
 
 
-def editor_setup(folder: Path) -> str:
-    run = subprocess.run(
+def run_editor_setup(folder: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
         [sys.executable, "-m", "libsection", "editor-setup", str(folder)],
         capture_output=True,
         text=True,
+        timeout=120,  # a hang guard: a FIFO must never be waited on
     )
+
+
+def editor_setup(folder: Path) -> str:
+    run = run_editor_setup(folder)
     assert run.returncode == 0, run.stdout + run.stderr
     return run.stdout
 
@@ -80,10 +87,15 @@ def test_the_setup_is_what_clangd_needs(ops_copy):
     clangd = (ops_copy / ".clangd").read_text()
     assert "-xc++" in clangd and "-std=c++17" in clangd
     assert "pp_invalid_directive" in clangd
-    shim = re.search(r"'-include', '([^']*libsection_editor\.h)'", clangd)
+    shim = re.search(r'"-include", "([^"]*libsection_editor\.h)"', clangd)
     assert shim and Path(shim[1]).is_file()
     # The statement-section suppressions apply to the files with such sections, and no other.
-    assert "square/square\\.c" in clangd and "running_max/runningMax\\.c" in clangd
+    matched = [
+        pattern
+        for fragment in yaml.safe_load_all(clangd)
+        for pattern in fragment.get("If", {}).get("PathMatch", [])
+    ]
+    assert "square/square\\.c" in matched and "running_max/runningMax\\.c" in matched
     assert "vectorAdd" not in clangd
     header = (ops_copy / ".libsection-editor" / "scale_shift.h").read_text()
     assert "#define DTYPE_PARAM_scale npy_float64" in header
@@ -125,3 +137,129 @@ def test_generated_macros_are_declared():
             assert f"#define {family}{side}_32 " not in shim
     for name in ("APPLY_SPECIFIC(str)", "FAIL", "PARAMS", "PARAMS_TYPE"):
         assert f"#define {name}" in shim
+
+
+# ---- a folder from anyone (a cloned repository): what editor-setup writes, and where ----------
+
+OP = "#section code\nOUTPUT_0 = INPUT_0;\n"
+
+
+def op_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "repo"
+    (folder / "op").mkdir(parents=True)
+    (folder / "op" / "op.c").write_text(OP)
+    return folder
+
+
+def refused(run: subprocess.CompletedProcess, *words: str) -> None:
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "nothing was written" in run.stderr, run.stderr
+    for word in words:
+        assert word in run.stderr, run.stderr
+
+
+def test_a_linked_clangd_is_not_followed(tmp_path):
+    folder = op_folder(tmp_path)
+    victim = tmp_path / "bashrc"
+    victim.write_text("alias ll='ls -l'\n")
+    (folder / ".clangd").symlink_to(victim)
+    refused(run_editor_setup(folder), ".clangd is a symbolic link", "remove the link")
+    assert victim.read_text() == "alias ll='ls -l'\n"
+    assert (folder / ".clangd").is_symlink()
+
+
+def test_a_linked_header_folder_is_not_written_into(tmp_path):
+    folder = op_folder(tmp_path)
+    (folder / "op" / "op.py").write_text("class Op:\n    params = {'k': 'float64'}\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (folder / ".libsection-editor").symlink_to(elsewhere)
+    refused(run_editor_setup(folder), ".libsection-editor is a symbolic link")
+    assert list(elsewhere.iterdir()) == []
+    assert not (folder / ".clangd").exists()  # nothing half-done
+
+
+def test_a_header_it_did_not_write_is_not_replaced(tmp_path):
+    folder = op_folder(tmp_path)
+    (folder / "op" / "op.py").write_text("class Op:\n    params = {'k': 'float64'}\n")
+    (folder / ".libsection-editor").mkdir()
+    mine = folder / ".libsection-editor" / "op.h"
+    mine.write_text("// my own header\n")
+    refused(run_editor_setup(folder), "op.h was not written by editor-setup", "move it away")
+    assert mine.read_text() == "// my own header\n"
+
+
+def test_a_fifo_is_refused_without_waiting(tmp_path):
+    folder = op_folder(tmp_path)
+    os.mkfifo(folder / ".clangd")
+    refused(run_editor_setup(folder), "is a FIFO")
+
+
+def test_a_users_clangd_keeps_its_settings_and_gets_ours_between_markers(tmp_path):
+    folder = op_folder(tmp_path)
+    own = "CompileFlags:\n  Add: [-DMY_OWN_SETTING]\n"
+    (folder / ".clangd").write_text(own)
+    first = editor_setup(folder)
+    assert "your own settings are kept" in first
+    merged = (folder / ".clangd").read_text()
+    assert merged.startswith(own)
+    assert "# >>> libsection editor-setup" in merged and "# <<< libsection editor-setup" in merged
+    fragments = list(yaml.safe_load_all(merged))
+    assert fragments[0] == {"CompileFlags": {"Add": ["-DMY_OWN_SETTING"]}}
+    assert any("-std=c++17" in f.get("CompileFlags", {}).get("Add", []) for f in fragments[1:])
+    # Run again (after an edit of the user's below our part): ours is replaced, theirs kept.
+    (folder / ".clangd").write_text(merged + "---\nDiagnostics:\n  Suppress: [mine]\n")
+    editor_setup(folder)
+    again = (folder / ".clangd").read_text()
+    assert again.count("# >>> libsection editor-setup") == 1
+    assert again.startswith(own) and again.endswith("Suppress: [mine]\n")
+    assert list(yaml.safe_load_all(again))[-1] == {"Diagnostics": {"Suppress": ["mine"]}}
+
+
+def test_a_clangd_with_a_broken_marker_pair_is_refused(tmp_path):
+    folder = op_folder(tmp_path)
+    own = "# >>> libsection editor-setup\nCompileFlags:\n  Add: [-DMINE]\n"
+    (folder / ".clangd").write_text(own)
+    refused(run_editor_setup(folder), "not one pair", "run again")
+    assert (folder / ".clangd").read_text() == own
+
+
+def test_long_names_still_fit_the_file_system(tmp_path):
+    folder = tmp_path / "repo"
+    deep = folder / ("o" * 200) / ("p" * 200)
+    deep.mkdir(parents=True)
+    (deep / ("q" * 250 + ".c")).write_text(OP)
+    (deep / "op.py").write_text("class Op:\n    params = {'k': 'float64'}\n")
+    editor_setup(folder)
+    (header,) = (folder / ".libsection-editor").iterdir()
+    assert len(header.name) < 120 and "DTYPE_PARAM_k" in header.read_text()
+
+
+NEWLINE_NAME = "x\nCompileFlags: {Add: [-fplugin=evil.so]}\n---\n.c"
+
+
+def test_file_and_field_names_are_written_as_data(tmp_path):
+    """A file name holding newlines and YAML, and params fields holding C, start no line of
+    their own: each is one quoted string of .clangd, or a quoted comment of the header."""
+    folder = op_folder(tmp_path)
+    (folder / "op" / NEWLINE_NAME).write_text(OP)
+    fields = "{'k': 'float64', 'a\\nint evil;': 'int64', 'b': 'x\\n#define B 1'}"
+    (folder / "op" / "op.py").write_text(f"class Op:\n    params = {fields}\n")
+    editor_setup(folder)
+    clangd = (folder / ".clangd").read_text()
+    assert not any(line.startswith(("CompileFlags: {", ".c")) for line in clangd.splitlines())
+    assert "-fplugin" not in "".join(
+        flag
+        for fragment in yaml.safe_load_all(clangd)
+        for flag in fragment.get("CompileFlags", {}).get("Add", [])
+    )
+    matched = [
+        pattern
+        for fragment in yaml.safe_load_all(clangd)
+        for pattern in fragment.get("If", {}).get("PathMatch", [])
+    ]
+    assert re.escape("op/" + NEWLINE_NAME) in matched
+    header = (folder / ".libsection-editor" / "op.h").read_text()
+    assert "#define DTYPE_PARAM_k npy_float64" in header
+    for line in header.splitlines():
+        assert not line.startswith(("int evil", "#define B")), header

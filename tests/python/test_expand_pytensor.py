@@ -229,8 +229,33 @@ def code_args(op, n_inputs=1):
     return node, "node_x_0", names, ["V1"], sub
 
 
-def test_each_file_is_read_and_parsed_once_per_process():
+def test_ops_reading_the_same_texts_share_one_parse():
     assert VectorTimesVector()._loaded is VectorTimesVector()._loaded
+
+
+ADD_K = """\
+#section code
+Py_XDECREF(OUTPUT_0);
+OUTPUT_0 = (PyArrayObject*)PyArray_NewCopy(INPUT_0, NPY_ANYORDER);
+if (NULL == OUTPUT_0) FAIL;
+*(double*)PyArray_GETPTR1(OUTPUT_0, 0) += K;
+"""
+
+
+@pytest.mark.parametrize("mode", ["CVM", "FAST_COMPILE"])
+def test_a_file_rewritten_with_the_same_size_and_time_runs_its_new_code(tmp_path, mode, cache_dir):
+    """A file is known by what it holds: rewritten within the clock's resolution (its time
+    unchanged, set here as a coarse clock would leave it) with the same size, the next op
+    made from it runs the new code."""
+    path = tmp_path / "add_k.c"
+    x = pt.dvector("x")
+    results = []
+    for k in (1, 2, 3):
+        path.write_text(ADD_K.replace("K", str(k)))
+        os.utime(path, ns=(1_700_000_000 * 10**9, 1_700_000_000 * 10**9))
+        f = pytensor.function([x], UnaryVectorOp(str(path))(x), mode=mode)
+        results.append(f(np.zeros(2))[0])
+    assert results == [1.0, 2.0, 3.0]
 
 
 def test_an_edited_file_is_parsed_again(tmp_path):

@@ -2,8 +2,12 @@
 from the built wheel into a fresh venv, with the versions this stack pins (deps/ as constraints, so
 pip takes them from its cache), and the README's code blocks that need it run there as written:
 the walkthrough (files, `sh` and `python` steps; a step importing pytensor needs `[pytensor]`)
-and the blocks marked `<!-- needs: EXTRA -->`. A block needing an extra that was not installed
-must fail in the `libsection`-only venv, which shows the marks are not decoration.
+and the blocks marked `<!-- needs: EXTRA -->`. A block must print what its comments say
+(`print(x)  # [1. 2. 3.]`), and the `[jax]` block must run its op through the XLA FFI call
+(the HLO XLA compiled, dumped, calls `libsection_node` and no Python callback): a wheel whose
+handler does not build would still print the right numbers, through the fallback. A block
+needing an extra that was not installed must fail in the `libsection`-only venv, which shows
+the marks are not decoration.
 
 JAX and PyMC are in the py312 stack only, so their extras are checked there.
 """
@@ -76,8 +80,30 @@ def fresh_venv(path: Path, requirement: str, wheel_dir: Path) -> Path:
     return python
 
 
+def printed_as_said(out: str, body: str) -> list[str]:
+    """The comments of the block's `print(...)  # what` lines that its output lacks (in order)."""
+    said = re.findall(r"^\s*print\(.*\)\s*#\s*(.+?)\s*$", body, re.M)
+    lines = iter(line.strip() for line in out.splitlines())
+    return [want for want in said if not any(line == want for line in lines)]
+
+
+def ffi_path_problems(dump: Path, stderr: str) -> list[str]:
+    """What shows the `[jax]` block's op did not run through the XLA FFI call: the custom calls
+    of every module XLA compiled (dumped as HLO text) and libsection's fallback warning."""
+    targets = {
+        target
+        for text in (f.read_text(errors="replace") for f in dump.glob("*.txt"))
+        for target in re.findall(r'custom_call_target="([^"]+)"', text)
+    }
+    problems = [] if "libsection_node" in targets else [f"no FFI call among {sorted(targets)}"]
+    problems += [f"a Python callback: {t}" for t in sorted(targets) if "callback" in t]
+    problems += [line for line in stderr.splitlines() if "jax.pure_callback" in line]
+    return problems
+
+
 def run_blocks(python: Path, workdir: Path, installed: set[str]) -> list[str]:
-    """Runs every block whose needs are installed; returns the failures of the others."""
+    """Runs every block whose needs are installed, checking what it prints; returns the
+    failures of the others."""
     env = {
         **os.environ,
         "PATH": f"{python.parent}{os.pathsep}{os.environ['PATH']}",
@@ -96,18 +122,27 @@ def run_blocks(python: Path, workdir: Path, installed: set[str]) -> list[str]:
         argv = ["bash", "-c", body] if lang == "sh" else [python, "-c", body]
         if lang == "sh" and body.lstrip().startswith("pip install"):
             continue  # installing is the fixture's job
+        dump = workdir / f"xla-{len(list(workdir.glob('xla-*')))}"
         result = subprocess.run(
             [str(a) for a in argv],
             cwd=workdir,
-            env=env,
+            env={**env, "XLA_FLAGS": f"--xla_dump_to={dump}"} if needs == "jax" else env,
             capture_output=True,
             text=True,
             timeout=600,
         )
         if needs in installed:
-            assert result.returncode == 0, (
-                f"[{needs}] {body[:200]}\n{result.stdout}\n{result.stderr}"
+            shown = f"[{needs}] {body[:200]}\n{result.stdout}\n{result.stderr}"
+            assert result.returncode == 0, shown
+            assert not printed_as_said(result.stdout, body), (
+                printed_as_said(result.stdout, body),
+                shown,
             )
+            if needs == "jax":
+                assert not ffi_path_problems(dump, result.stderr), (
+                    ffi_path_problems(dump, result.stderr),
+                    shown,
+                )
         elif needs != "libsection":
             refused.append(needs) if result.returncode != 0 else None
     return refused

@@ -1,11 +1,12 @@
 """SIGINT during a compile (Ctrl-C, a notebook's "interrupt kernel", `kill -INT` on the Python
-process alone) stops it promptly: the compiler's whole process group is killed, nothing is
-published in the cache, the entry's lock is free, KeyboardInterrupt reaches the caller, and a
-later build succeeds.
+process alone) stops it: the compiler's whole process group is killed (in the caller's thread,
+before KeyboardInterrupt reaches it), nothing is published in the cache, the entry's lock is
+free, and a later build succeeds. Only the interrupted call's builds stop: another thread's
+build goes on.
 
-The slow compiler is a wrapper (CXX) that answers --version at once, records its pid, then
-sleeps a minute before running the real compiler: an interrupt that did not kill it would
-leave the build waiting for a minute."""
+The slow compiler is a wrapper (CXX) that answers --version at once, records its pid, then waits
+for a file the test creates only when it wants the compile to go on: an interrupt that did not
+kill it would leave the build waiting (until a hang guard's timeout fails the test)."""
 
 from __future__ import annotations
 
@@ -22,58 +23,108 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 VTV = ROOT / "ops" / "vector_times_vector" / "vectorTimesVector.c"
+HANG_GUARD = 120  # seconds; a working build never waits near this long
 
-BUILD = textwrap.dedent(
+# What the child scripts share: the op, and which of the compilers it started are alive.
+PRELUDE = textwrap.dedent(
     f"""
-    import sys, libsection
+    import os, sys, threading, libsection
+    pids_file = sys.argv[1]
+    spec = dict(files=[{str(VTV)!r}], func_name="APPLY_SPECIFIC(vector_times_vector)",
+                outputs=["float64[:]"])
+
+    def alive(pid):
+        try:
+            with open(f"/proc/{{pid}}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+        except FileNotFoundError:
+            return False
+
+    def compilers_alive():
+        return [p for p in map(int, open(pids_file).read().split()) if alive(p)]
+    """
+)
+
+BUILD = PRELUDE + textwrap.dedent(
+    """
     print("building", flush=True)
     try:
-        libsection.build([{str(VTV)!r}], "APPLY_SPECIFIC(vector_times_vector)",
-                         inputs=["float64[:]", "float64[:]"], outputs=["float64[:]"])
+        libsection.build(**spec, inputs=["float64[:]", "float64[:]"])
     except KeyboardInterrupt:
-        print("KeyboardInterrupt reached the caller", flush=True)
+        print("KeyboardInterrupt reached the caller; compilers alive:", compilers_alive(),
+              flush=True)
         sys.exit(3)
     print("built", flush=True)
     """
 )
 
-
 # build_many compiles in worker threads, which a signal does not reach: the interrupted caller
 # stops them.
-BUILD_MANY = textwrap.dedent(
-    f"""
-    import sys, libsection
+BUILD_MANY = PRELUDE + textwrap.dedent(
+    """
     print("building", flush=True)
-    spec = dict(files=[{str(VTV)!r}], func_name="APPLY_SPECIFIC(vector_times_vector)",
-                outputs=["float64[:]"])
+    try:
+        libsection.build_many([dict(spec, inputs=["float64[:]", "float64[:]"]),
+                               dict(spec, inputs=["float32[:]", "float64[:]"])], jobs=2)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt reached the caller; compilers alive:", compilers_alive(),
+              flush=True)
+        sys.exit(3)
+    print("built", flush=True)
+    """
+)
+
+# Another thread builds meanwhile, for itself: interrupting build_many must leave its build be.
+# Its compile starts first (build_many's then wait for the precompiled header it makes).
+BESIDE_ANOTHER_THREAD = PRELUDE + textwrap.dedent(
+    """
+    import time
+    import numpy as np
+    outcome = []
+
+    def other_thread():
+        try:
+            op = libsection.build(**spec, inputs=["float32[:]", "float32[:]"])
+            outcome.append(op(np.ones(2, np.float32), np.full(2, 3, np.float32)).tolist())
+        except BaseException as e:
+            outcome.append(repr(e))
+
+    other = threading.Thread(target=other_thread)
+    other.start()
+    while not os.path.exists(pids_file):  # the other thread's build is under way
+        time.sleep(0.01)
+    print("building", flush=True)
     try:
         libsection.build_many([dict(spec, inputs=["float64[:]", "float64[:]"]),
                                dict(spec, inputs=["float32[:]", "float64[:]"])], jobs=2)
     except KeyboardInterrupt:
         print("KeyboardInterrupt reached the caller", flush=True)
-        sys.exit(3)
-    print("built", flush=True)
+    open(sys.argv[2], "w").close()  # the other thread's compiler may go on now
+    other.join()
+    print("the other thread:", outcome, flush=True)
     """
 )
 
 
-def slow_compiler(tmp_path: Path) -> Path:
+def slow_compiler(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(wrapper, the file of its pids, the file that lets it go on)."""
     real = shutil.which("c++") or shutil.which("g++")
     assert real, "no C++ compiler on PATH"
+    pids, release = tmp_path / "pids", tmp_path / "release"
     wrapper = tmp_path / "slow-c++"
     wrapper.write_text(
         textwrap.dedent(
             f"""\
             #!/bin/sh
             case "$1" in --version) exec {real} --version ;; esac
-            echo $$ >> {tmp_path / "pids"}
-            sleep 60
+            echo $$ >> {pids}
+            while [ ! -e {release} ]; do sleep 0.05; done
             exec {real} "$@"
             """
         )
     )
     wrapper.chmod(0o755)
-    return wrapper
+    return wrapper, pids, release
 
 
 def alive(pid: int) -> bool:
@@ -87,48 +138,85 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-@pytest.mark.parametrize("call", ["build", "build_many"])
-def test_sigint_during_a_compile_stops_it_and_leaves_nothing(call, tmp_path):
-    cache = tmp_path / "cache"
-    env = {**os.environ, "LIBSECTION_CACHE_DIR": str(cache), "CXX": str(slow_compiler(tmp_path))}
+def started(pids: Path, n: int, child: subprocess.Popen) -> list[int]:
+    """Waits until `n` compilers have started (a hang guard's deadline): their pids."""
+    deadline = time.monotonic() + HANG_GUARD
+    while time.monotonic() < deadline and child.poll() is None:
+        found = [int(p) for p in pids.read_text().split()] if pids.exists() else []
+        if len(found) >= n:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"{n} compilers never started (child exit {child.poll()})")
+
+
+def interrupted(script: str, tmp_path: Path, compilers: int, env: dict):
+    """Runs `script` with the slow compiler, sends SIGINT once `compilers` compiles are under
+    way: (its stdout, its stderr, its exit code, the compilers' pids)."""
+    wrapper, pids, release = slow_compiler(tmp_path)
     child = subprocess.Popen(
-        [sys.executable, "-c", BUILD if call == "build" else BUILD_MANY],
-        env=env,
+        [sys.executable, "-c", script, str(pids), str(release)],
+        env={**env, "CXX": str(wrapper)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
         assert child.stdout.readline().strip() == "building"
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "pids").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert (tmp_path / "pids").exists(), "the compiler never started"
-        compiler_pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
-        time.sleep(0.3)
-        sent = time.monotonic()
+        compiler_pids = started(pids, compilers, child)
         child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=30)
-        took = time.monotonic() - sent
+        out, err = child.communicate(timeout=HANG_GUARD)
     finally:
+        release.touch()  # whatever is left of the compilers finishes
         if child.poll() is None:
             child.kill()
-    assert child.returncode == 3, (out, err[-2000:])
-    assert "KeyboardInterrupt reached the caller" in out
-    assert took < 5, f"the build took {took:.1f} s to stop"  # the compiler sleeps 60 s
-    compiler_pids = [int(p) for p in (tmp_path / "pids").read_text().split()]  # all started
+            child.communicate()
+    return out, err, child.returncode, compiler_pids
+
+
+# One compiler each: build_many's second compile waits for the precompiled header the first
+# makes.
+@pytest.mark.parametrize(("call", "compilers"), [("build", 1), ("build_many", 1)])
+def test_sigint_during_a_compile_stops_it_and_leaves_nothing(call, compilers, tmp_path):
+    cache = tmp_path / "cache"
+    env = {**os.environ, "LIBSECTION_CACHE_DIR": str(cache)}
+    out, err, code, compiler_pids = interrupted(
+        BUILD if call == "build" else BUILD_MANY, tmp_path, compilers, env
+    )
+    assert code == 3, (out, err[-2000:])
+    # Stopped means: the compilers are gone (a build in the caller's own thread kills its
+    # compiler before the interrupt reaches the caller; build_many's workers, which the caller
+    # cancels, by the time the process ends), and nothing was published.
+    assert "KeyboardInterrupt reached the caller; compilers alive:" in out, (out, err[-2000:])
+    if call == "build":
+        assert "compilers alive: []" in out, out
     for pid in compiler_pids:
         assert not alive(pid), f"compiler process {pid} survived the interrupt"
     entries = cache / "entries"
     assert not entries.exists() or not any(entries.iterdir()), list(entries.iterdir())
 
     # The lock is free and nothing half-built is found: a build with the real compiler works.
-    env.pop("CXX")
     done = subprocess.run(
-        [sys.executable, "-c", BUILD], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", BUILD, str(tmp_path / "no-pids")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["building", "built"]
+
+
+def test_interrupting_one_call_leaves_another_threads_build_be(tmp_path):
+    cache = tmp_path / "cache"
+    env = {**os.environ, "LIBSECTION_CACHE_DIR": str(cache)}
+    out, err, code, compiler_pids = interrupted(BESIDE_ANOTHER_THREAD, tmp_path, 1, env)
+    assert code == 0, (out, err[-2000:])
+    assert "KeyboardInterrupt reached the caller" in out, (out, err[-2000:])
+    # The other thread's build went on once its compiler could, and ended with a working op,
+    # not a KeyboardInterrupt of its own.
+    assert "the other thread: [[3.0, 3.0]]" in out, (out, err[-2000:])
+    for pid in compiler_pids:
+        assert not alive(pid), f"compiler process {pid} outlived the process"
 
 
 def test_a_keyboard_interrupt_in_a_log_handler_is_not_discarded(tmp_path):

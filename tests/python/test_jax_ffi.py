@@ -1,6 +1,9 @@
 """JAX runs drop-in ops as XLA FFI calls: no Python frame per call, the batch loop of vmap in
-C, the op's own exceptions, outputs checked against the shapes JAX allocated, and gradients
-for ops that leave an input's gradient undefined.
+C, the op's own exceptions, outputs checked against the shapes JAX allocated, inputs the op
+destroys copied for it, several outputs of several dtypes, concurrent calls on spares, and
+gradients for ops that leave an input's gradient undefined.
+
+Which path runs is read from the executable XLA compiled (its custom calls), not assumed.
 
 Python frames are watched with sys.monitoring, which sees every thread (XLA calls the handler
 on threads of its own, where sys.setprofile would see nothing)."""
@@ -8,6 +11,7 @@ on threads of its own, where sys.setprofile would see nothing)."""
 from __future__ import annotations
 
 import logging
+import re
 import sys
 
 import numpy as np
@@ -15,14 +19,30 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-jax = pytest.importorskip("jax", reason="JAX is not installed (the Python 3.12 stack has it)")
-from backend_ops import GaussLogLikeNoDataGrad, VecMul, VecMulWrongShape
+jax = pytest.importorskip("jax")  # the py312 stack pins it
+from backend_ops import (
+    DoubleInPlace,
+    Gate,
+    GateState,
+    GaussLogLikeNoDataGrad,
+    MixedDtypes,
+    VecMul,
+    VecMulWrongShape,
+    calls_at_once,
+)
 
 from libsection import _jax, _jax_ffi
 
 needs_monitoring = pytest.mark.skipif(
     not hasattr(sys, "monitoring"), reason="sys.monitoring is new in Python 3.12"
 )
+
+
+def custom_calls(jitted, *args) -> list[str]:
+    """The custom-call targets of the executable XLA compiles for `jitted` on `args`: what runs,
+    the FFI target `libsection_node` or JAX's Python callback."""
+    text = jitted.lower(*args).compile().as_text()
+    return re.findall(r'custom_call_target="([^"]+)"', text)
 
 
 def jax_function(inputs, outputs):
@@ -89,11 +109,21 @@ def test_a_jitted_call_runs_no_python_frame(path, request, cache_dir):
         assert any("libsection" in s for s in frames.seen)
 
 
-def test_the_ffi_path_is_what_runs(cache_dir, caplog):
+def test_the_ffi_path_is_what_runs(cache_dir, monkeypatch):
     x, y = pt.dvector("x"), pt.dvector("y")
-    fn = jax_function([x, y], [VecMul()(x, y)])
-    assert _jax_ffi.target_ready()
-    np.testing.assert_array_equal(fn(np.ones(2), np.full(2, 2.0)), np.full(2, 2.0))
+    a, b = np.ones(2), np.full(2, 2.0)
+    f = jax.jit(jax_function([x, y], [VecMul()(x, y)]))
+    assert custom_calls(f, a, b) == [_jax_ffi.TARGET]
+    np.testing.assert_array_equal(f(a, b), np.full(2, 2.0))
+    # PyTensor's JAX mode compiles the same call.
+    g = pytensor.function([x, y], VecMul()(x, y), mode="JAX")
+    assert custom_calls(g.vm.jit_fn, a, b) == [_jax_ffi.TARGET]
+    np.testing.assert_array_equal(g(a, b), np.full(2, 2.0))
+    # What the check would see of the fallback: JAX's Python callback, no FFI call.
+    monkeypatch.setattr(_jax_ffi, "target_ready", lambda: False)
+    fallback = jax.jit(jax_function([x, y], [VecMul()(x, y)]))
+    (target,) = custom_calls(fallback, a, b)
+    assert "callback" in target, target
 
 
 def test_vmap_loops_in_c_and_matches_numpy(cache_dir):
@@ -175,3 +205,54 @@ def test_an_own_perform_keeps_the_callback_and_says_so(cache_dir, caplog):
     assert any(
         "pure_callback, since its class defines perform" in r.getMessage() for r in caplog.records
     )
+
+
+def test_an_input_the_op_destroys_is_copied_for_it(cache_dir):
+    # The op doubles its input in place and returns it: JAX's buffers are not its to change.
+    x = pt.dvector("x")
+    fn = jax_function([x], [DoubleInPlace()(x)])
+    f = jax.jit(fn)
+    host = np.arange(3.0)
+    device = jax.numpy.arange(3.0)
+    assert custom_calls(f, host) == [_jax_ffi.TARGET]
+    for _ in range(2):  # a second call sees the same input, not the first call's result
+        np.testing.assert_array_equal(f(host), [0.0, 2.0, 4.0])
+        np.testing.assert_array_equal(f(device), [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(host, [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(device, [0.0, 1.0, 2.0])
+    batch = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(fn))(batch), 2 * np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(batch, np.arange(6.0).reshape(2, 3))
+
+
+def test_several_outputs_of_several_dtypes_come_back_whole(cache_dir):
+    counts, weights, scale = pt.ivector("counts"), pt.fvector("weights"), pt.dscalar("scale")
+    fn = jax_function([counts, weights, scale], MixedDtypes()(counts, weights, scale))
+    f = jax.jit(fn)
+    c = np.array([1, 2, 3], np.int32)
+    w = np.array([-1.5, 0.0, 2.5], np.float32)
+    assert custom_calls(f, c, w, 2.0) == [_jax_ffi.TARGET]
+    total, scaled, positive = f(c, w, 2.0)
+    assert (total.dtype, scaled.dtype, positive.dtype) == (np.int64, np.float32, np.bool_)
+    assert total.shape == () and int(total) == 6
+    np.testing.assert_array_equal(scaled, np.array([-3.0, 0.0, 5.0], np.float32))
+    np.testing.assert_array_equal(positive, [False, False, True])
+    # Batched: every output gets its batch dimension, each element its own values.
+    totals, scaleds, positives = jax.jit(jax.vmap(fn, in_axes=(0, 0, None)))(
+        np.stack([c, 2 * c]), np.stack([w, -w]), 2.0
+    )
+    np.testing.assert_array_equal(totals, [6, 12])
+    np.testing.assert_array_equal(scaleds, np.array([2 * w, -2 * w]))
+    np.testing.assert_array_equal(positives, [w > 0, -w > 0])
+
+
+def test_concurrent_calls_of_one_function_run_at_once(cache_dir):
+    # One jitted function, so one node instance, called from two threads: XLA runs both
+    # calls, and the second runs on a spare while the first waits at the gate.
+    a = pt.lscalar("a")
+    f = jax.jit(jax_function([a], [Gate()(a)]))
+    opened = GateState(opened=True)
+    assert custom_calls(f, opened.address) == [_jax_ffi.TARGET]
+    own_id = int(np.asarray(f(opened.address))[0])
+    ids = {int(np.asarray(r)[0]) for r in calls_at_once(f, 2)}
+    assert len(ids) == 2 and own_id in ids, (own_id, ids)

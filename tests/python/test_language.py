@@ -135,6 +135,41 @@ def test_a_module_compiles_as_a_whole_program_unless_its_code_exports_a_symbol(t
     assert ctypes.CDLL(built.info["library"]).libsection_test_exported() == 7
 
 
+TWICE = """#section support_code_apply
+int APPLY_SPECIFIC(twice)(PyArrayObject* x, PyArrayObject** z) {
+    Py_XDECREF(*z);
+    *z = (PyArrayObject*)PyArray_NewCopy(x, NPY_ANYORDER);
+    if (*z == NULL) return 1;
+    double* d = (double*)PyArray_DATA(*z);
+    for (npy_intp i = 0; i < PyArray_SIZE(*z); ++i) d[i] *= 2;
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not GCC, reason="-fwhole-program is GCC's")
+@pytest.mark.parametrize("language", ["c", "c++"])
+def test_a_whole_program_compiles_the_ops_function_once(language, tmp_path, cache_dir):
+    # The effect, read from the library's symbol table: in a whole program the op's function
+    # is compiled once, into the module's run, with no copy of its own; the same code in a
+    # module that is not one (its code exports a symbol) keeps the function's own copy too.
+    def copies_of_the_function(text: str, name: str) -> list[str]:
+        path = tmp_path / f"{name}.c"
+        path.write_text(text)
+        built = libsection.build(path, "APPLY_SPECIFIC(twice)", ["float64[:]"], ["float64[:]"],
+                                 language=language)  # fmt: skip
+        np.testing.assert_array_equal(built(np.arange(3.0)), [0.0, 2.0, 4.0])
+        symbols = subprocess.run(
+            ["nm", built.info["library"]], capture_output=True, text=True, check=True
+        ).stdout
+        assert "libsection_instance_run" in symbols  # a symbol table to read
+        return [line for line in symbols.splitlines() if "twice_" in line]
+
+    exported = EXPORTS.split("#section support_code_apply")[0]
+    assert len(copies_of_the_function(exported + TWICE, "kept")) == 1
+    assert copies_of_the_function(TWICE, "whole") == []
+
+
 CALLS_BACK = """#section support_code
 double libsection_test_callback(double x) { return x + 1.0; }
 double libsection_test_twice_after(double x);

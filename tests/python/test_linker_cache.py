@@ -431,9 +431,9 @@ def test_a_stopped_builder_makes_others_time_out_naming_it(cache_dir, blocking_c
     try:
         wait_for(started, holder)  # compiling, with the key's lock held
         os.kill(holder.pid, signal.SIGSTOP)
-        began = time.monotonic()
+        # The worker gives up (its lock timeout), not the test: failing_worker's own timeout,
+        # a hang guard, is far beyond the 2 s it waits.
         err = failing_worker(cache_dir, CXX=str(script), LIBSECTION_LOCK_TIMEOUT="2")
-        assert time.monotonic() - began < 60
         assert f"held by pid {holder.pid}, which is stopped" in err
         assert "LIBSECTION_LOCK_TIMEOUT" in err
     finally:

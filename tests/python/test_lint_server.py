@@ -243,3 +243,141 @@ def test_exit_without_shutdown_is_an_error():
         )
         assert run.returncode == status, run.stderr
         assert '"capabilities"' in run.stdout
+
+
+# ---- any byte stream: every message answered, none ends the server ---------------------------
+
+
+def frame_bytes(body: bytes | str) -> bytes:
+    body = body.encode() if isinstance(body, str) else body
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def frame_json(message: dict) -> bytes:
+    return frame_bytes(json.dumps({"jsonrpc": "2.0", **message}))
+
+
+INIT = frame_json({"id": 1, "method": "initialize", "params": {"capabilities": {}}})
+BYE = frame_json({"id": "bye", "method": "shutdown"}) + frame_json({"method": "exit"})
+
+
+def served(*parts: bytes) -> list[dict]:
+    """The messages the server writes for `parts` sent after initialize and before shutdown,
+    once it exited normally (status 0: it lived to the end)."""
+    run = subprocess.run(
+        [SECTION_LINT, "server"],
+        input=INIT + b"".join(parts) + BYE,
+        capture_output=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr.decode(errors="replace")[-3000:]
+    out, messages = run.stdout, []
+    while out:
+        head, _, rest = out.partition(b"\r\n\r\n")
+        length = int(head.split(b":")[1])
+        messages.append(json.loads(rest[:length]))
+        out = rest[length:]
+    assert messages[0]["id"] == 1 and messages[-1] == {
+        "jsonrpc": "2.0",
+        "id": "bye",
+        "result": None,
+    }
+    return messages[1:-1]
+
+
+def error_of(message: dict) -> tuple[int, str]:
+    return message["error"]["code"], message["error"]["message"]
+
+
+def test_deep_nesting_is_answered_not_recursed_into():
+    deep = "[" * 50_000 + "]" * 50_000
+    answers = served(
+        frame_bytes('{"jsonrpc":"2.0","id":2,"method":"textDocument/hover","params":%s}' % deep),
+        frame_bytes('{"jsonrpc":"2.0","id":%s,"method":"shutdown"}' % deep),
+    )
+    assert [m["id"] for m in answers] == [None, None]
+    assert all("nested deeper than" in error_of(m)[1] for m in answers), answers
+
+
+def test_every_missing_or_mistyped_field_is_named():
+    uri = "file:///nowhere/op.c"
+    doc = {"textDocument": {"uri": uri}}
+    requests = {
+        2: ("textDocument/hover", doc),  # no position
+        3: ("textDocument/codeAction", doc),  # no range
+        4: ("textDocument/hover", {**doc, "position": {"line": "1", "character": 0}}),
+        5: ("textDocument/hover", {**doc, "position": {"line": -1, "character": 0}}),
+        6: ("textDocument/codeAction", {**doc, "range": {"start": {"line": 0, "character": 0}}}),
+        7: ("textDocument/hover", {"position": {"line": 0, "character": 0}}),
+        8: ("textDocument/hover", [1, 2]),
+    }
+    answers = served(
+        frame_json({"method": "textDocument/didOpen", "params": {"textDocument": {"uri": uri}}}),
+        frame_json({"method": "textDocument/didChange", "params": {**doc, "contentChanges": [1]}}),
+        *(frame_json({"id": i, "method": m, "params": p}) for i, (m, p) in requests.items()),
+    )
+    logged = [m["params"]["message"] for m in answers if m.get("method") == "window/logMessage"]
+    assert logged == [
+        "section-lint: textDocument/didOpen: params.textDocument.text: missing",
+        "section-lint: textDocument/didChange: params.contentChanges[0]: expected an object, "
+        "got number",
+    ]
+    errors = {m["id"]: error_of(m) for m in answers if "id" in m}
+    assert errors == {
+        2: (-32602, "params.position: missing"),
+        3: (-32602, "params.range: missing"),
+        4: (-32602, "params.position.line: expected a non-negative integer, got string"),
+        5: (-32602, "params.position.line: expected a non-negative integer, got number"),
+        6: (-32602, "params.range.end: missing"),
+        7: (-32602, "params.textDocument: missing"),
+        8: (-32602, "params: expected an object, got array"),
+    }
+
+
+def test_malformed_messages_are_answered_and_skipped():
+    """Each bad header block is answered, and the next message (found by its Content-Length
+    header, wherever it starts) is served; bad bodies are answered one by one."""
+    bad_headers = [
+        (b"Content-Length: abc\r\n\r\n{}", "Content-Length `abc` is not a number of bytes"),
+        (b"Content-Length: -5\r\n\r\n", "Content-Length `-5` is not a number of bytes"),
+        (b"Content-Length: 99999999999999999999999\r\n\r\n", "is not a number of bytes"),
+        (b"Content-Type: text/plain\r\n\r\n", "a header block without Content-Length"),
+        (b"no colon here\r\n\r\n", "header line `no colon here` is not `Name: value`"),
+        (b"X" * 5000 + b"\r\n", "a header line over 1024 bytes"),
+        (b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", "two different Content-Length"),
+    ]
+    parts = []
+    for n, (bad, _) in enumerate(bad_headers):
+        parts += [bad, frame_json({"id": n, "method": "textDocument/nothing"})]
+    answers = served(*parts)
+    assert len(answers) == 2 * len(bad_headers), answers
+    for n, (_, why) in enumerate(bad_headers):
+        code, message = error_of(answers[2 * n])
+        assert answers[2 * n]["id"] is None and code == -32700 and why in message, answers[2 * n]
+        assert answers[2 * n + 1]["id"] == n and error_of(answers[2 * n + 1])[0] == -32601
+
+    answers = served(
+        frame_json({"id": 12, "method": "initialize", "params": None}),  # null: no params
+        frame_bytes("[1, 2]"),
+        frame_bytes("{not json"),
+        frame_bytes(b'{"id": 1, "method": "shutdown", "x": "\xff"}'),  # not UTF-8
+        frame_json({"id": {"an": "object"}, "method": "shutdown"}),
+        frame_json({"id": 9}),
+        frame_json({"id": 10, "method": 5}),
+        frame_json({"id": 11, "method": "textDocument/nothing"}),
+    )
+    assert "capabilities" in answers.pop(0)["result"]
+    errors = [(m["id"], *error_of(m)) for m in answers]
+    assert [e[:2] for e in errors] == [
+        (None, -32600),
+        (None, -32700),
+        (None, -32700),
+        (None, -32600),
+        (9, -32600),
+        (10, -32600),
+        (11, -32601),
+    ], errors
+    assert errors[0][2] == "a message must be a JSON object, got array"
+    assert errors[3][2] == "id: expected an integer or a string, got object"
+    assert errors[4][2] == "method: missing"
+    assert errors[5][2] == "method: expected a string, got number"

@@ -179,3 +179,87 @@ def test_a_notebook_writes_lints_builds_and_runs_an_op(tmp_path, cache_dir):
     assert "sampled (2, 100)" in texts[7], texts[7]
     for text in texts:
         assert not re.search(r"compiling \S+ \(\d+\.\d s\)", text) and "\r" not in text, text
+
+
+ADD_K = """\
+%%section add_k.c
+#section code
+Py_XDECREF(OUTPUT_0);
+OUTPUT_0 = (PyArrayObject*)PyArray_NewCopy(INPUT_0, NPY_ANYORDER);
+if (NULL == OUTPUT_0) FAIL;
+*(double*)PyArray_GETPTR1(OUTPUT_0, 0) += K;
+"""
+
+RUN_ADD_K = """\
+import os
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.basic import Apply
+import libsection
+from libsection.pytensor import ExternalCOp
+
+# The clock did not move since the last cell wrote the file (a coarse clock, a fast re-run):
+# it has the same time, and the same size.
+os.utime("add_k.c", ns=(1_700_000_000 * 10**9, 1_700_000_000 * 10**9))
+
+class AddK(ExternalCOp):
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__(["add_k.c"])
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+x = pt.dvector("x")
+graph = pytensor.function([x], AddK()(x), mode="CVM")(np.zeros(1))[0]
+alone = libsection.build(["add_k.c"], inputs=["float64[:]"], outputs=["float64[:]"])(np.zeros(1))[0]
+print("results", graph, alone)
+"""
+
+
+def test_an_edited_cell_runs_its_new_code(tmp_path, cache_dir):
+    """A `%%section` cell run again with new code of the same size within the same clock tick:
+    the next op made from it runs the new code, in a PyTensor graph as standalone."""
+    cells = ["%load_ext libsection"]
+    for k in (1, 2, 3):
+        cells += [ADD_K.replace("K", str(k)), RUN_ADD_K]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+    texts = [outputs_text(c) for c in nb.cells]
+    results = [m.groups() for t in texts for m in re.finditer(r"results (\S+) (\S+)", t)]
+    assert results == [("1.0", "1.0"), ("2.0", "2.0"), ("3.0", "3.0")], texts
+
+
+def test_a_cell_with_the_longest_name_is_written(tmp_path, monkeypatch):
+    pytest.importorskip("IPython")
+    from libsection import _magic
+
+    monkeypatch.chdir(tmp_path)
+    name = "n" * 253 + ".c"  # 255 bytes: its temporary file's name must still fit
+    _magic.section(name, "#section support_code\nint a;\n")
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+@pytest.mark.parametrize("blocker", ["a folder", "text that is not UTF-8"])
+def test_a_cell_that_cannot_be_written_says_why_and_leaves_nothing(tmp_path, monkeypatch, blocker):
+    """NAME.c a folder (the rename fails) or a cell holding a lone surrogate (the write fails
+    half-way): a clear error, the folder as it was, no temporary file behind."""
+    IPython = pytest.importorskip("IPython")
+    from libsection import _magic
+
+    monkeypatch.chdir(tmp_path)
+    cell = "#section support_code\nint a;\n"
+    if blocker == "a folder":
+        (tmp_path / "op.c").mkdir()
+    else:
+        cell += "// \ud800\n"
+    with pytest.raises(IPython.core.error.UsageError, match=r"cannot write .*op\.c"):
+        _magic.section("op.c", cell)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == (["op.c"] if blocker == "a folder" else []), left

@@ -14,9 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pm = pytest.importorskip(
-    "pymc", reason="PyMC is installed on the py312 stack only (deps/stack-py312.txt)"
-)
+pm = pytest.importorskip("pymc")  # the py312 stack pins it (deps/stack-py312.txt)
 import pytensor.tensor as pt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "pymc"))

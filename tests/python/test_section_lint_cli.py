@@ -6,8 +6,11 @@ checked against what GitLab and JUnit readers expect.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import select
+import signal
 import subprocess
 import xml.etree.ElementTree as ET
 
@@ -226,6 +229,73 @@ def test_unsafe_fixes_are_hidden_counted_and_applied_on_request(tmp_path):
     indented = write(tmp_path / "indented.c", "#section support_code\nint a;\n  #section code\n")
     lint("--fix", "--unsafe-fixes", indented)
     assert indented.read_text() == "#section support_code\nint a;\n#section code\n"
+
+
+UNUSED_SUPPRESSION = "#section support_code\nint unused = 0; // section-lint: ignore[SL401]\n"
+FIXED = "#section support_code\nint unused = 0; \n"  # SL901's safe fix removes the comment
+
+
+def test_fix_keeps_the_mode_and_fixes_a_links_target(tmp_path):
+    target = write(tmp_path / "real" / "op.c", UNUSED_SUPPRESSION)
+    target.chmod(0o640)
+    link = tmp_path / "link.c"
+    link.symlink_to(target)
+    assert lint("--fix", link).returncode == 0
+    assert target.read_text() == FIXED and link.is_symlink()
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in target.parent.iterdir()) == ["op.c"]  # nothing left beside
+    # A name as long as the file system allows still has room for the file written beside it.
+    long = write(tmp_path / ("x" * 250 + ".c"), UNUSED_SUPPRESSION)
+    assert lint("--fix", long).returncode == 0 and long.read_text() == FIXED
+
+
+def closes_after_reading(path):
+    """An inotify descriptor that becomes readable once `path` is closed after a read."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_CLOEXEC)
+    assert fd >= 0, os.strerror(ctypes.get_errno())
+    in_close_nowrite = 0x10
+    assert libc.inotify_add_watch(fd, os.fsencode(path), in_close_nowrite) >= 0
+    return fd
+
+
+def test_fix_never_overwrites_an_edit_made_after_it_read_the_file(tmp_path):
+    """The user appends to a file after `--fix` read it, before it writes the fix (the linter
+    is stopped in between, while it lints other files): the edit stays, the file is reported
+    as not fixed, and the next run fixes it."""
+    target = write(tmp_path / "a.c", UNUSED_SUPPRESSION)
+    # Seconds of lint work after a.c is read: time enough to stop the linter in between.
+    big = "#section support_code\n" + "".join(f"static int v{i} = {i};\n" for i in range(60_000))
+    for i in range(40):
+        write(tmp_path / "more" / f"f{i:02}.c", big)
+    watch = closes_after_reading(target)
+    try:
+        run = subprocess.Popen(
+            [SECTION_LINT, "--fix", str(target), str(tmp_path / "more")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            ready, _, _ = select.select([watch], [], [], 120)  # a hang guard
+            assert ready, "section-lint never read the file"
+            run.send_signal(signal.SIGSTOP)
+            assert target.read_text() == UNUSED_SUPPRESSION, "written before it could be stopped"
+            with target.open("a") as f:
+                f.write("int users_edit;\n")
+            run.send_signal(signal.SIGCONT)
+            out, err = run.communicate(timeout=600)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.communicate()
+    finally:
+        os.close(watch)
+    assert target.read_text() == UNUSED_SUPPRESSION + "int users_edit;\n"
+    assert f"{target}: not fixed: it changed since it was linted" in err, err
+    assert "Fixed 0 findings" in out, out
+    lint("--fix", target)
+    assert target.read_text() == FIXED + "int users_edit;\n"
 
 
 def test_a_clean_run_says_all_checks_passed(tmp_path):

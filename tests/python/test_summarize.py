@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -32,6 +33,12 @@ def run(tmp_path, capsys, **stacks):
 
 
 def test_both_stacks_passing_add_up(tmp_path, capsys):
+    skips(
+        tmp_path,
+        "py311",
+        ("tests/python/test_pymc.py", "could not import 'pymc': No module named 'pymc'"),
+        ("tests/python/test_jax_ffi.py", "could not import 'jax': No module named 'jax'"),
+    )
     code, lines = run(
         tmp_path,
         capsys,
@@ -69,3 +76,67 @@ def test_a_stack_without_counted_failures_that_exits_nonzero_counts_as_one_failu
     code, lines = run(tmp_path, capsys, py311=("10 passed in 1.00s\n", 0), py312=(log, exit_code))
     assert code == 1
     assert lines[-1].startswith("total: 10 passed, 1 failed")
+
+
+def skips(tmp_path, stack, *records):
+    """Writes the skip record conftest.py leaves for a stack: (test, reason) pairs."""
+    (tmp_path / f"test-{stack}-skips.json").write_text(
+        json.dumps([{"test": t, "reason": r} for t, r in records])
+    )
+
+
+def test_every_skip_is_listed_with_its_reason_and_why_it_is_expected(tmp_path, capsys):
+    skips(
+        tmp_path,
+        "py311",
+        ("tests/python/test_jax_ffi.py", "could not import 'jax': No module named 'jax'"),
+        ("tests/python/test_pymc.py", "could not import 'pymc': No module named 'pymc'"),
+        ("tests/python/test_notebook.py", "nbformat is installed on the py312 stack"),
+    )
+    skips(
+        tmp_path,
+        "py312",
+        ("tests/test_guardrails.py::test_library_passes_clang_tidy",
+         "clang-tidy runs on the py311 build only"),
+    )  # fmt: skip
+    code, lines = run(
+        tmp_path,
+        capsys,
+        py311=("3 skipped, 10 passed in 1.00s\n", 0),
+        py312=("1 skipped, 10 passed in 1.00s\n", 0),
+    )
+    assert code == 0, lines
+    assert lines[-1] == "total: 20 passed, 0 failed, 4 skipped"
+    listed = [line for line in lines if " skipped " in line and line.startswith("[dev]")]
+    assert len(listed) == 4, lines
+    assert any(
+        "test_jax_ffi.py: could not import 'jax'" in line
+        and "(expected: jax is pinned on py312 only" in line
+        for line in listed
+    ), listed
+    assert any("nbformat is installed" in line and "expected" in line for line in listed)
+    assert any("clang-tidy" in line and "expected: clang-tidy checks" in line for line in listed)
+
+
+@pytest.mark.parametrize(
+    ("stack", "reason"),
+    [
+        ("py312", "could not import 'jax': No module named 'jax'"),  # py312 pins JAX
+        ("py311", "section-lint is not built"),
+        ("py311", "clang-tidy runs on the py311 build only"),  # expected on py312 only
+        ("py312", "gdb not installed"),
+    ],
+)
+def test_an_unexpected_skip_fails_the_run_and_counts_as_a_failure(tmp_path, capsys, stack, reason):
+    skips(tmp_path, stack, ("tests/python/test_x.py::test_y", reason))
+    code, lines = run(tmp_path, capsys, **{stack: ("1 skipped, 5 passed in 1.00s\n", 0)})
+    assert code == 1
+    assert lines[-1] == "total: 5 passed, 1 failed, 0 skipped"
+    assert any(f"test_y: {reason} (UNEXPECTED" in line for line in lines), lines
+
+
+def test_skips_without_their_record_fail_the_run(tmp_path, capsys):
+    code, lines = run(tmp_path, capsys, py311=("2 skipped, 5 passed in 1.00s\n", 0))
+    assert code == 1
+    assert lines[-1] == "total: 5 passed, 1 failed, 1 skipped"
+    assert any("no record of the skips" in line for line in lines), lines

@@ -37,15 +37,18 @@ int APPLY_SPECIFIC(scaled)(PyArrayObject* x, PyArrayObject** out) {
 """
 
 
-def op_class(tmp_path: Path, name: str, support: str, extra: str = ""):
+def op_class(tmp_path: Path, name: str, support: str, extra: str = "", shared=(), apply=""):
+    """An op of MAIN whose `factor` `support` defines; `shared` files come before its own,
+    `apply` starts its support_code_apply section."""
     path = tmp_path / f"{name}.c"
-    path.write_text("#section support_code\n" + support + "\n" + MAIN + extra)
+    main = MAIN.replace("#section support_code_apply\n", "#section support_code_apply\n" + apply)
+    path.write_text(("#section support_code\n" + support + "\n" if support else "") + main + extra)
 
     class Op(ExternalCOp):
         __props__ = ()
 
         def __init__(self):
-            super().__init__([str(path)], "APPLY_SPECIFIC(scaled)")
+            super().__init__([*map(str, shared), str(path)], "APPLY_SPECIFIC(scaled)")
 
         def make_node(self, x):
             return Apply(self, [x], [x.type()])
@@ -109,35 +112,61 @@ def test_a_functions_nodes_share_one_library_and_keep_their_own_entries(
     np.testing.assert_array_equal(g(a)[0], a * 3)
 
 
+# A file of support code several ops share (each lists it first): a static counter of the calls
+# of `counted`. Compiled together, each node must still count its own calls, as in a module of
+# its own (PyTensor's CLinker keeps one copy of support code that ops share to the letter).
+COUNTER = """#section support_code
+static int calls = 0;
+static double counted(void) { return (double)calls++; }
+"""
+
+
 def test_compiled_together_each_node_keeps_its_macros_statics_and_initialisation(
     tmp_path, cache_dir
 ):
-    # A defines SCALE; B defines it only when it is not: B must still get its own.
-    first = op_class(tmp_path, "First", "#define SCALE 2.0\ndouble factor(void) { return SCALE; }")
+    counter = tmp_path / "counter.c"
+    counter.write_text(COUNTER)
+    # A defines SCALE; B defines it only when it is not: B must still get its own. Each
+    # `factor()` adds the calls its node's counter has seen.
+    first = op_class(
+        tmp_path,
+        "First",
+        "",
+        shared=[counter],
+        apply="#define SCALE 2.0\n#define factor() (SCALE + counted())\n",
+    )
     second = op_class(
         tmp_path,
         "Second",
-        "#ifndef SCALE\n#define SCALE 7.0\n#endif\n"
-        "static int calls = 0;\ndouble factor(void) { return SCALE + 0 * calls++; }",
+        "",
+        shared=[counter],
+        apply="#ifndef SCALE\n#define SCALE 7.0\n#endif\n#define factor() (SCALE + counted())\n",
     )
     # C's init code fails: only its own node is refused.
     failing = op_class(
         tmp_path,
         "Failing",
-        "double factor(void) { return 1.0; }",
+        "",
         '\n#section init_code\nPyErr_SetString(PyExc_RuntimeError, "refused in init");\n'
         "return NULL;\n",
+        shared=[counter],
+        apply="#define factor() (1.0 + 0 * counted())\n",
     )
     x = pt.dvector("x")
     nodes = [op()(x).owner for op in (first, second, failing)]
     node_module.prepare_nodes(nodes, jobs=1)
     assert {m["graphs"] for m in manifests(cache_dir)} == {3}
-    a = np.arange(3.0)
-    np.testing.assert_array_equal(node_module.compile_node(nodes[0])(a), a * 2)
-    np.testing.assert_array_equal(node_module.compile_node(nodes[1])(a), a * 7)
+    a = np.array([1.0, 2.0, 3.0])  # one call of factor() per element
+    one, two = node_module.compile_node(nodes[0]), node_module.compile_node(nodes[1])
+    np.testing.assert_array_equal(one(a), a * (2 + np.array([0, 1, 2])))
+    np.testing.assert_array_equal(two(a), a * (7 + np.array([0, 1, 2])))  # its own count
+    np.testing.assert_array_equal(one(a), a * (2 + np.array([3, 4, 5])))
     with pytest.raises(RuntimeError, match="refused in init"):
         node_module.compile_node(nodes[2])
-    np.testing.assert_array_equal(node_module.compile_node(nodes[1])(a), a * 7)
+    # Another instance of a node shares its node's statics (one module), and no other's.
+    np.testing.assert_array_equal(
+        node_module.compile_node(nodes[1])(a), a * (7 + np.array([3, 4, 5]))
+    )
 
 
 def test_nodes_that_cannot_share_a_library_are_compiled_one_by_one(tmp_path, cache_dir, caplog):

@@ -172,3 +172,21 @@ def test_watch_refuses_what_it_cannot_print(tmp_path, option):
     )
     assert run.returncode == 2
     assert "--watch prints findings as text" in run.stderr
+
+
+def test_watch_sees_a_rewrite_that_keeps_the_size_and_time(tmp_path, watcher_factory):
+    """A file is known by what it holds: rewritten in place with the same size, its
+    modification time set back (a coarse clock, a tool that keeps times), it is linted again."""
+    path = tmp_path / "a.c"
+    path.write_text(CLEAN)
+    before = path.stat()
+    w = watcher_factory("--output-format", "concise", "a.c", cwd=tmp_path)
+    assert "Found 0 diagnostics;" in w.read_until("err", "watching for changes")[-1]
+    same_size = CLEAN.replace("support_code", "nonsense____")  # an unknown tag, SL201
+    assert len(same_size) == len(CLEAN)
+    with path.open("r+") as f:  # in place: the same inode
+        f.write(same_size)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    status = w.read_until("err", "watching for changes")
+    assert "Found 1 diagnostic;" in status[-1], status
+    assert w.stop() == 0

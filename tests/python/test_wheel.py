@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -169,12 +170,25 @@ def test_auditwheel_shows_a_manylinux_policy_for_the_repaired_wheel(wheels):
     assert "libcrypto" in plain, plain
 
 
-def test_the_wheel_holds_the_package_and_the_tools(wheel_venv):
+# Files the package reads at run time, which the wheel must ship: the editor shim `python -m
+# libsection editor-setup` points clangd at, and the JAX XLA FFI handler's source, built on the
+# first JAX call (without it, JAX would fall back to a Python callback per call).
+RUN_TIME_FILES = ["libsection/include/libsection_editor.h", "libsection/_jax_ffi_handler.cpp"]
+
+
+def test_the_wheel_holds_the_package_and_the_tools(wheels, wheel_venv):
     bin_dir = wheel_venv / "bin"
     for name in TOOLS:
         assert (bin_dir / name).is_file(), name
-    # The editor shim `python -m libsection editor-setup` points clangd at.
-    assert (site_packages(wheel_venv) / "libsection/include/libsection_editor.h").is_file()
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as packed:
+            names = set(packed.namelist())
+        for name in RUN_TIME_FILES:
+            assert name in names, f"{wheel.name} lacks {name}"
+    for name in RUN_TIME_FILES:
+        assert (site_packages(wheel_venv) / name).is_file(), name
+    handler = (site_packages(wheel_venv) / RUN_TIME_FILES[1]).read_text()
+    assert handler == (ROOT / "python" / RUN_TIME_FILES[1]).read_text()
     listed = run([bin_dir / "python", "-m", "pip", "list", "--format=freeze"]).stdout
     names = sorted(line.split("==")[0].lower() for line in listed.split())
     assert names == ["libsection", "numpy", "pip"] or names == [

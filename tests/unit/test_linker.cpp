@@ -4,6 +4,8 @@
 
 #include "linker_test.hpp"
 
+#include "section/settings.hpp"
+
 using namespace linker_test;
 
 TEST_SUITE("linker") {
@@ -213,6 +215,90 @@ TEST_SUITE("linker") {
     auto swapped = m;
     std::swap(swapped.header_dirs, swapped.lib_dirs);
     CHECK(module_cache_key(swapped, tc, py) != module_cache_key(m, tc, py));
+  }
+
+  TEST_CASE("an op's flags and headers are checked as compiler arguments, named by the op") {
+    class Flagged final : public COp {
+     public:
+      explicit Flagged(BuildFlags flags) : flags_(std::move(flags)) {}
+      std::string name() const override { return "Flagged"; }
+      OpCode generate(NodeContext const& ctx) const override {
+        OpCode code;
+        static_cast<BuildFlags&>(code) = flags_;
+        code.code = ctx.outputs[0] + " = " + ctx.inputs[0] + ";";
+        return code;
+      }
+
+     private:
+      BuildFlags flags_;
+    };
+    auto const f64 = ctype_for(parse_type("float64[:]"));
+    auto module = [&](BuildFlags flags) {
+      Graph g;
+      auto v = g.add_input(f64, "v");
+      g.add_output(g.add_apply(std::make_shared<Flagged>(std::move(flags)), {v}, {f64})[0]);
+      return generate_module(g);
+    };
+    ModuleSource const good = module({{"<cblas.h>", "\"mine.h\"", "plain.h"},
+                                      {"/opt/include"},
+                                      {"m"},
+                                      {"/opt/lib"},
+                                      {"-DFOO=42", "-include", "/opt/x.h"}});
+    CHECK(good.text.find("#include <cblas.h>\n#include \"mine.h\"\n#include <plain.h>\n") !=
+          std::string::npos);
+    CHECK(good.compile_args[0] == "-DFOO=42");
+    CHECK(good.header_dirs == std::vector<std::string>{"/opt/include"});
+    // Empty items are left out, as PyTensor leaves them out.
+    CHECK(module({{""}, {""}, {""}, {""}, {""}}).compile_args == module({}).compile_args);
+    auto refused = [&](BuildFlags flags) -> std::string {
+      try {
+        module(std::move(flags));
+      } catch (LinkError const& e) {
+        return e.what();
+      }
+      return "accepted";
+    };
+    CHECK(refused({{}, {}, {}, {}, {"-DA\nB"}}) ==
+          "Flagged: c_compile_args `-DA?B` holds a control character (byte 0x0a at offset 3) "
+          "(each is one argument of the compiler's command)");
+    CHECK(refused({{}, {}, {}, {}, {std::string("-DA\0B", 5)}}).find("byte 0x00") !=
+          std::string::npos);
+    CHECK(refused({{},
+                   {"/opt/in\x01"
+                    "clude"},
+                   {},
+                   {},
+                   {}})
+              .find("c_header_dirs") != std::string::npos);
+    CHECK(refused({{}, {}, {"m\r"}, {}, {}}).find("c_libraries") != std::string::npos);
+    CHECK(refused({{}, {}, {"-lm"}, {}, {}}) ==
+          "Flagged: c_libraries `-lm` is a flag, not a library's name (give `m` for -lm) (each "
+          "is one argument of the compiler's command)");
+    CHECK(refused({{}, {}, {}, {"/a,--no-as-needed"}, {}}).find("holds a comma") !=
+          std::string::npos);
+    CHECK(refused({{}, {}, {}, {}, {std::string(5000, 'x')}}).find("over 4096 bytes") !=
+          std::string::npos);
+    for (std::string header :
+         {"a.h>\nint evil;", "\"a.h\" \\", "<a.h> <b.h>", "a\"b.h", "<>", "\x01.h"})
+      CHECK_MESSAGE(refused({{header}, {}, {}, {}, {}}).find("Flagged: c_headers `") == 0, header);
+  }
+
+  TEST_CASE("LIBSECTION_CXXFLAGS, LIBSECTION_CFLAGS and the launcher are checked the same way") {
+    ::setenv("LIBSECTION_CXXFLAGS",
+             "-O2 -DA\x01"
+             "B",
+             1);
+    CHECK_THROWS_WITH(read_settings(),
+                      "LIBSECTION_CXXFLAGS: the word `-DA?B` holds a control character (byte "
+                      "0x01 at offset 3)");
+    ::unsetenv("LIBSECTION_CXXFLAGS");
+    ::setenv("LIBSECTION_CFLAGS", std::string(5000, 'x').c_str(), 1);
+    CHECK_THROWS_WITH(read_settings(), doctest::Contains("LIBSECTION_CFLAGS: the word"));
+    ::unsetenv("LIBSECTION_CFLAGS");
+    ::setenv("LIBSECTION_COMPILER_LAUNCHER", "ccache\x7f", 1);
+    CHECK_THROWS_WITH(read_settings(), doctest::Contains("LIBSECTION_COMPILER_LAUNCHER"));
+    ::unsetenv("LIBSECTION_COMPILER_LAUNCHER");
+    CHECK_NOTHROW(read_settings());
   }
 
   TEST_CASE("a C module is compiled as C by the C compiler, keyed and headed apart") {

@@ -20,6 +20,7 @@
 #include "config.hpp"
 #include "files.hpp"
 #include "options.hpp"
+#include "replace.hpp"
 #include "server.hpp"
 #include "watch.hpp"
 
@@ -500,18 +501,23 @@ FixOutcome write_fixes(Options const& o, Linted const& linted) {
   FixOutcome outcome;
   for (section::FileId id = 0; id < linted.sm.size(); ++id) {
     auto const& file = linted.sm.file(id);
-    auto const fixed = apply_fixes(o, file.text(), id, linted.diagnostics, &outcome.applied);
+    std::size_t applied = 0;
+    auto const fixed = apply_fixes(o, file.text(), id, linted.diagnostics, &applied);
     bool const from_stdin =
         std::count(linted.stdin_files.begin(), linted.stdin_files.end(), id) > 0;
     if (fixed == file.text() && !(from_stdin && o.fix && !o.diff)) continue;
-    outcome.changed = outcome.changed || fixed != file.text();
     if (o.diff) {
       std::cout << unified_diff(file.path(), file.text(), fixed);
     } else if (from_stdin) {
       std::cout << fixed;  // ruff's `--fix -`: the fixed text on stdout
-    } else {
-      std::ofstream(file.path(), std::ios::binary | std::ios::trunc) << fixed;
+    } else if (auto const why = lint_replace::replace_if_unchanged(file.path(), file.text(), fixed);
+               !why.empty()) {
+      // Edited meanwhile (or gone): the user's text wins; the next run fixes what is left.
+      std::cerr << "section-lint: " << file.path() << ": not fixed: " << why << '\n';
+      continue;
     }
+    outcome.applied += applied;
+    outcome.changed = outcome.changed || fixed != file.text();
   }
   return outcome;
 }

@@ -1,15 +1,26 @@
 // `section-lint server`: diagnostics on open and change, fix-its as quick fixes, and hover on the
 // generated macros, over the Language Server Protocol (JSON-RPC with Content-Length framing).
 // The linting itself is the command line's (main.cpp hands it in); this file speaks LSP.
+//
+// The input is any byte stream: a header block that is not Content-Length framing is answered
+// and skipped, a body over `max_message_bytes` or nested deeper than `max_nesting` is answered
+// and dropped unread, and every field a method reads goes through `Fields`, which answers a
+// missing or mistyped one with a JSON-RPC error naming it. A method is one entry of the tables
+// in `Server` (`requests`, `notifications`): a new one reads its params through `Fields`.
 #include "server.hpp"
+
+#include "jsonrpc.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <istream>
 #include <map>
 #include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -20,44 +31,6 @@
 
 namespace lint_server {
 namespace {
-
-using json = nlohmann::json;
-
-// JSON-RPC and LSP error codes.
-constexpr int method_not_found = -32601;
-constexpr int server_not_initialized = -32002;
-constexpr int invalid_request = -32600;
-
-/// One message's body, or nothing at the end of the input.
-std::optional<std::string> read_message(std::istream& in) {
-  std::size_t length = 0;
-  bool has_length = false;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) {
-      if (!has_length) continue;  // stray blank line between messages
-      std::string body(length, '\0');
-      in.read(body.data(), static_cast<std::streamsize>(length));
-      if (static_cast<std::size_t>(in.gcount()) != length) return std::nullopt;
-      return body;
-    }
-    auto const colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string name = line.substr(0, colon);
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (name == "content-length") {
-      length = std::stoul(line.substr(colon + 1));
-      has_length = true;
-    }
-  }
-  return std::nullopt;
-}
-
-void write_message(std::ostream& out, json const& message) {
-  std::string const body = message.dump(-1, ' ', false, json::error_handler_t::replace);
-  out << "Content-Length: " << body.size() << "\r\n\r\n" << body;
-  out.flush();
-}
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -100,14 +73,12 @@ json position(std::string_view text, std::size_t offset) {
   return {{"line", line}, {"character", units}};
 }
 
-/// An LSP position as a byte offset of `text` (clamped to the line's end).
-std::size_t offset_of(std::string_view text, json const& pos) {
-  auto const line = pos.value("line", std::size_t{0});
-  auto const character = pos.value("character", std::size_t{0});
+/// An LSP position as a byte offset of `text` (clamped to the line's end, or the text's).
+std::size_t offset_of(std::string_view text, Position const& pos) {
   std::size_t at = 0;
-  for (std::size_t l = 0; l < line && at < text.size(); ++at)
+  for (std::size_t l = 0; l < pos.line && at < text.size(); ++at)
     if (text[at] == '\n') ++l;
-  for (std::size_t units = 0; at < text.size() && text[at] != '\n' && units < character;) {
+  for (std::size_t units = 0; at < text.size() && text[at] != '\n' && units < pos.character;) {
     auto const byte = static_cast<unsigned char>(text[at]);
     units += byte >= 0xF0 ? 2 : 1;
     ++at;
@@ -128,60 +99,125 @@ struct Document {
   std::string error;  ///< settings that could not be read
 };
 
+/// The document's text as the linter read it (newlines normalised), which its findings'
+/// offsets refer to.
+std::string_view linted_text(Document const& doc) {
+  if (doc.findings && doc.findings->sm.size() > 0) return doc.findings->sm.file(0).text();
+  return doc.text;
+}
+
 class Server {
  public:
   Server(Linter const& lint, std::ostream& out) : lint_(lint), out_(out) {}
 
-  /// Handles one message; false once `exit` has come.
+  /// Handles one message (any JSON value); false once `exit` has come.
   bool handle(json const& message) {
-    std::string const method = message.value("method", "");
-    bool const is_request = message.contains("id");
-    json const params = message.value("params", json::object());
+    if (!message.is_object()) {
+      reply_error(nullptr, invalid_request,
+                  "a message must be a JSON object, got " + std::string(message.type_name()));
+      return true;
+    }
+    json id = nullptr;
+    auto const id_field = message.find("id");
+    bool const is_request = id_field != message.end();
+    if (is_request) {
+      if (!id_field->is_string() && !id_field->is_number_integer() && !id_field->is_null()) {
+        reply_error(
+            nullptr, invalid_request,
+            "id: expected an integer or a string, got " + std::string(id_field->type_name()));
+        return true;
+      }
+      id = *id_field;
+    }
+    auto const method_field = message.find("method");
+    if (method_field == message.end()) {
+      // A response to a request of ours (the server sends none): nothing to do.
+      if (is_request && (message.contains("result") || message.contains("error"))) return true;
+      reply_error(id, invalid_request, "method: missing");
+      return true;
+    }
+    if (!method_field->is_string()) {
+      reply_error(id, invalid_request,
+                  "method: expected a string, got " + std::string(method_field->type_name()));
+      return true;
+    }
+    std::string const method = method_field->get<std::string>();
     if (method == "exit") return false;
-    if (!initialized_ && is_request && method != "initialize") {
-      reply_error(message["id"], server_not_initialized, "initialize first");
-      return true;
+    try {
+      dispatch(method, id, is_request, message);
+    } catch (MessageError const& e) {
+      fail(method, id, is_request, e.code(), e.what());
+    } catch (std::exception const& e) {  // a bug of ours: answered, and the server goes on
+      fail(method, id, is_request, internal_error, e.what());
     }
-    if (shut_down_ && is_request) {
-      reply_error(message["id"], invalid_request, "the server is shut down");
-      return true;
-    }
-    if (method == "initialize") {
-      initialized_ = true;
-      reply(message["id"], initialize_result());
-    } else if (method == "shutdown") {
-      shut_down_ = true;
-      reply(message["id"], nullptr);
-    } else if (method == "textDocument/didOpen") {
-      auto const& doc = params["textDocument"];
-      open(doc.value("uri", ""), doc.value("text", ""));
-    } else if (method == "textDocument/didChange") {
-      auto const uri = params["textDocument"].value("uri", "");
-      auto const& changes = params.value("contentChanges", json::array());
-      // Full sync: each change is the whole text; the last one wins.
-      if (!changes.empty() && changes.back().contains("text"))
-        open(uri, changes.back()["text"].get<std::string>());
-    } else if (method == "textDocument/didSave") {
-      auto const uri = params["textDocument"].value("uri", "");
-      if (auto it = documents_.find(uri); it != documents_.end()) open(uri, it->second.text);
-    } else if (method == "textDocument/didClose") {
-      auto const uri = params["textDocument"].value("uri", "");
-      documents_.erase(uri);
-      publish(uri, json::array());
-    } else if (method == "textDocument/codeAction") {
-      reply(message["id"], code_actions(params));
-    } else if (method == "textDocument/hover") {
-      reply(message["id"], hover(params));
-    } else if (is_request) {
-      reply_error(message["id"], method_not_found, "unknown method " + method);
-    }  // other notifications ($/cancelRequest, initialized, ...) need nothing
     return true;
   }
 
   bool shut_down() const { return shut_down_; }
 
+  /// Answers a message whose framing or JSON was refused before it could be read.
+  void refuse(int code, std::string const& why) { reply_error(nullptr, code, why); }
+
  private:
-  static json initialize_result() {
+  using Request = json (Server::*)(Fields const& params);
+  using Notification = void (Server::*)(Fields const& params);
+
+  // The methods served: a request is answered with what its function returns; a notification
+  // is answered with nothing. Other notifications ($/cancelRequest, initialized, ...) need
+  // nothing; other requests are answered with `method_not_found`.
+  static std::map<std::string_view, Request> const& requests() {
+    static std::map<std::string_view, Request> const table = {
+        {"initialize", &Server::initialize},
+        {"shutdown", &Server::shutdown},
+        {"textDocument/codeAction", &Server::code_actions},
+        {"textDocument/hover", &Server::hover},
+    };
+    return table;
+  }
+  static std::map<std::string_view, Notification> const& notifications() {
+    static std::map<std::string_view, Notification> const table = {
+        {"textDocument/didOpen", &Server::did_open},
+        {"textDocument/didChange", &Server::did_change},
+        {"textDocument/didSave", &Server::did_save},
+        {"textDocument/didClose", &Server::did_close},
+    };
+    return table;
+  }
+
+  void dispatch(std::string const& method, json const& id, bool is_request, json const& message) {
+    if (!initialized_ && is_request && method != "initialize")
+      throw MessageError(server_not_initialized, "initialize first");
+    if (shut_down_ && is_request) throw MessageError(invalid_request, "the server is shut down");
+    static json const no_params = json::object();
+    auto const params_field = message.find("params");
+    // `"params": null` is what some clients send for none (shutdown, exit).
+    bool const none = params_field == message.end() || params_field->is_null();
+    json const& params = none ? no_params : *params_field;
+    if (is_request) {
+      auto const it = requests().find(method);
+      if (it == requests().end())
+        throw MessageError(method_not_found, "unknown method " + excerpt(method));
+      reply(id, (this->*it->second)(Fields(params, "params")));
+    } else if (auto const it = notifications().find(method); it != notifications().end()) {
+      (this->*it->second)(Fields(params, "params"));
+    }
+  }
+
+  /// A request's error answer; for a notification, a message the client shows or logs.
+  void fail(std::string const& method, json const& id, bool is_request, int code,
+            std::string const& why) {
+    if (is_request) return reply_error(id, code, why);
+    write_message(out_, {{"jsonrpc", "2.0"},
+                         {"method", "window/logMessage"},
+                         {"params",
+                          {{"type", 1},  // an error
+                           {"message", "section-lint: " + excerpt(method) + ": " + why}}}});
+  }
+
+  // --- the methods ----------------------------------------------------------------------------
+
+  json initialize(Fields const&) {
+    initialized_ = true;
     return {{"capabilities",
              {{"positionEncoding", "utf-16"},
               {"textDocumentSync", {{"openClose", true}, {"change", 1}, {"save", true}}},
@@ -189,6 +225,76 @@ class Server {
               {"hoverProvider", true}}},
             {"serverInfo", {{"name", "section-lint"}, {"version", section::version}}}};
   }
+
+  json shutdown(Fields const&) {
+    shut_down_ = true;
+    return nullptr;
+  }
+
+  void did_open(Fields const& params) {
+    Fields const doc = params.object("textDocument");
+    std::string uri = doc.string("uri");
+    open(std::move(uri), doc.string("text"));
+  }
+
+  void did_change(Fields const& params) {
+    std::string uri = params.object("textDocument").string("uri");
+    // Full sync (the capability the server announces): each change is the whole text; the last
+    // one wins.
+    auto const& changes = params.array("contentChanges");
+    if (changes.empty()) return;
+    Fields const last = params.element("contentChanges", changes.size() - 1);
+    if (last.has("range"))
+      throw MessageError(invalid_params,
+                         "params.contentChanges[" + std::to_string(changes.size() - 1) +
+                             "].range: the server takes whole documents (its textDocumentSync "
+                             "is full): send the text alone");
+    open(std::move(uri), last.string("text"));
+  }
+
+  void did_save(Fields const& params) {
+    std::string const uri = params.object("textDocument").string("uri");
+    if (auto it = documents_.find(uri); it != documents_.end()) open(uri, it->second.text);
+  }
+
+  void did_close(Fields const& params) {
+    std::string const uri = params.object("textDocument").string("uri");
+    documents_.erase(uri);
+    publish(uri, json::array());
+  }
+
+  /// A quick fix for each finding with a fix-it whose range meets the requested one.
+  json code_actions(Fields const& params) {
+    std::string const uri = params.object("textDocument").string("uri");
+    Fields const range = params.object("range");
+    Position const start = range.position("start"), end = range.position("end");
+    json actions = json::array();
+    auto it = documents_.find(uri);
+    if (it == documents_.end() || !it->second.findings) return actions;
+    Document const& doc = it->second;
+    Findings const& f = *doc.findings;
+    std::string_view const text = linted_text(doc);
+    std::size_t const from = offset_of(text, start);
+    std::size_t const to = offset_of(text, end);
+    for (auto const& d : f.diagnostics) {
+      if (!d.fix || !in_document(f, d.fix->range)) continue;
+      auto const at = in_document(f, d.range) ? d.range : d.fix->range;
+      if (at.end < from || at.begin > to) continue;
+      bool const safe = d.fix->applicability == section::Applicability::safe;
+      json edit = {{"range", lsp_range(text, d.fix->range.begin, d.fix->range.end)},
+                   {"newText", d.fix->replacement}};
+      actions.push_back({{"title", d.code + ": " + d.fix->message + (safe ? "" : " (unsafe)")},
+                         {"kind", "quickfix"},
+                         {"diagnostics", {lsp_diagnostic(doc, d)}},
+                         {"isPreferred", safe},
+                         {"edit", {{"changes", {{uri, {edit}}}}}}});
+    }
+    return actions;
+  }
+
+  json hover(Fields const& params);
+
+  // --- answers ----------------------------------------------------------------------------------
 
   void reply(json const& id, json result) {
     write_message(out_, {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
@@ -217,15 +323,15 @@ class Server {
     publish(uri, diagnostics_of(doc));
   }
 
-  /// The document's findings in `findings.sm`'s copy of its text (newlines as the linter read
-  /// them); the findings in other files (none for one document) are left out.
+  /// Whether a range is in the document (its findings in other files, none for one document,
+  /// are left out).
   static bool in_document(Findings const& f, section::SourceRange const& r) {
-    return r.valid() && r.file < f.sm.size() && f.sm.size() > 0 && r.file == 0;
+    return r.valid() && f.sm.size() > 0 && r.file == 0;
   }
 
   json lsp_diagnostic(Document const& doc, section::Diagnostic const& d) const {
     Findings const& f = *doc.findings;
-    std::string_view const text = f.sm.size() ? f.sm.file(0).text() : std::string_view(doc.text);
+    std::string_view const text = linted_text(doc);
     auto const [begin, end] = in_document(f, d.range) ? std::pair{d.range.begin, d.range.end}
                                                       : std::pair{std::size_t{0}, std::size_t{0}};
     int const severity = d.severity == section::Severity::error     ? 1
@@ -263,36 +369,6 @@ class Server {
     for (auto const& d : doc.findings->diagnostics) out.push_back(lsp_diagnostic(doc, d));
     return out;
   }
-
-  /// A quick fix for each finding with a fix-it whose range meets the requested one.
-  json code_actions(json const& params) const {
-    json actions = json::array();
-    auto const uri = params["textDocument"].value("uri", "");
-    auto it = documents_.find(uri);
-    if (it == documents_.end() || !it->second.findings) return actions;
-    Document const& doc = it->second;
-    Findings const& f = *doc.findings;
-    std::string_view const text = f.sm.file(0).text();
-    auto const& range = params["range"];
-    std::size_t const from = offset_of(text, range["start"]);
-    std::size_t const to = offset_of(text, range["end"]);
-    for (auto const& d : f.diagnostics) {
-      if (!d.fix || !in_document(f, d.fix->range)) continue;
-      auto const at = in_document(f, d.range) ? d.range : d.fix->range;
-      if (at.end < from || at.begin > to) continue;
-      bool const safe = d.fix->applicability == section::Applicability::safe;
-      json edit = {{"range", lsp_range(text, d.fix->range.begin, d.fix->range.end)},
-                   {"newText", d.fix->replacement}};
-      actions.push_back({{"title", d.code + ": " + d.fix->message + (safe ? "" : " (unsafe)")},
-                         {"kind", "quickfix"},
-                         {"diagnostics", {lsp_diagnostic(doc, d)}},
-                         {"isPreferred", safe},
-                         {"edit", {{"changes", {{uri, {edit}}}}}}});
-    }
-    return actions;
-  }
-
-  json hover(json const& params) const;
 
   Linter const& lint_;
   std::ostream& out_;
@@ -368,13 +444,14 @@ std::string configured_definition(Findings const& f, section::Block const& block
   return out;
 }
 
-json Server::hover(json const& params) const {
-  auto const uri = params["textDocument"].value("uri", "");
+json Server::hover(Fields const& params) {
+  std::string const uri = params.object("textDocument").string("uri");
+  Position const position = params.position("position");
   auto it = documents_.find(uri);
   if (it == documents_.end() || !it->second.findings) return nullptr;
   Findings const& f = *it->second.findings;
-  std::string_view const text = f.sm.file(0).text();
-  std::size_t const at = offset_of(text, params["position"]);
+  std::string_view const text = linted_text(it->second);
+  std::size_t const at = offset_of(text, position);
   std::size_t begin = at, end = at;
   while (begin > 0 && section::is_identifier_char(text[begin - 1])) --begin;
   while (end < text.size() && section::is_identifier_char(text[end])) ++end;
@@ -414,24 +491,25 @@ json Server::hover(json const& params) const {
 
 int serve(Linter const& lint, std::istream& in, std::ostream& out) {
   Server server(lint, out);
-  while (auto body = read_message(in)) {
-    json message;
-    try {
-      message = json::parse(*body);
-    } catch (json::exception const&) {
-      write_message(out, {{"jsonrpc", "2.0"},
-                          {"id", nullptr},
-                          {"error", {{"code", -32700}, {"message", "parse error"}}}});
+  MessageReader reader(in);
+  while (auto frame = reader.next()) {
+    if (!frame->problem.empty()) {
+      server.refuse(parse_error, "bad message header: " + frame->problem + " (skipped)");
       continue;
     }
-    try {
-      if (!server.handle(message)) return server.shut_down() ? 0 : 1;
-    } catch (std::exception const& e) {  // a malformed message: answer, keep serving
-      if (message.contains("id"))
-        write_message(out, {{"jsonrpc", "2.0"},
-                            {"id", message["id"]},
-                            {"error", {{"code", -32603}, {"message", e.what()}}}});
+    if (nested_deeper_than(frame->body, max_nesting)) {
+      server.refuse(invalid_request,
+                    "a message nested deeper than " + std::to_string(max_nesting) + " levels");
+      continue;
     }
+    json message;
+    try {
+      message = json::parse(frame->body);
+    } catch (json::exception const& e) {
+      server.refuse(parse_error, std::string("parse error: ") + e.what());
+      continue;
+    }
+    if (!server.handle(message)) return server.shut_down() ? 0 : 1;
   }
   return 1;
 }

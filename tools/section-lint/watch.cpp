@@ -1,11 +1,17 @@
 #include "watch.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <ctime>
+#include <functional>
 #include <iostream>
+#include <optional>
+#include <string>
 #include <thread>
 
 namespace lint_watch {
@@ -16,24 +22,59 @@ volatile std::sig_atomic_t stop_signal = 0;
 extern "C" void on_stop(int signal) { stop_signal = signal; }
 
 /// What a file looks like to the poll. A file rewritten within the clock's resolution keeps
-/// its time, so the size counts too.
+/// its times and often its size: one modified in the last seconds is also known by a hash of
+/// its content (a rename over it gives it another inode, a `touch` back a new ctime).
 struct Stamp {
   bool exists = false;
+  std::uint64_t inode = 0;
   std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
   std::int64_t size = 0;
-  bool operator==(Stamp const&) const = default;
+  std::optional<std::size_t> content;  ///< for a file modified lately
+  bool operator==(Stamp const& o) const {
+    return exists == o.exists && inode == o.inode && mtime_ns == o.mtime_ns &&
+           ctime_ns == o.ctime_ns && size == o.size &&
+           (!content || !o.content || *content == *o.content);
+  }
 };
 
 using Stamps = std::map<std::string, Stamp>;
 
+std::int64_t nanoseconds(struct timespec const& t) {
+  return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+/// A hash of a regular file's content, read without blocking (a FIFO is not opened for it).
+std::optional<std::size_t> content_hash(std::string const& path) {
+  int const fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (std::int64_t{64} << 20)) {
+    char chunk[65536];
+    for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;)
+      text.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return std::hash<std::string>{}(text);
+}
+
 Stamps stamps(std::vector<std::string> const& paths) {
   Stamps out;
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  std::int64_t const lately = nanoseconds(now) - std::int64_t{2'000'000'000};
   for (auto const& path : paths) {
     struct stat st {};
     Stamp& s = out[path];
     if (::stat(path.c_str(), &st) != 0) continue;
-    s = {true, std::int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
-         std::int64_t(st.st_size)};
+    s = {true,
+         std::uint64_t(st.st_ino),
+         nanoseconds(st.st_mtim),
+         nanoseconds(st.st_ctim),
+         std::int64_t(st.st_size),
+         std::nullopt};
+    if (std::max(s.mtime_ns, s.ctime_ns) >= lately) s.content = content_hash(path);
   }
   return out;
 }

@@ -27,10 +27,11 @@ class InputTypeError : public LinkError {
 /// An op implemented by section files (an `ExternalCOp` without PyTensor).
 class SectionOp final : public COp {
  public:
-  /// `sm` holds the files `sections` were loaded from (also used to map compile errors).
+  /// `sm` holds the files `sections` were loaded from (also used to map compile errors);
+  /// `flags` are what the op adds to its module's build (its `c_compile_args`, ...).
   /// Throws `signature_error` for a name, func_name or padding that cannot go into C.
   SectionOp(OpDescription op, std::shared_ptr<SourceManager const> sm, SectionSet sections,
-            ExpandOptions options = {});
+            ExpandOptions options = {}, BuildFlags flags = {});
   std::string name() const override { return op_.name; }
   /// The expansion's strings as an op's code; throws `LinkError` for an expansion with errors or
   /// without a `c_code`.
@@ -40,6 +41,7 @@ class SectionOp final : public COp {
   /// other way round).
   Expansion expansion(NodeContext const& node) const;
   OpDescription const& description() const { return op_; }
+  BuildFlags const& flags() const { return flags_; }
   Language language() const override { return op_.language; }
 
  private:
@@ -47,6 +49,7 @@ class SectionOp final : public COp {
   std::shared_ptr<SourceManager const> sm_;
   SectionSet sections_;
   ExpandOptions options_;
+  BuildFlags flags_;
 };
 
 /// The single-apply graph `build()` makes: one input per `inputs` type, one output per

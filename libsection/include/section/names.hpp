@@ -28,6 +28,13 @@ void check_func_name(std::string_view func_name);
 void check_display_name(std::string_view name, std::string_view what);
 inline constexpr std::size_t max_display_name = 256;
 
+/// Throws `signature_error` unless `header` (an op's or a type's `c_headers` entry, written as
+/// `#include <header>`, or as it is when it starts with `<` or `"`) is one well-formed header
+/// name: `<x>`, `"x"` or a bare `x`, at most `max_display_name` bytes, with no control
+/// character, no backslash (which would splice the next line into the directive), and no
+/// second bracket or quote. `what` says whose header it is.
+void check_header_name(std::string_view header, std::string_view what);
+
 /// Throws `signature_error` unless `count` (`_cop_num_inputs`/`_cop_num_outputs`: how many
 /// arguments the generated call is padded to) is nothing or 0 to `max_padded_arguments`.
 void check_padding(std::optional<int> count, std::string_view what);

@@ -69,4 +69,12 @@ std::uintmax_t parse_size(std::string const& text, std::string const& what);
 /// Words of `text` split at blanks (nothing for NULL).
 std::vector<std::string> split_blanks(char const* text);
 
+/// What makes `argument` unusable as one argument of the compiler's command (a flag of
+/// `LIBSECTION_CXXFLAGS`, an op's `c_compile_args`, a folder or library it names), or nothing:
+/// empty, over `max_compiler_argument` bytes, or holding a control character (a NUL byte would
+/// cut it short, a newline split the command kept with a failed build). The one check of
+/// every such argument, whoever gives it.
+std::optional<std::string> compiler_argument_problem(std::string_view argument);
+inline constexpr std::size_t max_compiler_argument = 4096;
+
 }  // namespace section

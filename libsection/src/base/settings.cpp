@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -48,6 +49,9 @@ char const* value_of(char const* name) {
 
 [[noreturn]] void refuse(std::string const& message) { throw SettingsError(message); }
 
+/// The words of a variable naming compiler arguments, each checked as any compiler argument.
+std::vector<std::string> compiler_words(char const* name);
+
 /// A 0 or 1 switch that is set: whether it is 1.
 bool zero_or_one(char const* name, char const* text, std::string const& meaning) {
   std::string const s = text;
@@ -84,6 +88,22 @@ std::vector<std::string> split_blanks(char const* text) {
   std::istringstream in(text ? text : "");
   for (std::string w; in >> w;) words.push_back(w);
   return words;
+}
+
+std::optional<std::string> compiler_argument_problem(std::string_view argument) {
+  if (argument.empty()) return "is empty";
+  if (argument.size() > max_compiler_argument)
+    return "is over " + std::to_string(max_compiler_argument) + " bytes";
+  for (std::size_t i = 0; i < argument.size(); ++i) {
+    auto const byte = static_cast<unsigned char>(argument[i]);
+    if (byte < 0x20 || byte == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", byte);
+      return std::string("holds a control character (byte ") + hex + " at offset " +
+             std::to_string(i) + ")";
+    }
+  }
+  return std::nullopt;
 }
 
 std::uintmax_t parse_size(std::string const& text, std::string const& what) {
@@ -126,14 +146,14 @@ Settings read_settings() {
   s.max_file_bytes = max_file_bytes_setting();
   char const* debug = value_of("LIBSECTION_DEBUG");
   s.debug = debug && zero_or_one("LIBSECTION_DEBUG", debug, "1 (build for gdb: -O0 -g) or 0");
-  s.cxxflags = split_blanks(value_of("LIBSECTION_CXXFLAGS"));
-  s.cflags = split_blanks(value_of("LIBSECTION_CFLAGS"));
+  s.cxxflags = compiler_words("LIBSECTION_CXXFLAGS");
+  s.cflags = compiler_words("LIBSECTION_CFLAGS");
   if (char const* linker = value_of("LIBSECTION_LINKER")) {
     s.linker = linker;
     if (s.linker != "bfd" && s.linker != "gold" && s.linker != "lld" && s.linker != "default")
       refuse("LIBSECTION_LINKER is `" + s.linker + "`: give bfd, gold, lld or default");
   }
-  s.compiler_launcher = split_blanks(value_of("LIBSECTION_COMPILER_LAUNCHER"));
+  s.compiler_launcher = compiler_words("LIBSECTION_COMPILER_LAUNCHER");
   char const* pch = value_of("LIBSECTION_PCH");
   s.precompiled_header =
       !pch || zero_or_one("LIBSECTION_PCH", pch, "0 (no precompiled header) or 1");
@@ -146,5 +166,22 @@ Settings read_settings() {
 }
 
 std::span<SettingVariable const> setting_variables() { return variables; }
+
+namespace {
+
+std::vector<std::string> compiler_words(char const* name) {
+  auto words = split_blanks(value_of(name));
+  for (auto const& word : words) {
+    auto const problem = compiler_argument_problem(word);
+    if (!problem) continue;
+    std::string shown = word.substr(0, 60);
+    for (char& c : shown)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    refuse(std::string(name) + ": the word `" + shown + "` " + *problem);
+  }
+  return words;
+}
+
+}  // namespace
 
 }  // namespace section

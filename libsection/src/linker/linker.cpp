@@ -15,9 +15,9 @@ namespace section {
 // ---- ops from section files ----------------------------------------------------------------
 
 SectionOp::SectionOp(OpDescription op, std::shared_ptr<SourceManager const> sm, SectionSet sections,
-                     ExpandOptions options)
+                     ExpandOptions options, BuildFlags flags)
     : op_(std::move(op)), sm_(std::move(sm)), sections_(std::move(sections)),
-      options_(std::move(options)) {
+      options_(std::move(options)), flags_(std::move(flags)) {
   if (!sm_) throw std::invalid_argument("SectionOp needs the SourceManager of its files");
   check_display_name(op_.name, "op name");
   if (op_.func_name) check_func_name(*op_.func_name);
@@ -138,6 +138,7 @@ OpCode SectionOp::generate(NodeContext const& node) const {
   code.support_code = {std::move(e.support_code)};
   code.code = std::move(*e.code);
   static_cast<ApplyCode&>(code) = std::move(static_cast<ApplyCode&>(e));  // the strings both share
+  static_cast<BuildFlags&>(code) = flags_;
   return code;
 }
 

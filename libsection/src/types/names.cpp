@@ -95,25 +95,43 @@ void check_func_name(std::string_view func_name) {
                         "`APPLY_SPECIFIC(f)`");
 }
 
-void check_display_name(std::string_view name, std::string_view what) {
-  std::string problem;
-  if (name.empty()) {
-    problem = "is empty";
-  } else if (name.size() > max_display_name) {
-    problem = "is longer than " + std::to_string(max_display_name) + " bytes";
-  } else if (find_invalid_utf8(name)) {
-    problem = "is not valid UTF-8";
-  } else {
-    for (char c : name) {
-      auto const u = static_cast<unsigned char>(c);
-      if (u < 0x20 || u == 0x7f) problem = "contains a control character (a newline, a tab, ...)";
-      if (c == '\\') problem = "contains a backslash";
-      if (!problem.empty()) break;
-    }
+namespace {
+
+/// Why `name` cannot be shown in generated source and messages (empty: it can): printable
+/// UTF-8 of 1 to `max_display_name` bytes, no backslash.
+std::string display_problem(std::string_view name) {
+  if (name.empty()) return "is empty";
+  if (name.size() > max_display_name)
+    return "is longer than " + std::to_string(max_display_name) + " bytes";
+  if (find_invalid_utf8(name)) return "is not valid UTF-8";
+  for (char c : name) {
+    auto const u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return "contains a control character (a newline, a tab, ...)";
+    if (c == '\\') return "contains a backslash";
   }
+  return {};
+}
+
+}  // namespace
+
+void check_display_name(std::string_view name, std::string_view what) {
+  std::string const problem = display_problem(name);
   if (problem.empty()) return;
   throw signature_error(std::string(what) + " " + quoted(name) + " " + problem +
                         "; it is shown in the generated source and in messages");
+}
+
+void check_header_name(std::string_view header, std::string_view what) {
+  std::string_view inner = header;
+  if (header.size() >= 2 && ((header.front() == '<' && header.back() == '>') ||
+                             (header.front() == '"' && header.back() == '"')))
+    inner = header.substr(1, header.size() - 2);
+  std::string problem = inner.empty() ? "names no header" : display_problem(header);
+  if (problem.empty() && inner.find_first_of("<>\"") != std::string_view::npos)
+    problem = "is not one header name (`x.h`, `<x.h>` or `\"x.h\"`)";
+  if (problem.empty()) return;
+  throw signature_error(std::string(what) + " " + quoted(header) + " " + problem +
+                        "; it is written as an #include line of the generated source");
 }
 
 void check_padding(std::optional<int> count, std::string_view what) {

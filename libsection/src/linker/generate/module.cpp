@@ -12,6 +12,7 @@
 #include "linker/generate/layout.hpp"
 #include "linker/generate/prelude.h.hpp"
 #include "section/names.hpp"
+#include "section/settings.hpp"
 
 namespace section {
 
@@ -131,7 +132,8 @@ class ModuleWriter {
  private:
   // ---- gathering
   void add_type_parts(CType const& type);
-  void add_op_parts(OpCode const& code);
+  void add_op_parts(OpCode const& code, std::string const& op_name);
+  void add_build_flags(BuildFlags const& flags, std::string const& owner);
   std::string label_of(std::size_t v) const;
   // The storage cell of variable `name`: an element of the instance's `storage` array (one
   // array, not a member or a local per cell: GCC's time on a function grows with them).
@@ -203,23 +205,56 @@ ModuleWriter::ModuleWriter(Graph const& graph) : graph_(graph), vars_(graph.vari
 }
 
 void ModuleWriter::add_type_parts(CType const& t) {
-  for (auto const& h : t.c_headers()) add_unique(headers_, h);
-  for (auto const& d : t.c_header_dirs()) add_unique(module_.header_dirs, d);
+  add_build_flags(
+      {t.c_headers(), t.c_header_dirs(), t.c_libraries(), t.c_lib_dirs(), t.c_compile_args()},
+      "type " + t.describe());
   for (auto const& s : t.c_support_code()) add_unique(support_, s);
-  for (auto const& l : t.c_libraries()) add_unique(module_.libraries, l);
-  for (auto const& d : t.c_lib_dirs()) add_unique(module_.lib_dirs, d);
-  for (auto const& a : t.c_compile_args()) add_unique(module_.compile_args, a);
   for (auto const& c : t.c_init_code()) add_unique(init_code_, c);
 }
 
-void ModuleWriter::add_op_parts(OpCode const& code) {
-  for (auto const& h : code.headers) add_unique(headers_, h);
-  for (auto const& d : code.header_dirs) add_unique(module_.header_dirs, d);
-  for (auto const& l : code.libraries) add_unique(module_.libraries, l);
-  for (auto const& d : code.lib_dirs) add_unique(module_.lib_dirs, d);
-  for (auto const& c : code.compile_args) add_unique(module_.compile_args, c);
+void ModuleWriter::add_op_parts(OpCode const& code, std::string const& op_name) {
+  add_build_flags(code, op_name);
   for (auto const& s : code.support_code) add_unique(support_, s);
   for (auto const& c : code.init_code) add_unique(init_code_, c);
+}
+
+/// `owner`'s flags, each checked (they come from users, and each becomes an argument of the
+/// compiler's command or an `#include` line): a bad one throws `LinkError` naming it.
+void ModuleWriter::add_build_flags(BuildFlags const& flags, std::string const& owner) {
+  auto const take = [&](std::vector<std::string> const& items, char const* method,
+                        std::vector<std::string>& into) {
+    for (auto const& item : items) {
+      if (item.empty()) continue;  // left out, as PyTensor leaves them out
+      auto problem = compiler_argument_problem(item);
+      // `-Wl,-rpath,DIR` splits at commas: a folder with one would pass the linker options.
+      if (!problem && &into == &module_.lib_dirs && item.find(',') != std::string::npos)
+        problem = "holds a comma (it is passed to the linker as -Wl,-rpath,FOLDER)";
+      // A library is named as `-l` takes it: `m`, not `-lm` (which would look for `-lm`).
+      if (!problem && &into == &module_.libraries && item.front() == '-')
+        problem = "is a flag, not a library's name (give `m` for -lm)";
+      if (problem) {
+        std::string shown = bounded_quote(item, 60);
+        for (char& c : shown)
+          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+        throw LinkError(owner + ": " + method + " `" + shown + "` " + *problem +
+                        " (each is one argument of the compiler's command)");
+      }
+      add_unique(into, item);
+    }
+  };
+  for (auto const& h : flags.headers) {
+    if (h.empty()) continue;
+    try {
+      check_header_name(h, owner + ": c_headers");
+    } catch (signature_error const& e) {
+      throw LinkError(e.what());
+    }
+    add_unique(headers_, h);
+  }
+  take(flags.header_dirs, "c_header_dirs", module_.header_dirs);
+  take(flags.libraries, "c_libraries", module_.libraries);
+  take(flags.lib_dirs, "c_lib_dirs", module_.lib_dirs);
+  take(flags.compile_args, "c_compile_args", module_.compile_args);
 }
 
 std::string ModuleWriter::label_of(std::size_t v) const {
@@ -393,7 +428,7 @@ void ModuleWriter::add_apply(std::size_t a) {
   int const init_id = next_init_id_++;
   std::string const what = escape_for_c_string(op_name + " (node " + std::to_string(a) + ")");
   OpCode code = apply.op->generate(apply_context(a, id, init_id, what));
-  add_op_parts(code);
+  add_op_parts(code, op_name);
   support_apply_ += code.support_code_apply + "\n";
   init_apply_ += code.init_code_apply + "\n";
   struct_members_ += code.support_code_struct + "\n";

@@ -16,13 +16,20 @@
 
 namespace section {
 
-/// The C code one op contributes for one apply (the reference's `c_*` methods).
-struct OpCode : ApplyCode {
+/// What an op adds to the build of its module besides code: PyTensor's `c_headers`,
+/// `c_header_dirs`, `c_libraries`, `c_lib_dirs` and `c_compile_args`. Each item is checked
+/// when a module is generated (`check_header_name`, `compiler_argument_problem`) and enters
+/// the module's cache key.
+struct BuildFlags {
   std::vector<std::string> headers;      ///< `<x.h>` or `"x.h"`, or a bare name (gets `<>`)
   std::vector<std::string> header_dirs;  ///< searched for headers (`-I`)
   std::vector<std::string> libraries;    ///< `m` for `-lm`
   std::vector<std::string> lib_dirs;     ///< searched for libraries (`-L`, and the run path)
   std::vector<std::string> compile_args;
+};
+
+/// The C code one op contributes for one apply (the reference's `c_*` methods).
+struct OpCode : ApplyCode, BuildFlags {
   std::vector<std::string> support_code;  ///< module-wide, deduplicated
   std::string code;
 };
