@@ -4,7 +4,7 @@ libsection's C++ core: parser, expander, linker core
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
