@@ -3,13 +3,17 @@
     python bench/bench_jax.py [--reps N]
 
 The op is the tutorial's VectorTimesVector (ops/vector_times_vector), converted by PyTensor's
-jax_funcify and jitted. Rows (targets from issue #20):
+jax_funcify and jitted. Rows (targets from issues #20 and #34):
   * n = 3: the op's jitted call against the jitted built-in `x * y` (<= 1.5x);
   * n = 10^6: the op's jitted call against the op's own CVM call (<= 1.1x);
-  * vmap over 1,000 calls of n = 3: against the built-in's vmap (<= 2x).
-Each row also shows the op through `jax.pure_callback` (the path before the FFI call, still
-used when the handler cannot be built). Times are the best of interleaved repeats of CPU time
-(time.process_time: every thread of this process, no other process's load).
+  * vmap over 1,000 calls of n = 3: against the built-in's vmap (<= 2x);
+  * a sampler's step: `jax.jit(jax.value_and_grad(logp))` of a PyMC model's log-density (PyMC's
+    get_jaxified_logp, what numpyro and blackjax differentiate), the model whose likelihood is
+    a C op with a C gradient op against the same model in built-ins: bench_samplers.py's
+    "density" (10^4 points) and "filter" (1,000 steps, the built-in twin a scan) models.
+Each op row also shows the op through `jax.pure_callback` (used when the handler cannot be
+built). Times are the best of interleaved repeats of CPU time (time.process_time: every thread
+of this process, no other process's load).
 """
 
 from __future__ import annotations
@@ -116,6 +120,8 @@ def main() -> None:
         200,
     )
 
+    logp_rows(rows, args.reps)
+
     print(
         f"JAX {jax.__version__}, PyTensor {pytensor.__version__}, CPU time per call, "
         f"best of {args.reps}"
@@ -123,9 +129,47 @@ def main() -> None:
     header = ("measure", "op (FFI)", "reference", "", "ratio", "target", "pure_callback ratio")
     print(" | ".join(header))
     for label, ours, ref, ref_label, ratio, target, before in rows:
+        before_text = "" if before is None else f"{before:.1f}x"
         print(
             f"{label} | {fmt_time(ours)} | {fmt_time(ref)} | {ref_label} | {ratio:.2f}x | "
-            f"{target} | {before:.1f}x"
+            f"{target} | {before_text}"
+        )
+
+
+def logp_rows(rows, reps: int) -> None:
+    """The sampler's step: jit(value_and_grad(logp)) of each model, the op's against the
+    built-in twin's, at the same point."""
+    import jax
+    import numpy as np
+    from bench_samplers import density_models, filter_models
+    from pymc.sampling.jax import get_jaxified_logp
+
+    for label, built, reference in (
+        ("density, 10^4 points", density_models(10**4), "built-in"),
+        ("filter, 1,000 steps", filter_models(1000), "built-in scan"),
+    ):
+        steps = {}
+        for name, model in built.items():
+            logp = get_jaxified_logp(model)
+            point = [np.asarray(v) for v in model.initial_point().values()]
+            step = jax.jit(jax.value_and_grad(logp))
+            jax.block_until_ready(step(point))  # compile
+            steps[name] = lambda step=step, point=point: jax.block_until_ready(step(point))
+        ours, ref = steps["C op"], steps[reference]
+        t_ours = t_ref = float("inf")
+        for _ in range(2):  # interleaved
+            t_ours = min(t_ours, per_call(ours, 200, reps))
+            t_ref = min(t_ref, per_call(ref, 200, reps))
+        rows.append(
+            (
+                f"jit(value_and_grad(logp)), {label}",
+                t_ours,
+                t_ref,
+                f"the {reference} model's",
+                t_ours / t_ref,
+                "as before",
+                None,
+            )
         )
 
 

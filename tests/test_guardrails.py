@@ -124,9 +124,6 @@ LARGE_FUNCTIONS = {
     "section::detail::type": "a rule's table entry",
     # The call path of every CompiledOp call, being reworked by the first-call path's issue.
     "section::python::run_with_inputs": "the call path",
-    # The JAX handler's call of a node, being reworked with the JAX back end (the handler as a
-    # support library of its own).
-    "run_node": "the JAX handler",
 }
 
 

@@ -58,6 +58,7 @@ PUBLIC = {
     "linker/cache/cache.hpp": "linker/cache",
     "linker/generate/graph.hpp": "linker/generate",
     "linker/generate/module.hpp": "linker/generate",
+    "linker/generate/derivative.hpp": "linker/generate",
     "linker/build/build.hpp": "linker/build",
     "linker.hpp": "linker",
     "lint.hpp": "lint",

@@ -6,11 +6,16 @@ and loads the compiled module. This package exposes it to Python.
 
 from __future__ import annotations
 
+from . import _backends, _jax_ffi
 from ._build import CompiledOp, CompileError, LinkError, Module, build, build_many
 from ._core import Diagnostic, LoadedSections, __version__
 from ._load import LoadError, SectionDecodeError, SectionError, load, load_sections, parse_text
 from ._types import ndim, tensor, type_of, upcast
 from .op import ExternalCOp
+
+# A JAX computation exported from another process (jax.export) calls libsection's XLA target
+# by name: register it with XLA whenever this process imports JAX.
+_backends.when_imported("jax", _jax_ffi.register_at_import)
 
 
 def load_ipython_extension(ipython) -> None:

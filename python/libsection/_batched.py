@@ -176,22 +176,20 @@ def standalone_call(op: Any, inputs: tuple) -> Any | None:
 # ---------------------------------------------------------------- JAX
 
 
-def ffi_batch(compiled, node) -> Any | None:
-    """The ``_core.Batched`` the JAX handler runs a vmapped call of ``node`` with (one C loop,
-    or one call for an op whose ``vmap_method`` is ``"broadcast_all"``), or None when the node's
-    module has no batch entry (then the handler calls the op per batch element). The batch is
-    JAX's, already broadcast: the signature names each core dimension apart."""
-    ndims = [getattr(v.type, "ndim", 0) for v in [*node.inputs, *node.outputs]]
-    counter = iter(range(sum(ndims)))
-    args = ["(" + ",".join(f"d{next(counter)}" for _ in range(n)) + ")" for n in ndims]
-    n_in = len(node.inputs)
-    signature = ",".join(args[:n_in]) + "->" + ",".join(args[n_in:])
+def ffi_batch(
+    compiled, name: str, in_ndims: list[int], out_ndims: list[int], whole: bool
+) -> Any | None:
+    """The ``_core.Batched`` the JAX handler runs a vmapped call of ``compiled`` (the node of
+    op ``name``, whose inputs and outputs have ``in_ndims`` and ``out_ndims`` dimensions) with:
+    one C loop, or one call when ``whole`` (an op whose ``vmap_method`` is ``"broadcast_all"``);
+    None when the module has no batch entry (then the handler calls the op per batch element).
+    The batch is JAX's, already broadcast: the signature names each core dimension apart."""
+    counter = iter(range(sum(in_ndims) + sum(out_ndims)))
+    args = [
+        "(" + ",".join(f"d{next(counter)}" for _ in range(n)) + ")" for n in [*in_ndims, *out_ndims]
+    ]
+    signature = ",".join(args[: len(in_ndims)]) + "->" + ",".join(args[len(in_ndims) :])
     try:
-        return batched(
-            compiled,
-            signature,
-            type(node.op).__name__,
-            whole=vmap_method(node.op) == "broadcast_all",
-        )
+        return batched(compiled, signature, name, whole=whole)
     except TypeError:  # no batch entry: an input or output the runtime cannot give a row of
         return None

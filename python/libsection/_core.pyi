@@ -4,7 +4,7 @@ libsection's C++ core: parser, expander, linker core
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -416,6 +416,17 @@ def cache_dir() -> str:
     """
     The module cache directory this process uses.
     """
+def derivative_node_op(loaded: LoadedSections, description: OpDescription, options: ExpandOptions, compile_args: collections.abc.Sequence[str], python: typing.Any, overridden: collections.abc.Sequence[str], output_types: list, differentiated: collections.abc.Sequence[bool], cotangents: collections.abc.Sequence[bool], width: typing.SupportsInt | typing.SupportsIndex, mode: str) -> NodeOp:
+    """
+    The derivative op of a drop-in node (``dropin_node_op``'s arguments first): its C code
+    run on dual numbers. ``mode`` ``"pullback"``: inputs are the node's, then the cotangent of each
+    output ``cotangents`` marks, then the value of each of those outputs (checked against each
+    pass's); outputs the gradient of each input ``differentiated`` marks, ``width`` of them per
+    pass. ``"pushforward"`` (``width`` 1): inputs are the node's, then the
+    tangent of each differentiated input; outputs the tangent of each float output.
+    ``output_types`` are the node's output types. Raises ``LinkError`` at the line of a cast that
+    would read dual numbers as plain floats.
+    """
 def dropin_node_op(loaded: LoadedSections, description: OpDescription, options: ExpandOptions, compile_args: collections.abc.Sequence[str], python: typing.Any, overridden: collections.abc.Sequence[str]) -> NodeOp:
     """
     A drop-in node's op: the sections of ``loaded`` expanded by the linker core, as
@@ -437,6 +448,14 @@ def link(graph: Graph, constants: collections.abc.Sequence[typing.Any] = [], nam
     Builds (or finds in the cache) and loads the graph's module; returns a CompiledOp.
     ``storage``: one-element lists to use as the input and output cells (a PyTensor VM's
     storage), for an instance run in place with ``run_in_place`` or through ``cthunk()``.
+    """
+def link_cached(key: str, name: str, n_inputs: typing.SupportsInt | typing.SupportsIndex, n_outputs: typing.SupportsInt | typing.SupportsIndex, constants: collections.abc.Sequence[typing.Any]) -> typing.Any:
+    """
+    A new instance of the module of cache entry ``key`` (a CompiledOp), or None when the
+    cache has no such entry: for a caller that has only the key (a JAX computation exported from
+    another process). The entry must be the module of the one op ``name`` with ``n_inputs`` inputs
+    and ``n_outputs`` outputs, built for this Python; ``constants`` are its params (a module
+    without params ignores them).
     """
 def load_sections(paths: collections.abc.Sequence[str], display_paths: collections.abc.Sequence[str] | None = None, extra_tags: collections.abc.Sequence[str] = []) -> LoadedSections:
     """

@@ -2,28 +2,45 @@
 
 ``_jax_ffi_handler.cpp`` (beside this file) is built once per jaxlib, through the module cache
 like any module (its key covers the source, which names the jaxlib version, and jaxlib's
-header folder), loaded, and registered with XLA as the CPU target ``libsection_node``. A node
-lowers to one ``jax.ffi.ffi_call`` of that target, whose attributes carry the address of the
-node's compiled instance and of its native entry (the one Numba calls): no Python frame runs
-per call. When the target cannot be had (jaxlib without FFI headers, no compiler), the caller
-falls back to ``jax.pure_callback`` after one WARNING saying why.
+header folder), loaded, and registered with XLA as the CPU target ``libsection_node``, a
+stateful handler. A node lowers to one ``jax.ffi.ffi_call`` of that target whose attributes
+name what it runs by values that mean the same in any process: the module's cache key, a
+token for the instance that traced it, the op's name, its params as JSON text, and the kinds,
+ranks and dtypes of its values. When XLA instantiates an executable, the handler asks
+``instantiate`` for the node's CompiledOp: the live instance of that token, or, for a
+computation exported from another process (``jax.export``), an instance of the module loaded
+from this process's cache; the executable holds it until XLA frees it, with the node's
+``_core.Batched`` that runs a vmapped call's batch in one C loop (the ``batch`` attribute says
+how, ``_batched.ffi_batch`` makes it). No Python frame runs per call. When the target cannot
+be had (jaxlib without FFI headers, no compiler), the caller falls back to
+``jax.pure_callback`` after one WARNING saying why.
 """
 
 from __future__ import annotations
 
-import ctypes
+import json
 import logging
 import re
 import threading
+import uuid
 import weakref
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
-from . import _core
+from . import _batched, _core
 
-__all__ = ["TARGET", "call_node", "original_error", "target_ready"]
+__all__ = [
+    "TARGET",
+    "call_node",
+    "error_list",
+    "instantiate",
+    "original_error",
+    "register_at_import",
+    "report_error",
+    "target_ready",
+]
 
 TARGET = "libsection_node"
 _log = logging.getLogger("libsection")
@@ -50,44 +67,38 @@ def _build_and_register() -> None:
         raise RuntimeError(f"jaxlib {jaxlib.__version__} has no XLA FFI headers in {include}")
     code = resources.files("libsection").joinpath("_jax_ffi_handler.cpp").read_text()
     code = f"// for jaxlib {jaxlib.__version__}\n{code}"
-    symbols, _ = _core.load_support_library(
-        "jax_ffi_handler", code, [str(include)], ["libsection_jax_call"]
-    )
-    handler = ctypes.cast(symbols["libsection_jax_call"], ctypes.CFUNCTYPE(ctypes.c_void_p))
-    _keep_instances_with_executables()
-    jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(handler), platform="cpu")
-
-
-def _keep_instances_with_executables() -> None:
-    """Makes every XLA executable that calls the target keep the instance it calls alive, as
-    JAX keeps a ``pure_callback``'s function: an executable can outlive the Python function it
-    was traced from (JAX caches it, and runs it asynchronously), and a freed instance would be
-    called. The lowering of ``ffi_call`` on the CPU is wrapped to register the instance as a
-    keepalive of the module being lowered; other targets lower as before."""
-    from jax._src import ffi as jax_ffi
-    from jax._src.interpreters import mlir
-
-    lower = jax_ffi.ffi_call_lowering
-
-    def lowering(ctx, *operands, target_name, attributes, **params):
-        if target_name == TARGET:
-            op = dict(jax_ffi._unwrap_kwargs_hashable(attributes))["op"]
-            instance = _instances.get(int(op))
-            if instance is None:  # the function that traced this call is gone
-                raise RuntimeError("libsection: lowering a call of a freed op instance")
-            ctx.module_context.add_keepalive(instance)
-        return lower(ctx, *operands, target_name=target_name, attributes=attributes, **params)
-
-    mlir.register_lowering(jax_ffi.ffi_call_p, lowering, platform="cpu")
+    entries = ("libsection_jax_instantiate", "libsection_jax_execute")
+    symbols, _ = _core.load_support_library("jax_ffi_handler", code, [str(include)], entries)
+    # A stateful target: the handler registers its state's type itself, when XLA registers it.
+    stages = {
+        stage: jax.ffi.pycapsule(symbols[entry])
+        for stage, entry in zip(("instantiate", "execute"), entries, strict=True)
+    }
+    jax.ffi.register_ffi_target(TARGET, stages, platform="cpu")
 
 
 def target_ready() -> bool:
     """Whether the FFI target is registered in this process (built on the first call; a
     failure is logged once as a WARNING, and every later call answers False at once)."""
-    if "ready" in _state:
-        return True
-    if "why" in _state:
-        return False
+    if "ready" not in _state:
+        _register()
+        if _state.pop("untold", False):
+            _log.warning(
+                "libsection: JAX runs C ops through jax.pure_callback (a Python round trip "
+                "per call): the XLA FFI handler could not be built (%s)",
+                _state["why"],
+            )
+    return "ready" in _state
+
+
+def register_at_import(_jax=None) -> None:
+    """Registers the target as soon as JAX is imported (libsection/__init__.py asks), so that
+    a computation exported from another process finds it; quietly: a failure is told at the
+    first use of an op."""
+    _register()
+
+
+def _register() -> None:
     with _lock:
         if not _state:
             try:
@@ -95,73 +106,39 @@ def target_ready() -> bool:
                 _state["ready"] = True
             except Exception as e:  # any reason: the callback path still runs the op
                 _state["why"] = f"{type(e).__name__}: {e}"
-                _log.warning(
-                    "libsection: JAX runs C ops through jax.pure_callback (a Python round trip "
-                    "per call): the XLA FFI handler could not be built (%s)",
-                    _state["why"],
-                )
-    return "ready" in _state
+                _state["untold"] = True
 
 
-# Exceptions raised by ops' C code under the FFI call, by the address of the list holding them
-# (the handler appends each, and its FFI error names list and index): what `original_error`
-# looks up to raise the op's own exception instead of XLA's runtime error.
+# Exceptions raised by ops under XLA (the FFI call or the callback), by the address of the list
+# holding them (the handler appends each, and its error names list and index): what
+# `original_error` looks up to raise the op's own exception instead of XLA's runtime error.
 class _Errors(list):
     """A list the handler appends to; weakly referenced from the registry below."""
 
 
-class _Instance:
-    """What an FFI call points at: a node's CompiledOp and the list its errors go to."""
-
-    __slots__ = ("__weakref__", "compiled", "errors")
-
-    def __init__(self, compiled, errors):
-        self.compiled, self.errors = compiled, errors
-
-
 _error_lists: weakref.WeakValueDictionary[int, _Errors] = weakref.WeakValueDictionary()
-# By the CompiledOp's address, while a function or an executable holds it.
-_instances: weakref.WeakValueDictionary[int, _Instance] = weakref.WeakValueDictionary()
 _MARKER = re.compile(r"\[libsection (\d+):(-?\d+)\] \S+ in (\S+): ")
 
 
-def call_node(compiled, name: str, in_kinds, out_kinds, batch=None):
-    """``(output specs, *inputs) -> outputs``: ``compiled`` (a node's CompiledOp) run through
-    the FFI target. ``in_kinds``/``out_kinds``: ``(core ndim, kind)`` per value, kind 0 for a
-    scalar, 1 for a tensor, 2 for a tensor input the op destroys (the handler copies it).
-    ``batch``: the node's ``_core.Batched`` (``_batched.ffi_batch``), which runs a vmapped
-    call's whole batch in one C loop; without it, the handler calls the op per batch element."""
-    import jax
-
-    _, op_address, _, _, entry = _core.native_entry(compiled)
-    batch_entry, batch_op = (_core.native_entry(batch)[4], id(batch)) if batch else (0, 0)
+def error_list() -> _Errors:
+    """A new list for an op's exceptions, which ``original_error`` finds while it lives."""
     errors = _Errors()
     _error_lists[id(errors)] = errors
-    attributes = {
-        "entry": np.uint64(entry),
-        "op": np.uint64(op_address),
-        "errors": np.uint64(id(errors)),
-        "name": name,
-        "in_ndims": np.array([n for n, _ in in_kinds], np.int64),
-        "in_kinds": np.array([k for _, k in in_kinds], np.int64),
-        "out_ndims": np.array([n for n, _ in out_kinds], np.int64),
-        "out_kinds": np.array([k for _, k in out_kinds], np.int64),
-        "batch_entry": np.uint64(batch_entry),
-        "batch_op": np.uint64(batch_op),
-    }
+    return errors
 
-    def call(specs, *xs):
-        return jax.ffi.ffi_call(TARGET, specs, vmap_method="broadcast_all")(*xs, **attributes)
 
-    # What the call points at lives as long as this function, and as every executable that
-    # makes the call (their keepalive).
-    call.instance = _instances[op_address] = _Instance(batch or compiled, errors)  # type: ignore[attr-defined]
-    return call
+def report_error(errors: _Errors, error: BaseException, name: str) -> str:
+    """Keeps ``error`` in ``errors`` and returns the text that makes XLA's runtime error lead
+    ``original_error`` to it: the handler's marker, for the callback path."""
+    if len(errors) >= 64:  # bounded, as the handler's
+        del errors[:32]
+    errors.append(error)
+    return f"[libsection {id(errors)}:{len(errors) - 1}] {type(error).__name__} in {name}: {error}"
 
 
 def original_error(error: BaseException) -> BaseException | None:
-    """The op's own exception behind a JAX runtime error from the FFI target, if any (once:
-    the registry forgets it, so it keeps no traceback alive)."""
+    """The op's own exception behind a JAX runtime error from the FFI target or the callback,
+    if any (once: the registry forgets it, so it keeps no traceback alive)."""
     match = _MARKER.search(str(error))
     if match is None:
         return None
@@ -170,5 +147,153 @@ def original_error(error: BaseException) -> BaseException | None:
     if errors is None or not 0 <= index < len(errors) or errors[index] is None:
         return None
     own, errors[index] = errors[index], None
-    own.add_note(f"raised by {match.group(3)}'s C code, called by XLA in a JAX computation")
+    own.add_note(f"raised by {match.group(3)} in a JAX computation, called by XLA")
     return own
+
+
+class _Instance:
+    """What a call site runs: a node's CompiledOp, the list its errors go to, its module's
+    cache key, and the ``_core.Batched`` that runs a vmapped call's batch (or None)."""
+
+    __slots__ = ("__weakref__", "batched", "compiled", "errors", "key")
+
+    def __init__(self, compiled, errors, key: str, batched=None):
+        self.compiled, self.errors, self.key, self.batched = compiled, errors, key, batched
+
+
+def _batch(compiled, name: str, in_ndims, out_ndims, batch: int):
+    """The node's ``_core.Batched`` for batch mode ``batch`` (see ``call_node``), or None."""
+    if not batch:
+        return None
+    return _batched.ffi_batch(compiled, name, list(in_ndims), list(out_ndims), batch == 2)
+
+
+# The instances of this process's traced calls, by token, while their functions live (an
+# executable's state holds its own reference).
+_live: weakref.WeakValueDictionary[str, _Instance] = weakref.WeakValueDictionary()
+
+
+def call_node(compiled, name: str, ins, outs, params, batch: int = 0):
+    """``(output specs, *inputs) -> outputs``: ``compiled`` (a node's CompiledOp, whose params
+    are ``params``) run through the FFI target. ``ins``/``outs``: ``(core ndim, kind, dtype)``
+    per value, kind 0 for a scalar, 1 for a tensor, 2 for a tensor input the op destroys (the
+    handler copies it); the dtype is the node's, which JAX may canonicalise (the handler then
+    converts). ``batch``: how a vmapped call runs its batch where the module has a batch entry:
+    0 per element, 1 in one C loop over the rows, 2 in one call (``vmap_method`` is
+    ``"broadcast_all"``); see ``_batched.ffi_batch``."""
+    import jax
+
+    key = compiled.info["key"]
+    batched = _batch(compiled, name, [n for n, _, _ in ins], [n for n, _, _ in outs], batch)
+    instance = _Instance(compiled, error_list(), key, batched)
+    token = uuid.uuid4().hex
+    _live[token] = instance
+    attributes = {
+        "module": key,
+        "instance": token,
+        "name": name,
+        "params": _params_text(params),
+        "in_ndims": np.array([n for n, _, _ in ins], np.int64),
+        "in_kinds": np.array([k for _, k, _ in ins], np.int64),
+        "in_types": np.array([np.dtype(d).num for _, _, d in ins], np.int64),
+        "out_ndims": np.array([n for n, _, _ in outs], np.int64),
+        "out_kinds": np.array([k for _, k, _ in outs], np.int64),
+        "out_types": np.array([np.dtype(d).num for _, _, d in outs], np.int64),
+        "batch": np.int64(batch),
+    }
+
+    def call(specs, *xs):
+        return jax.ffi.ffi_call(TARGET, specs, vmap_method="broadcast_all")(*xs, **attributes)
+
+    call.instance = instance  # type: ignore[attr-defined]
+    return call
+
+
+def instantiate(key: str, token: str, name: str, params: str, in_ndims, out_ndims, batch: int):
+    """Called by the handler when XLA instantiates a call site: ``(CompiledOp, native entry,
+    error list, Batched or None, its native entry or 0)`` of the instance the call names, this
+    process's own or, for a computation exported from another process, one loaded from the
+    module cache (with its ``Batched`` made here, from the call's ranks and ``batch``)."""
+    live = _live.get(token)
+    if live is None or live.key != key:
+        n_in, n_out = len(in_ndims), len(out_ndims)
+        compiled = _core.link_cached(key, name, n_in, n_out, [_params_value(params, name)])
+        if compiled is None:
+            raise LookupError(
+                f"libsection: this computation runs {name}'s module {key}, which the module "
+                f"cache {_core.cache_dir()} does not hold. Build it there first: run the code "
+                f"that made the computation (or any function with the same {name} node) once "
+                f"with LIBSECTION_CACHE_DIR pointing at this cache, then call it again"
+            )
+        batched = _batch(compiled, name, in_ndims, out_ndims, batch)
+        live = _Instance(compiled, error_list(), key, batched)
+    batch_entry = 0 if live.batched is None else _core.native_entry(live.batched)[4]
+    return (
+        live.compiled,
+        _core.native_entry(live.compiled)[4],
+        live.errors,
+        live.batched,
+        batch_entry,
+    )
+
+
+# ---- params as text -------------------------------------------------------------------------
+# An exported computation carries the node's params as JSON (never pickle: it may come from
+# anywhere): numbers, NumPy scalars and arrays, and dicts of them (PyTensor's Params).
+
+
+def _encode(value):
+    if isinstance(value, (np.generic, np.ndarray, bool, int, float, complex)):
+        array = np.asarray(value)
+        if array.dtype not in SUPPORTED_DTYPES:
+            raise TypeError(f"a value of dtype {array.dtype}")
+        flat = array.ravel().tolist()
+        if array.dtype.kind == "c":
+            flat = [[z.real, z.imag] for z in flat]
+        kind = "array" if isinstance(value, np.ndarray) else "scalar"
+        return {kind: array.dtype.name, "shape": list(array.shape), "values": flat}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"fields": {k: _encode(v) for k, v in value.items()}}
+    raise TypeError(f"a {type(value).__name__}")
+
+
+def _decode(encoded):
+    if "fields" in encoded:
+        return {k: _decode(v) for k, v in encoded["fields"].items()}
+    kind = "scalar" if "scalar" in encoded else "array"
+    dtype = np.dtype(encoded[kind])
+    if dtype not in SUPPORTED_DTYPES:
+        raise ValueError(f"dtype {dtype}")
+    values = encoded["values"]
+    if dtype.kind == "c":
+        values = [complex(r, i) for r, i in values]
+    array = np.array(values, dtype=dtype).reshape(encoded["shape"])
+    return array[()] if kind == "scalar" else array
+
+
+def _params_text(params) -> str:
+    """The params as an exported computation carries them: "" without params, JSON, or "!"
+    and what they are when JSON cannot hold them (a computation in this process needs no
+    text: it runs the instance it traced)."""
+    if params is None:
+        return ""
+    try:
+        return json.dumps(_encode(params))
+    except TypeError as e:
+        return f"!{e}"
+
+
+def _params_value(text: str, name: str):
+    if not text:
+        return None
+    if text.startswith("!"):
+        raise TypeError(
+            f"libsection: {name}'s params ({text[1:]}) cannot travel in an exported "
+            f"computation: only numbers, NumPy scalars and arrays, and dicts of them can"
+        )
+    try:
+        return _decode(json.loads(text))
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(
+            f"libsection: {name}'s params in this computation are malformed: {e}"
+        ) from e

@@ -4,19 +4,29 @@
 // built) by libsection/_jax_ffi.py through the module cache, like any module, and loaded the
 // same way: the libsection_* entry points below let the loader check and initialise it.
 //
-// One call: XLA hands the node's inputs as dense row-major buffers and the result buffers to
-// fill. The handler takes the GIL, wraps each input as a read-only NumPy array without
-// copying, calls the node's CompiledOp through its native entry (the one Numba calls), checks
-// each output against the result buffer's dtype and shape, and copies it there. Under vmap, a
-// node whose module has a batch entry gets the whole batch in one call of its `Batched`
-// (`batch_entry`, `batch_op`: one C loop over the rows, writing into the result buffers);
-// another (scalar inputs, inputs it destroys) gets one call per batch element. A Python exception
-// from the op becomes an FFI error whose message carries the exception's class, the op's name and a
-// token by which Python finds the exception itself.
+// Two stages. Instantiate, once per call site when XLA makes an executable: the call's
+// attributes name what it runs by values that mean the same in every process (the module's
+// cache key, an instance token, the op's name, its params as text), and Python
+// (libsection._jax_ffi.instantiate) answers with the node's CompiledOp (the live one that
+// traced the call, or one loaded from the cache for a computation exported elsewhere), which
+// the executable's state holds until XLA frees the executable. Execute, per call: XLA hands the
+// node's inputs as dense row-major buffers and the result buffers to fill. The handler takes
+// the GIL, wraps each input (each batch element under vmap) as a read-only NumPy array without
+// copying (a copy in the node's own dtype where JAX canonicalised it: float64 is float32 with
+// x64 off), calls the CompiledOp through its native entry (the one Numba calls), checks each
+// output against the node's dtype and the result buffer's shape, and copies it there. A Python
+// exception from the op becomes an FFI error whose message carries the exception's class, the
+// op's name and a token by which Python finds the exception itself. Under vmap, a node whose
+// module has a batch entry gets its whole batch in one call of its `Batched` instead (one C loop
+// over the rows, writing into the result buffers; see libsection/_batched.py ffi_batch), unless
+// the op destroys an input or JAX canonicalised a dtype (then the handler goes per element).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "xla/ffi/api/ffi.h"
@@ -28,6 +38,47 @@ namespace ffi = xla::ffi;
 namespace {
 
 using Entry = int (*)(PyObject*, PyObject* const*, PyObject**);
+
+// Whether Python can still be called: not once the interpreter is finalising (XLA may free an
+// executable, and with it a state, from a destructor that runs that late).
+bool python_alive() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
+// Holds the GIL for a scope (the handler runs on XLA's threads, which never hold it).
+struct Gil {
+  PyGILState_STATE state = PyGILState_Ensure();
+  ~Gil() { PyGILState_Release(state); }
+};
+
+// What one call site of an executable runs, from its instantiation to the executable's end:
+// the node's CompiledOp, its native entry, the list the op's exceptions go to, and the node's
+// Batched with its native entry (null when a batch runs per element).
+struct NodeState {
+  static ffi::TypeId id;  // set when _jax_ffi registers the type with XLA
+  PyObject* op = nullptr;
+  Entry entry = nullptr;
+  PyObject* errors = nullptr;
+  PyObject* batched = nullptr;
+  Entry batch_entry = nullptr;
+
+  NodeState() = default;
+  NodeState(NodeState const&) = delete;
+  NodeState& operator=(NodeState const&) = delete;
+  ~NodeState() {
+    if (!python_alive()) return;  // the process is ending: nothing left to release
+    Gil gil;
+    Py_XDECREF(op);
+    Py_XDECREF(errors);
+    Py_XDECREF(batched);
+  }
+};
+
+ffi::TypeId NodeState::id = {};
 
 // NumPy's type number of an XLA element type, or -1 (the Python side only lowers these).
 int numpy_type(ffi::DataType t) {
@@ -47,6 +98,27 @@ int numpy_type(ffi::DataType t) {
     case ffi::DataType::C64: return NPY_COMPLEX64;
     case ffi::DataType::C128: return NPY_COMPLEX128;
     default: return -1;
+  }
+}
+
+// Whether `typenum` is one of the NumPy types above.
+bool numpy_type_known(std::int64_t typenum) {
+  switch (typenum) {
+    case NPY_BOOL:
+    case NPY_INT8:
+    case NPY_INT16:
+    case NPY_INT32:
+    case NPY_INT64:
+    case NPY_UINT8:
+    case NPY_UINT16:
+    case NPY_UINT32:
+    case NPY_UINT64:
+    case NPY_HALF:
+    case NPY_FLOAT32:
+    case NPY_FLOAT64:
+    case NPY_COMPLEX64:
+    case NPY_COMPLEX128: return true;
+    default: return false;
   }
 }
 
@@ -71,19 +143,15 @@ std::string dtype_name(int typenum) {
   return name;
 }
 
-// One buffer's element layout: its type and the dimensions after the batch ones.
+// One buffer's element layout: its type, the node's type for it, and the dimensions after the
+// batch ones.
 struct Slot {
-  int typenum;
+  int typenum;   // the buffer's
+  int declared;  // the node's: the C code's, which differs where JAX canonicalised the dtype
   int itemsize;
   std::vector<npy_intp> core;  // the element's own dimensions
   std::size_t element_bytes;   // bytes of one batch element
   char* data;
-};
-
-// Holds the GIL for a scope (the handler runs on XLA's threads, which never hold it).
-struct Gil {
-  PyGILState_STATE state = PyGILState_Ensure();
-  ~Gil() { PyGILState_Release(state); }
 };
 
 // Drops the references a batch element holds, at scope exit, and empties their slots: the
@@ -98,13 +166,14 @@ struct DropRefs {
   }
 };
 
-// The error XLA reports for the Python exception set now (which is kept in `errors`, a list
-// the Python side owns, so it can raise the exception itself).
-ffi::Error python_error(PyObject* errors, std::string const& op_name) {
+// Fetches the Python exception set now: its class name and text; the exception itself is
+// appended to `errors` (a list the Python side owns, so it can raise it), whose index is
+// returned (-1 when it could not be kept).
+Py_ssize_t fetch_exception(PyObject* errors, std::string& kind, std::string& text) {
   PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
   PyErr_Fetch(&type, &value, &traceback);
   PyErr_NormalizeException(&type, &value, &traceback);
-  std::string kind = "Exception", text;
+  kind = "Exception";
   if (type) kind = reinterpret_cast<PyTypeObject*>(type)->tp_name;
   if (value) {
     if (traceback) PyException_SetTraceback(value, traceback);
@@ -123,17 +192,31 @@ ffi::Error python_error(PyObject* errors, std::string const& op_name) {
   Py_XDECREF(type);
   Py_XDECREF(value);
   Py_XDECREF(traceback);
+  return token;
+}
+
+// The error XLA reports for the Python exception set now, with the marker by which
+// libsection._jax_ffi.original_error finds the exception in `errors`.
+ffi::Error python_error(PyObject* errors, std::string const& op_name) {
+  std::string kind, text;
+  Py_ssize_t const token = fetch_exception(errors, kind, text);
   std::string message = "[libsection " + std::to_string(reinterpret_cast<std::uintptr_t>(errors)) +
                         ":" + std::to_string(token) + "] " + kind + " in " + op_name + ": " + text;
   return ffi::Error::Internal(message);
 }
 
 // Builds the Slot of every buffer; the batch shape comes from the first buffer.
-ffi::Error layout(ffi::AnyBuffer const& buffer, std::int64_t core_ndim, Slot& slot,
-                  std::vector<std::int64_t>& batch, bool first) {
+ffi::Error layout(ffi::AnyBuffer const& buffer, std::int64_t core_ndim, std::int64_t declared,
+                  Slot& slot, std::vector<std::int64_t>& batch, bool first) {
   auto dims = buffer.dimensions();
   slot.typenum = numpy_type(buffer.element_type());
   if (slot.typenum < 0) return ffi::Error::InvalidArgument("libsection: unsupported element type");
+  // The node's dtype: the buffer's, or one JAX canonicalises to it (float64 to float32).
+  slot.declared = static_cast<int>(declared);
+  if (slot.declared != slot.typenum &&
+      (!numpy_type_known(declared) || !PyArray_CanCastSafely(slot.typenum, slot.declared)))
+    return ffi::Error::InvalidArgument("libsection: a buffer of " + dtype_name(slot.typenum) +
+                                       " for a value of " + dtype_name(slot.declared));
   slot.itemsize = static_cast<int>(ffi::ByteWidth(buffer.element_type()));
   std::int64_t const rank = static_cast<std::int64_t>(dims.size());
   if (core_ndim > rank)
@@ -150,26 +233,40 @@ ffi::Error layout(ffi::AnyBuffer const& buffer, std::int64_t core_ndim, Slot& sl
   return ffi::Error::Success();
 }
 
+// A read-only array over an element of a buffer, in the buffer's dtype.
+PyObject* array_over(Slot const& s, char* data) {
+  int flags = NPY_ARRAY_C_CONTIGUOUS;
+  if (reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(s.itemsize) == 0)
+    flags |= NPY_ARRAY_ALIGNED;
+  return PyArray_New(&PyArray_Type, static_cast<int>(s.core.size()),
+                     const_cast<npy_intp*>(s.core.data()), s.typenum, nullptr, data, 0, flags,
+                     nullptr);
+}
+
 // The Python value the op's C code reads for one input element: a read-only array over XLA's
-// buffer, a copy of it for an input the op destroys, or a NumPy scalar for a scalar type.
-PyObject* wrap_input(Slot const& s, char* data, bool tensor, bool destroyed) {
-  if (!tensor) {
+// buffer, or a copy of it for an input the op destroys, or a NumPy scalar for a scalar type;
+// converted to the node's dtype where the buffer's differs.
+PyObject* wrap_input(Slot const& s, char* data, bool tensor, bool copy) {
+  if (s.declared == s.typenum && !tensor) {
     PyArray_Descr* descr = PyArray_DescrFromType(s.typenum);
     if (!descr) return nullptr;
     PyObject* scalar = PyArray_Scalar(data, descr, nullptr);
     Py_DECREF(descr);
     return scalar;
   }
-  int flags = NPY_ARRAY_C_CONTIGUOUS;
-  if (reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(s.itemsize) == 0)
-    flags |= NPY_ARRAY_ALIGNED;
-  PyObject* view = PyArray_New(&PyArray_Type, static_cast<int>(s.core.size()),
-                               const_cast<npy_intp*>(s.core.data()), s.typenum, nullptr, data, 0,
-                               flags, nullptr);
-  if (!view || !destroyed) return view;
-  PyObject* copy = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(view), NPY_CORDER);
+  PyObject* view = array_over(s, data);
+  if (!view) return nullptr;
+  if (s.declared == s.typenum) {
+    if (!copy) return view;
+    PyObject* own = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(view), NPY_CORDER);
+    Py_DECREF(view);
+    return own;
+  }
+  PyObject* cast = PyArray_CastToType(reinterpret_cast<PyArrayObject*>(view),
+                                      PyArray_DescrFromType(s.declared), 0);
   Py_DECREF(view);
-  return copy;
+  if (!cast || tensor) return cast;
+  return PyArray_Return(reinterpret_cast<PyArrayObject*>(cast));  // a 0-d array's scalar
 }
 
 // A writable array over one element of a result buffer.
@@ -194,7 +291,7 @@ class Reused {
       return array_;
     }
     Py_XDECREF(array_);
-    array_ = writable ? writable_view(s, data) : wrap_input(s, data, true, false);
+    array_ = writable ? writable_view(s, data) : array_over(s, data);
     return array_;
   }
 
@@ -202,7 +299,8 @@ class Reused {
   PyObject* array_ = nullptr;
 };
 
-// Checks one output of the op against its result buffer and copies it there: 0, or -1 with a
+// Checks one output of the op against the node's dtype and the result buffer's shape, and
+// copies it there (rounded to the buffer's dtype where JAX canonicalised it): 0, or -1 with a
 // Python exception set (TypeError for a wrong kind or dtype, ValueError for a wrong shape).
 int store_output(PyObject* out, Slot const& s, char* data, bool tensor, std::string const& op_name,
                  std::size_t j) {
@@ -213,19 +311,21 @@ int store_output(PyObject* out, Slot const& s, char* data, bool tensor, std::str
   };
   if (!tensor) {
     PyArray_Descr* descr = PyArray_IsScalar(out, Generic) ? PyArray_DescrFromScalar(out) : nullptr;
-    bool const same = descr && descr->type_num == s.typenum;
+    bool const same = descr && descr->type_num == s.declared;
     Py_XDECREF(descr);
     if (!same)
-      return fail(PyExc_TypeError, where + " is not a " + dtype_name(s.typenum) + " scalar");
-    PyArray_ScalarAsCtype(out, data);
-    return 0;
+      return fail(PyExc_TypeError, where + " is not a " + dtype_name(s.declared) + " scalar");
+    PyArray_Descr* target = PyArray_DescrFromType(s.typenum);
+    int const cast = target ? PyArray_CastScalarToCtype(out, data, target) : -1;
+    Py_XDECREF(target);
+    return cast;
   }
   if (!PyArray_Check(out))
     return fail(PyExc_TypeError, where + " is " + Py_TYPE(out)->tp_name + ", not an array");
   auto* a = reinterpret_cast<PyArrayObject*>(out);
-  if (!PyArray_EquivTypenums(PyArray_TYPE(a), s.typenum))
+  if (!PyArray_EquivTypenums(PyArray_TYPE(a), s.declared))
     return fail(PyExc_TypeError, where + " has dtype " + dtype_name(PyArray_TYPE(a)) +
-                                     ", the node declares " + dtype_name(s.typenum));
+                                     ", the node declares " + dtype_name(s.declared));
   int const nd = PyArray_NDIM(a);
   bool const same_shape = nd == static_cast<int>(s.core.size()) &&
                           std::equal(s.core.begin(), s.core.end(), PyArray_DIMS(a));
@@ -234,7 +334,7 @@ int store_output(PyObject* out, Slot const& s, char* data, bool tensor, std::str
                                       ", but the op's infer_shape gives " +
                                       shape_text(s.core.data(), static_cast<int>(s.core.size())) +
                                       " (the shape JAX allocated for it)");
-  if (PyArray_IS_C_CONTIGUOUS(a)) {
+  if (s.declared == s.typenum && PyArray_IS_C_CONTIGUOUS(a)) {
     std::memcpy(data, PyArray_DATA(a), s.element_bytes);
     return 0;
   }
@@ -245,7 +345,169 @@ int store_output(PyObject* out, Slot const& s, char* data, bool tensor, std::str
   return copied;
 }
 
-// An array over a whole buffer, its batch dimensions and its element's.
+// The attributes of every call, bound by both stages (XLA decodes a call's attributes as one
+// set). See libsection/_jax_ffi.py call_node.
+template <class Binding>
+auto with_call_attributes(Binding binding) {
+  using Ints = ffi::Span<std::int64_t const>;
+  return std::move(binding)
+      .template Attr<std::string_view>("module")
+      .template Attr<std::string_view>("instance")
+      .template Attr<std::string_view>("name")
+      .template Attr<std::string_view>("params")
+      .template Attr<Ints>("in_ndims")
+      .template Attr<Ints>("in_kinds")
+      .template Attr<Ints>("in_types")
+      .template Attr<Ints>("out_ndims")
+      .template Attr<Ints>("out_kinds")
+      .template Attr<Ints>("out_types")
+      .template Attr<std::int64_t>("batch");
+}
+
+using Span = ffi::Span<std::int64_t const>;
+
+// A tuple of Python ints (a new reference), or null with a Python exception set.
+PyObject* int_tuple(Span values) {
+  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(values.size()));
+  for (std::size_t i = 0; tuple && i < values.size(); ++i) {
+    PyObject* value = PyLong_FromLongLong(values[i]);
+    if (!value) Py_CLEAR(tuple);
+    else PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), value);
+  }
+  return tuple;
+}
+
+// The instantiate stage: the CompiledOp this call site runs, from
+// libsection._jax_ffi.instantiate(module, instance, name, params, in_ndims, out_ndims, batch),
+// which returns (op, native entry address, error list, Batched or None, its entry address).
+ffi::ErrorOr<std::unique_ptr<NodeState>> instantiate(std::string_view module,
+                                                     std::string_view instance,
+                                                     std::string_view name, std::string_view params,
+                                                     Span in_ndims, Span, Span, Span out_ndims,
+                                                     Span, Span, std::int64_t batch) try {
+  if (!python_alive())
+    return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
+                      "libsection: the Python interpreter has finished");
+  Gil gil;
+  std::string const op_name(name);
+  PyObject* result = nullptr;
+  if (PyObject* home = PyImport_ImportModule("libsection._jax_ffi")) {
+    // "N": the call takes the tuples' references (null ones fail it, their exception kept).
+    result = PyObject_CallMethod(
+        home, "instantiate", "s#s#s#s#NNL", module.data(), static_cast<Py_ssize_t>(module.size()),
+        instance.data(), static_cast<Py_ssize_t>(instance.size()), name.data(),
+        static_cast<Py_ssize_t>(name.size()), params.data(), static_cast<Py_ssize_t>(params.size()),
+        int_tuple(in_ndims), int_tuple(out_ndims), static_cast<long long>(batch));
+    Py_DECREF(home);
+  }
+  auto state = std::make_unique<NodeState>();
+  PyObject *op = nullptr, *entry = nullptr, *errors = nullptr, *batched = nullptr,
+           *batch_entry = nullptr;
+  if (!result || !PyArg_ParseTuple(result, "OOOOO", &op, &entry, &errors, &batched, &batch_entry)) {
+    Py_XDECREF(result);
+    std::string kind, text;
+    fetch_exception(nullptr, kind, text);
+    return ffi::Error::Internal(kind + " in " + op_name + ": " + text);
+  }
+  state->entry = reinterpret_cast<Entry>(PyLong_AsVoidPtr(entry));
+  Py_INCREF(op);
+  Py_INCREF(errors);
+  state->op = op;
+  state->errors = errors;
+  if (batched != Py_None) {
+    state->batch_entry = reinterpret_cast<Entry>(PyLong_AsVoidPtr(batch_entry));
+    Py_INCREF(batched);
+    state->batched = batched;
+  }
+  Py_DECREF(result);
+  return state;
+} catch (...) {  // XLA calls the handler from C: no C++ exception may leave it
+  return ffi::Error::Internal("libsection: a C++ exception in the handler (out of memory?)");
+}
+
+// One call's buffers (their slots), the kinds of its values and the arrays moved along its
+// batch; made and dropped with the GIL held (it holds arrays).
+struct Call {
+  Call(std::size_t n_in, std::size_t n_out, Span in_kinds, Span out_kinds, NodeState const& node,
+       std::string_view name)
+      : in(n_in), out(n_out), in_kinds(in_kinds), out_kinds(out_kinds), node(node), op_name(name),
+        inputs(n_in), outputs(n_out), views(n_out), copies(n_in), in_views(n_in), out_views(n_out) {
+  }
+
+  std::vector<Slot> in, out;
+  std::vector<std::int64_t> batch;  // the batch dimensions (none outside vmap)
+  Span in_kinds, out_kinds;         // 0 scalar, 1 tensor, 2 tensor input the op destroys (a copy)
+  NodeState const& node;
+  std::string op_name;
+  std::vector<PyObject*> inputs, outputs, views, copies;
+  // One array per buffer, moved along the batch: a new one only when the op kept a reference
+  // to the last (it is then the op's, and must not change under it).
+  std::vector<Reused> in_views, out_views;
+
+  ffi::Error failed() const { return python_error(node.errors, op_name); }
+};
+
+// Lays out every buffer of the call (Slot, batch) and returns the number of batch elements.
+ffi::ErrorOr<std::size_t> lay_out(Call& call, ffi::RemainingArgs const& args,
+                                  ffi::RemainingRets const& rets, Span in_ndims, Span in_types,
+                                  Span out_ndims, Span out_types) {
+  std::vector<std::int64_t>& batch = call.batch;
+  for (std::size_t i = 0; i < call.in.size(); ++i) {
+    auto buffer = args.get<ffi::AnyBuffer>(i);
+    if (buffer.has_error()) return buffer.error();
+    if (auto e = layout(*buffer, in_ndims[i], in_types[i], call.in[i], batch, i == 0); e.failure())
+      return e;
+  }
+  for (std::size_t j = 0; j < call.out.size(); ++j) {
+    auto buffer = rets.get<ffi::AnyBuffer>(j);
+    if (buffer.has_error()) return buffer.error();
+    bool const first = call.in.empty() && j == 0;
+    if (auto e = layout(**buffer, out_ndims[j], out_types[j], call.out[j], batch, first);
+        e.failure())
+      return e;
+  }
+  std::size_t n_batch = 1;
+  for (std::int64_t b : batch) n_batch *= static_cast<std::size_t>(b);
+  return n_batch;
+}
+
+// The node on batch element `b`: its inputs wrapped, the C code called, its outputs stored.
+ffi::Error run_element(Call& call, std::size_t b) {
+  DropRefs held{call.copies};  // the inputs made for this element (scalars, copies)
+  for (std::size_t i = 0; i < call.in.size(); ++i) {
+    Slot const& s = call.in[i];
+    char* data = s.data + b * s.element_bytes;
+    if (call.in_kinds[i] == 1 && s.declared == s.typenum) {
+      call.inputs[i] = call.in_views[i].at(s, data, false);
+    } else {
+      call.inputs[i] = call.copies[i] =
+          wrap_input(s, data, call.in_kinds[i] != 0, call.in_kinds[i] == 2);
+    }
+    if (!call.inputs[i]) return call.failed();
+  }
+  // Arrays over the result buffers: an op that writes into the outputs it is given (as it
+  // reuses its own) writes straight into XLA's memory, where the dtypes agree.
+  for (std::size_t j = 0; j < call.out.size(); ++j) {
+    Slot const& s = call.out[j];
+    bool const direct = call.out_kinds[j] != 0 && s.declared == s.typenum;
+    char* data = s.data + b * s.element_bytes;
+    call.views[j] = call.outputs[j] = direct ? call.out_views[j].at(s, data, true) : nullptr;
+    if (direct && !call.outputs[j]) return call.failed();
+  }
+  if (call.node.entry(call.node.op, call.inputs.data(), call.outputs.data()) != 0)
+    return call.failed();
+  DropRefs results{call.outputs};
+  for (std::size_t j = 0; j < call.out.size(); ++j) {
+    Slot const& s = call.out[j];
+    if (call.outputs[j] == call.views[j] && call.views[j]) continue;  // written in place
+    if (store_output(call.outputs[j], s, s.data + b * s.element_bytes, call.out_kinds[j] != 0,
+                     call.op_name, j) != 0)
+      return call.failed();
+  }
+  return ffi::Error::Success();
+}
+
+// An array over a whole buffer: its batch dimensions and its element's.
 PyObject* whole_view(Slot const& s, std::vector<std::int64_t> const& batch, bool writable) {
   std::vector<npy_intp> dims(batch.begin(), batch.end());
   dims.insert(dims.end(), s.core.begin(), s.core.end());
@@ -256,117 +518,87 @@ PyObject* whole_view(Slot const& s, std::vector<std::int64_t> const& batch, bool
                      s.data, 0, flags, nullptr);
 }
 
-// The whole batch in one call of the node's `Batched` (its C loop over the rows), which writes
-// the results into the arrays over XLA's result buffers it is given.
-ffi::Error run_batch(std::vector<Slot> const& in, std::vector<Slot> const& out,
-                     std::vector<std::int64_t> const& batch, Entry entry, PyObject* batched,
-                     PyObject* errors, std::string const& op_name) {
-  Gil gil;
-  std::vector<PyObject*> inputs(in.size()), given(out.size());
-  DropRefs held_inputs{inputs}, held_given{given};
-  for (std::size_t i = 0; i < in.size(); ++i)
-    if (!(inputs[i] = whole_view(in[i], batch, false))) return python_error(errors, op_name);
-  for (std::size_t j = 0; j < out.size(); ++j)
-    if (!(given[j] = whole_view(out[j], batch, true))) return python_error(errors, op_name);
-  std::vector<PyObject*> results(given);
-  if (entry(batched, inputs.data(), results.data()) != 0) return python_error(errors, op_name);
-  DropRefs held_results{results};  // the arrays given, written
+// Whether the call's batch can go to the node's Batched: there is a batch, and every buffer is
+// in the node's dtype (the C loop reads and writes XLA's memory as it is).
+bool batches_whole(Call const& call) {
+  auto own = [](Slot const& s) { return s.declared == s.typenum; };
+  return call.node.batched && call.node.batch_entry && !call.batch.empty() &&
+         std::all_of(call.in.begin(), call.in.end(), own) &&
+         std::all_of(call.out.begin(), call.out.end(), own);
+}
+
+// The whole batch in one call of the node's Batched (its C loop over the rows), which writes the
+// results into the arrays over XLA's result buffers it is given.
+ffi::Error run_batch(Call& call) {
+  DropRefs held_inputs{call.inputs}, held_given{call.views};
+  for (std::size_t i = 0; i < call.in.size(); ++i)
+    if (!(call.inputs[i] = whole_view(call.in[i], call.batch, false))) return call.failed();
+  for (std::size_t j = 0; j < call.out.size(); ++j)
+    if (!(call.views[j] = whole_view(call.out[j], call.batch, true))) return call.failed();
+  call.outputs = call.views;  // borrowed presets in; new references out, on success
+  if (call.node.batch_entry(call.node.batched, call.inputs.data(), call.outputs.data()) != 0)
+    return call.failed();
+  DropRefs results{call.outputs};  // the arrays given, written
   return ffi::Error::Success();
 }
 
-// XLA calls the handler from C: no C++ exception (a failed allocation) may leave it.
-ffi::Error run_node(ffi::RemainingArgs args, ffi::RemainingRets rets, std::uint64_t entry_address,
-                    std::uint64_t op_address, std::uint64_t errors_address, std::string_view name,
-                    ffi::Span<std::int64_t const> in_ndims, ffi::Span<std::int64_t const> in_kinds,
-                    ffi::Span<std::int64_t const> out_ndims,
-                    ffi::Span<std::int64_t const> out_kinds, std::uint64_t batch_entry,
-                    std::uint64_t batch_op) try {
+// The execute stage: the node on this call's buffers, its batch in one call of its Batched or
+// once per batch element.
+ffi::Error execute(NodeState* state, ffi::RemainingArgs args, ffi::RemainingRets rets,
+                   std::string_view, std::string_view, std::string_view name, std::string_view,
+                   Span in_ndims, Span in_kinds, Span in_types, Span out_ndims, Span out_kinds,
+                   Span out_types, std::int64_t) try {
   std::size_t const n_in = args.size(), n_out = rets.size();
-  if (in_ndims.size() != n_in || in_kinds.size() != n_in || out_ndims.size() != n_out ||
-      out_kinds.size() != n_out)
+  if (in_ndims.size() != n_in || in_kinds.size() != n_in || in_types.size() != n_in ||
+      out_ndims.size() != n_out || out_kinds.size() != n_out || out_types.size() != n_out)
     return ffi::Error::InvalidArgument("libsection: the call's attributes do not fit its buffers");
-  auto entry = reinterpret_cast<Entry>(entry_address);
-  auto* op = reinterpret_cast<PyObject*>(op_address);
-  auto* errors = reinterpret_cast<PyObject*>(errors_address);
-
-  std::vector<Slot> in(n_in), out(n_out);
-  std::vector<std::int64_t> batch;
-  for (std::size_t i = 0; i < n_in; ++i) {
-    auto buffer = args.get<ffi::AnyBuffer>(i);
-    if (buffer.has_error()) return buffer.error();
-    if (auto e = layout(*buffer, in_ndims[i], in[i], batch, i == 0); e.failure()) return e;
-  }
-  for (std::size_t j = 0; j < n_out; ++j) {
-    auto buffer = rets.get<ffi::AnyBuffer>(j);
-    if (buffer.has_error()) return buffer.error();
-    if (auto e = layout(**buffer, out_ndims[j], out[j], batch, n_in == 0 && j == 0); e.failure())
-      return e;
-  }
-  std::size_t n_batch = 1;
-  for (std::int64_t b : batch) n_batch *= static_cast<std::size_t>(b);
-
-  std::string const op_name(name);
-  if (batch_op && !batch.empty())
-    return run_batch(in, out, batch, reinterpret_cast<Entry>(batch_entry),
-                     reinterpret_cast<PyObject*>(batch_op), errors, op_name);
+  if (!state || !state->op || !state->entry)
+    return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
+                      "libsection: the call was not instantiated");
   Gil gil;
-  std::vector<PyObject*> inputs(n_in), outputs(n_out), views(n_out), copies(n_in);
-  // One array per buffer, moved along the batch: a new one only when the op kept a reference
-  // to the last (it is then the op's, and must not change under it).
-  std::vector<Reused> in_views(n_in), out_views(n_out);
-  for (std::size_t b = 0; b < n_batch; ++b) {
-    DropRefs held{copies};  // the inputs made for this element (scalars, copies)
-    for (std::size_t i = 0; i < n_in; ++i) {
-      char* data = in[i].data + b * in[i].element_bytes;
-      // in_kinds: 0 scalar, 1 tensor, 2 tensor the op destroys (gets a copy)
-      if (in_kinds[i] == 1) {
-        inputs[i] = in_views[i].at(in[i], data, false);
-      } else {
-        inputs[i] = wrap_input(in[i], data, in_kinds[i] != 0, true);
-        copies[i] = inputs[i];
-      }
-      if (!inputs[i]) return python_error(errors, op_name);
-    }
-    // Arrays over the result buffers: an op that writes into the outputs it is given (as it
-    // reuses its own) writes straight into XLA's memory.
-    for (std::size_t j = 0; j < n_out; ++j) {
-      char* data = out[j].data + b * out[j].element_bytes;
-      views[j] = outputs[j] = out_kinds[j] ? out_views[j].at(out[j], data, true) : nullptr;
-      if (out_kinds[j] && !outputs[j]) return python_error(errors, op_name);
-    }
-    if (entry(op, inputs.data(), outputs.data()) != 0) return python_error(errors, op_name);
-    DropRefs results{outputs};
-    for (std::size_t j = 0; j < n_out; ++j) {
-      if (outputs[j] == views[j]) continue;  // written in place
-      if (store_output(outputs[j], out[j], out[j].data + b * out[j].element_bytes,
-                       out_kinds[j] != 0, op_name, j) != 0)
-        return python_error(errors, op_name);
-    }
-  }
+  Call call(n_in, n_out, in_kinds, out_kinds, *state, name);
+  auto n_batch = lay_out(call, args, rets, in_ndims, in_types, out_ndims, out_types);
+  if (n_batch.has_error()) return n_batch.error();
+  if (batches_whole(call)) return run_batch(call);
+  for (std::size_t b = 0; b < *n_batch; ++b)
+    if (auto e = run_element(call, b); e.failure()) return e;
   return ffi::Error::Success();
-} catch (...) {
+} catch (...) {  // XLA calls the handler from C: no C++ exception may leave it
   return ffi::Error::Internal("libsection: a C++ exception in the handler (out of memory?)");
+}
+
+// How XLA destroys a state (with the executable that holds it).
+XLA_FFI_TypeInfo const node_state_info = {XLA_FFI_TypeInfo_STRUCT_SIZE, nullptr, [](void* state) {
+                                            delete static_cast<NodeState*>(state);
+                                          }};
+
+// XLA asks each stage's handler for its metadata when the target is registered, and refuses a
+// stateful handler whose state type it does not know yet. The type is registered here, through
+// the API that asks: jax.ffi.register_ffi_type would do it from Python, but JAX defers it until
+// its CPU client starts and then applies it after the targets it deferred too, too late.
+XLA_FFI_Error* ensure_state_type(XLA_FFI_CallFrame* frame) {
+  if (NodeState::id.type_id != XLA_FFI_UNKNOWN_TYPE_ID.type_id) return nullptr;
+  return ffi::Ffi::RegisterTypeId(frame->api, "libsection_node_state", &NodeState::id,
+                                  &node_state_info);
 }
 
 }  // namespace
 
-XLA_FFI_DEFINE_HANDLER(libsection_node_handler, run_node,
-                       ffi::Ffi::Bind()
-                           .RemainingArgs()
-                           .RemainingRets()
-                           .Attr<std::uint64_t>("entry")
-                           .Attr<std::uint64_t>("op")
-                           .Attr<std::uint64_t>("errors")
-                           .Attr<std::string_view>("name")
-                           .Attr<ffi::Span<std::int64_t const>>("in_ndims")
-                           .Attr<ffi::Span<std::int64_t const>>("in_kinds")
-                           .Attr<ffi::Span<std::int64_t const>>("out_ndims")
-                           .Attr<ffi::Span<std::int64_t const>>("out_kinds")
-                           .Attr<std::uint64_t>("batch_entry")
-                           .Attr<std::uint64_t>("batch_op"));
+XLA_FFI_DEFINE_HANDLER(libsection_node_instantiate, instantiate,
+                       with_call_attributes(ffi::Ffi::BindInstantiate()));
 
-LIBSECTION_EXPORT XLA_FFI_Error* libsection_jax_call(XLA_FFI_CallFrame* frame) {
-  return libsection_node_handler(frame);
+XLA_FFI_DEFINE_HANDLER(
+    libsection_node_execute, execute,
+    with_call_attributes(
+        ffi::Ffi::Bind().Ctx<ffi::State<NodeState>>().RemainingArgs().RemainingRets()));
+
+LIBSECTION_EXPORT XLA_FFI_Error* libsection_jax_instantiate(XLA_FFI_CallFrame* frame) {
+  if (XLA_FFI_Error* error = ensure_state_type(frame)) return error;
+  return libsection_node_instantiate(frame);
+}
+LIBSECTION_EXPORT XLA_FFI_Error* libsection_jax_execute(XLA_FFI_CallFrame* frame) {
+  if (XLA_FFI_Error* error = ensure_state_type(frame)) return error;
+  return libsection_node_execute(frame);
 }
 
 // What the loader asks of every libsection module. The handler library has no instances.

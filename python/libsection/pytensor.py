@@ -248,6 +248,29 @@ class ExternalCOp(COp):
             NodeRunner(node, _own(type(self), "perform")), node, storage_map, compute_map
         )
 
+    # ---------------------------------------------------------------- derivatives
+
+    def pullback(self, inputs, outputs, cotangents):
+        """The op's gradient: the one its class defines (``pullback``, ``L_op`` or ``grad``),
+        else one derived from its C code (``libsection._gradient``)."""
+        from . import _gradient
+
+        return _gradient.pullback(self, inputs, outputs, cotangents)
+
+    L_op = pullback  # what PyTensor before 3.3 asks for
+
+    def pushforward(self, inputs, outputs, tangents):
+        """The op's Jacobian-vector product: its class's own (``pushforward`` or ``R_op``),
+        else one derived from its C code."""
+        from . import _gradient
+
+        return _gradient.pushforward(self, inputs, outputs, tangents)
+
+    def R_op(self, inputs, eval_points):
+        from . import _gradient
+
+        return _gradient.r_op(self, inputs, eval_points)
+
     # ---------------------------------------------------------------- expansion
 
     def _options(self):
@@ -575,7 +598,7 @@ def _add_gradient(bridged, standalone_cls) -> None:
     from pytensor.graph.op import Op
 
     if not hasattr(Op, "pullback"):  # an older PyTensor: its own names, as they are
-        for name in ("grad", "L_op"):
+        for name in ("grad", "L_op", "pullback"):
             if hasattr(standalone_cls, name):
                 setattr(bridged, name, _forward(name))
         return

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "batched_op.hpp"
@@ -157,8 +159,8 @@ struct NodeOp {
   COpPtr op;
 };
 
-/// `Graph`, and the op of a drop-in node for its applies.
-void bind_graph_type(py::module_& m) {
+/// The ops of drop-in nodes (and of their derivatives), for `Graph.add_apply`.
+void bind_node_ops(py::module_& m) {
   py::class_<NodeOp>(m, "NodeOp",
                      "An op whose code the linker core generates, for `Graph.add_apply`.");
   m.def(
@@ -178,6 +180,50 @@ void bind_graph_type(py::module_& m) {
 ``build()``'s are, with ``compile_args`` added. Only the ``overridden`` methods (``c_code``,
 ``c_support_code_apply``, ...) are asked of ``python``, an object with the node's ``c_*``
 methods minus their ``node`` argument.)doc");
+  m.def(
+      "derivative_node_op",
+      [](LoadedSections const& loaded, OpDescription description, ExpandOptions options,
+         std::vector<std::string> compile_args, py::object python,
+         std::vector<std::string> const& overridden, py::list output_types,
+         std::vector<bool> differentiated, std::vector<bool> cotangents, int width,
+         std::string const& mode) {
+        BuildFlags flags;
+        flags.compile_args = std::move(compile_args);
+        SectionOp section(std::move(description), loaded.sources, loaded.set, std::move(options),
+                          std::move(flags));
+        DerivativeSpec spec;
+        if (mode != "pullback" && mode != "pushforward")
+          throw py::value_error("mode must be 'pullback' or 'pushforward', not '" + mode + "'");
+        spec.mode =
+            mode == "pullback" ? DerivativeSpec::Mode::pullback : DerivativeSpec::Mode::pushforward;
+        for (auto t : output_types) spec.outputs.push_back(to_type(t));
+        spec.differentiated = std::move(differentiated);
+        spec.cotangents = std::move(cotangents);
+        spec.width = width;
+        COpPtr const forward = dropin_op(section, std::move(python), overridden);
+        try {
+          return NodeOp{derivative_op(section, forward, std::move(spec))};
+        } catch (LinkError const& e) {
+          raise_python(e, *loaded.sources);
+        } catch (std::invalid_argument const& e) {
+          throw py::value_error(e.what());
+        }
+      },
+      py::arg("loaded"), py::arg("description"), py::arg("options"), py::arg("compile_args"),
+      py::arg("python"), py::arg("overridden"), py::arg("output_types"), py::arg("differentiated"),
+      py::arg("cotangents"), py::arg("width"), py::arg("mode"),
+      R"doc(The derivative op of a drop-in node (``dropin_node_op``'s arguments first): its C code
+run on dual numbers. ``mode`` ``"pullback"``: inputs are the node's, then the cotangent of each
+output ``cotangents`` marks, then the value of each of those outputs (checked against each
+pass's); outputs the gradient of each input ``differentiated`` marks, ``width`` of them per
+pass. ``"pushforward"`` (``width`` 1): inputs are the node's, then the
+tangent of each differentiated input; outputs the tangent of each float output.
+``output_types`` are the node's output types. Raises ``LinkError`` at the line of a cast that
+would read dual numbers as plain floats.)doc");
+}
+
+/// `Graph`, whose applies take Python ops or `NodeOp`s.
+void bind_graph_type(py::module_& m) {
   py::class_<PyGraph>(m, "Graph", R"doc(
 A graph of applies for one compiled module. Types are type strings (`"float64[:]"`) or Python
 objects with the CType methods (`c_declare(name, sub)`, `c_extract`, ...); ops are Python
@@ -369,9 +415,27 @@ void bind_linker(py::module_& m) {
   add_batched_op_type(m);
   add_link_errors(m);
 
+  bind_node_ops(m);
   bind_graph_type(m);
   bind_graph_builds(m);
   bind_builds(m);
+
+  m.def(
+      "link_cached",
+      [](std::string const& key, std::string const& name, std::size_t n_inputs,
+         std::size_t n_outputs, std::vector<py::object> const& constants) -> py::object {
+        auto loaded = load_cached_module(key, name, n_inputs, n_outputs);
+        if (!loaded) return py::none();
+        return new_compiled_op(*loaded->library, n_inputs, n_outputs, constants, std::nullopt,
+                               std::move(loaded->info), name);
+      },
+      py::arg("key"), py::arg("name"), py::arg("n_inputs"), py::arg("n_outputs"),
+      py::arg("constants"),
+      R"doc(A new instance of the module of cache entry ``key`` (a CompiledOp), or None when the
+cache has no such entry: for a caller that has only the key (a JAX computation exported from
+another process). The entry must be the module of the one op ``name`` with ``n_inputs`` inputs
+and ``n_outputs`` outputs, built for this Python; ``constants`` are its params (a module
+without params ignores them).)doc");
 
   py::class_<BuildGroup, std::shared_ptr<BuildGroup>>(
       m, "BuildGroup",

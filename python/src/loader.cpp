@@ -18,7 +18,9 @@
 
 #include "link_errors.hpp"
 #include "section/bounded_cache.hpp"
+#include "section/linker/cache/cache.hpp"
 #include "section/platform.hpp"
+#include "section/version.hpp"
 
 namespace py = pybind11;
 
@@ -260,6 +262,51 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
       load_library(key, library, verified_library.get(), debug, runtime, suffix);
   memo.put(memo_as, std::make_pair(library, py::dict(info)));
   return {&lib, std::move(info)};
+}
+
+std::optional<LoadedModule> load_cached_module(std::string const& key, std::string const& name,
+                                               std::size_t n_inputs, std::size_t n_outputs) {
+  PythonEnvironment const& python = python_environment();
+  void const* runtime = runtime_table();
+  SourceManager sm;
+  std::optional<CacheEntry> entry;
+  build_without_gil(sm, [&](ModuleCache& cache) { entry = cache.find(key); });
+  if (!entry) return std::nullopt;
+  ModuleManifest const& m = *entry->manifest;
+  auto refuse = [&](std::string const& why) {
+    raise_python(LinkError("cache entry " + key + " cannot run " + name + ": " + why), sm);
+  };
+  if (m.ops.size() != 1 || m.ops[0] != name) {
+    std::string ops;
+    for (auto const& op : m.ops) ops += (ops.empty() ? "" : ", ") + op;
+    refuse("it is the module of " + (ops.empty() ? std::string("no op") : ops));
+  }
+  if (m.inputs.size() != n_inputs || m.outputs.size() != n_outputs)
+    refuse("its op has " + std::to_string(m.inputs.size()) + " inputs and " +
+           std::to_string(m.outputs.size()) + " outputs, the call " + std::to_string(n_inputs) +
+           " and " + std::to_string(n_outputs));
+  if (m.python_abi != python.abi || m.numpy != python.numpy_api || m.libsection_version != version)
+    refuse("it was built for " + m.python_abi + ", NumPy " + m.numpy + " and libsection " +
+           m.libsection_version + ", this process runs " + python.abi + ", NumPy " +
+           python.numpy_api + " and libsection " + version);
+  py::dict info;
+  info["key"] = entry->key;
+  info["library"] = entry->library.string();
+  info["module"] = m.module;
+  info["ops"] = m.ops;
+  info["inputs"] = m.inputs;
+  info["outputs"] = m.outputs;
+  info["compiled"] = false;
+  info["graph"] = m.graph;
+  info["graphs"] = m.graphs;
+  LoadedLibrary const* lib = nullptr;
+  try {
+    lib = &load_library(key, entry->library, entry->library_file.get(), false, runtime,
+                        graph_suffix(m.graph, m.graphs));
+  } catch (LinkError const& e) {
+    raise_python(e, sm);
+  }
+  return LoadedModule{lib, std::move(info)};
 }
 
 }  // namespace section::python

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "section/linker.hpp"
 
@@ -42,6 +44,14 @@ struct LoadedModule {
 /// the GIL released meanwhile) and loads it. Raises the Python form of a `LinkError`, its
 /// diagnostics resolved against `sm`.
 LoadedModule load_module(ModuleSource const& module, SourceManager& sm);
+
+/// The module of cache entry `key`, for a caller that has nothing but the key (a JAX
+/// computation exported from another process): found and verified in the cache as any module,
+/// and loaded only when its manifest says it runs the one op `name`, with `n_inputs` inputs and
+/// `n_outputs` outputs, built for this Python and this libsection; nothing when the cache has no
+/// such entry. Raises `LinkError` for an invalid key or an entry that says otherwise.
+std::optional<LoadedModule> load_cached_module(std::string const& key, std::string const& name,
+                                               std::size_t n_inputs, std::size_t n_outputs);
 
 /// Builds (or finds) `modules` in the cache, together where they can share a library
 /// (`build_modules`), the GIL released meanwhile; loads nothing. Raises as `load_module` does.

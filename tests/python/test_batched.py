@@ -391,13 +391,120 @@ def test_jax_vmap_runs_the_batch_in_the_c_loop(cache_dir):
     assert empty.shape == (0, 4)
 
 
+EXPORT_VMAPPED = """
+import sys
+import numpy as np, pytensor.tensor as pt
+import jax
+from batched_ops import PlusNdimWhole
+from examples import load_op_module
+from libsection import _jax_ffi
+from libsection.pytensor import pytensor_op
+from test_batched import jax_function
+x = pt.dvector("x")
+log = jax_function([x], [pytensor_op(load_op_module("checked_log").CheckedLog())(x)])
+whole = jax_function([x], [pytensor_op(PlusNdimWhole())(x)])
+program = lambda a, rows: (jax.vmap(jax.vmap(log))(a), jax.vmap(whole)(rows))
+check = jax.export.DisabledSafetyCheck.custom_call(_jax_ffi.TARGET)
+shapes = (jax.ShapeDtypeStruct((2, 3, 4), np.float64), jax.ShapeDtypeStruct((5, 4), np.float64))
+exported = jax.export.export(jax.jit(program), disabled_checks=[check])(*shapes)
+open(sys.argv[1], "wb").write(exported.serialize())
+"""
+
+RUN_VMAPPED = """
+import json, sys
+import numpy as np
+import jax
+jax.config.update("jax_enable_x64", True)
+import libsection  # registers libsection's XLA target: nothing else of the ops is imported
+exported = jax.export.deserialize(bytearray(open(sys.argv[1], "rb").read()))
+a, rows = np.load(sys.argv[2]), np.load(sys.argv[3])
+logs, plus = exported.call(a, rows)
+results = {"log": np.asarray(logs).tolist(), "plus": np.asarray(plus).tolist()}
+a[1, 2, 3] = -2.0
+try:
+    np.asarray(exported.call(a, rows)[0])
+except Exception as e:
+    results["error"] = str(e)
+print(json.dumps(results))
+"""
+
+
+def run_script(code: str, tmp_path, args) -> dict:
+    """Runs ``code`` with ``args`` in a fresh Python (tests/python and ops/ importable, its
+    modules built in ``tmp_path``'s cache) and returns the JSON it prints last, if any."""
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    ops = here.parent.parent / "ops"
+    env = {**os.environ, "LIBSECTION_CACHE_DIR": str(tmp_path / "cache")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(here), str(ops), env.get("PYTHONPATH")]))
+    env.pop("JAX_ENABLE_X64", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=here,
+        env=env,
+        timeout=600,  # a hang guard
+    )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    lines = done.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else {}
+
+
+def test_jax_vmap_of_an_exported_computation_batches_in_a_fresh_process(tmp_path):
+    # The process that runs it builds each node's Batched from the call's attributes alone.
+    pytest.importorskip("jax", reason="JAX is not installed (the Python 3.12 stack has it)")
+    blob, a_file, rows_file = tmp_path / "vmapped.bin", tmp_path / "a.npy", tmp_path / "rows.npy"
+    a, rows = rng.random((2, 3, 4)) + 0.5, rng.random((5, 4))
+    np.save(a_file, a)
+    np.save(rows_file, rows)
+    run_script(EXPORT_VMAPPED, tmp_path, [blob])
+    results = run_script(RUN_VMAPPED, tmp_path, [blob, a_file, rows_file])
+    np.testing.assert_allclose(results["log"], np.log(a), rtol=1e-15)
+    np.testing.assert_array_equal(results["plus"], rows + 2)  # one call: 2-d
+    assert "CheckedLog: row 5 of the batch (index (1, 2)): checked_log: x[3] = -2" in results.get(
+        "error", ""
+    ), results
+
+
+VMAP_FLOAT32 = """
+import json
+import numpy as np, pytensor.tensor as pt
+import jax
+from examples import load_op_module
+from libsection.pytensor import pytensor_op
+from test_batched import jax_function
+x = pt.dvector("x")
+log = jax_function([x], [pytensor_op(load_op_module("checked_log").CheckedLog())(x)])
+jax.config.update("jax_enable_x64", False)  # as PyTensor's JAX mode for floatX=float32
+a = np.arange(1.0, 13.0).reshape(3, 4)
+out = jax.jit(jax.vmap(log))(a)
+print(json.dumps({"x64": jax.config.jax_enable_x64, "dtype": str(out.dtype),
+                  "log": np.asarray(out, np.float64).tolist()}))
+"""
+
+
+def test_jax_vmap_with_x64_off_runs_the_float64_op_per_element(tmp_path):
+    # float32 buffers for a float64 op: the C loop would read them as they are, so the handler
+    # converts each element instead.
+    pytest.importorskip("jax", reason="JAX is not installed (the Python 3.12 stack has it)")
+    results = run_script(VMAP_FLOAT32, tmp_path, [])
+    assert results["x64"] is False and results["dtype"] == "float32"
+    expected = np.log(np.arange(1.0, 13.0).reshape(3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(results["log"], np.float32), expected)
+
+
 def test_jax_vmap_of_grad_batches_the_gradients_own_calls(cache_dir, monkeypatch):
     jax = pytest.importorskip("jax", reason="JAX is not installed (the Python 3.12 stack has it)")
     batches = []
     ffi_batch = _batched.ffi_batch
 
-    def counted(compiled_op, node):
-        batch = ffi_batch(compiled_op, node)
+    def counted(*args):
+        batch = ffi_batch(*args)
         batches.append(batch)
         return batch
 

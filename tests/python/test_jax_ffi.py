@@ -166,14 +166,18 @@ def test_an_output_unlike_infer_shape_is_refused(cache_dir):
         f(np.ones(3), np.ones(3))
 
 
-def test_an_undefined_data_gradient_gets_zeros(cache_dir):
-    # numpyro and blackjax differentiate every float input, the data included.
+def test_an_undefined_data_gradient_is_never_asked_for(cache_dir):
+    # numpyro and blackjax differentiate the parameters; the data is not differentiated, and a
+    # differentiated value reaching it is an error (issue 34; test_jax_transforms.py has more).
+    from pytensor.gradient import NullTypeGradError
+
     y, mu = pt.dvector("y"), pt.dscalar("mu")
     fn = jax_function([y, mu], [GaussLogLikeNoDataGrad()(y, mu)])
     data = np.array([0.5, 1.0, 2.0])
-    g_data, g_mu = jax.jit(jax.grad(fn, argnums=(0, 1)))(data, 0.25)
-    np.testing.assert_array_equal(np.asarray(g_data), np.zeros(3))
+    g_mu = jax.jit(jax.grad(fn, argnums=1))(data, 0.25)
     np.testing.assert_allclose(float(g_mu), (data - 0.25).sum())
+    with pytest.raises(NullTypeGradError, match="GaussLogLikeNoDataGrad's input 0"):
+        jax.grad(fn, argnums=(0, 1))(data, 0.25)
 
 
 def test_a_jaxlib_without_the_handler_warns_once_and_falls_back(monkeypatch, caplog, cache_dir):

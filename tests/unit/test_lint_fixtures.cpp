@@ -41,6 +41,7 @@ LintOptions options_of(std::string const& text) {
     else if (flag == "--params") options.op.has_params = !parse_params(value).empty();
     else if (flag == "--func-name") options.op.func_name = value;
     else if (flag == "--language") options.op.language = parse_language(value, "fixture");
+    else if (flag == "--differentiated") options.op.differentiated = value == "true";
     else FAIL("unknown option in fixture: " << flag);
   }
   return options;

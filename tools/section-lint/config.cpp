@@ -118,6 +118,12 @@ class Reader {
     std::string const where = "signatures.\"" + glob + "\"";
     for (auto const& [key, part] : table(value, where, "strings")) {
       std::string const name(key.str());
+      if (name == "differentiated") {
+        auto const* flag = part.as_boolean();
+        if (!flag) fail(part.source(), "`" + where + ".differentiated` must be true or false");
+        signature.differentiated = flag->get() ? "true" : "false";
+        continue;
+      }
       auto const* s = part.as_string();
       if (!s) fail(part.source(), "`" + where + "." + name + "` must be a string");
       if (name == "inputs") signature.inputs = s->get();
@@ -127,8 +133,8 @@ class Reader {
       else if (name == "language") signature.language = s->get();
       else
         fail(key.source(), "unknown setting `" + where + "." + name +
-                               "` (a signature has inputs, outputs, params, func-name and "
-                               "language)");
+                               "` (a signature has inputs, outputs, params, func-name, "
+                               "language and differentiated)");
     }
     return signature;
   }

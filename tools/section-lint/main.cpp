@@ -67,7 +67,10 @@ section::OpDescription read_signature(Options const& o, CLI::App const& app,
   auto const func_name =
       pick("--func-name", o.func_name, &lint_config::Config::Signature::func_name);
   auto const language = pick("--language", o.language, &lint_config::Config::Signature::language);
+  auto const differentiated = pick("--differentiated", o.differentiated ? "true" : "false",
+                                   &lint_config::Config::Signature::differentiated);
   section::OpDescription s;
+  s.differentiated = differentiated == "true";
   try {
     if (language) s.language = section::parse_language(*language, "section-lint");
     if (inputs) s.inputs = section::parse_type_list(*inputs, "input");

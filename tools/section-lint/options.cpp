@@ -2,6 +2,30 @@
 #include "options.hpp"
 
 namespace lint_cli {
+namespace {
+
+/// The op the files are linted as (its signature, language, gradient, sections).
+void add_op_options(CLI::App& app, Options& o) {
+  app.add_option("--inputs", o.inputs, "The op's input types, e.g. float64[:],float64[:]");
+  app.add_option("--outputs", o.outputs, "The op's output types, e.g. float64[:]");
+  app.add_option("--params", o.params, "The op's params fields, e.g. k:int64");
+  app.add_option("--func-name", o.func_name, "The op's main function, e.g. APPLY_SPECIFIC(f)");
+  app.add_option("--language", o.language,
+                 "What the files are written in: c++ (the default) or c (an op declared "
+                 "`language = \"c\"`; reports C++-only constructs, SL208, and struct sections, "
+                 "SL209)")
+      ->check(CLI::IsMember({"c++", "c"}));
+  app.add_flag("--differentiated", o.differentiated,
+               "The op's gradient is derived from its C code (libsection does so for an op "
+               "without a gradient of its own): report values hidden from derivatives, SL306");
+  app.add_option("--extra-sections", o.extra_sections,
+                 "Section tags an op's base class adds to the nine, e.g. kernels (comma-separated, "
+                 "or the option repeated)")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+}
+
+}  // namespace
 
 void add_options(CLI::App& app, Options& o, CommandLine& line) {
   app.add_option(
@@ -66,20 +90,7 @@ void add_options(CLI::App& app, Options& o, CommandLine& line) {
   app.add_option("--explain", o.explain,
                  "Print the documentation of a code (SL, SE, compile-error...) and exit");
   app.add_flag("--list-rules", o.list_rules, "List every rule and exit");
-  app.add_option("--inputs", o.inputs, "The op's input types, e.g. float64[:],float64[:]");
-  app.add_option("--outputs", o.outputs, "The op's output types, e.g. float64[:]");
-  app.add_option("--params", o.params, "The op's params fields, e.g. k:int64");
-  app.add_option("--func-name", o.func_name, "The op's main function, e.g. APPLY_SPECIFIC(f)");
-  app.add_option("--language", o.language,
-                 "What the files are written in: c++ (the default) or c (an op declared "
-                 "`language = \"c\"`; reports C++-only constructs, SL208, and struct sections, "
-                 "SL209)")
-      ->check(CLI::IsMember({"c++", "c"}));
-  app.add_option("--extra-sections", o.extra_sections,
-                 "Section tags an op's base class adds to the nine, e.g. kernels (comma-separated, "
-                 "or the option repeated)")
-      ->allow_extra_args(false)
-      ->delimiter(',');
+  add_op_options(app, o);
   line.server = app.add_subcommand("server", "Run as a language server (LSP) over stdio")
                     ->fallthrough();  // the options above still apply (settings, --isolated...)
 }

@@ -34,6 +34,7 @@ struct Options {
   std::string params;
   std::string func_name;
   std::string language = "c++";
+  bool differentiated = false;
   std::vector<std::string> extra_sections;
   lint_files::Selection selection;  // --exclude, --extend-exclude, --[no-]respect-gitignore
 };

@@ -11,6 +11,7 @@
 
 #include "section/ctype.hpp"
 #include "section/linker/build/build.hpp"
+#include "section/linker/generate/derivative.hpp"
 #include "section/linker/generate/module.hpp"
 #include "section/op.hpp"
 #include "section/parse.hpp"
@@ -41,8 +42,15 @@ class SectionOp final : public COp {
   /// other way round).
   Expansion expansion(NodeContext const& node) const;
   OpDescription const& description() const { return op_; }
+  SourceManager const& sources() const { return *sm_; }
   BuildFlags const& flags() const { return flags_; }
   Language language() const override { return op_.language; }
+  /// Where its files read an array's elements through a plain floating type (SL306, as
+  /// errors) when the inputs marked `dual_inputs` and outputs marked `dual_outputs` hold dual
+  /// numbers: arrays the files show to be others (a plain input, through `INPUT_k` or the
+  /// main function's parameter) pass, as do lines with `// section-lint: ignore[SL306]`.
+  std::vector<Diagnostic> values_hidden_from(std::vector<bool> const& dual_inputs,
+                                             std::vector<bool> const& dual_outputs) const;
 
  private:
   OpDescription op_;
@@ -51,6 +59,12 @@ class SectionOp final : public COp {
   ExpandOptions options_;
   BuildFlags flags_;
 };
+
+/// The op computing `code`'s derivatives (`make_derivative_op`), `code` being `sections` or an
+/// op that asks it for its code (a drop-in's). Throws `LinkError` with the SL306 diagnostics
+/// of `sections.values_hidden_from` when the files read an array that carries derivatives
+/// through a plain floating type, which would give wrong derivatives where no compiler sees it.
+COpPtr derivative_op(SectionOp const& sections, COpPtr code, DerivativeSpec spec);
 
 /// The single-apply graph `build()` makes: one input per `inputs` type, one output per
 /// `outputs` type, and the params as a constant when the op has them.

@@ -47,7 +47,8 @@ struct LintOptions {
   RuleSelection selection;
   /// The op the files implement, as far as it is known: the signature checks (SL6xx) read its
   /// `inputs`/`outputs` (their number), `has_params` and `func_name`; with `language` C, the
-  /// files are checked as C (SL208, SL209).
+  /// files are checked as C (SL208, SL209); `differentiated`, values hidden from derivatives
+  /// are reported (SL306).
   OpDescription op;
   /// Section tags accepted besides the nine, as an op's base class declares them (Theano's
   /// `CGpuKernelBase` adds `kernels`). Their text is not checked as C.

@@ -2,6 +2,7 @@
 // expander, the linker, the linter, the tools and the bindings share.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,17 @@ struct OpDescription {
   /// What its sections are written in (`language = "c"`): a C op's files are checked as C
   /// (SL208, SL209) and its module is compiled as C.
   Language language = Language::cxx;
+  /// Its gradient is derived from its C code (a differentiated module): the linter reports
+  /// values hidden from derivatives (SL306).
+  bool differentiated = false;
+};
+
+/// What the `DTYPE_`, `TYPENUM_` and `ITEMSIZE_` macros of a variable expand to, where its
+/// code holds another element than its dtype's (a differentiated module's dual numbers).
+struct ElementMacros {
+  std::string c_type;    ///< `DTYPE_INPUT_0`
+  std::string typenum;   ///< `TYPENUM_INPUT_0`: a C expression (a registered dtype's number)
+  std::string itemsize;  ///< `ITEMSIZE_INPUT_0`
 };
 
 /// One application of an op: the names and types its code sees, as the reference `c_*(node,
@@ -59,6 +71,9 @@ struct NodeContext {
   /// The call's argument list when the op overrides `format_c_function_args` (Theano's cuDNN
   /// RNN ops pass NULL for an optional input); nullopt: inputs, `&`outputs and the padding.
   std::optional<std::string> function_args;
+  /// Variables (`INPUT_0`, `OUTPUT_1`) whose element macros are not their dtype's; empty in
+  /// every module but a differentiated one.
+  std::map<std::string, ElementMacros> elements;
 };
 
 /// The context PyTensor's `CLinker` gives the only node of a single-node graph of `op` (its

@@ -29,8 +29,14 @@ class MacroBuilder {
 };
 
 void add_dtype_macros(MacroBuilder& macros, std::string const& variable,
-                      std::optional<std::string> const& dtype) {
+                      std::optional<std::string> const& dtype, NodeContext const& node) {
   if (!dtype) return;  // no dtype (generic, ...): no macros, but the index is still used
+  if (auto element = node.elements.find(variable); element != node.elements.end()) {
+    macros.add("DTYPE_" + variable, element->second.c_type);
+    macros.add("TYPENUM_" + variable, element->second.typenum);
+    macros.add("ITEMSIZE_" + variable, element->second.itemsize);
+    return;
+  }
   auto info = dtype_info(*dtype);
   macros.add("DTYPE_" + variable, info->c_type);
   macros.add("TYPENUM_" + variable, std::to_string(info->typenum));
@@ -54,10 +60,10 @@ MacroBlock apply_macros(OpDescription const& op, NodeContext const& node, bool c
   MacroBuilder macros;
   if (check_input) {
     for (std::size_t i = 0; i < node.input_dtypes.size(); ++i) {
-      add_dtype_macros(macros, "INPUT_" + std::to_string(i), node.input_dtypes[i]);
+      add_dtype_macros(macros, "INPUT_" + std::to_string(i), node.input_dtypes[i], node);
     }
     for (std::size_t i = 0; i < node.output_dtypes.size(); ++i) {
-      add_dtype_macros(macros, "OUTPUT_" + std::to_string(i), node.output_dtypes[i]);
+      add_dtype_macros(macros, "OUTPUT_" + std::to_string(i), node.output_dtypes[i], node);
     }
   }
   macros.add_raw("#define APPLY_SPECIFIC(str) str##_" + node.node_name, "APPLY_SPECIFIC");

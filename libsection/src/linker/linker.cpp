@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <memory>
 
+#include "base/text.hpp"
 #include "linker/build/flags.hpp"
 #include "parse/c_tokens.hpp"
 #include "parse/declarations.hpp"
+#include "parse/hidden_values.hpp"
+#include "section/chars.hpp"
 #include "section/expand.hpp"
 #include "section/names.hpp"
 
@@ -117,7 +120,68 @@ void check_main_function_inputs(OpDescription const& spec, SourceManager const& 
   }
 }
 
+/// The name a written parameter declares: its last identifier (`PyArrayObject ** z` → `z`).
+std::string parameter_name(WrittenParameter const& p) {
+  std::string_view text = p.text;
+  std::size_t end = text.size();
+  while (end > 0 && !is_identifier_char(text[end - 1])) --end;
+  std::size_t begin = end;
+  while (begin > 0 && is_identifier_char(text[begin - 1])) --begin;
+  return std::string(text.substr(begin, end - begin));
+}
+
+/// What an array's name in the files is: input or output k (`INPUT_k`, `OUTPUT_k`, or the main
+/// function's parameter of that place), or nothing when the files do not say.
+struct ArrayRole {
+  bool input = false;
+  std::size_t index = 0;
+};
+
+std::optional<ArrayRole> role_of(std::string const& array, std::size_t inputs,
+                                 std::vector<std::string> const& parameters, int padded_inputs) {
+  for (auto const& [prefix, input] : {std::pair{"INPUT_", true}, std::pair{"OUTPUT_", false}}) {
+    std::string_view const p = prefix;
+    if (array.size() > p.size() && array.starts_with(p) &&
+        std::all_of(array.begin() + static_cast<std::ptrdiff_t>(p.size()), array.end(),
+                    [](char c) { return c >= '0' && c <= '9'; }))
+      return ArrayRole{input, std::stoul(array.substr(p.size()))};
+  }
+  std::size_t const first_output =
+      std::max<std::size_t>(inputs, static_cast<std::size_t>(padded_inputs));
+  for (std::size_t k = 0; k < parameters.size(); ++k) {
+    if (parameters[k] != array) continue;
+    if (k < inputs) return ArrayRole{true, k};
+    if (k >= first_output) return ArrayRole{false, k - first_output};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::vector<Diagnostic> SectionOp::values_hidden_from(std::vector<bool> const& dual_inputs,
+                                                      std::vector<bool> const& dual_outputs) const {
+  std::vector<Block> blocks;
+  for (auto const& section : sections_.sections)
+    blocks.insert(blocks.end(), section.blocks.begin(), section.blocks.end());
+  std::vector<std::string> parameters;
+  if (op_.func_name)
+    if (auto written = main_function_parameters(*sm_, sections_, *op_.func_name))
+      for (auto const& p : *written) parameters.push_back(parameter_name(p));
+  std::vector<Diagnostic> out;
+  for (auto const& found : detail::find_hidden_values(*sm_, blocks)) {
+    if (found.suppressed) continue;
+    auto const role =
+        role_of(found.array, dual_inputs.size(), parameters, op_.num_inputs.value_or(0));
+    auto const& duals = role && role->input ? dual_inputs : dual_outputs;
+    if (role && role->index < duals.size() && !duals[role->index]) continue;  // a plain array
+    std::string const macro = role ? std::string(role->input ? "DTYPE_INPUT_" : "DTYPE_OUTPUT_") +
+                                         std::to_string(role->index)
+                                   : std::string();
+    out.push_back(detail::hidden_value_diagnostic(found, macro));
+    out.back().severity = Severity::error;
+  }
+  return out;
+}
 
 Expansion SectionOp::expansion(NodeContext const& node) const {
   check_main_function_inputs(op_, *sm_, sections_, node);
@@ -140,6 +204,22 @@ OpCode SectionOp::generate(NodeContext const& node) const {
   static_cast<ApplyCode&>(code) = std::move(static_cast<ApplyCode&>(e));  // the strings both share
   static_cast<BuildFlags&>(code) = flags_;
   return code;
+}
+
+COpPtr derivative_op(SectionOp const& sections, COpPtr code, DerivativeSpec spec) {
+  std::vector<bool> dual_outputs;
+  for (auto const& type : spec.outputs) {
+    auto const dtype = dtype_name(*type);
+    dual_outputs.push_back(dtype == "float32" || dtype == "float64");
+  }
+  auto hidden = sections.values_hidden_from(spec.differentiated, dual_outputs);
+  if (!hidden.empty()) {
+    std::string message = sections.name() + ": its gradient cannot be derived from its C code";
+    for (auto const& d : hidden)
+      message += "\n" + location_text(d.range, sections.sources()) + ": error: " + d.message;
+    throw LinkError(message, std::move(hidden));
+  }
+  return make_derivative_op(std::move(code), std::move(spec));
 }
 
 Graph single_op_graph(COpPtr op, std::vector<CTypePtr> const& inputs,

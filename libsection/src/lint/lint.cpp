@@ -8,6 +8,7 @@
 
 #include "lint/checks.hpp"
 #include "parse/c_language.hpp"
+#include "parse/hidden_values.hpp"
 #include "parse/read.hpp"
 
 namespace section {
@@ -57,6 +58,9 @@ std::vector<Diagnostic> lint_inputs(SourceManager const& sm, std::vector<Input> 
     // The file's own `section-lint: language[...]` comment wins over the op's declaration.
     if (declared_language(view).value_or(options.op.language) == Language::c)
       detail::check_c_language(sm, parsed.back().blocks, input.diagnostics);
+    if (options.op.differentiated)
+      for (auto const& found : detail::find_hidden_values(sm, parsed.back().blocks))
+        input.diagnostics.push_back(detail::hidden_value_diagnostic(found));
     view_of_input[i] = views.size() - 1;
     input_of_file[*input.file] = i;
   }

@@ -8,6 +8,7 @@
 #include "lint/checks.hpp"
 #include "parse/c_language.hpp"
 #include "parse/checks.hpp"
+#include "parse/hidden_values.hpp"
 #include "parse/read.hpp"
 
 namespace section {
@@ -18,10 +19,11 @@ std::span<DiagnosticCode const> diagnostic_codes() {
     std::vector<DiagnosticCode> all;
     for (auto const codes : std::initializer_list<std::span<DiagnosticCode const* const>>{
              expander_codes(), detail::reading_rules(), detail::judging_rules(),
-             detail::c_language_rules(), lint_detail::structure_rules(),
-             lint_detail::macro_scope_rules(), lint_detail::macro_typo_rules(),
-             lint_detail::apply_specific_rules(), lint_detail::control_flow_rules(),
-             lint_detail::signature_rules(), lint_detail::suppression_rules(), compiler_codes()})
+             detail::c_language_rules(), detail::hidden_value_rules(),
+             lint_detail::structure_rules(), lint_detail::macro_scope_rules(),
+             lint_detail::macro_typo_rules(), lint_detail::apply_specific_rules(),
+             lint_detail::control_flow_rules(), lint_detail::signature_rules(),
+             lint_detail::suppression_rules(), compiler_codes()})
       for (auto const* code : codes) all.push_back(*code);
     std::sort(all.begin(), all.end(),
               [](DiagnosticCode const& a, DiagnosticCode const& b) { return a.code < b.code; });

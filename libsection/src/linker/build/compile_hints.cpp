@@ -2,6 +2,7 @@
 // generated macro, and errors in the generated module told as what they say about the op.
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -87,6 +88,58 @@ Note typo_note(std::string_view name, std::string const& intended, SourceRange r
   return {"`" + std::string(name) + "` is not a macro libsection defines; did you mean `" +
               intended + "`?",
           range};
+}
+
+/// The function a compiler note quotes in `initializing argument N of ‘double f(double)’`.
+std::optional<std::string> argument_function(std::string_view note) {
+  if (note.find("initializing argument") == std::string_view::npos) return std::nullopt;
+  auto const quoted = quoted_texts(note);
+  if (quoted.empty()) return std::nullopt;
+  std::string_view const signature = quoted.back();
+  std::size_t const open = signature.find('(');
+  if (open == std::string_view::npos) return std::nullopt;
+  std::size_t begin = open;
+  while (begin > 0 && is_identifier_char(signature[begin - 1])) --begin;
+  return std::string(signature.substr(begin, open - begin));
+}
+
+/// What an error means where libsection compiles an op's C code on dual numbers (a derived
+/// gradient's module) or as C++ (C code's implicit `void*` conversions): a note at the error.
+std::optional<Note> cxx_meaning(Diagnostic const& d, std::function<bool(SourceRange)> in_sections) {
+  std::string_view const m = d.message;
+  if (m.find("invalid conversion from") != std::string_view::npos &&
+      m.find("void*") != std::string_view::npos)
+    return Note{"C++ converts `void*` to another pointer type only with a cast, which C does "
+                "implicitly: write the cast, `(DTYPE_INPUT_0*)PyArray_DATA(x)`; an op's module "
+                "is C++ unless the op is declared C, and the module of its derived gradient "
+                "always is",
+                d.range};
+  if (m.find("libsection_dual_") == std::string_view::npos &&
+      m.find("libsection::dual<") == std::string_view::npos)
+    return std::nullopt;
+  std::string text =
+      "libsection derives this op's gradient by running its C code on dual numbers (a value "
+      "and its derivatives): here a value of a float input or output is one, and a dual does "
+      "not become a plain `double`, which would drop its derivatives";
+  for (auto const& note : d.notes) {
+    auto const function = argument_function(note.message);
+    if (!function) continue;
+    if (in_sections(note.range))
+      return Note{text + ". `" + *function +
+                      "` takes a plain number: declare its parameter (and what it returns) with "
+                      "the DTYPE macro of that input or output, `DTYPE_INPUT_0 x`, in "
+                      "support_code_apply (or make it a template)",
+                  d.range};
+    return Note{text + ". `" + *function +
+                    "` has no derivative rule in libsection (its dual numbers have the C math "
+                    "functions exp, log, pow, sqrt, sin, lgamma, erf, fabs, ... and their npy_ "
+                    "names): compute it from those, or give the op a pullback of its own",
+                d.range};
+  }
+  return Note{text + ": declare what holds it with the DTYPE macro of that input or output "
+                     "(`DTYPE_OUTPUT_0 total = 0;`, not `double total`), and write no `(double)` "
+                     "cast of it",
+              d.range};
 }
 
 /// What an error in the generated module says about the user's files, and the likely typo.
@@ -269,6 +322,11 @@ class Telling {
       if (meaning->typo) add_typo(d, *meaning->typo, show);
     } else if (explainer_.in_sections(d.range)) {
       for (auto const& typo : explainer_.typo_notes(d)) add_typo(d, typo, show);
+    }
+    auto const in_sections = [&](SourceRange r) { return explainer_.in_sections(r); };
+    if (auto cxx = in_sections(d.range) ? cxx_meaning(d, in_sections) : std::nullopt) {
+      if (show) tell(cxx->range, "note", cxx->message);
+      d.notes.push_back(std::move(*cxx));
     }
   }
 

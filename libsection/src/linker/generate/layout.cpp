@@ -18,6 +18,15 @@ void add_unique(std::vector<std::string>& list, std::string const& item) {
     list.push_back(item);
 }
 
+std::string escape_for_c_string(std::string const& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c != '%') out += c;
+  }
+  return out;
+}
+
 // What a module of one graph or several starts with: the prelude, the include lines and the
 // runtime's table, then the support code.
 std::string module_head(std::string const& what, Language language,

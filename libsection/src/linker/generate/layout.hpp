@@ -13,6 +13,10 @@ namespace section {
 /// kept (as PyTensor keeps support code).
 void add_unique(std::vector<std::string>& list, std::string const& item);
 
+/// `text` inside a C string literal of the generated code: quotes and backslashes escaped, and
+/// `%` dropped (the literals are also `printf`-style formats).
+std::string escape_for_c_string(std::string const& text);
+
 /// What a module of one graph or several starts with (`what` names its ops in its first line):
 /// the prelude, the export macros, the include lines and the runtime's table, then the support
 /// code.

@@ -90,15 +90,6 @@ Nested nest(std::vector<RunBlock> const& blocks) {
   return {declare, head + tail};
 }
 
-std::string escape_for_c_string(std::string const& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c != '%') out += c;
-  }
-  return out;
-}
-
 /// The module's language: C only when every op of the graph is declared C and the text is C
 /// (`why_cxx`, why the text is C++, is empty); otherwise a `LinkError` for the op declared C,
 /// naming why. Never a silent switch to C++.

@@ -1,0 +1,550 @@
+"""Derivatives from an op's own C code: the forward pass is written once.
+
+An op without a gradient of its own (no ``pullback``, ``L_op`` or ``grad``) whose values are
+written with the generated DTYPE macros gets exact derivatives when PyTensor asks for them:
+its C code is compiled a second time, in a module of its own, with the ``DTYPE_INPUT_i`` and
+``DTYPE_OUTPUT_i`` of its float inputs and outputs naming a dual number (a value and W
+tangents). That module is built only when a derivative is first asked for, through the same
+route, cache and checks as every module; the op's own module does not change.
+
+- ``pullback`` (PyTensor's reverse mode, ``pt.grad``, samplers): a ``DerivedGradient`` node.
+  Its C code runs the op's code once per W differentiated scalars, each pass seeding W unit
+  tangents, and contracts the outputs' tangents with the cotangents: a vector-Jacobian product
+  built from forward passes, exact to rounding. Its cost grows with the number of
+  differentiated scalars P (ceil(P / W) passes), so it suits a likelihood of a few parameters;
+  a long parameter vector is better served by a hand-written gradient.
+- ``pushforward`` (``R_op``, forward mode): a ``DerivedPushforward`` node, one pass with the
+  given tangents.
+
+Inputs that carry no derivative stay plain: integers (their gradient is undefined), and
+constants (nothing asks for their gradient). A graph rewrite narrows a gradient node to the
+inputs whose gradient the compiled function uses, so data given as an input costs no pass.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+from pytensor.graph.basic import Apply, Constant, Variable
+from pytensor.link.c.op import COp
+
+from . import _backends, _core, _numba
+from ._node import NodeRunner, _NodeCode, compile_node, make_c_thunk, make_thunk, pytensor_flags
+
+__all__ = ["DerivedGradient", "DerivedPushforward", "pullback", "pushforward", "width_for"]
+
+MAX_WIDTH = 8
+"""The most tangents a pass carries: more scalars than this take more passes."""
+UNKNOWN_WIDTH = 4
+"""The tangents per pass when the number of differentiated scalars is not known from the
+inputs' static shapes."""
+
+_FLOATS = ("float32", "float64")
+# The c_* methods whose text a derivative cannot take from a Python override: it recompiles
+# the op's sections with other element macros, and an override's text would not have them.
+_CODE_METHODS = (
+    "c_code",
+    "c_code_cleanup",
+    "c_support_code",
+    "c_support_code_apply",
+    "c_init_code",
+    "c_init_code_apply",
+    "c_support_code_struct",
+    "c_init_code_struct",
+    "c_cleanup_code_struct",
+)
+
+
+def _dtype(variable) -> str | None:
+    return getattr(variable.type, "dtype", None)
+
+
+def width_for(inputs, differentiated) -> int:
+    """Tangents per pass: every differentiated scalar at once when their number P is known
+    from static shapes and at most ``MAX_WIDTH``, else the fewest passes of equal width;
+    ``UNKNOWN_WIDTH`` when P is not known."""
+    total = 0
+    for x, carries in zip(inputs, differentiated, strict=True):
+        if not carries:
+            continue
+        shape = getattr(x.type, "shape", ())
+        if any(s is None for s in shape):
+            return UNKNOWN_WIDTH
+        total += math.prod(shape)
+    if total <= MAX_WIDTH:
+        return max(total, 1)
+    return math.ceil(total / math.ceil(total / MAX_WIDTH))
+
+
+# ---------------------------------------------------------------- which gradient the op has
+
+
+def _own(op, name: str):
+    """The op's own ``name`` method (``pullback``, ``L_op``, ``grad``, ...) when its class
+    defines one, not libsection's drop-in nor PyTensor's default; else None."""
+    from pytensor.graph.op import Op
+
+    from .pytensor import ExternalCOp
+
+    method = getattr(type(op), name, None)
+    if method is None or method is getattr(ExternalCOp, name, None):
+        return None
+    if method is getattr(Op, name, None):
+        return None
+    return getattr(op, name)
+
+
+def pullback(op, inputs, outputs, cotangents) -> list:
+    """The drop-in's gradient: the op's own (``pullback``, ``L_op``, ``grad``, whichever its
+    class defines) or one derived from its C code."""
+    own = _own(op, "pullback") or _own(op, "L_op")
+    if own is not None:
+        return own(inputs, outputs, cotangents)
+    grad = _own(op, "grad")
+    if grad is not None:
+        return grad(inputs, cotangents)
+    return _derived_pullback(op, list(inputs), list(outputs), list(cotangents))
+
+
+def pushforward(op, inputs, outputs, tangents) -> list:
+    """The drop-in's Jacobian-vector product: the op's own (``pushforward`` or ``R_op``) or
+    one derived from its C code. ``tangents`` has a ``DisconnectedType`` variable (or None,
+    as ``R_op`` takes them) for an input not differentiated."""
+    from pytensor.gradient import disconnected_type
+
+    own = _own(op, "pushforward")
+    if own is not None:
+        return own(inputs, outputs, tangents)
+    own = _own(op, "R_op")
+    if own is not None:
+        points = [None if _disconnected(t) else t for t in tangents]
+        return [disconnected_type() if r is None else r for r in own(inputs, points)]
+    return _derived_pushforward(op, list(inputs), list(outputs), list(tangents))
+
+
+def r_op(op, inputs, eval_points) -> list:
+    """``R_op`` in its own convention (``None`` for an input not differentiated, and for an
+    output without a tangent)."""
+    from pytensor.gradient import disconnected_type
+
+    outputs = op.make_node(*inputs).outputs
+    tangents = [disconnected_type() if p is None else p for p in eval_points]
+    return [None if _disconnected(r) else r for r in pushforward(op, inputs, outputs, tangents)]
+
+
+def _disconnected(variable) -> bool:
+    from pytensor.gradient import DisconnectedType
+    from pytensor.graph.null_type import NullType
+
+    return variable is None or isinstance(variable.type, (DisconnectedType, NullType))
+
+
+def _derivable(op) -> None:
+    """Raises when the op's C code cannot be rebuilt on dual numbers: methods overridden in
+    Python that give it text of their own."""
+    from .pytensor import _RESHAPING_METHODS
+    from .pytensor import _own as overrides
+
+    cls = type(op)
+    own = [m for m in (*_CODE_METHODS, *_RESHAPING_METHODS) if overrides(cls, m)]
+    if own:
+        raise NotImplementedError(
+            f"{cls.__name__} has no gradient of its own, and libsection cannot derive one from "
+            f"its C code: it overrides {', '.join(own)} in Python, whose text libsection cannot "
+            f"recompile on dual numbers. Define pullback(self, inputs, outputs, cotangents) on "
+            f"{cls.__name__}, or move that code into its section files."
+        )
+
+
+# ---------------------------------------------------------------- pullback
+
+
+def _derived_pullback(op, inputs, outputs, cotangents) -> list:
+    import pytensor.tensor as pt
+    from pytensor.gradient import grad_not_implemented, grad_undefined
+
+    _derivable(op)
+    differentiated = [_dtype(x) in _FLOATS and not isinstance(x, Constant) for x in inputs]
+    given = [
+        _dtype(y) in _FLOATS and not _disconnected(g)
+        for y, g in zip(outputs, cotangents, strict=True)
+    ]
+    result: list[Any] = []
+    for i, x in enumerate(inputs):
+        dtype = _dtype(x)
+        if differentiated[i]:
+            result.append(None)
+        elif isinstance(x, Constant):
+            result.append(grad_undefined(op, i, x, "libsection derives no gradient for a constant"))
+        elif dtype is not None and dtype.startswith(("int", "uint", "bool")):
+            result.append(grad_undefined(op, i, x, "an integer input has no derivative"))
+        else:
+            result.append(
+                grad_not_implemented(
+                    op,
+                    i,
+                    x,
+                    f"libsection derives gradients of float32 and float64 inputs, not {x.type}",
+                )
+            )
+    if any(differentiated) and any(given):
+        output_types = tuple(y.type for y in outputs)
+        refused = _refused_inputs(op, inputs, output_types, differentiated, given)
+        for i, why in refused.items():
+            differentiated[i] = False
+            result[i] = grad_not_implemented(op, i, inputs[i], why)
+    if any(differentiated):
+        if any(given):
+            node = DerivedGradient(
+                op,
+                tuple(differentiated),
+                tuple(given),
+                width_for(inputs, differentiated),
+                tuple(y.type for y in outputs),
+            )(
+                *inputs,
+                *[g for g, present in zip(cotangents, given, strict=True) if present],
+                *[y for y, present in zip(outputs, given, strict=True) if present],
+            )
+            grads = iter(node if isinstance(node, list) else [node])
+            result = [next(grads) if r is None else r for r in result]
+        else:  # only integer outputs are connected: their derivative is zero, exactly
+            result = [
+                pt.zeros_like(x) if r is None else r for x, r in zip(inputs, result, strict=True)
+            ]
+    return result
+
+
+def _refused_inputs(op, inputs, output_types, differentiated, given) -> dict[int, str]:
+    """The inputs whose derivatives the op's files hide (a cast of their data to a plain
+    ``double``, SL306), each with the refusal: their gradient is not implemented, the others'
+    is derived. Raises the refusal when a cast concerns every input (one of an output's data,
+    or of an array the files do not name)."""
+    from ._core import LinkError
+
+    try:
+        _derivative_node_op(op, inputs, output_types, differentiated, given, 1, "pullback")
+        return {}
+    except LinkError as every:
+        shared = every
+    refused = {}
+    for i, d in enumerate(differentiated):
+        if not d:
+            continue
+        alone = [k == i for k in range(len(differentiated))]
+        try:
+            _derivative_node_op(op, inputs, output_types, alone, given, 1, "pullback")
+        except LinkError as e:
+            # Each line after the first is one cast; one not of this input's data concerns all.
+            casts = str(e).splitlines()[1:]
+            if not all(f"`DTYPE_INPUT_{i}`" in line for line in casts):
+                raise shared from None
+            refused[i] = str(e)
+    return refused
+
+
+def _derivative_node_op(forward, inputs, output_types, differentiated, cotangents, width, mode):
+    """The linker core's op computing ``forward``'s derivatives on ``inputs`` (its sections
+    expanded with dual numbers, in a driver); raises ``LinkError`` where its files hide values
+    from them."""
+    from .pytensor import _NODE_METHODS
+    from .pytensor import _own as overrides
+
+    _derivable(forward)
+    node = Apply(forward, list(inputs), [t() for t in output_types])
+    overridden = [m for m in _NODE_METHODS if overrides(type(forward), m) or m in forward.__dict__]
+    description = forward._op_description()
+    description.name = type(forward).__name__
+    return _core.derivative_node_op(
+        forward._sections,
+        description,
+        forward._options(),
+        pytensor_flags(),
+        _NodeCode(forward, node),
+        overridden,
+        list(output_types),
+        list(differentiated),
+        list(cotangents),
+        width,
+        mode,
+    )
+
+
+class _Derivative(COp):
+    """What the derived gradient and pushforward ops share: a node built by libsection's
+    linker core from the forward op's sections (a differentiated module), run in every mode
+    as a drop-in node is."""
+
+    __props__: tuple[str, ...] = (
+        "forward",
+        "differentiated",
+        "cotangents",
+        "width",
+        "output_types",
+    )
+    mode = ""
+
+    def __init__(self, forward, differentiated, cotangents, width, output_types):
+        self.forward = forward
+        self.differentiated = tuple(bool(d) for d in differentiated)
+        self.cotangents = tuple(bool(c) for c in cotangents)
+        self.width = int(width)
+        self.output_types = tuple(output_types)
+
+    def __str__(self) -> str:
+        return f"{type(self.forward).__name__}.{self.mode}"
+
+    @property
+    def params_type(self):
+        return self.forward.params_type
+
+    def get_params(self, node):
+        return self.forward.get_params(self._forward_node(node))
+
+    def _forward_node(self, node) -> Apply:
+        n = len(self.differentiated)
+        return Apply(self.forward, list(node.inputs[:n]), [t() for t in self.output_types])
+
+    def _node_op(self, python):
+        """The linker core's op of this node (the forward op's code on dual numbers)."""
+        n = len(self.differentiated)
+        return _derivative_node_op(
+            self.forward,
+            python.node.inputs[:n],
+            self.output_types,
+            self.differentiated,
+            self.cotangents,
+            self.width,
+            self.mode,
+        )
+
+    # ------------------------------------------------------------ running in every mode
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        # Its code is the linker core's (make_c_thunk), never PyTensor's C linker's.
+        raise NotImplementedError(f"{self} is compiled by libsection's linker core")
+
+    def perform(self, node, inputs, output_storage):
+        compiled = _instances.get(node)
+        if compiled is None:
+            compiled = _instances[node] = compile_node(node)
+        results = compiled(*inputs)
+        if len(output_storage) == 1:
+            output_storage[0][0] = results
+        else:
+            for storage, value in zip(output_storage, results, strict=True):
+                storage[0] = value
+
+    def make_c_thunk(self, node, storage_map, compute_map, no_recycling):
+        return make_c_thunk(node, storage_map, compute_map)
+
+    def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
+        return make_thunk(NodeRunner(node, False), node, storage_map, compute_map)
+
+    # ------------------------------------------------------------ its own derivatives
+
+    def _not_second(self, i, x):
+        from pytensor.gradient import grad_not_implemented
+
+        return grad_not_implemented(
+            self,
+            i,
+            x,
+            f"libsection derives first derivatives of {type(self.forward).__name__} from its C "
+            "code, not second ones: give the op a pullback whose graph PyTensor can "
+            "differentiate to take derivatives of its gradient",
+        )
+
+    def L_op(self, inputs, outputs, output_grads):
+        return self.pullback(inputs, outputs, output_grads)
+
+
+class DerivedGradient(_Derivative):
+    """The vector-Jacobian product of ``forward`` from its C code. Inputs: ``forward``'s, then
+    the cotangent of each output ``cotangents`` marks, then that output's value (each pass's
+    values on dual numbers must equal it, else the code handles duals as plain floats and the
+    gradient is refused when it runs). Outputs: the gradient of each input ``differentiated``
+    marks, each of its input's type."""
+
+    mode = "pullback"
+
+    def make_node(self, *inputs):
+        n = len(self.differentiated)
+        variables = [x if isinstance(x, Variable) else _as_variable(x) for x in inputs]
+        outputs = [variables[i].type() for i in range(n) if self.differentiated[i]]
+        return Apply(self, variables, outputs)
+
+    def infer_shape(self, *args):
+        shapes = args[-1]
+        return [shapes[i] for i, d in enumerate(self.differentiated) if d]
+
+    def connection_pattern(self, node):
+        # The outputs' values (the last inputs) are only compared with.
+        connected = len(self.differentiated) + sum(self.cotangents)
+        return [[k < connected] * len(node.outputs) for k in range(len(node.inputs))]
+
+    def pullback(self, inputs, outputs, cotangents):
+        """Linear in the cotangents: their gradient is the forward op's Jacobian-vector product
+        with this gradient's cotangents (a pushforward, one pass). The inputs' own would be
+        second derivatives, which are not derived."""
+        n = len(self.differentiated)
+        forward_inputs = list(inputs[:n])
+        tangents = iter(cotangents)
+        directions = [next(tangents) if d else None for d in self.differentiated]
+        given = [
+            d and not _disconnected(u) for d, u in zip(self.differentiated, directions, strict=True)
+        ]
+        from pytensor.gradient import disconnected_type
+
+        result = [self._not_second(i, x) for i, x in enumerate(forward_inputs)]
+        cotangent_inputs = list(inputs[n : n + sum(self.cotangents)])
+        # The outputs' values are only compared with: the gradient does not depend on them.
+        values = [disconnected_type() for _ in inputs[n + sum(self.cotangents) :]]
+        if not any(given):
+            return result + [disconnected_type() for _ in cotangent_inputs] + values
+        jvp = _pushforward_node(
+            self.forward,
+            forward_inputs,
+            given,
+            [u for u, g in zip(directions, given, strict=True) if g],
+            self.output_types,
+        )
+        by_output = iter(jvp)
+        float_tangents = [
+            next(by_output) if t.dtype in _FLOATS else None for t in self.output_types
+        ]
+        return result + [float_tangents[j] for j, c in enumerate(self.cotangents) if c] + values
+
+
+class DerivedPushforward(_Derivative):
+    """The Jacobian-vector product of ``forward`` from its C code. Inputs: ``forward``'s, then
+    the tangent of each input ``differentiated`` marks. Outputs: the tangent of each float
+    output of ``forward``."""
+
+    mode = "pushforward"
+
+    def make_node(self, *inputs):
+        variables = [x if isinstance(x, Variable) else _as_variable(x) for x in inputs]
+        outputs = [t() for t in self.output_types if t.dtype in _FLOATS]
+        return Apply(self, variables, outputs)
+
+    def infer_shape(self, *args):
+        node, shapes = args[-2], args[-1]
+        forward = self._forward_node(node)
+        infer = getattr(self.forward, "infer_shape", None)
+        if infer is None:  # PyTensor's shape feature asks the forward node
+            return [out.shape for out in forward.outputs if out.type.dtype in _FLOATS]
+        from pytensor.graph.op import Op
+
+        own = shapes[: len(self.differentiated)]
+        # (node, shapes) since PyTensor 3.3 (which adapts older methods), (fgraph, ...) before
+        every = infer(forward, own) if hasattr(Op, "pullback") else infer(None, forward, own)
+        return [s for s, t in zip(every, self.output_types, strict=True) if t.dtype in _FLOATS]
+
+    def pullback(self, inputs, outputs, cotangents):
+        """Linear in the tangents: their gradient is the forward op's vector-Jacobian product
+        with this pushforward's cotangents. The inputs' own would be second derivatives."""
+        n = len(self.differentiated)
+        forward_inputs = list(inputs[:n])
+        result = [self._not_second(i, x) for i, x in enumerate(forward_inputs)]
+        floats = [t.dtype in _FLOATS for t in self.output_types]
+        ws = iter(cotangents)
+        weights = [next(ws) if f else None for f in floats]
+        given = [f and not _disconnected(w) for f, w in zip(floats, weights, strict=True)]
+        if not any(given):
+            from pytensor.gradient import disconnected_type
+
+            return result + [disconnected_type() for d in self.differentiated if d]
+        forward_outputs = self.forward.make_node(*forward_inputs).outputs
+        grads = DerivedGradient(
+            self.forward,
+            self.differentiated,
+            tuple(given),
+            width_for(forward_inputs, self.differentiated),
+            self.output_types,
+        )(
+            *forward_inputs,
+            *[w for w, g in zip(weights, given, strict=True) if g],
+            *[y for y, g in zip(forward_outputs, given, strict=True) if g],
+        )
+        return result + (grads if isinstance(grads, list) else [grads])
+
+
+def _as_variable(x):
+    import pytensor.tensor as pt
+
+    return pt.as_tensor_variable(x)
+
+
+def _derived_pushforward(op, inputs, outputs, tangents) -> list:
+    from pytensor.gradient import disconnected_type
+
+    _derivable(op)
+    differentiated = [
+        _dtype(x) in _FLOATS and not _disconnected(t) for x, t in zip(inputs, tangents, strict=True)
+    ]
+    if not any(differentiated):
+        return [disconnected_type() for _ in outputs]
+    given = [
+        t.astype(x.type.dtype) if _dtype(t) != _dtype(x) else t
+        for x, t, d in zip(inputs, tangents, differentiated, strict=True)
+        if d
+    ]
+    output_types = [y.type for y in outputs]
+    # Refused here, where the product is asked for, not when the function compiles.
+    _derivative_node_op(
+        op, inputs, output_types, differentiated, [False] * len(outputs), 1, "pushforward"
+    )
+    results = iter(_pushforward_node(op, inputs, differentiated, given, output_types))
+    return [next(results) if _dtype(y) in _FLOATS else disconnected_type() for y in outputs]
+
+
+def _pushforward_node(op, inputs, differentiated, tangents, output_types) -> list:
+    """The tangents of ``op``'s float outputs for ``tangents`` of the inputs ``differentiated``
+    marks (a ``DerivedPushforward`` node)."""
+    out = DerivedPushforward(
+        op, tuple(differentiated), (False,) * len(output_types), 1, tuple(output_types)
+    )(*inputs, *tangents)
+    return out if isinstance(out, list) else [out]
+
+
+# Compiled instances of derivative nodes whose perform was called directly.
+_instances: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+# ---------------------------------------------------------------- pruning unused gradients
+
+
+def _register_pruning() -> None:
+    """A rewrite in every mode (canonicalize, which FAST_COMPILE runs too): a gradient node
+    whose outputs the function does not all use is replaced by one that differentiates only the
+    inputs it uses, so data given as inputs costs no pass."""
+    from pytensor.graph.rewriting.basic import node_rewriter
+    from pytensor.tensor.rewriting.basic import register_canonicalize
+
+    @node_rewriter([DerivedGradient])
+    def libsection_derived_gradient_unused(fgraph, node):
+        op = node.op
+        used = [bool(fgraph.clients.get(out)) for out in node.outputs]
+        if all(used) or not any(used):
+            return None
+        keep = iter(used)
+        differentiated = tuple(d and next(keep) for d in op.differentiated)
+        width = width_for(node.inputs[: len(differentiated)], differentiated)
+        narrow = DerivedGradient(op.forward, differentiated, op.cotangents, width, op.output_types)
+        new = narrow.make_node(*node.inputs).outputs
+        kept = iter(new)
+        return {out: next(kept) for out, u in zip(node.outputs, used, strict=True) if u}
+
+    register_canonicalize(libsection_derived_gradient_unused)
+
+
+_register_pruning()
+
+_backends.register(_Derivative, lambda op: False)
+_backends.when_imported(
+    "pytensor.link.numba.dispatch.basic",
+    lambda _module: _numba.register(_Derivative, lambda op: False),
+)

@@ -1,0 +1,288 @@
+"""Ops whose gradients libsection derives from their C code, each beside the same op with a
+hand-written gradient (in C, or in PyTensor terms), for tests/python/test_gradient*.py and
+bench/bench_gradient.py. Their func_files resolve against this directory."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.scalar as ps
+import pytensor.tensor as pt
+from pytensor.gradient import grad_undefined
+from pytensor.graph.basic import Apply
+from pytensor.tensor.type import TensorType
+
+import libsection
+from libsection.pytensor import ExternalCOp, pytensor_op
+
+# ---------------------------------------------------------------- an ODE log-likelihood
+
+
+class Logistic(libsection.ExternalCOp):
+    """The log-likelihood of logistic growth (r, K, y0) = theta, by Euler steps: no gradient of
+    its own, so libsection derives it."""
+
+    func_files = ["logistic.c"]
+    func_name = "APPLY_SPECIFIC(logistic_loglik)"
+    params = {"dt": "float64", "sigma": "float64"}
+
+    def __init__(self, dt: float = 0.05, sigma: float = 0.5) -> None:
+        super().__init__()
+        self.dt, self.sigma = float(dt), float(sigma)
+
+    def output_types(self, theta, obs):
+        return ["float64[]"]
+
+    def infer_shape(self, fgraph, node, shapes):
+        return [()]
+
+
+class LogisticGrad(Logistic):
+    """The hand-written gradient of ``Logistic`` in theta (forward sensitivities), in C."""
+
+    func_files = ["logistic_grad.c"]
+    func_name = "APPLY_SPECIFIC(logistic_loglik_grad)"
+
+    def output_types(self, theta, obs):
+        return ["float64[:]"]
+
+    def infer_shape(self, fgraph, node, shapes):
+        return [shapes[0]]
+
+
+class LogisticHand(Logistic):
+    """``Logistic`` with its hand-written gradient."""
+
+    def pullback(self, inputs, outputs, cotangents):
+        theta, obs = inputs
+        (g,) = cotangents
+        grad = pytensor_op(LogisticGrad(self.dt, self.sigma))(theta, obs)
+        return [g * grad, grad_undefined(self, 1, obs, "the data")]
+
+
+def logistic_data(n: int = 200, dt: float = 0.05, sigma: float = 0.5, seed: int = 38):
+    """Observations of logistic growth from (r, K, y0) = (0.8, 10, 0.5), one per Euler step."""
+    r, k, y = 0.8, 10.0, 0.5
+    path = []
+    for _ in range(n):
+        y = y + dt * r * y * (1 - y / k)
+        path.append(y)
+    return np.asarray(path) + np.random.default_rng(seed).normal(0, sigma, n)
+
+
+def logistic_loglik_numpy(theta, obs, dt=0.05, sigma=0.5) -> float:
+    r, k, y = theta
+    ll = 0.0
+    for o in obs:
+        y = y + dt * r * y * (1 - y / k)
+        ll -= 0.5 * ((o - y) / sigma) ** 2
+    return ll - len(obs) * (np.log(sigma) + 0.5 * np.log(2 * np.pi))
+
+
+# ---------------------------------------------------------------- a reduction
+
+
+class WeightedLogSumExp(ExternalCOp):
+    """log(sum(w * exp(x))) of two float vectors (a drop-in op, no gradient of its own)."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("logsumexp.c", "APPLY_SPECIFIC(weighted_logsumexp)")
+
+    def make_node(self, x, w):
+        x, w = pt.as_tensor_variable(x), pt.as_tensor_variable(w)
+        return Apply(self, [x, w], [TensorType(x.type.dtype, shape=())()])
+
+
+class WeightedLogSumExpHand(WeightedLogSumExp):
+    def pullback(self, inputs, outputs, cotangents):
+        (x, w), (out,), (g,) = inputs, outputs, cotangents
+        e = pt.exp(x - out)
+        return [g * w * e, g * e]
+
+
+# ---------------------------------------------------------------- an integer input
+
+
+class PowerSum(libsection.ExternalCOp):
+    """c * sum(|x|**n) + sum(x**2) with an integer n (bridged into PyTensor by pytensor_op)."""
+
+    func_files = ["powsum.c"]
+    func_name = "APPLY_SPECIFIC(power_sum)"
+
+    def output_types(self, x, n, c):
+        return ["float64[]"]
+
+    def infer_shape(self, fgraph, node, shapes):
+        return [()]
+
+
+class PowerSumHand(PowerSum):
+    def pullback(self, inputs, outputs, cotangents):
+        x, n, c = inputs  # n and c are numbers (ScalarType): pytensor_op bridges 0-d tensors so
+        (g,) = cotangents
+        nt, ct = pt.tensor_from_scalar(n), pt.tensor_from_scalar(c)
+        ax = pt.abs(x)
+        dx = ct * nt * pt.sign(x) * ax ** (nt - 1) + 2 * x
+        return [
+            g * dx,
+            grad_undefined(self, 1, n, "an integer"),
+            pt.scalar_from_tensor(pt.sum(g * ax**nt)),
+        ]
+
+
+# ---------------------------------------------------------------- support and struct code
+
+
+class Ema(ExternalCOp):
+    """The exponential moving average of a vector with rate a (a number): support code, a
+    helper of DTYPE values, and a buffer in the op's struct."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("ema.c", "APPLY_SPECIFIC(ema)")
+
+    def make_node(self, x, a):
+        x = pt.as_tensor_variable(x)
+        a = (
+            a
+            if isinstance(a.type, ps.ScalarType)
+            else pt.scalar_from_tensor(pt.as_tensor_variable(a))
+        )
+        return Apply(self, [x, a], [x.type()])
+
+    def infer_shape(self, *args):  # (fgraph, node, shapes) before PyTensor 3.3, then (node, shapes)
+        return [args[-1][0]]
+
+
+class EmaHand(Ema):
+    def pullback(self, inputs, outputs, cotangents):
+        (x, a), (g,) = inputs, cotangents
+        at = pt.tensor_from_scalar(a)
+        n = x.shape[0]
+        i = pt.arange(n)[:, None]
+        j = pt.arange(n)[None, :]
+        lag = pt.maximum(i - j, 0)
+        below = pt.ge(i, j)
+        weight = pt.switch(pt.eq(j, 0), 1.0, 1 - at)
+        powers = pt.switch(below, at**lag, 0.0)
+        m = powers * weight  # s = m @ x
+        dpowers = pt.switch(below & pt.gt(lag, 0), lag * at ** pt.maximum(lag - 1, 0), 0.0)
+        dweight = pt.switch(pt.eq(j, 0), 0.0, -1.0)
+        dm = dpowers * weight + powers * dweight
+        return [m.T @ g, pt.scalar_from_tensor(g @ (dm @ x))]
+
+
+# ---------------------------------------------------------------- a code section, two outputs
+
+
+class SoftClip(ExternalCOp):
+    """(y, mean) of softplus(x)/2 + x**2/4 up to the first |x_i| over a limit (a number)."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("softclip.c")
+
+    def make_node(self, x, limit):
+        x = pt.as_tensor_variable(x)
+        if not isinstance(getattr(limit, "type", None), ps.ScalarType):
+            limit = pt.scalar_from_tensor(pt.as_tensor_variable(limit))
+        return Apply(self, [x, limit], [x.type(), ps.float64()])
+
+    def infer_shape(self, *args):
+        return [args[-1][0], ()]
+
+
+def softclip_graph(x, limit):
+    """SoftClip in PyTensor's own terms: what its hand-written gradient differentiates."""
+    inside = pt.cumprod(pt.le(pt.abs(x), limit), axis=0)
+    y = inside * (pt.softplus(x) / 2 + x**2 / 4)
+    counted = pt.maximum(pt.sum(inside), 1)
+    return y, limit * pt.sum(y) / counted
+
+
+# ---------------------------------------------------------------- what is refused, and why
+
+
+class _ScalarOfTwo(ExternalCOp):
+    __props__ = ()
+    file = ""
+
+    def __init__(self):
+        super().__init__(self.file, "APPLY_SPECIFIC(dot_grid)")
+
+    def make_node(self, x, t):
+        x, t = pt.as_tensor_variable(x), pt.as_tensor_variable(t)
+        return Apply(self, [x, t], [TensorType("float64", shape=())()])
+
+
+class HiddenCast(_ScalarOfTwo):
+    """sum(x * t), reading x through `(double*)PyArray_DATA(x)`."""
+
+    file = "hidden_cast.c"
+
+
+class GridDot(_ScalarOfTwo):
+    """sum(x * t), x through its DTYPE macro, the grid t through `(double*)`."""
+
+    file = "grid_dot.c"
+
+
+class _SumSquares(ExternalCOp):
+    __props__ = ()
+    file = ""
+
+    def __init__(self):
+        super().__init__(self.file, "APPLY_SPECIFIC(sum_squares)")
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x], [TensorType(x.type.dtype, shape=())()])
+
+
+class HeldInDouble(_SumSquares):
+    file = "held_in_double.c"
+
+
+class CSumSquares(_SumSquares):
+    """Declared C, with C's implicit `void*` conversion."""
+
+    file = "c_sum_squares.c"
+    language = "c"
+
+
+class PythonCode(ExternalCOp):
+    """An op whose c_code is Python's: libsection cannot recompile it on dual numbers."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("logsumexp.c", "APPLY_SPECIFIC(weighted_logsumexp)")
+
+    def make_node(self, x, w):
+        x, w = pt.as_tensor_variable(x), pt.as_tensor_variable(w)
+        return Apply(self, [x, w], [TensorType("float64", shape=())()])
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        return super().c_code(node, name, inputs, outputs, sub)
+
+
+class WeightedLogSumExpC(WeightedLogSumExp):
+    """The same file declared C: its own module is C, its gradient's C++."""
+
+    language = "c"
+
+
+class MemcpySquare(ExternalCOp):
+    """x * x after a memcpy of n * sizeof(double): its values on dual numbers are wrong."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("memcpy_square.c", "APPLY_SPECIFIC(square)")
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])

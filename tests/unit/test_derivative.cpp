@@ -1,0 +1,267 @@
+// Unit tests of derived gradients that need no Python: the derivative op's module (its element
+// macros, its driver, its language), what the forward module keeps, the refusal of casts that
+// hide values from derivatives (SL306), and what a compile error on dual numbers is told as.
+#include <doctest/doctest.h>
+
+#include "linker_test.hpp"
+#include "parse/hidden_values.hpp"
+#include "section/lint.hpp"
+
+using namespace linker_test;
+
+namespace {
+
+std::string const vector_sum =
+    "#section support_code_apply\n"
+    "int APPLY_SPECIFIC(total)(PyArrayObject* x, PyArrayObject* w, PyArrayObject** z) {\n"
+    "    DTYPE_OUTPUT_0 s = 0;\n"
+    "    for (npy_intp i = 0; i < PyArray_DIMS(x)[0]; ++i)\n"
+    "        s += *(DTYPE_INPUT_0*)PyArray_GETPTR1(x, i) * *(DTYPE_INPUT_1*)PyArray_GETPTR1(w, "
+    "i);\n"
+    "    if (!*z) *z = (PyArrayObject*)PyArray_EMPTY(0, NULL, TYPENUM_OUTPUT_0, 0);\n"
+    "    *(DTYPE_OUTPUT_0*)PyArray_DATA(*z) = s;\n"
+    "    return 0;\n"
+    "}\n";
+
+struct LoadedOp {
+  std::shared_ptr<SectionOp> op;
+  std::vector<CTypePtr> inputs, outputs;
+};
+
+LoadedOp load_op(std::string const& text, std::string const& inputs = "float64[:],float64[:]",
+                 Language language = Language::cxx) {
+  auto sm = std::make_shared<SourceManager>();
+  FileId const file = sm->add("op.c", text);
+  SectionSet set = merge_sections(*sm, {file});
+  OpDescription description;
+  description.name = "Total";
+  description.func_name = "APPLY_SPECIFIC(total)";
+  description.language = language;
+  description.inputs = parse_type_list(inputs, "input");
+  description.outputs = parse_type_list("float64[]", "output");
+  LoadedOp out;
+  out.inputs = ctypes_for(*description.inputs);
+  out.outputs = ctypes_for(*description.outputs);
+  out.op = std::make_shared<SectionOp>(description, sm, set);
+  return out;
+}
+
+DerivativeSpec pullback_spec(LoadedOp const& op, std::vector<bool> differentiated, int width) {
+  DerivativeSpec spec;
+  spec.differentiated = std::move(differentiated);
+  spec.cotangents = {true};
+  spec.outputs = op.outputs;
+  spec.width = width;
+  return spec;
+}
+
+/// The module of the derivative's node: the op's inputs, then the output's cotangent and its
+/// value; one gradient per differentiated input.
+ModuleSource derivative_module(LoadedOp const& op, DerivativeSpec spec) {
+  Graph g;
+  std::vector<std::size_t> ins;
+  for (auto const& t : op.inputs) ins.push_back(g.add_input(t));
+  ins.push_back(g.add_input(op.outputs[0]));
+  ins.push_back(g.add_input(op.outputs[0]));
+  std::vector<CTypePtr> grads;
+  for (std::size_t i = 0; i < op.inputs.size(); ++i)
+    if (spec.differentiated[i]) grads.push_back(op.inputs[i]);
+  for (auto v : g.add_apply(derivative_op(*op.op, op.op, std::move(spec)), ins, grads))
+    g.add_output(v);
+  return generate_module(g);
+}
+
+bool has(std::string const& text, std::string const& what) {
+  return text.find(what) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_SUITE("derivatives") {
+  TEST_CASE("a derivative's module runs the op's code on dual numbers of the width asked") {
+    auto const op = load_op(vector_sum);
+    ModuleSource const m = derivative_module(op, pullback_spec(op, {true, false}, 3));
+    CHECK(m.language == Language::cxx);
+    CHECK(has(m.text, "typedef libsection::dual<npy_float64, 3> libsection_dual_float64_3;"));
+    CHECK(has(m.text, "#define DTYPE_INPUT_0 libsection_dual_float64_3\n"
+                      "#define TYPENUM_INPUT_0 libsection_dual_float64_3_typenum()\n"
+                      "#define ITEMSIZE_INPUT_0 32\n"));
+    CHECK(has(m.text, "#define DTYPE_INPUT_1 npy_float64\n"));  // not differentiated: plain
+    CHECK(has(m.text, "#define DTYPE_OUTPUT_0 libsection_dual_float64_3\n"));
+    CHECK(has(m.text, "while (lsd_.next_pass()) {"));
+    CHECK(has(m.text, "lsd_.check_values<libsection_dual_float64_3>(lsd_out_0, (PyObject*)V"));
+    CHECK(has(m.text, "lsd_.contract<libsection_dual_float64_3>(lsd_out_0, (PyObject*)V"));
+    CHECK(has(m.text, "APPLY_SPECIFIC(total)(lsd_in_0, V"));  // the plain input as it is
+    CHECK(has(m.text, "namespace libsection {"));             // dual.h
+    CHECK(m.op_names == std::vector<std::string>{"Total.pullback"});
+  }
+
+  TEST_CASE("the op's own module is the same whether or not a derivative was made of it") {
+    auto const op = load_op(vector_sum);
+    Graph forward = single_op_graph(op.op, op.inputs, op.outputs);
+    std::string const before = generate_module(forward).text;
+    derivative_module(op, pullback_spec(op, {true, true}, 2));
+    CHECK(generate_module(forward).text == before);
+    CHECK_FALSE(has(before, "libsection_dual"));
+    CHECK_FALSE(has(before, "namespace libsection"));
+  }
+
+  TEST_CASE("an op declared C is differentiated in a C++ module") {
+    auto const op = load_op(vector_sum, "float64[:],float64[:]", Language::c);
+    CHECK(generate_module(single_op_graph(op.op, op.inputs, op.outputs)).language == Language::c);
+    CHECK(derivative_module(op, pullback_spec(op, {true, false}, 1)).language == Language::cxx);
+  }
+
+  TEST_CASE("a pushforward takes the tangents and makes the outputs' ones in one pass") {
+    auto const op = load_op(vector_sum);
+    DerivativeSpec spec = pullback_spec(op, {true, false}, 1);
+    spec.mode = DerivativeSpec::Mode::pushforward;
+    spec.cotangents = {false};
+    Graph g;
+    auto const x = g.add_input(op.inputs[0]), w = g.add_input(op.inputs[1]);
+    auto const t = g.add_input(op.inputs[0]);
+    for (auto v : g.add_apply(derivative_op(*op.op, op.op, spec), {x, w, t}, op.outputs))
+      g.add_output(v);
+    std::string const text = generate_module(g).text;
+    CHECK(has(text, "lsd_.tangent(0, (PyObject*)V"));
+    CHECK(has(text, "lsd_.output_tangent<libsection_dual_float64_1>(lsd_out_0, &V"));
+    CHECK_FALSE(has(text, "while (lsd_.next_pass())"));
+  }
+
+  TEST_CASE("specs that do not fit are refused") {
+    auto const op = load_op(vector_sum);
+    CHECK_THROWS_AS(make_derivative_op(op.op, pullback_spec(op, {true, false}, 0)),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(make_derivative_op(op.op, pullback_spec(op, {true, false}, max_width + 1)),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(make_derivative_op(op.op, pullback_spec(op, {false, false}, 1)),
+                    std::invalid_argument);
+    DerivativeSpec wide = pullback_spec(op, {true, false}, 2);
+    wide.mode = DerivativeSpec::Mode::pushforward;
+    CHECK_THROWS_AS(make_derivative_op(op.op, wide), std::invalid_argument);
+    // An integer input carries no derivative: refused when the module is written.
+    auto const ints = load_op(vector_sum, "int64[:],float64[:]");
+    CHECK_THROWS_WITH_AS(derivative_module(ints, pullback_spec(ints, {true, false}, 1)),
+                         doctest::Contains("only float32 and float64 inputs carry derivatives"),
+                         LinkError);
+  }
+
+  TEST_CASE("a cast that reads a differentiated array as plain double is refused at its line") {
+    std::string const text =
+        "#section support_code_apply\n"
+        "int APPLY_SPECIFIC(total)(PyArrayObject* x, PyArrayObject* w, PyArrayObject** z) {\n"
+        "    double* xs = (double*)PyArray_DATA(x);\n"
+        "    double* ws = (double*)PyArray_DATA(w);\n"
+        "    double* scratch = (double*)PyArray_DATA(x);  // section-lint: ignore[SL306]\n"
+        "    *(double*)PyArray_DATA(*z) = xs[0] * ws[0];\n"
+        "    return 0;\n"
+        "}\n";
+    auto const op = load_op(text);
+    // x is differentiated, w is not: the casts of x and of the output are refused, with the
+    // macro to write; w's passes, and so does the line that says so.
+    try {
+      derivative_op(*op.op, op.op, pullback_spec(op, {true, false}, 1));
+      FAIL("expected a LinkError");
+    } catch (LinkError const& e) {
+      std::string const what = e.what();
+      CHECK(has(what, "Total: its gradient cannot be derived from its C code"));
+      CHECK(has(what, "op.c:3:18: error: `PyArray_DATA(x)` is read as plain `double`"));
+      CHECK(has(what, "write `DTYPE_INPUT_0` in place of `double`"));
+      CHECK(has(what, "op.c:6:6: error: `PyArray_DATA(z)`"));
+      CHECK(has(what, "`DTYPE_OUTPUT_0`"));
+      CHECK_FALSE(has(what, "op.c:4:"));
+      CHECK_FALSE(has(what, "op.c:5:"));
+      REQUIRE(e.diagnostics().size() == 2);
+      CHECK(e.diagnostics()[0].code == "SL306");
+      CHECK(e.diagnostics()[0].severity == Severity::error);
+    }
+    // With w differentiated too, its cast is refused as well.
+    CHECK_THROWS_WITH_AS(derivative_op(*op.op, op.op, pullback_spec(op, {true, true}, 1)),
+                         doctest::Contains("op.c:4:18"), LinkError);
+  }
+
+  TEST_CASE("a compile error on a dual number is told as what to write instead") {
+    SourceManager sm;
+    FileId const op = sm.add("op.c", "#section support_code_apply\n"
+                                     "static double twice(double v) { return 2 * v; }\n"
+                                     "int f(DTYPE_INPUT_0 x) {\n"
+                                     "    double s = x;\n"
+                                     "    return twice(x) + j0(x) + (double)x;\n"
+                                     "}\n");
+    auto const sources = compiled_sources("#line 1 \"op.c\"\n", "gen/source.cpp", sm);
+    REQUIRE(sources.section_files == std::vector<FileId>{op});
+    std::string const dual = "\u2018libsection_dual_float64_3\u2019 {aka "
+                             "\u2018libsection::dual<double, 3>\u2019}";
+    std::string const log =
+        "op.c:4:16: error: cannot convert " + dual + " to \u2018double\u2019 in initialization\n" +
+        "op.c:5:18: error: cannot convert " + dual + " to \u2018double\u2019\n" +
+        "op.c:2:27: note:   initializing argument 1 of \u2018double twice(double)\u2019\n" +
+        "op.c:5:26: error: cannot convert " + dual + " to \u2018double\u2019\n" +
+        "/usr/include/x86_64-linux-gnu/bits/mathcalls.h:220:19: note:   initializing argument 1 "
+        "of \u2018double j0(double)\u2019\n" +
+        "op.c:5:31: error: invalid cast from type " + dual + " to type \u2018double\u2019\n" +
+        "op.c:6:1: error: invalid conversion from \u2018void*\u2019 to \u2018double*\u2019\n";
+    auto ds = parse_compiler_output(log, sm);
+    std::string const text = explain_compile_errors(ds, sm, sources, false);
+    CHECK(has(text, "\nop.c:4:16: note: libsection derives this op's gradient by running its C "
+                    "code on dual numbers"));
+    CHECK(has(text, "(`DTYPE_OUTPUT_0 total = 0;`, not `double total`)"));
+    CHECK(has(text, "\nop.c:5:18: note: libsection derives"));
+    CHECK(has(text, "`twice` takes a plain number: declare its parameter"));
+    CHECK(has(text, "`j0` has no derivative rule in libsection"));
+    CHECK(has(text, "\nop.c:6:1: note: C++ converts `void*` to another pointer type only with a "
+                    "cast"));
+  }
+}
+
+TEST_SUITE("lint SL306") {
+  TEST_CASE("casts of array data to plain floating pointers, found where they are written") {
+    SourceManager sm;
+    FileId const file = sm.add(
+        "t.c", "#section support_code_apply\n"
+               "void f(PyArrayObject* x, PyArrayObject** z, PyArrayObject* INPUT_9) {\n"
+               "  double* a = (double*)PyArray_DATA(x);\n"
+               "  npy_float64* b = (npy_float64 *)(char*)PyArray_BYTES(x);\n"
+               "  float* c = reinterpret_cast<float*>(PyArray_GETPTR1(*z, 0));\n"
+               "  long double* d = (long double*)x->data;\n"
+               "  double* e = PyArray_DATA(x);\n"
+               "  const double* f = static_cast<const double *>(PyArray_GETPTR2(INPUT_9, 0, 1));\n"
+               "  DTYPE_INPUT_0* ok1 = (DTYPE_INPUT_0*)PyArray_DATA(x);\n"
+               "  double* ok2 = (double*)malloc(8);\n"
+               "  double ok3 = (double)n;\n"
+               "  double* ok4 = buffer;\n"
+               "}\n");
+    std::vector<Diagnostic> ds;
+    auto const parsed = parse_file(sm, file, ds);
+    auto const found = detail::find_hidden_values(sm, parsed.blocks);
+    std::vector<std::string> arrays, types, accessors;
+    for (auto const& f : found) {
+      arrays.push_back(f.array);
+      types.push_back(f.type);
+      accessors.push_back(f.accessor);
+    }
+    CHECK(arrays == std::vector<std::string>{"x", "x", "z", "x", "x", "INPUT_9"});
+    CHECK(types == std::vector<std::string>{"double", "npy_float64", "float", "long double",
+                                            "double", "double"});
+    CHECK(accessors == std::vector<std::string>{"PyArray_DATA", "PyArray_BYTES", "PyArray_GETPTR1",
+                                                "->data", "PyArray_DATA", "PyArray_GETPTR2"});
+    CHECK(sm.line_column(file, found[0].range.begin).line == 3);
+    CHECK(sm.line_column(file, found[0].range.begin).column == 15);
+  }
+
+  TEST_CASE("reported only for an op meant to be differentiated") {
+    std::string const text =
+        "#section support_code_apply\n"
+        "void APPLY_SPECIFIC(f)(PyArrayObject* x) { double* v = (double*)PyArray_DATA(x); }\n";
+    SourceManager sm;
+    CHECK(lint_text(sm, text, "t.c").empty());
+    LintOptions options;
+    options.op.differentiated = true;
+    auto const ds = lint_text(sm, text, "t.c", options);
+    REQUIRE(ds.size() == 1);
+    CHECK(ds[0].code == "SL306");
+    CHECK(ds[0].severity == Severity::warning);
+    CHECK(has(ds[0].message, "write DTYPE_INPUT_i or DTYPE_OUTPUT_i of that array"));
+    CHECK(lint_text(sm, text + "// section-lint: ignore-file[SL306]\n", "t.c", options).empty());
+  }
+}
