@@ -32,6 +32,7 @@ class Example:
     make: Callable[[Any], Any]  # module -> op instance
     inputs: Callable[[], tuple]  # fresh inputs
     expected: Callable[..., Any]  # NumPy reference on the same inputs
+    strides: bool = True  # the op takes every other element of its inputs (not fixed lengths)
 
     def op(self):
         return self.make(load_op_module(self.folder))
@@ -40,6 +41,25 @@ class Example:
 rng = np.random.default_rng(0)
 X = rng.normal(size=7)
 Y = rng.normal(size=7)
+
+
+def ode_solve(p, y0, steps=100, dt=0.01):
+    """ops/ode_solve in NumPy: `steps` Runge-Kutta steps of the driven, damped oscillator."""
+    omega, zeta, force = p
+
+    def f(t, y):
+        return np.array([y[1], force * np.sin(t) - 2.0 * zeta * omega * y[1] - omega**2 * y[0]])
+
+    y = np.array(y0, dtype=float)
+    for n in range(steps):
+        t = n * dt
+        k1 = f(t, y)
+        k2 = f(t + 0.5 * dt, y + 0.5 * dt * k1)
+        k3 = f(t + 0.5 * dt, y + 0.5 * dt * k2)
+        k4 = f(t + dt, y + dt * k3)
+        y = y + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return y
+
 
 EXAMPLES = [
     Example(
@@ -61,4 +81,12 @@ EXAMPLES = [
     Example("sum_up_to_three", lambda m: m.SumUpToThree(), lambda: (X, Y), lambda x, y: x + y),
     Example("square", lambda m: m.Square(), lambda: (X,), lambda x: x * x),
     Example("checked_log", lambda m: m.CheckedLog(), lambda: (np.abs(X) + 0.5,), np.log),
+    Example("batch_times_batch", lambda m: m.BatchTimesBatch(), lambda: (X, Y), lambda x, y: x * y),
+    Example(
+        "ode_solve",
+        lambda m: m.OdeSolve(steps=100, dt=0.01),
+        lambda: (np.array([1.5, 0.1, 0.3]), np.array([1.0, -0.5])),
+        ode_solve,
+        strides=False,  # p and y0 have fixed lengths, 3 and 2
+    ),
 ]

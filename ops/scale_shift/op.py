@@ -7,6 +7,7 @@ from libsection import tensor, upcast
 class ScaleShift(libsection.ExternalCOp):
     func_files = ["scaleShift.c"]
     func_name = "APPLY_SPECIFIC(scale_shift)"
+    gufunc_signature = "(n)->(n)"  # arrays with leading batch dimensions run row by row
     params = {"scale": "float64", "shift": "float64"}
 
     def __init__(self, scale: float, shift: float):

@@ -7,6 +7,7 @@ from libsection import tensor, upcast
 class VectorTimesVector(libsection.ExternalCOp):
     func_files = ["vectorTimesVector.c"]
     func_name = "APPLY_SPECIFIC(vector_times_vector)"
+    gufunc_signature = "(n),(n)->(n)"  # arrays with leading batch dimensions run row by row
 
     def output_types(self, x, y):
         return [tensor(upcast(x, y), 1)]

@@ -6,7 +6,7 @@ import collections.abc
 from libsection import CompileError
 from libsection import LinkError
 import typing
-__all__: list[str] = ['BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -317,6 +317,28 @@ class CompiledOp:
         """
         Return repr(self).
         """
+class Batched:
+    """
+    Batched(compiled, plan, labels): `compiled` (a CompiledOp with a batch entry) run once per row of inputs with leading batch dimensions, in one C loop. `plan` and `labels` say what the signature does (python/libsection/_batched.py makes them). Called with the batch's inputs, returns its outputs (a tuple when there are several).
+    """
+    @staticmethod
+    def __new__(type, *args, **kwargs):
+        """
+        Create and return a new object.  See help(type) for accurate signature.
+        """
+    @staticmethod
+    def cthunk(*args, **kwargs):
+        """
+        cthunk(inputs, outputs): a capsule PyTensor's VM calls natively (CLinker's convention), running the batch on the values of the `inputs` storage cells and storing the outputs in the `outputs` cells. Keep it as the thunk's `cthunk` attribute.
+        """
+    def __call__(self, *args, **kwargs):
+        """
+        Call self as a function.
+        """
+    def __repr__(self):
+        """
+        Return repr(self).
+        """
 class NodeOp:
     """
     An op whose code the linker core generates, for `Graph.add_apply`.
@@ -451,7 +473,7 @@ def marker_style(text: str) -> str:
     """
 def native_entry(op: typing.Any) -> tuple:
     """
-    (entry address, op address, inputs, outputs, address of the entry taking preset output arrays): how compiled code (Numba, the JAX handler) calls a CompiledOp natively; see python/libsection/_numba.py.
+    (entry address, op address, inputs, outputs, address of the entry taking preset output arrays): how compiled code (Numba, the JAX handler) calls a CompiledOp or a Batched natively; see python/libsection/_numba.py.
     """
 def op_cache_version(sections: LoadedSections, op: OpDescription, options: ExpandOptions = ...) -> str:
     """

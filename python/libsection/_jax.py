@@ -12,7 +12,10 @@ drop-in ops.
   ``jax_enable_x64`` off: the handler then runs the C code on float64 copies, as CVM would,
   and rounds the outputs back); under ``shard_map``, made varying over the same mesh axes.
 - ``vmap``: ``vmap_method="broadcast_all"``: the call gets the whole batch at once (every
-  input broadcast to the batch shape), and the handler (or the callback) loops over it.
+  input broadcast to the batch shape). The handler runs it through the node's ``Batched`` (one
+  C loop over the rows, or one call for an op whose ``vmap_method`` is ``"broadcast_all"``)
+  where its module has a batch entry, the op destroys no input and the buffers are in the
+  node's dtypes; otherwise it (or the callback) calls the op per batch element.
 - Derivatives: the op is a ``jax.custom_jvp`` whose tangent is the ``libsection_pushforward``
   primitive, linear in the input tangents, whose transpose is the op's own PyTensor gradient
   graph (its pullback) converted to JAX. The pushforward itself is that same pullback,
@@ -36,6 +39,7 @@ import logging
 import numpy as np
 
 from . import _jax_ffi
+from ._batched import vmap_method
 from ._node import NodeRunner, compile_node
 
 __all__ = ["jax_function", "register"]
@@ -251,12 +255,16 @@ def _ffi_call(node, name: str):
         return 0 if not _is_tensor(v) else 2 if i in destroyed else 1
 
     params = _params(node.op, node)
+    # A vmapped call runs its batch in one C loop (or one call, for an op that takes whole
+    # batches), but not one whose inputs the op destroys: each row gets a copy of its own.
+    batch = 0 if destroyed else 2 if vmap_method(node.op) == "broadcast_all" else 1
     return _jax_ffi.call_node(
         compile_node(node),
         name,
         [(_core_ndim(v), kind(i, v), np.dtype(v.type.dtype)) for i, v in enumerate(node.inputs)],
         [(_core_ndim(v), int(_is_tensor(v)), np.dtype(v.type.dtype)) for v in node.outputs],
         None if params is None else params[0],
+        batch,
     )
 
 

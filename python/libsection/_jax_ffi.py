@@ -9,9 +9,11 @@ token for the instance that traced it, the op's name, its params as JSON text, a
 ranks and dtypes of its values. When XLA instantiates an executable, the handler asks
 ``instantiate`` for the node's CompiledOp: the live instance of that token, or, for a
 computation exported from another process (``jax.export``), an instance of the module loaded
-from this process's cache; the executable holds it until XLA frees it. No Python frame runs
-per call. When the target cannot be had (jaxlib without FFI headers, no compiler), the
-caller falls back to ``jax.pure_callback`` after one WARNING saying why.
+from this process's cache; the executable holds it until XLA frees it, with the node's
+``_core.Batched`` that runs a vmapped call's batch in one C loop (the ``batch`` attribute says
+how, ``_batched.ffi_batch`` makes it). No Python frame runs per call. When the target cannot
+be had (jaxlib without FFI headers, no compiler), the caller falls back to
+``jax.pure_callback`` after one WARNING saying why.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _core
+from . import _batched, _core
 
 __all__ = [
     "TARGET",
@@ -150,13 +152,20 @@ def original_error(error: BaseException) -> BaseException | None:
 
 
 class _Instance:
-    """What a call site runs: a node's CompiledOp, the list its errors go to, and its module's
-    cache key."""
+    """What a call site runs: a node's CompiledOp, the list its errors go to, its module's
+    cache key, and the ``_core.Batched`` that runs a vmapped call's batch (or None)."""
 
-    __slots__ = ("__weakref__", "compiled", "errors", "key")
+    __slots__ = ("__weakref__", "batched", "compiled", "errors", "key")
 
-    def __init__(self, compiled, errors, key: str):
-        self.compiled, self.errors, self.key = compiled, errors, key
+    def __init__(self, compiled, errors, key: str, batched=None):
+        self.compiled, self.errors, self.key, self.batched = compiled, errors, key, batched
+
+
+def _batch(compiled, name: str, in_ndims, out_ndims, batch: int):
+    """The node's ``_core.Batched`` for batch mode ``batch`` (see ``call_node``), or None."""
+    if not batch:
+        return None
+    return _batched.ffi_batch(compiled, name, list(in_ndims), list(out_ndims), batch == 2)
 
 
 # The instances of this process's traced calls, by token, while their functions live (an
@@ -164,16 +173,19 @@ class _Instance:
 _live: weakref.WeakValueDictionary[str, _Instance] = weakref.WeakValueDictionary()
 
 
-def call_node(compiled, name: str, ins, outs, params):
+def call_node(compiled, name: str, ins, outs, params, batch: int = 0):
     """``(output specs, *inputs) -> outputs``: ``compiled`` (a node's CompiledOp, whose params
     are ``params``) run through the FFI target. ``ins``/``outs``: ``(core ndim, kind, dtype)``
     per value, kind 0 for a scalar, 1 for a tensor, 2 for a tensor input the op destroys (the
     handler copies it); the dtype is the node's, which JAX may canonicalise (the handler then
-    converts)."""
+    converts). ``batch``: how a vmapped call runs its batch where the module has a batch entry:
+    0 per element, 1 in one C loop over the rows, 2 in one call (``vmap_method`` is
+    ``"broadcast_all"``); see ``_batched.ffi_batch``."""
     import jax
 
     key = compiled.info["key"]
-    instance = _Instance(compiled, error_list(), key)
+    batched = _batch(compiled, name, [n for n, _, _ in ins], [n for n, _, _ in outs], batch)
+    instance = _Instance(compiled, error_list(), key, batched)
     token = uuid.uuid4().hex
     _live[token] = instance
     attributes = {
@@ -187,6 +199,7 @@ def call_node(compiled, name: str, ins, outs, params):
         "out_ndims": np.array([n for n, _, _ in outs], np.int64),
         "out_kinds": np.array([k for _, k, _ in outs], np.int64),
         "out_types": np.array([np.dtype(d).num for _, _, d in outs], np.int64),
+        "batch": np.int64(batch),
     }
 
     def call(specs, *xs):
@@ -196,12 +209,14 @@ def call_node(compiled, name: str, ins, outs, params):
     return call
 
 
-def instantiate(key: str, token: str, name: str, params: str, n_in: int, n_out: int):
+def instantiate(key: str, token: str, name: str, params: str, in_ndims, out_ndims, batch: int):
     """Called by the handler when XLA instantiates a call site: ``(CompiledOp, native entry,
-    error list)`` of the instance the call names, this process's own or, for a computation
-    exported from another process, one loaded from the module cache."""
+    error list, Batched or None, its native entry or 0)`` of the instance the call names, this
+    process's own or, for a computation exported from another process, one loaded from the
+    module cache (with its ``Batched`` made here, from the call's ranks and ``batch``)."""
     live = _live.get(token)
     if live is None or live.key != key:
+        n_in, n_out = len(in_ndims), len(out_ndims)
         compiled = _core.link_cached(key, name, n_in, n_out, [_params_value(params, name)])
         if compiled is None:
             raise LookupError(
@@ -210,8 +225,16 @@ def instantiate(key: str, token: str, name: str, params: str, n_in: int, n_out: 
                 f"that made the computation (or any function with the same {name} node) once "
                 f"with LIBSECTION_CACHE_DIR pointing at this cache, then call it again"
             )
-        live = _Instance(compiled, error_list(), key)
-    return live.compiled, _core.native_entry(live.compiled)[4], live.errors
+        batched = _batch(compiled, name, in_ndims, out_ndims, batch)
+        live = _Instance(compiled, error_list(), key, batched)
+    batch_entry = 0 if live.batched is None else _core.native_entry(live.batched)[4]
+    return (
+        live.compiled,
+        _core.native_entry(live.compiled)[4],
+        live.errors,
+        live.batched,
+        batch_entry,
+    )
 
 
 # ---- params as text -------------------------------------------------------------------------

@@ -16,7 +16,11 @@
 // x64 off), calls the CompiledOp through its native entry (the one Numba calls), checks each
 // output against the node's dtype and the result buffer's shape, and copies it there. A Python
 // exception from the op becomes an FFI error whose message carries the exception's class, the
-// op's name and a token by which Python finds the exception itself.
+// op's name and a token by which Python finds the exception itself. Under vmap, a node whose
+// module has a batch entry gets its whole batch in one call of its `Batched` instead (one C loop
+// over the rows, writing into the result buffers; see libsection/_batched.py ffi_batch), unless
+// the op destroys an input or JAX canonicalised a dtype (then the handler goes per element).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -52,12 +56,15 @@ struct Gil {
 };
 
 // What one call site of an executable runs, from its instantiation to the executable's end:
-// the node's CompiledOp, its native entry, and the list the op's exceptions go to.
+// the node's CompiledOp, its native entry, the list the op's exceptions go to, and the node's
+// Batched with its native entry (null when a batch runs per element).
 struct NodeState {
   static ffi::TypeId id;  // set when _jax_ffi registers the type with XLA
   PyObject* op = nullptr;
   Entry entry = nullptr;
   PyObject* errors = nullptr;
+  PyObject* batched = nullptr;
+  Entry batch_entry = nullptr;
 
   NodeState() = default;
   NodeState(NodeState const&) = delete;
@@ -67,6 +74,7 @@ struct NodeState {
     Gil gil;
     Py_XDECREF(op);
     Py_XDECREF(errors);
+    Py_XDECREF(batched);
   }
 };
 
@@ -352,19 +360,31 @@ auto with_call_attributes(Binding binding) {
       .template Attr<Ints>("in_types")
       .template Attr<Ints>("out_ndims")
       .template Attr<Ints>("out_kinds")
-      .template Attr<Ints>("out_types");
+      .template Attr<Ints>("out_types")
+      .template Attr<std::int64_t>("batch");
 }
 
 using Span = ffi::Span<std::int64_t const>;
 
+// A tuple of Python ints (a new reference), or null with a Python exception set.
+PyObject* int_tuple(Span values) {
+  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(values.size()));
+  for (std::size_t i = 0; tuple && i < values.size(); ++i) {
+    PyObject* value = PyLong_FromLongLong(values[i]);
+    if (!value) Py_CLEAR(tuple);
+    else PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), value);
+  }
+  return tuple;
+}
+
 // The instantiate stage: the CompiledOp this call site runs, from
-// libsection._jax_ffi.instantiate(module, instance, name, params, inputs, outputs), which
-// returns (op, native entry address, error list).
+// libsection._jax_ffi.instantiate(module, instance, name, params, in_ndims, out_ndims, batch),
+// which returns (op, native entry address, error list, Batched or None, its entry address).
 ffi::ErrorOr<std::unique_ptr<NodeState>> instantiate(std::string_view module,
                                                      std::string_view instance,
                                                      std::string_view name, std::string_view params,
                                                      Span in_ndims, Span, Span, Span out_ndims,
-                                                     Span, Span) try {
+                                                     Span, Span, std::int64_t batch) try {
   if (!python_alive())
     return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
                       "libsection: the Python interpreter has finished");
@@ -372,16 +392,18 @@ ffi::ErrorOr<std::unique_ptr<NodeState>> instantiate(std::string_view module,
   std::string const op_name(name);
   PyObject* result = nullptr;
   if (PyObject* home = PyImport_ImportModule("libsection._jax_ffi")) {
+    // "N": the call takes the tuples' references (null ones fail it, their exception kept).
     result = PyObject_CallMethod(
-        home, "instantiate", "s#s#s#s#nn", module.data(), static_cast<Py_ssize_t>(module.size()),
+        home, "instantiate", "s#s#s#s#NNL", module.data(), static_cast<Py_ssize_t>(module.size()),
         instance.data(), static_cast<Py_ssize_t>(instance.size()), name.data(),
         static_cast<Py_ssize_t>(name.size()), params.data(), static_cast<Py_ssize_t>(params.size()),
-        static_cast<Py_ssize_t>(in_ndims.size()), static_cast<Py_ssize_t>(out_ndims.size()));
+        int_tuple(in_ndims), int_tuple(out_ndims), static_cast<long long>(batch));
     Py_DECREF(home);
   }
   auto state = std::make_unique<NodeState>();
-  PyObject *op = nullptr, *entry = nullptr, *errors = nullptr;
-  if (!result || !PyArg_ParseTuple(result, "OOO", &op, &entry, &errors)) {
+  PyObject *op = nullptr, *entry = nullptr, *errors = nullptr, *batched = nullptr,
+           *batch_entry = nullptr;
+  if (!result || !PyArg_ParseTuple(result, "OOOOO", &op, &entry, &errors, &batched, &batch_entry)) {
     Py_XDECREF(result);
     std::string kind, text;
     fetch_exception(nullptr, kind, text);
@@ -392,6 +414,11 @@ ffi::ErrorOr<std::unique_ptr<NodeState>> instantiate(std::string_view module,
   Py_INCREF(errors);
   state->op = op;
   state->errors = errors;
+  if (batched != Py_None) {
+    state->batch_entry = reinterpret_cast<Entry>(PyLong_AsVoidPtr(batch_entry));
+    Py_INCREF(batched);
+    state->batched = batched;
+  }
   Py_DECREF(result);
   return state;
 } catch (...) {  // XLA calls the handler from C: no C++ exception may leave it
@@ -408,7 +435,8 @@ struct Call {
   }
 
   std::vector<Slot> in, out;
-  Span in_kinds, out_kinds;  // 0 scalar, 1 tensor, 2 tensor input the op destroys (a copy)
+  std::vector<std::int64_t> batch;  // the batch dimensions (none outside vmap)
+  Span in_kinds, out_kinds;         // 0 scalar, 1 tensor, 2 tensor input the op destroys (a copy)
   NodeState const& node;
   std::string op_name;
   std::vector<PyObject*> inputs, outputs, views, copies;
@@ -419,11 +447,11 @@ struct Call {
   ffi::Error failed() const { return python_error(node.errors, op_name); }
 };
 
-// Lays out every buffer of the call (Slot) and returns the number of batch elements.
+// Lays out every buffer of the call (Slot, batch) and returns the number of batch elements.
 ffi::ErrorOr<std::size_t> lay_out(Call& call, ffi::RemainingArgs const& args,
                                   ffi::RemainingRets const& rets, Span in_ndims, Span in_types,
                                   Span out_ndims, Span out_types) {
-  std::vector<std::int64_t> batch;
+  std::vector<std::int64_t>& batch = call.batch;
   for (std::size_t i = 0; i < call.in.size(); ++i) {
     auto buffer = args.get<ffi::AnyBuffer>(i);
     if (buffer.has_error()) return buffer.error();
@@ -479,11 +507,47 @@ ffi::Error run_element(Call& call, std::size_t b) {
   return ffi::Error::Success();
 }
 
-// The execute stage: the node on this call's buffers, once per batch element.
+// An array over a whole buffer: its batch dimensions and its element's.
+PyObject* whole_view(Slot const& s, std::vector<std::int64_t> const& batch, bool writable) {
+  std::vector<npy_intp> dims(batch.begin(), batch.end());
+  dims.insert(dims.end(), s.core.begin(), s.core.end());
+  int flags = writable ? NPY_ARRAY_CARRAY : NPY_ARRAY_C_CONTIGUOUS;
+  if (reinterpret_cast<std::uintptr_t>(s.data) % static_cast<std::uintptr_t>(s.itemsize) == 0)
+    flags |= NPY_ARRAY_ALIGNED;
+  return PyArray_New(&PyArray_Type, static_cast<int>(dims.size()), dims.data(), s.typenum, nullptr,
+                     s.data, 0, flags, nullptr);
+}
+
+// Whether the call's batch can go to the node's Batched: there is a batch, and every buffer is
+// in the node's dtype (the C loop reads and writes XLA's memory as it is).
+bool batches_whole(Call const& call) {
+  auto own = [](Slot const& s) { return s.declared == s.typenum; };
+  return call.node.batched && call.node.batch_entry && !call.batch.empty() &&
+         std::all_of(call.in.begin(), call.in.end(), own) &&
+         std::all_of(call.out.begin(), call.out.end(), own);
+}
+
+// The whole batch in one call of the node's Batched (its C loop over the rows), which writes the
+// results into the arrays over XLA's result buffers it is given.
+ffi::Error run_batch(Call& call) {
+  DropRefs held_inputs{call.inputs}, held_given{call.views};
+  for (std::size_t i = 0; i < call.in.size(); ++i)
+    if (!(call.inputs[i] = whole_view(call.in[i], call.batch, false))) return call.failed();
+  for (std::size_t j = 0; j < call.out.size(); ++j)
+    if (!(call.views[j] = whole_view(call.out[j], call.batch, true))) return call.failed();
+  call.outputs = call.views;  // borrowed presets in; new references out, on success
+  if (call.node.batch_entry(call.node.batched, call.inputs.data(), call.outputs.data()) != 0)
+    return call.failed();
+  DropRefs results{call.outputs};  // the arrays given, written
+  return ffi::Error::Success();
+}
+
+// The execute stage: the node on this call's buffers, its batch in one call of its Batched or
+// once per batch element.
 ffi::Error execute(NodeState* state, ffi::RemainingArgs args, ffi::RemainingRets rets,
                    std::string_view, std::string_view, std::string_view name, std::string_view,
                    Span in_ndims, Span in_kinds, Span in_types, Span out_ndims, Span out_kinds,
-                   Span out_types) try {
+                   Span out_types, std::int64_t) try {
   std::size_t const n_in = args.size(), n_out = rets.size();
   if (in_ndims.size() != n_in || in_kinds.size() != n_in || in_types.size() != n_in ||
       out_ndims.size() != n_out || out_kinds.size() != n_out || out_types.size() != n_out)
@@ -495,6 +559,7 @@ ffi::Error execute(NodeState* state, ffi::RemainingArgs args, ffi::RemainingRets
   Call call(n_in, n_out, in_kinds, out_kinds, *state, name);
   auto n_batch = lay_out(call, args, rets, in_ndims, in_types, out_ndims, out_types);
   if (n_batch.has_error()) return n_batch.error();
+  if (batches_whole(call)) return run_batch(call);
   for (std::size_t b = 0; b < *n_batch; ++b)
     if (auto e = run_element(call, b); e.failure()) return e;
   return ffi::Error::Success();

@@ -100,16 +100,17 @@ def register(op_class, own_perform) -> None:
         return node_function(node, own_perform(op))
 
 
-def node_function(node, own_perform: bool):
+def node_function(node, own_perform: bool, native=None):
     """A nopython Numba function running ``node``: the compiled C code called natively, or the
-    op's own ``perform`` (``own_perform``) called from native code."""
+    op's own ``perform`` (``own_perform``) called from native code. ``native``: what to call in
+    place of the node's compiled instance (a batched node's ``_core.Batched``)."""
     from pytensor.link.numba.dispatch.basic import numba_njit
 
     if own_perform:
         keep = NodeRunner(node, True)
         target: tuple[str, int] | tuple[str, int, int] = ("python", id(keep))  # kept alive below
     else:
-        keep = compile_node(node)
+        keep = compile_node(node) if native is None else native
         entry, op_address, n_in, n_out = _core.native_entry(keep)[:4]
         assert (n_in, n_out) == (len(node.inputs), len(node.outputs))
         target = ("native", entry, op_address)

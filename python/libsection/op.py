@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _core
+from . import _batched, _core
 from ._build import BUILD_FLAGS, build, build_flags, checked_language
 from ._load import folder_of_class, load, relative_to_class
 from ._types import type_of
@@ -45,6 +45,9 @@ class ExternalCOp:
     ``params``, a ``{field: type string}`` dict whose values are the instance's attributes of
     those names, seen by the C code as ``params->field``, and ``language``, ``"c++"`` (the
     default) or ``"c"``: files declared C are checked as C and their module compiled as C.
+    With ``gufunc_signature`` (``"(n),(n)->(n)"``), arrays with leading batch dimensions are
+    broadcast as NumPy's gufuncs broadcast them and the C code runs over their rows in one C
+    loop; ``vmap_method = "broadcast_all"`` says the C code takes the whole batch itself.
 
     What the module's build needs besides the files, by PyTensor's names: ``c_compile_args()``,
     ``c_header_dirs()`` and ``c_lib_dirs()`` (relative folders are relative to the file that
@@ -61,6 +64,8 @@ class ExternalCOp:
     check_input: bool = True
     params: dict[str, str] = {}
     language: str = "c++"
+    gufunc_signature: str | None = None
+    vmap_method: str = "sequential"
 
     def __init__(self, func_files=None, func_name: str | None = None) -> None:
         files = self.func_files if func_files is None else func_files
@@ -176,7 +181,8 @@ class ExternalCOp:
         return op
 
     def _compiled_for_values(self, *inputs: Any):
-        return self.compiled(*(type_of(v) for v in inputs))
+        batch = _batched.standalone_call(self, inputs)  # inputs beyond the signature's core
+        return batch if batch is not None else self.compiled(*(type_of(v) for v in inputs))
 
     def __call__(self, *inputs: Any) -> Any:
         """Runs the op: one array for one output, a tuple for several (typed ``Any``, as NumPy

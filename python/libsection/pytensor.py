@@ -42,7 +42,7 @@ from pytensor.link.c.params_type import ParamsType
 from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
-from . import _backends, _core, _numba
+from . import _backends, _batched_pytensor, _core, _numba
 from ._build import BUILD_FLAGS, checked_language
 from ._load import load_texts, raise_for, relative_to_class
 from ._node import (
@@ -162,6 +162,10 @@ class ExternalCOp(COp):
     language = "c++"
     """What the section files are written in: ``"c++"`` (PyTensor's, the default) or ``"c"``,
     checked as C (section-lint's SL208 and SL209) and compiled as C."""
+    vmap_method = "sequential"
+    """How a batch (``Blockwise``, ``vectorize_graph``, ``jax.vmap``) runs the C code: once per
+    row, in one C loop (``"sequential"``), or once for the whole batch, every input broadcast to
+    the batch shape (``"broadcast_all"``: the C code takes leading batch dimensions)."""
 
     @classmethod
     def get_path(cls, f: Path) -> Path:
@@ -463,6 +467,8 @@ _backends.when_imported(
     lambda _module: _numba.register(ExternalCOp, lambda op: _own(type(op), "perform")),
 )
 _backends.register(ExternalCOp, lambda op: _own(type(op), "perform"))
+# Its Blockwise nodes (vectorize_graph, pt.vectorize, PyMC) batch in one C loop in every mode.
+_batched_pytensor.register(ExternalCOp, lambda op: _own(type(op), "perform"))
 
 
 # Storage maps (of functions being built) whose drop-in nodes were already built together.
@@ -659,6 +665,9 @@ def _bridge_class(standalone_cls):
         _cop_num_inputs = standalone_cls._cop_num_inputs
         _cop_num_outputs = standalone_cls._cop_num_outputs
         check_input = standalone_cls.check_input
+        vmap_method = standalone_cls.vmap_method
+        if standalone_cls.gufunc_signature is not None:
+            gufunc_signature = standalone_cls.gufunc_signature
 
         def __init__(self, standalone):
             self.standalone = standalone

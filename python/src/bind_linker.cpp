@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "batched_op.hpp"
 #include "bindings.hpp"
 #include "compiled_op.hpp"
 #include "link_errors.hpp"
@@ -411,6 +412,7 @@ void bind_linker(py::module_& m) {
     set_interrupt_check(nullptr);
   }));
   add_compiled_op_type(m);
+  add_batched_op_type(m);
   add_link_errors(m);
 
   bind_node_ops(m);
@@ -458,10 +460,13 @@ without params ignores them).)doc");
           "__exit__", [](BuildGroup const&, py::args const&) { leave_build_group(); },
           "The calling thread's builds no longer belong to the group.");
 
-  m.def("native_entry", &native_entry, py::arg("op"),
-        "(entry address, op address, inputs, outputs, address of the entry taking preset "
-        "output arrays): how compiled code (Numba, the JAX handler) calls a "
-        "CompiledOp natively; see python/libsection/_numba.py.");
+  m.def(
+      "native_entry",
+      [](py::handle op) { return is_batched_op(op) ? batched_native_entry(op) : native_entry(op); },
+      py::arg("op"),
+      "(entry address, op address, inputs, outputs, address of the entry taking preset "
+      "output arrays): how compiled code (Numba, the JAX handler) calls a "
+      "CompiledOp or a Batched natively; see python/libsection/_numba.py.");
 
   m.def(
       "cache_dir", [] { return ModuleCache::default_root().string(); },

@@ -105,14 +105,10 @@ bool output_as_declared(CompiledOp* self, Py_ssize_t j, PyObject* output) {
   return false;
 }
 
-/// Runs the op on `inputs` (borrowed, one per input) and stores new references to its outputs
-/// in `outputs`: 0, or -1 with an exception set. The one call path: the vectorcall and the
-/// native entries Numba and JAX call all come here. `preset` (borrowed, NULL or one per output,
-/// each NULL or an array) are arrays the op may write its outputs into, as into outputs it
-/// kept: the JAX handler passes XLA's result buffers, so the op writes there without a copy.
-/// They are taken out of the cells after the call, since their memory is not the op's.
-int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** outputs,
-                    PyObject* const* preset = nullptr) {
+/// Runs `run(op)` on `self` or, when another thread runs `self`, on a spare instance (or waits
+/// for `self`): one call at a time per instance. `run`'s result, or -1 with an exception set.
+template <class Run>
+int with_instance(CompiledOp* self, Run const& run) {
   unsigned long const me = PyThread_get_thread_ident();
   if (self->running_thread == me) {
     PyErr_Format(PyExc_RuntimeError,
@@ -122,8 +118,7 @@ int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** output
     return -1;
   }
   if (!self->lock->try_lock()) {
-    if (CompiledOp* spare = idle_spare(self))
-      return run_with_inputs(spare, inputs, outputs, preset);
+    if (CompiledOp* spare = idle_spare(self)) return with_instance(spare, run);
     if (PyErr_Occurred()) return -1;
     Py_BEGIN_ALLOW_THREADS self->lock->lock();
     Py_END_ALLOW_THREADS
@@ -136,43 +131,57 @@ int run_with_inputs(CompiledOp* self, PyObject* const* inputs, PyObject** output
       self->lock->unlock();
     }
   } release{self};
-  for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], inputs[i]);
-  // An output still held by the caller must not be overwritten: give the op an empty cell.
-  // One the caller dropped is handed back, so the op can reuse its memory.
-  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
-    PyObject* cell = self->cells[self->n_inputs + j];
-    PyObject* previous = PyList_GET_ITEM(cell, 0);
-    if (preset && preset[j]) set_cell(cell, preset[j]);
-    else if (previous != Py_None && Py_REFCNT(previous) > 1) set_cell(cell, Py_None);
-  }
-  int const failure = self->library->run(self->instance);
-  for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], Py_None);
-  if (failure) {
-    // Forget kept outputs: one the op cannot take back (wrong type) must not fail every call.
-    for (Py_ssize_t j = 0; j < self->n_outputs; ++j)
-      set_cell(self->cells[self->n_inputs + j], Py_None);
-    if (!PyErr_Occurred())
-      PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
-                   self->name, failure);
-    return -1;
-  }
-  if (!self->declared->empty()) {
+  return run(self);
+}
+
+/// Runs the op on `inputs` (borrowed, one per input) and stores new references to its outputs
+/// in `outputs`: 0, or -1 with an exception set. The one call path: the vectorcall and the
+/// native entries Numba and JAX call all come here. `preset` (borrowed, NULL or one per output,
+/// each NULL or an array) are arrays the op may write its outputs into, as into outputs it
+/// kept: the JAX handler passes XLA's result buffers, so the op writes there without a copy.
+/// They are taken out of the cells after the call, since their memory is not the op's.
+int run_with_inputs(CompiledOp* op, PyObject* const* inputs, PyObject** outputs,
+                    PyObject* const* preset = nullptr) {
+  return with_instance(op, [&](CompiledOp* self) {
+    for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], inputs[i]);
+    // An output still held by the caller must not be overwritten: give the op an empty cell.
+    // One the caller dropped is handed back, so the op can reuse its memory.
     for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
       PyObject* cell = self->cells[self->n_inputs + j];
-      if (output_as_declared(self, j, PyList_GET_ITEM(cell, 0))) continue;
-      for (Py_ssize_t k = 0; k < self->n_outputs; ++k)  // none is kept, none handed out
-        set_cell(self->cells[self->n_inputs + k], Py_None);
+      PyObject* previous = PyList_GET_ITEM(cell, 0);
+      if (preset && preset[j]) set_cell(cell, preset[j]);
+      else if (previous != Py_None && Py_REFCNT(previous) > 1) set_cell(cell, Py_None);
+    }
+    int const failure = self->library->run(self->instance);
+    for (Py_ssize_t i = 0; i < self->n_inputs; ++i) set_cell(self->cells[i], Py_None);
+    if (failure) {
+      // Forget kept outputs: one the op cannot take back (wrong type) must not fail every call.
+      for (Py_ssize_t j = 0; j < self->n_outputs; ++j)
+        set_cell(self->cells[self->n_inputs + j], Py_None);
+      if (!PyErr_Occurred())
+        PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
+                     self->name, failure);
       return -1;
     }
-  }
-  for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
-    PyObject* cell = self->cells[self->n_inputs + j];
-    PyObject* const given = preset ? preset[j] : nullptr;  // read first: `preset` may be `outputs`
-    outputs[j] = PyList_GET_ITEM(cell, 0);
-    Py_INCREF(outputs[j]);
-    if (given && outputs[j] == given) set_cell(cell, Py_None);
-  }
-  return 0;
+    if (!self->declared->empty()) {
+      for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
+        PyObject* cell = self->cells[self->n_inputs + j];
+        if (output_as_declared(self, j, PyList_GET_ITEM(cell, 0))) continue;
+        for (Py_ssize_t k = 0; k < self->n_outputs; ++k)  // none is kept, none handed out
+          set_cell(self->cells[self->n_inputs + k], Py_None);
+        return -1;
+      }
+    }
+    for (Py_ssize_t j = 0; j < self->n_outputs; ++j) {
+      PyObject* cell = self->cells[self->n_inputs + j];
+      PyObject* const given =
+          preset ? preset[j] : nullptr;  // read first: `preset` may be `outputs`
+      outputs[j] = PyList_GET_ITEM(cell, 0);
+      Py_INCREF(outputs[j]);
+      if (given && outputs[j] == given) set_cell(cell, Py_None);
+    }
+    return 0;
+  });
 }
 
 PyObject* compiled_op_call(PyObject* callable, PyObject* const* args, size_t nargsf,
@@ -254,13 +263,7 @@ int run_cthunk(void* data) {
     if (!PyErr_Occurred())
       PyErr_Format(PyExc_RuntimeError, "%U failed (code %d) without setting an exception",
                    self->name, failure);
-    PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyObject* parts[3] = {type, value, traceback};
-    for (Py_ssize_t i = 0; i < 3; ++i) {  // steals the fetched references
-      if (!parts[i]) parts[i] = Py_NewRef(Py_None);
-      PyList_SetItem(d->error, i, parts[i]);
-    }
+    move_error_to_vm(d->error);
   }
   return failure;
 }
@@ -370,6 +373,30 @@ int compiled_op_run_native_into(PyObject* callable, PyObject* const* inputs, PyO
 }
 
 }  // namespace
+
+void move_error_to_vm(PyObject* error) {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyObject* parts[3] = {type, value, traceback};
+  for (Py_ssize_t i = 0; i < 3; ++i) {  // steals the fetched references
+    if (!parts[i]) parts[i] = Py_NewRef(Py_None);
+    PyList_SetItem(error, i, parts[i]);
+  }
+}
+
+int run_batch(PyObject* op, PyObject* const* inputs, PyObject** outputs, long long const* plan,
+              char const* const* labels) {
+  return with_instance(reinterpret_cast<CompiledOp*>(op), [&](CompiledOp* self) {
+    return self->library->run_batch(self->instance, inputs, outputs, plan, labels);
+  });
+}
+
+std::optional<std::pair<Py_ssize_t, Py_ssize_t>> batch_entry_of(py::handle op) {
+  if (!PyObject_TypeCheck(op.ptr(), &compiled_op_type)) return std::nullopt;
+  auto* self = reinterpret_cast<CompiledOp*>(op.ptr());
+  if (!self->library->run_batch) return std::nullopt;
+  return std::make_pair(self->n_inputs, self->n_outputs);
+}
 
 py::tuple native_entry(py::handle op) {
   if (!PyObject_TypeCheck(op.ptr(), &compiled_op_type))

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "loader.hpp"
@@ -39,5 +40,20 @@ pybind11::object new_compiled_op(LoadedLibrary const& library, std::size_t n_inp
 /// (entry address, op address, inputs, outputs): what compiled code needs to call `op`
 /// natively. The caller keeps `op` alive while the addresses are in use.
 pybind11::tuple native_entry(pybind11::handle op);
+
+/// Moves the exception set into a C thunk's error list `[type, value, traceback]` (CLinker's
+/// layout, which PyTensor's VM reads after a thunk failed).
+void move_error_to_vm(PyObject* error);
+
+/// (inputs, outputs) of `op` when it is a CompiledOp whose module has a batch entry; nothing
+/// otherwise (not a CompiledOp, or an input or output that cannot take a batch's rows).
+std::optional<std::pair<Py_ssize_t, Py_ssize_t>> batch_entry_of(pybind11::handle op);
+
+/// Runs `op` (a CompiledOp with a batch entry: `batch_entry_of`) over a batch, taking its
+/// instance as a call does (its lock, or a spare): `plan` and `labels` as batch.c reads them,
+/// `outputs` NULL or an array to write into, each, and new references on success. 0, or -1
+/// with an exception set.
+int run_batch(PyObject* op, PyObject* const* inputs, PyObject** outputs, long long const* plan,
+              char const* const* labels);
 
 }  // namespace section::python

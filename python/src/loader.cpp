@@ -93,6 +93,9 @@ LoadedLibrary const& load_library(std::string const& key, std::filesystem::path 
   lib.instance_new = reinterpret_cast<NewFn>(symbol("libsection_instance_new" + suffix));
   lib.run = reinterpret_cast<RunFn>(symbol("libsection_instance_run" + suffix));
   lib.instance_free = reinterpret_cast<FreeFn>(symbol("libsection_instance_free" + suffix));
+  // Optional: a module whose inputs or outputs cannot take a batch's rows has none.
+  lib.run_batch = reinterpret_cast<RunBatchFn>(
+      ::dlsym(lib.handle, ("libsection_instance_run_batch" + suffix).c_str()));
   if (!initialised.count(lib.handle)) {
     if (!init(runtime)) throw py::error_already_set();
     initialised.insert(lib.handle);

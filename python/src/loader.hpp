@@ -16,6 +16,9 @@ namespace section::python {
 using NewFn = void* (*)(PyObject**);
 using RunFn = int (*)(void*);
 using FreeFn = void (*)(void*);
+/// A module's batch entry: its graph once per row of a batch, in one C loop (see batch.c).
+using RunBatchFn = int (*)(void*, PyObject* const* inputs, PyObject** outputs,
+                           long long const* plan, char const* const* labels);
 
 /// A shared object loaded and initialised once per process; never unloaded, since instances
 /// and the Python objects they created may outlive any handle we could count.
@@ -24,6 +27,7 @@ struct LoadedLibrary {
   NewFn instance_new = nullptr;
   RunFn run = nullptr;
   FreeFn instance_free = nullptr;
+  RunBatchFn run_batch = nullptr;  ///< NULL: an input or output cannot take a batch's rows
 };
 
 /// The Python this process runs (include directories, ABI, NumPy), computed once.

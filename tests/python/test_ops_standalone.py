@@ -24,6 +24,8 @@ def assert_matches(actual, expected) -> None:
 def test_op_matches_numpy(example, cache_dir):
     op = example.op()
     assert_matches(op(*example.inputs()), example.expected(*example.inputs()))
+    if not example.strides:
+        return
     # strided views go through the same code
     strided = tuple(v[::2] if isinstance(v, np.ndarray) else v for v in example.inputs())
     assert_matches(op(*strided), example.expected(*strided))

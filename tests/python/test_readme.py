@@ -38,6 +38,10 @@ def test_walkthrough_runs_as_written(tmp_path, cache_dir):
     assert [line.split()[0] for line in outputs[3].splitlines()] == ["CVM", "FAST_COMPILE", "NUMBA"]
     assert all(line.endswith("[1. 2. 3.]") for line in outputs[3].splitlines())
     assert outputs[4].splitlines() == ["(3,)", "[2. 4. 6.]"]  # 2 (x + y)
+    assert outputs[5].splitlines() == [
+        "[[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]",
+        "['DimShuffle', 'BatchedOp']",
+    ]
 
 
 USAGE = """\

@@ -63,7 +63,12 @@ bool is_blank_code(std::string const& code) {
 // `text` where the module is compiled as C++ (a module's text is valid C as well).
 std::string cxx_only(std::string const& text) { return "#ifdef __cplusplus\n" + text + "#endif\n"; }
 
-std::string nest(std::vector<RunBlock> const& blocks) {
+// The blocks' declarations (first in `run`), and the blocks nested in one another.
+struct Nested {
+  std::string declare, blocks;
+};
+
+Nested nest(std::vector<RunBlock> const& blocks) {
   std::string declare, head, tail;
   for (auto const& b : blocks) {
     declare += b.declare;
@@ -82,7 +87,7 @@ std::string nest(std::vector<RunBlock> const& blocks) {
           label + b.cleanup + cxx_only("} catch (...) {\n" + b.on_exception + "}\n") + "}\n" + tail;
     }
   }
-  return declare + head + tail;
+  return {declare, head + tail};
 }
 
 /// The module's language: C only when every op of the graph is declared C and the text is C
@@ -142,7 +147,10 @@ class ModuleWriter {
   std::string instance_part() const;
   bool plain_instance() const;
   std::string plain_instance_part() const;
+  std::string run_body() const;
   std::string plain_instance_functions() const;
+  std::string rows_function(std::string const& run) const;
+  std::string batch_entry() const;
   std::string init_function() const;
   std::string cleanup_function() const;
   std::string graph_init_function() const;
@@ -162,6 +170,10 @@ class ModuleWriter {
   std::vector<std::string> headers_, support_, init_code_;
   std::vector<RunBlock> run_blocks_;
   std::vector<RuntimeVar> runtime_vars_;  // the node table: variables whose glue is the runtime's
+  // Per input and output cell, its node table entry (`&libsection_vars[k]`), which the batch
+  // loop reads; whether every input and output can take a batch's rows (a batch entry).
+  std::vector<std::string> cell_entries_;
+  bool batchable_ = true;
   int next_id_ = 1, next_init_id_ = 1;
   std::string support_apply_, struct_members_, struct_init_, init_apply_;
   std::vector<std::string> struct_cleanups_;
@@ -179,6 +191,8 @@ ModuleWriter::ModuleWriter(Graph const& graph) : graph_(graph), vars_(graph.vari
   cells_.insert(cells_.end(), graph.constants().begin(), graph.constants().end());
   is_output_.insert(graph.outputs().begin(), graph.outputs().end());
   for (std::size_t i = 0; i < cells_.size(); ++i) cell_of_[names_[cells_[i]]] = i;
+  cell_entries_.resize(graph.inputs().size() + graph.outputs().size());
+  batchable_ = !graph.inputs().empty();
 }
 
 void ModuleWriter::add_type_parts(CType const& t) {
@@ -257,34 +271,82 @@ RunBlock ModuleWriter::variable_block(std::size_t v) {
   RunBlock b{"PyObject* py_" + n + ";\n" + var.type->c_declare(n, sub, true), {}, {}, id};
   if (fill_runtime_block(b, v, sub)) return b;
   all_runtime_ = false;
+  if (var.role == Graph::Role::input || is_output_.count(v)) batchable_ = false;  // own glue
   if (var.role == Graph::Role::input) fill_input_block(b, n, *var.type, sub);
   else if (is_output_.count(v)) fill_output_block(b, n, *var.type, sub);
   else fill_intermediate_block(b, n, *var.type, sub);
   return b;
 }
 
+namespace {
+
+/// How a batch's row reaches a variable of this runtime kind: as an array over the row, as the
+/// row's value (a scalar), or not at all (any Python object).
+enum class RowForm { array, scalar, none };
+
+RowForm row_form(RuntimeVar const& var) {
+  using Kind = RuntimeVar::Kind;
+  switch (var.kind) {
+    case Kind::array:
+    case Kind::pytensor_array:
+    case Kind::pytensor_array_unchecked: return RowForm::array;
+    case Kind::object: return RowForm::none;
+    default: return RowForm::scalar;
+  }
+}
+
+}  // namespace
+
 // A variable of a built-in type: one call of the runtime each way, its entry of the node table
 // saying what to check and the messages (the runtime always sets an exception when it fails).
+// An input or output also takes a batch's rows (`__batch`, batch.c): an input the row's array or
+// value, an output the row's array to write into, handed back to the runtime after the op ran.
 bool ModuleWriter::fill_runtime_block(RunBlock& b, std::size_t v, Sub const& sub) {
   auto entry = vars_[v].type->runtime_var(sub, true);
   if (!entry) return false;
   std::string const& n = names_[v];
-  std::string const args = "&py_" + n + ", &" + n + ", &libsection_vars" + member_placeholder +
-                           "[" + std::to_string(runtime_vars_.size()) + "]";
+  std::string const table_entry = "&libsection_vars" + std::string(member_placeholder) + "[" +
+                                  std::to_string(runtime_vars_.size()) + "]";
+  std::string const args = "&py_" + n + ", &" + n + ", " + table_entry;
   std::string const id = std::to_string(b.id);
   std::string const fail = " {__failure = " + id + "; goto __label_" + id + ";}\n";
+  RowForm const form = row_form(*entry);
   runtime_vars_.push_back(std::move(*entry));
-  if (vars_[v].role == Graph::Role::input) {
-    b.behavior = "if (libsection_rt->extract(" + cell(n) + ", " + args + "))" + fail;
-    b.cleanup = "libsection_rt->cleanup(" + args + ");\n";
-  } else if (is_output_.count(v)) {
-    b.behavior = "if (libsection_rt->extract_output(" + cell(n) + ", " + args + "))" + fail;
-    b.cleanup = "if (libsection_rt->store_output(" + cell(n) + ", " + args +
-                ", __failure)) __failure = " + id + ";\n";
-  } else {
+  bool const input = vars_[v].role == Graph::Role::input;
+  if (!input && !is_output_.count(v)) {
     b.behavior = "libsection_rt->init(" + args + ");\n";
     b.cleanup = "libsection_rt->cleanup(" + args + ");\n";
+    return true;
   }
+  std::size_t const c = cell_of_.at(n);
+  std::string const row = "__batch->views[" + std::to_string(c) + "]";
+  std::string const data = "__batch->data[" + std::to_string(c) + "]";
+  if (form == RowForm::none) batchable_ = false;  // any Python object: it has no rows
+  cell_entries_[c] = table_entry;
+  // Each form: (as a single call has it, as a batch's row has it).
+  auto either = [&](std::string const& call, std::string const& from_row) {
+    if (form == RowForm::none) return call;
+    return "if (!__batch) {\n" + call + "} else {\n" + from_row + "}\n";
+  };
+  if (input) {
+    b.behavior =
+        either("if (libsection_rt->extract(" + cell(n) + ", " + args + "))" + fail,
+               form == RowForm::array ? "*(PyObject**)&" + n + " = " + row + ";\n"
+                                      : "memcpy(&" + n + ", " + data + ", sizeof " + n + ");\n");
+    b.cleanup = (form == RowForm::none ? "" : "if (!__batch) ") +
+                ("libsection_rt->cleanup(" + args + ");\n");
+    return true;
+  }
+  b.behavior = either("if (libsection_rt->extract_output(" + cell(n) + ", " + args + "))" + fail,
+                      form == RowForm::array
+                          ? "*(PyObject**)&" + n + " = " + row + ";\nPy_XINCREF(" + row + ");\n"
+                          : "memset(&" + n + ", 0, sizeof " + n + ");\n");
+  b.cleanup = either("if (libsection_rt->store_output(" + cell(n) + ", " + args +
+                         ", __failure)) __failure = " + id + ";\n",
+                     form == RowForm::array
+                         ? "if (LIBSECTION_ROW_OUTPUT(" + n + ", __batch, " + std::to_string(c) +
+                               ", __failure)) __failure = " + id + ";\n"
+                         : "if (!__failure) memcpy(" + data + ", &" + n + ", sizeof " + n + ");\n");
   return true;
 }
 
@@ -409,8 +471,17 @@ bool ModuleWriter::plain_instance() const {
 // A plain instance is its array of cells (`new_cells` of the runtime).
 std::string ModuleWriter::plain_instance_part() const {
   std::string t = "\n//////// instance\nstatic int libsection_run" +
-                  std::string(member_placeholder) + "(PyObject** storage) {\n";
-  return t + "int __failure = 0;\n" + nest(run_blocks_) + "return __failure;\n}\n";
+                  std::string(member_placeholder) +
+                  "(PyObject** storage, libsection_batch* __batch) {\n";
+  return t + run_body() + "}\n";
+}
+
+// `run`'s body: the blocks once for a single call (`__batch` NULL), or once per row of a batch.
+std::string ModuleWriter::run_body() const {
+  Nested const nested = nest(run_blocks_);
+  return "int __failure = 0;\n" + nested.declare + "for (;;) {\n" + nested.blocks +
+         "if (!__batch || __failure || libsection_rt->batch_next(__batch, &__failure)) break;\n"
+         "}\nreturn __failure;\n";
 }
 
 std::string ModuleWriter::instance_part() const {
@@ -420,8 +491,7 @@ std::string ModuleWriter::instance_part() const {
   t += "PyObject* storage[" + std::to_string(cells_.size()) + "];\n";
   t += const_members_ + struct_members_;
   t += init_function() + cleanup_function();
-  return t + "\nint run() {\nint __failure = 0;\n" + nest(run_blocks_) +
-         "return __failure;\n}\n};\n}\n";
+  return t + "\nint run(libsection_batch* __batch) {\n" + run_body() + "}\n};\n}\n";
 }
 
 std::string ModuleWriter::init_function() const {
@@ -456,10 +526,34 @@ std::string ModuleWriter::graph_init_function() const {
          "return Py_None;\n}\n\n";
 }
 
+// `libsection_rows`: `run` (a call of it given in `run`) on one call (`__batch` NULL) or on a
+// batch's rows, and the two entry points that call it.
+std::string ModuleWriter::rows_function(std::string const& run) const {
+  std::string const ph = member_placeholder;
+  return "static int libsection_rows" + ph + "(void* self, libsection_batch* __batch) {\n" + run +
+         "}\n\nLIBSECTION_EXPORT int libsection_instance_run" + ph +
+         "(void* self) {\n  return libsection_rows" + ph + "(self, NULL);\n}\n\n" + batch_entry();
+}
+
+// The batch entry (batch.c's `run_batch` over this graph's rows), when every input and output
+// can take a row.
+std::string ModuleWriter::batch_entry() const {
+  if (!batchable_) return {};
+  std::string const ph = member_placeholder;
+  std::string cells;
+  for (auto const& entry : cell_entries_) cells += entry + ", ";
+  return "static const libsection_var* const libsection_cells" + ph + "[] = {" + cells +
+         "};\n\nLIBSECTION_EXPORT int libsection_instance_run_batch" + ph +
+         "(void* self, PyObject* const* inputs, PyObject** outputs, const long long* plan, "
+         "const char* const* labels) {\n  return libsection_rt->run_batch(self, libsection_rows" +
+         ph + ", libsection_cells" + ph + ", " + std::to_string(graph_.inputs().size()) + ", " +
+         std::to_string(graph_.outputs().size()) + ", inputs, outputs, plan, labels);\n}\n\n";
+}
+
 std::string ModuleWriter::plain_instance_functions() const {
   std::string const n = std::to_string(cells_.size());
   std::string const ph = member_placeholder;
-  std::string run = "  return libsection_run" + ph + "((PyObject**)self);\n";
+  std::string run = "  return libsection_run" + ph + "((PyObject**)self, __batch);\n";
   if (!all_runtime_)  // a type's own glue may be C++ that throws
     run = cxx_only("  try {\n") + run +
           cxx_only("  } catch (...) {\n    libsection_rt->set_cxx_error(\"run (outside an op's "
@@ -467,13 +561,9 @@ std::string ModuleWriter::plain_instance_functions() const {
   // Made and freed by the runtime: the loops of every module's own cost about 15 ms of its
   // compile.
   return "LIBSECTION_EXPORT void* libsection_instance_new" + ph +
-         "(PyObject** storage) {\n  return libsection_rt->new_cells(storage, " + n +
-         ");\n}\n\n"
-         "LIBSECTION_EXPORT int libsection_instance_run" +
-         ph + "(void* self) {\n" + run +
-         "}\n\n"
-         "LIBSECTION_EXPORT void libsection_instance_free" +
-         ph + "(void* self) {\n  libsection_rt->free_cells(self, " + n + ");\n}\n";
+         "(PyObject** storage) {\n  return libsection_rt->new_cells(storage, " + n + ");\n}\n\n" +
+         rows_function(run) + "LIBSECTION_EXPORT void libsection_instance_free" + ph +
+         "(void* self) {\n  libsection_rt->free_cells(self, " + n + ");\n}\n";
 }
 
 std::string ModuleWriter::instance_functions() const {
@@ -492,17 +582,12 @@ std::string ModuleWriter::instance_functions() const {
          "  failed = -1;\n}\n"
          "if (failed != 0) {\n  try { self->cleanup(); } catch (...) {}\n  delete self;\n"
          "  return NULL;\n}\n"
-         "return self;\n}\n\n"
-         "LIBSECTION_EXPORT int libsection_instance_run" +
-         ph +
-         "(void* self) {\n  try {\n"
-         "    return static_cast<" +
-         instance +
-         "*>(self)->run();\n  } catch (...) {\n"
-         "    libsection_rt->set_cxx_error(\"run (outside an op's code)\");\n    return -1;\n  "
-         "}\n}\n\n"
-         "LIBSECTION_EXPORT void libsection_instance_free" +
-         ph +
+         "return self;\n}\n\n" +
+         rows_function("  try {\n    return static_cast<" + instance +
+                       "*>(self)->run(__batch);\n  } catch (...) {\n"
+                       "    libsection_rt->set_cxx_error(\"run (outside an op's code)\");\n"
+                       "    return -1;\n  }\n") +
+         "LIBSECTION_EXPORT void libsection_instance_free" + ph +
          "(void* self) {\n  try {\n"
          "    static_cast<" +
          instance +

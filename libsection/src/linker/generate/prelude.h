@@ -128,6 +128,12 @@ typedef struct libsection_var {
   const char* a;
   const char* b;
 } libsection_var;
+// A batch a module's `run` loops over (batch.c): per input and output cell, the row's array
+// (NULL for a scalar, whose value is read from and written to `data`) and the row's data.
+typedef struct libsection_batch {
+  PyObject** views;
+  char** data;
+} libsection_batch;
 typedef struct libsection_runtime {
   int abi;
   int (*extract)(PyObject* cell, PyObject** py, void* value, const libsection_var* var);
@@ -147,7 +153,21 @@ typedef struct libsection_runtime {
   // and freed here, not by code compiled in every module.
   void* (*new_cells)(PyObject** storage, int n);
   void (*free_cells)(void* instance, int n);
+  // The batch loop (batch.c): the module's `run` over every row of a batch; moving on to the
+  // next row; an output the op made in place of its row view, checked and copied.
+  int (*run_batch)(void* self, int (*rows)(void*, libsection_batch*),
+                   const libsection_var* const* cells, int n_in, int n_out,
+                   PyObject* const* inputs, PyObject** outputs, const long long* plan,
+                   const char* const* labels);
+  int (*batch_next)(libsection_batch* batch, int* failure);
+  int (*batch_output)(libsection_batch* batch, int cell, PyObject** value, int failed);
 } libsection_runtime;
+// A row's output, after the op ran: nothing to do when the op wrote into the row view it was
+// given (the view's reference is dropped), else the runtime's check and copy.
+#define LIBSECTION_ROW_OUTPUT(var, batch, cell, failed)                          \
+  (*(PyObject**)&(var) == (batch)->views[cell]                                   \
+       ? (Py_DECREF((batch)->views[cell]), *(PyObject**)&(var) = NULL, 0)        \
+       : libsection_rt->batch_output((batch), (cell), (PyObject**)&(var), (failed)))
 // A module takes NumPy's API table from the runtime, which imported it: the running NumPy's
 // table, whichever NumPy headers either was compiled with.
 #if NPY_ABI_VERSION >= 0x02000000

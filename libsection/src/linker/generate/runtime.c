@@ -10,7 +10,7 @@
 // types fill (`CType::runtime_var`).
 //
 // Not compiled on its own: `runtime_source()` (runtime.cpp) puts the prelude, the ABI version,
-// the node table's kinds (LIBSECTION_RT_*) and export.h before it. Embedded at build time
+// the node table's kinds (LIBSECTION_RT_*), export.h and the batch loop (batch.c) before it. Embedded at build time
 // (libsection/embed.cmake), these notes left out.
 #define LIBSECTION_OUTLINE_REFS 0
 
@@ -255,7 +255,8 @@ static libsection_runtime libsection_rt_table = {
     LIBSECTION_RUNTIME_ABI,  libsection_rt_extract,   libsection_rt_extract_output,
     libsection_rt_init,      libsection_rt_store_output, libsection_rt_cleanup,
     LIBSECTION_RT_CXX_ERROR, NULL,                    0,
-    libsection_rt_convert,   libsection_rt_new_cells, libsection_rt_free_cells};
+    libsection_rt_convert,   libsection_rt_new_cells, libsection_rt_free_cells,
+    libsection_rt_run_batch, libsection_rt_batch_next, libsection_rt_batch_output};
 
 /* The loader's two entry points: the ABI, checked first, then the table, which imports
    NumPy's API on its first call (NULL, with the exception set, when that fails). */

@@ -18,7 +18,7 @@
 namespace section {
 
 /// Bumped whenever the layout of generated modules or their exported functions change.
-inline constexpr int module_abi_version = 4;
+inline constexpr int module_abi_version = 5;
 
 /// Stands for the suffix of a graph's own symbols until its module is laid out: nothing in a
 /// module of one graph, `_<k>` for graph k of a module of several (`generate_batch`).
@@ -50,6 +50,11 @@ struct ModuleMember {
 ///       first instance; returns a borrowed `Py_None`, or NULL with an exception)
 ///   `void* libsection_instance_new(PyObject** storage)`  (cells: inputs, outputs, constants)
 ///   `int libsection_instance_run(void*)`  (0, or a failure code with an exception set)
+///   `int libsection_instance_run_batch(void*, PyObject* const* inputs, PyObject** outputs,
+///       const long long* plan, const char* const* labels)`  (the graph once per row of a batch
+///       of inputs with leading batch dimensions, in one C loop: batch.c, which says what `plan`
+///       and `labels` hold; only when every input and output can take a row: an array or a
+///       scalar whose glue is the runtime's)
 ///   `void libsection_instance_free(void*)`
 /// Each storage cell is a one-element list, as in PyTensor's CLinker.
 struct ModuleSource {

@@ -1,0 +1,195 @@
+"""Batches in one C loop: an op's C code over every row of inputs with leading batch dimensions.
+
+A signature in NumPy's generalized-ufunc form, ``"(n),(n)->(n)"`` (PyTensor's
+``gufunc_signature``, or the one ``Blockwise`` is given), says which trailing dimensions of
+each input and output are the op's own (its core); the leading ones are the batch, broadcast
+together as NumPy broadcasts a gufunc's. ``_core.Batched`` runs a compiled op's module over the
+rows of such a batch in one C loop (its batch entry, libsection/src/linker/generate/batch.c):
+the checks, the broadcast and the outputs are done once per batch, and each row costs the op's
+own code and a move of its arrays' data pointers.
+
+An op declares that its C code takes the batch itself, leading dimensions and all, with
+``vmap_method = "broadcast_all"`` (JAX's name for that contract: every input broadcast to the
+whole batch shape, one call); the default, ``"sequential"``, runs the op once per row.
+
+This module holds what every backend shares (the signature, the plan batch.c reads, the
+standalone op's batched call, JAX's); ``_batched_pytensor`` puts batches into PyTensor's graphs.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from . import _core
+
+__all__ = [
+    "VMAP_METHODS",
+    "batched",
+    "ffi_batch",
+    "parse_signature",
+    "standalone_call",
+    "vmap_method",
+]
+
+VMAP_METHODS = ("sequential", "broadcast_all")
+
+# The flags of a plan (batch.c's LIBSECTION_BATCH_*).
+_WHOLE, _STRICT = 1, 2
+
+_ARGUMENT = re.compile(r"\s*\(([^()]*)\)\s*")
+_DIMENSION = re.compile(r"\s*([A-Za-z_]\w*|\d+)\s*")
+
+
+def _arguments(text: str, signature: str) -> list[tuple[str, ...]]:
+    arguments, at = [], 0
+    while at < len(text):
+        match = _ARGUMENT.match(text, at)
+        if match is None:
+            raise ValueError(f"not a gufunc signature: {signature!r} (at {text[at:]!r})")
+        dims = match.group(1).strip()
+        parts = [] if not dims else dims.split(",")
+        for part in parts:
+            if _DIMENSION.fullmatch(part) is None:
+                raise ValueError(f"not a gufunc signature: {signature!r} (dimension {part!r})")
+        arguments.append(tuple(p.strip() for p in parts))
+        at = match.end()
+        if at < len(text):
+            if text[at] != ",":
+                raise ValueError(f"not a gufunc signature: {signature!r} (at {text[at:]!r})")
+            at += 1
+    return arguments
+
+
+@lru_cache(maxsize=256)
+def parse_signature(
+    signature: str,
+) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+    """``"(m,n),(n)->(m)"`` as ``((("m", "n"), ("n",)), (("m",),))``: each input's and output's
+    core dimensions, names or fixed lengths (``"3"``). ``ValueError`` for anything else."""
+    if not isinstance(signature, str) or signature.count("->") != 1:
+        raise ValueError(f"not a gufunc signature: {signature!r} (it needs one '->')")
+    inputs, outputs = signature.split("->")
+    parsed_outputs = _arguments(outputs, signature)
+    if not parsed_outputs:
+        raise ValueError(f"not a gufunc signature: {signature!r} (no outputs)")
+    return tuple(_arguments(inputs, signature)), tuple(parsed_outputs)
+
+
+def vmap_method(op: Any) -> str:
+    """The op's ``vmap_method``: ``"sequential"`` (the default: its C code runs once per row)
+    or ``"broadcast_all"`` (its C code takes the whole batch, every input broadcast to the batch
+    shape). ``ValueError`` naming the op for anything else."""
+    method = getattr(op, "vmap_method", "sequential")
+    if method not in VMAP_METHODS:
+        name = op.__name__ if isinstance(op, type) else type(op).__name__
+        raise ValueError(
+            f"{name}.vmap_method is {method!r}; libsection takes 'sequential' (the default: the "
+            "C code runs once per row of a batch) or 'broadcast_all' (the C code takes the whole "
+            "batch, every input broadcast to the batch shape)"
+        )
+    return method
+
+
+def plan(
+    signature: str, whole: bool = False, masks: list[int] | None = None
+) -> tuple[list[int], list[str]]:
+    """What batch.c reads of ``signature``: the plan (flags, the number of dimension names,
+    then per input its core ndim, dimensions and broadcast mask, per output its core ndim and
+    dimensions) and the dimension names. ``masks``: per input, the batch dimensions that may
+    broadcast at run time (PyTensor's rule); None for NumPy's (any length-1 dimension)."""
+    inputs, outputs = parse_signature(signature)
+    names: list[str] = []
+
+    def dim(d: str) -> int:
+        if d.isdigit():
+            return -(int(d) + 1)
+        if d not in names:
+            names.append(d)
+        return names.index(d)
+
+    body: list[int] = []
+    for i, dims in enumerate(inputs):
+        body += [len(dims), *map(dim, dims), masks[i] if masks is not None else 0]
+    for dims in outputs:
+        body += [len(dims), *map(dim, dims)]
+    flags = (_WHOLE if whole else 0) | (_STRICT if masks is not None else 0)
+    return [flags, len(names), *body], names
+
+
+def batched(compiled, signature: str, name: str, *, whole: bool = False, masks=None):
+    """``compiled`` (a CompiledOp with a batch entry) over batches of ``signature``:
+    a ``_core.Batched``, called with the batch's inputs."""
+    values, names = plan(signature, whole, masks)
+    return _core.Batched(compiled, values, [name, signature, *names])
+
+
+# ---------------------------------------------------------------- the standalone op
+
+
+def standalone_call(op: Any, inputs: tuple) -> Any | None:
+    """The standalone op's batched call for these inputs (a ``_core.Batched``, which the op's
+    dispatcher keeps for their types), or None when the op has no ``gufunc_signature`` or no
+    input has dimensions beyond its core ones (then the op is called as it is)."""
+    signature = getattr(op, "gufunc_signature", None)
+    if signature is None:
+        return None
+    name = type(op).__name__
+    core_in, core_out = parse_signature(signature)
+    if len(core_in) != len(inputs):
+        raise TypeError(
+            f"{name} takes {len(core_in)} inputs (gufunc_signature {signature!r}), "
+            f"got {len(inputs)}"
+        )
+    arrays = [np.asarray(v) for v in inputs]
+    if not any(a.ndim > len(dims) for a, dims in zip(arrays, core_in, strict=True)):
+        return None
+    from ._types import tensor
+
+    for i, (a, dims) in enumerate(zip(arrays, core_in, strict=True)):
+        if a.ndim < len(dims):
+            raise ValueError(
+                f"{name}: input {i} has {a.ndim} dimensions; its core dimensions in the "
+                f"gufunc_signature {signature!r} need {len(dims)}"
+            )
+    # A row of a "()" input is a number (as the op is called on one), of the others an array.
+    types = [
+        tensor(a.dtype, len(d)) if d else a.dtype.name for a, d in zip(arrays, core_in, strict=True)
+    ]
+    compiled = op.compiled(*types)
+    for j, (described, dims) in enumerate(zip(compiled.info["outputs"], core_out, strict=True)):
+        got = _core.parse_type(described).ndim
+        if got != len(dims):
+            raise ValueError(
+                f"{name}.output_types gives output {j} {got} dimensions, but its core "
+                f"dimensions in the gufunc_signature {signature!r} are {len(dims)}"
+            )
+    try:
+        return batched(compiled, signature, name, whole=vmap_method(op) == "broadcast_all")
+    except TypeError as e:
+        raise TypeError(f"{name} cannot run a batch: {e}") from None
+
+
+# ---------------------------------------------------------------- JAX
+
+
+def ffi_batch(
+    compiled, name: str, in_ndims: list[int], out_ndims: list[int], whole: bool
+) -> Any | None:
+    """The ``_core.Batched`` the JAX handler runs a vmapped call of ``compiled`` (the node of
+    op ``name``, whose inputs and outputs have ``in_ndims`` and ``out_ndims`` dimensions) with:
+    one C loop, or one call when ``whole`` (an op whose ``vmap_method`` is ``"broadcast_all"``);
+    None when the module has no batch entry (then the handler calls the op per batch element).
+    The batch is JAX's, already broadcast: the signature names each core dimension apart."""
+    counter = iter(range(sum(in_ndims) + sum(out_ndims)))
+    args = [
+        "(" + ",".join(f"d{next(counter)}" for _ in range(n)) + ")" for n in [*in_ndims, *out_ndims]
+    ]
+    signature = ",".join(args[: len(in_ndims)]) + "->" + ",".join(args[len(in_ndims) :])
+    try:
+        return batched(compiled, signature, name, whole=whole)
+    except TypeError:  # no batch entry: an input or output the runtime cannot give a row of
+        return None

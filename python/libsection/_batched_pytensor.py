@@ -1,0 +1,187 @@
+"""Batched drop-in ops in PyTensor: ``vectorize_graph``, ``pt.vectorize``, ``Blockwise`` and
+PyMC's vectorized graphs run the op's C code over the batch in one C loop, in every backend.
+
+PyTensor vectorizes an op by wrapping it in ``Blockwise``. Whatever made the ``Blockwise``
+(``vectorize_graph``, ``pt.vectorize``, a gradient's own batched nodes, PyMC's
+``vectorize_over_posterior``, a user), a rewrite in every mode's rewrite database
+(``libsection_batched``, after the graph's other rewrites) puts a ``BatchedOp`` in its place
+when the core op is a drop-in op without a Python ``perform`` of its own: the same inputs,
+outputs, shapes and gradient (``Blockwise``'s), and a thunk that runs the node's ``_core.Batched``
+(python/libsection/_batched.py): PyTensor's VM calls it natively (CVM), the Python linker once
+per batch (FAST_COMPILE), Numba's code once per batch (NUMBA), and JAX through the op's XLA FFI
+call, whose handler runs the vmapped batch in the same C loop (JAX).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.tensor.blockwise import Blockwise
+
+from . import _backends, _batched, _numba
+from ._jax import _call_infer_shape
+from ._node import compile_node, make_thunk, store
+
+__all__ = ["BatchedOp", "register"]
+
+
+class BatchedOp(Op):
+    """``Blockwise(core_op, signature)`` whose batch runs in one C loop (or, for a core op with
+    ``vmap_method = "broadcast_all"``, in one call of its C code): the node a drop-in op's
+    ``Blockwise`` becomes when a function is compiled."""
+
+    __props__ = ("core_op", "signature")
+
+    def __init__(self, core_op, signature: str):
+        self.core_op = core_op
+        self.signature = signature
+        self.blockwise = Blockwise(core_op, signature)  # its shapes, gradient and checks
+
+    def make_node(self, *inputs):
+        node = self.blockwise.make_node(*inputs)
+        return Apply(self, node.inputs, [o.type() for o in node.outputs])
+
+    def infer_shape(self, *args):  # (node, shapes) since PyTensor 3.3, (fgraph, ...) before
+        return self.blockwise.infer_shape(*args)
+
+    def connection_pattern(self, node):
+        return self.blockwise.connection_pattern(node)
+
+    def __str__(self):
+        return f"Batched{{{self.core_op}, {self.signature}}}"
+
+    def core_node(self, node):
+        """The node of the core op that one row of ``node`` is."""
+        return self.blockwise._create_dummy_core_node(node.inputs)
+
+    def batched(self, node):
+        """A fresh ``_core.Batched`` of ``node`` (its own compiled instance, so its own struct)."""
+        batch_ndim = node.outputs[0].type.ndim - len(self.blockwise.outputs_sig[0])
+        masks = [
+            sum(1 << d for d, b in enumerate(v.type.broadcastable[:batch_ndim]) if b)
+            for v in node.inputs
+        ]
+        core_node = self.core_node(node)
+        return _batched.batched(
+            compile_node(core_node),
+            self.plan_signature(core_node),
+            type(self.core_op).__name__,
+            whole=_batched.vmap_method(self.core_op) == "broadcast_all",
+            masks=masks,
+        )
+
+    def plan_signature(self, core_node) -> str:
+        """The signature, with each output dimension it leaves open that the core op's
+        ``infer_shape`` (or the output's static shape) ties to an input's dimension or fixes:
+        then the outputs are made before the first row, and an empty batch has its shape."""
+        inputs, outputs = _batched.parse_signature(self.signature)
+        named = {d for dims in inputs for d in dims}
+        if all(d in named or d.isdigit() for dims in outputs for d in dims):
+            return self.signature
+        symbolic = [tuple(v.shape[k] for k in range(v.type.ndim)) for v in core_node.inputs]
+        try:
+            shapes = _call_infer_shape(core_node, symbolic)
+        except Exception:  # no infer_shape, or one for other inputs: the first row tells
+            shapes = [(None,) * len(dims) for dims in outputs]
+        found = {id(e): inputs[i][k] for i, dims in enumerate(symbolic) for k, e in enumerate(dims)}
+
+        def tied(j, d, name):
+            static = core_node.outputs[j].type.shape[d]
+            if name in named or name.isdigit() or static is not None:
+                return name if static is None else str(static)
+            e = shapes[j][d]
+            if isinstance(e, (int, np.integer)) or isinstance(getattr(e, "data", None), np.ndarray):
+                return str(int(getattr(e, "data", e)))
+            return found.get(id(e), name)
+
+        tied_outputs = [
+            "(" + ",".join(tied(j, d, name) for d, name in enumerate(dims)) + ")"
+            for j, dims in enumerate(outputs)
+        ]
+        tied_inputs = ["(" + ",".join(dims) + ")" for dims in inputs]
+        return ",".join(tied_inputs) + "->" + ",".join(tied_outputs)
+
+    def perform(self, node, inputs, output_storage):
+        batched = _performers.get(node)
+        if batched is None:
+            batched = _performers[node] = self.batched(node)
+        store(batched(*inputs), output_storage)
+
+    def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
+        """The node's own ``Batched``, run on the VM's storage: natively through ``cthunk``
+        (CLinker's convention) in the C VM, through the Python thunk otherwise."""
+        batched = self.batched(node)
+        thunk = make_thunk(batched, node, storage_map, compute_map)
+        if impl != "py":
+            thunk.cthunk = batched.cthunk(thunk.inputs, thunk.outputs)
+        return thunk
+
+
+# The gradient is Blockwise's, in the installed PyTensor's name for it.
+_GRADIENT = "pullback" if hasattr(Blockwise, "pullback") else "L_op"
+setattr(BatchedOp, _GRADIENT, lambda self, *args: getattr(self.blockwise, _GRADIENT)(*args))
+
+# The Batched of nodes whose perform was called directly (not through a thunk).
+_performers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def register(op_class, own_perform) -> None:
+    """Drop-in ops of ``op_class`` whose class has no ``perform`` of its own (``own_perform``)
+    batch in C: the rewrite in every mode's database, and ``BatchedOp`` in Numba and JAX."""
+    from pytensor.compile import optdb
+    from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
+
+    @node_rewriter([Blockwise])
+    def libsection_batched(fgraph, node):
+        op = node.op
+        if type(op) is not Blockwise or op.destroy_map:
+            return None
+        if not isinstance(op.core_op, op_class) or own_perform(op.core_op):
+            return None
+        return BatchedOp(op.core_op, op.signature).make_node(*node.inputs).outputs
+
+    # After the graph's own rewrites (and before Numba's Blockwise rewrite, at 100), in the
+    # databases of every mode: CVM, FAST_RUN, NUMBA and JAX ("fast_run"), FAST_COMPILE.
+    optdb.register(
+        "libsection_batched",
+        dfs_rewriter(libsection_batched),
+        "fast_run",
+        "fast_compile",
+        position=99,
+    )
+    _backends.when_imported("pytensor.link.numba.dispatch.basic", _register_numba)
+    _backends.when_imported("pytensor.link.jax.dispatch.basic", _register_jax)
+
+
+def _register_numba(module) -> None:
+    try:
+        import numba  # noqa: F401  (only whether Numba is installed)
+    except ImportError:
+        return
+
+    @module.numba_funcify.register(BatchedOp)
+    def _funcify(op, node, **kwargs):
+        return _numba.node_function(node, False, native=op.batched(node))
+
+
+def _register_jax(module) -> None:
+    from . import _jax
+
+    @module.jax_funcify.register(BatchedOp)
+    def _funcify(op, node=None, **kwargs):
+        # The core op's own JAX function (its FFI call, its gradient), vectorized: under vmap
+        # its FFI handler gets the whole batch, and runs it in the C loop.
+        import jax.numpy as jnp
+
+        vectorized = jnp.vectorize(
+            _jax.jax_function(op.core_node(node), False), signature=op.signature
+        )
+
+        def batched(*inputs):
+            op.blockwise._check_runtime_broadcast(node, inputs)
+            return vectorized(*inputs)
+
+        return batched

@@ -1,0 +1,48 @@
+"""Standalone ops for the batch tests (tests/python/test_batched.py), each with a
+``gufunc_signature``; their C files are in data/batched/. In PyTensor they run through
+``pytensor_op``, which carries the signature and ``vmap_method`` over."""
+
+from __future__ import annotations
+
+import libsection
+
+
+class PlusNdim(libsection.ExternalCOp):
+    """z = x + x.ndim: shows whether the C code got a row or the whole batch."""
+
+    func_files = ["data/batched/plus_ndim.c"]
+    func_name = "APPLY_SPECIFIC(plus_ndim)"
+    gufunc_signature = "(n)->(n)"
+
+    def output_types(self, x):
+        return [x]
+
+    def infer_shape(self, node, shapes):
+        return [shapes[0]]
+
+
+class PlusNdimWhole(PlusNdim):
+    """PlusNdim whose C code takes the whole batch."""
+
+    vmap_method = "broadcast_all"
+
+
+class PlusPrevious(libsection.ExternalCOp):
+    """z = x + the x of the instance's previous call: its struct keeps a reference to its input."""
+
+    func_files = ["data/batched/plus_previous.c"]
+    gufunc_signature = "(n)->(n)"
+
+    def output_types(self, x):
+        return [x]
+
+
+class OwnOutput(libsection.ExternalCOp):
+    """z = 2 x in an array of its own each call, one longer when x[0] < 0."""
+
+    func_files = ["data/batched/own_output.c"]
+    func_name = "APPLY_SPECIFIC(own_output)"
+    gufunc_signature = "(n)->(n)"
+
+    def output_types(self, x):
+        return [x]
