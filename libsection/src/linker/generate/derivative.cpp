@@ -164,11 +164,7 @@ OpCode DerivativeOp::generate(NodeContext const& ctx) const {
                                   " is not float32 or float64 and has no cotangent");
   OpCode inner = forward_->generate(inner_context(ctx, in, out));
   OpCode code;
-  code.headers = inner.headers;
-  code.header_dirs = inner.header_dirs;
-  code.libraries = inner.libraries;
-  code.lib_dirs = inner.lib_dirs;
-  code.compile_args = inner.compile_args;
+  static_cast<BuildFlags&>(code) = static_cast<BuildFlags const&>(inner);
   code.support_code = {dual_header, dual_typedefs(spec_.width)};
   code.support_code.insert(code.support_code.end(), inner.support_code.begin(),
                            inner.support_code.end());
