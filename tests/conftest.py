@@ -232,3 +232,21 @@ def compiler_available() -> bool:
 
 # The example ops (ops/examples.py) are shared by the tests and the main job.
 sys.path.insert(0, str(ROOT / "ops"))
+
+
+# ---- tests that run once per ./dev test ------------------------------------------------------
+# A C++ build that no Python stack changes (the oldest Boost, the sanitizers and fuzzers, the
+# pre-commit hook's section-lint) gives the same answer on every stack: when ./dev test runs
+# several stacks (LIBSECTION_TEST_RUN_STACKS, in order), it runs on the first one only. Run
+# alone or outside ./dev, every stack runs it.
+RUN_STACKS = os.environ.get("LIBSECTION_TEST_RUN_STACKS", "").split()
+FIRST_STACK = RUN_STACKS[0] if RUN_STACKS else STACK
+
+
+def pytest_collection_modifyitems(config, items):
+    if STACK == FIRST_STACK:
+        return
+    skip = pytest.mark.skip(reason=f"once per run: ran on the {FIRST_STACK} stack")
+    for item in items:
+        if item.get_closest_marker("once_per_run"):
+            item.add_marker(skip)

@@ -11,8 +11,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 OLDEST = "1.74"
+
+
+pytestmark = pytest.mark.once_per_run
 
 
 def run(argv, **kwargs):

@@ -19,7 +19,7 @@ SANITIZER_ENV = {
     "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
 }
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.once_per_run]
 
 
 BUILD_DIR = ROOT / "build/sanitize"

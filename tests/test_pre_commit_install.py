@@ -13,8 +13,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BAD_SECTION = "#section code\nreturn 1;\n"  # SL501
+
+
+pytestmark = pytest.mark.once_per_run
 
 
 def git(*argv, cwd, **kwargs):

@@ -124,6 +124,10 @@ def test_every_skip_is_listed_with_its_reason_and_why_it_is_expected(tmp_path, c
         ("py312", "could not import 'jax': No module named 'jax'"),  # py312 pins JAX
         ("py311", "section-lint is not built"),
         ("py311", "clang-tidy runs on the py311 build only"),  # expected on py312 only
+        (
+            "py311",
+            "once per run: ran on the py311 stack",
+        ),  # a once-per-run test skipped on its first stack
         ("py312", "gdb not installed"),
     ],
 )
