@@ -14,8 +14,6 @@ call, whose handler runs the vmapped batch in the same C loop (JAX).
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
@@ -23,6 +21,7 @@ from pytensor.tensor.blockwise import Blockwise
 
 from . import _backends, _batched, _numba
 from ._jax import _call_infer_shape
+from ._memo import WeakMemo
 from ._node import compile_node, make_thunk, store
 
 __all__ = ["BatchedOp", "register"]
@@ -105,9 +104,7 @@ class BatchedOp(Op):
         return ",".join(tied_inputs) + "->" + ",".join(tied_outputs)
 
     def perform(self, node, inputs, output_storage):
-        batched = _performers.get(node)
-        if batched is None:
-            batched = _performers[node] = self.batched(node)
+        batched = _performers.get_or_make(node, lambda: self.batched(node))
         store(batched(*inputs), output_storage)
 
     def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
@@ -125,7 +122,7 @@ _GRADIENT = "pullback" if hasattr(Blockwise, "pullback") else "L_op"
 setattr(BatchedOp, _GRADIENT, lambda self, *args: getattr(self.blockwise, _GRADIENT)(*args))
 
 # The Batched of nodes whose perform was called directly (not through a thunk).
-_performers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_performers: WeakMemo = WeakMemo()
 
 
 def register(op_class, own_perform) -> None:

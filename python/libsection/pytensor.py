@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,9 +41,10 @@ from pytensor.link.c.params_type import ParamsType
 from pytensor.scalar import ScalarType
 from pytensor.tensor.type import TensorType
 
-from . import _backends, _batched_pytensor, _core, _numba
+from . import _backends, _batched_pytensor, _core
 from ._build import BUILD_FLAGS, checked_language
 from ._load import load_texts, raise_for, relative_to_class
+from ._memo import Lru, WeakMemo
 from ._node import (
     NodeRunner,
     _NodeCode,
@@ -115,8 +115,9 @@ class _ApplyKey:
 
 # Parsed files, shared by the op instances of the process that read the same texts. Found by
 # what the files hold, never by name, time or size: a file rewritten within the clock's
-# resolution keeps its time, and often its size (a `%%section` cell run again).
-_loaded_cache: dict[tuple, _core.LoadedSections] = {}
+# resolution keeps its time, and often its size (a `%%section` cell run again). Bounded: a
+# long session of edits.
+_loaded_cache: Lru[tuple, _core.LoadedSections] = Lru(256)
 
 
 def _load(resolved: list[Path], display: list[str], extra_tags: list[str]) -> _core.LoadedSections:
@@ -125,8 +126,6 @@ def _load(resolved: list[Path], display: list[str], extra_tags: list[str]) -> _c
     loaded = _core.load_sections([str(p) for p in resolved], display, extra_tags)
     raise_for(loaded, [str(p) for p in resolved])
     key = (tuple(map(str, resolved)), tuple(loaded.codes), tuple(display), tuple(extra_tags))
-    if len(_loaded_cache) >= 256 and key not in _loaded_cache:  # a long session of edits
-        _loaded_cache.clear()
     return _loaded_cache.setdefault(key, loaded)
 
 
@@ -228,9 +227,7 @@ class ExternalCOp(COp):
         """Runs the op's own C code through libsection's linker core, so the Python linker and
         Numba compute what the C backend does. Called directly, it keeps one compiled
         instance per node (thunks made by the linkers get one each)."""
-        compiled = _node_instances.get(node)
-        if compiled is None:
-            compiled = _node_instances[node] = compile_node(node)
+        compiled = _node_instances.get_or_make(node, lambda: compile_node(node))
         store(compiled(*inputs), output_storage)
 
     def make_c_thunk(self, node, storage_map, compute_map, no_recycling):
@@ -343,7 +340,9 @@ class ExternalCOp(COp):
             function_args=function_args,
             language=str(self.language),
         )
-        memo = self.__dict__.setdefault("_expansions", {})
+        memo = self.__dict__.get("_expansions")
+        if memo is None:  # one op serves many applies over a long session
+            memo = self.__dict__["_expansions"] = Lru(64)
         expansion = memo.get(key)
         if expansion is None:
             expansion = _core.expand(
@@ -355,8 +354,6 @@ class ExternalCOp(COp):
             errors = [d for d in expansion["diagnostics"] if d.severity == "error"]
             if errors and not any(d.code == "SL604" for d in errors):
                 raise ValueError("\n".join(d.message for d in errors))
-            if len(memo) >= 64:  # one op serves many applies over a long session
-                memo.clear()
             memo[key] = expansion
         return expansion
 
@@ -457,15 +454,11 @@ class ExternalCOp(COp):
 
 
 # Compiled instances of nodes whose op's perform was called directly (not through a thunk).
-_node_instances: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_node_instances: WeakMemo = WeakMemo()
 
 
-# Numba costs half a second to import: register with PyTensor's Numba backend only when that
-# backend is loaded (the CVM backend never loads it); JAX, PyTorch and MLX likewise.
-_backends.when_imported(
-    "pytensor.link.numba.dispatch.basic",
-    lambda _module: _numba.register(ExternalCOp, lambda op: _own(type(op), "perform")),
-)
+# Numba costs half a second to import: each backend is registered with only when PyTensor
+# loads it (the CVM backend never loads Numba).
 _backends.register(ExternalCOp, lambda op: _own(type(op), "perform"))
 # Its Blockwise nodes (vectorize_graph, pt.vectorize, PyMC) batch in one C loop in every mode.
 _batched_pytensor.register(ExternalCOp, lambda op: _own(type(op), "perform"))
@@ -473,7 +466,7 @@ _batched_pytensor.register(ExternalCOp, lambda op: _own(type(op), "perform"))
 
 # Storage maps (of functions being built) whose drop-in nodes were already built together.
 # By id: a reused id only costs a missed head start, never a wrong result.
-_prepared: set[tuple[int, int]] = set()
+_prepared: Lru[tuple[int, int], bool] = Lru(256)
 
 
 def _prepare_function(storage_map) -> None:
@@ -481,11 +474,9 @@ def _prepare_function(storage_map) -> None:
     of the function, so the first drop-in node's thunk builds the modules of all drop-in
     nodes of the function, those not in the cache compiled together (``prepare_nodes``)."""
     key = (id(storage_map), len(storage_map))
-    if key in _prepared:
+    if _prepared.get(key):
         return
-    if len(_prepared) > 256:
-        _prepared.clear()
-    _prepared.add(key)
+    _prepared[key] = True
     nodes = {
         v.owner
         for v in storage_map
@@ -539,7 +530,8 @@ def pytensor_type(type_string_: str, shape: tuple | None = None):
     return generic
 
 
-_bridged_classes: dict[type, type] = {}
+# One bridge class per standalone class, for good: ops of one class must be of one class.
+_bridged_classes: Lru[type, type] = Lru(None)
 
 # What a standalone class may define in PyTensor's terms and the bridge forwards as it is.
 _FORWARDED = ("connection_pattern", "pushforward", "R_op")
@@ -577,9 +569,7 @@ def pytensor_op(standalone: StandaloneOp) -> COp:
     ``L_op`` or ``grad``; ``pushforward`` or ``R_op``; ``infer_shape``;
     ``connection_pattern``), and ``infer_shape`` also gives the outputs their static shapes.
     """
-    cls = _bridged_classes.get(type(standalone))
-    if cls is None:
-        cls = _bridged_classes[type(standalone)] = _bridge_class(type(standalone))
+    cls = _bridged_classes.get_or_make(type(standalone), lambda: _bridge_class(type(standalone)))
     return cls(standalone)
 
 
