@@ -14,12 +14,12 @@ imports that backend's dispatch module (at once if it already has).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.abc
 import sys
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -104,7 +104,7 @@ OwnPerform = Callable[[Any], bool]
 Registration = Callable[[Any, type, OwnPerform], None]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Backend:
     """One backend PyTensor converts nodes for through a dispatcher."""
 
@@ -149,6 +149,16 @@ BACKENDS = (
     ),
     Backend("MLX", "pytensor.link.mlx.dispatch.basic", "mlx_funcify", refusal("MLX")),
 )
+
+
+def backends_with(**registrations: Registration) -> tuple[Backend, ...]:
+    """The backends named (``Numba=...``, ``JAX=...``), with these registrations: for an op
+    class whose nodes convert otherwise than a drop-in op's (``BatchedOp``)."""
+    return tuple(
+        dataclasses.replace(backend, register=registrations[backend.name])
+        for backend in BACKENDS
+        if backend.name in registrations
+    )
 
 
 def register(

@@ -149,25 +149,20 @@ def register(op_class, own_perform) -> None:
         "fast_compile",
         position=99,
     )
-    _backends.when_imported("pytensor.link.numba.dispatch.basic", _register_numba)
-    _backends.when_imported("pytensor.link.jax.dispatch.basic", _register_jax)
+    batched = _backends.backends_with(Numba=_register_numba, JAX=_register_jax)
+    _backends.register(BatchedOp, lambda op: False, backends=batched)
 
 
-def _register_numba(module) -> None:
-    try:
-        import numba  # noqa: F401  (only whether Numba is installed)
-    except ImportError:
-        return
-
-    @module.numba_funcify.register(BatchedOp)
+def _register_numba(numba_funcify, op_class, own_perform) -> None:
+    @numba_funcify.register(op_class)
     def _funcify(op, node, **kwargs):
         return _numba.node_function(node, False, native=op.batched(node))
 
 
-def _register_jax(module) -> None:
+def _register_jax(jax_funcify, op_class, own_perform) -> None:
     from . import _jax
 
-    @module.jax_funcify.register(BatchedOp)
+    @jax_funcify.register(op_class)
     def _funcify(op, node=None, **kwargs):
         # The core op's own JAX function (its FFI call, its gradient), vectorized: under vmap
         # its FFI handler gets the whole batch, and runs it in the C loop.
