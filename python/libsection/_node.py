@@ -1,8 +1,13 @@
-"""One PyTensor node built through libsection's linker core, for every mode but CVM.
+"""One PyTensor node built through libsection's linker core, in every mode: the C VM's thunk
+(``make_c_thunk``, which the VM calls natively), the Python linker's (``make_thunk``), the
+instance Numba and JAX call (``compile_node``, or ``NodeRunner`` for an op's own ``perform``),
+and the modules of a function's nodes built together (``prepare_nodes``).
 
 The node's description is the one PyTensor's C backend builds from: the op's own ``c_*``
-methods, its ``params_type`` and the node's types' C code. Each thunk gets its own compiled
-instance, so the op's struct lives as long as the thunk, as in the C backend.
+methods (a drop-in op's sections expanded by the linker core, Python asked only for what its
+class overrides), its ``params_type`` and the node's types' C code, compiled with PyTensor's
+flags (``pytensor_flags``). Each thunk gets its own compiled instance, so the op's struct lives
+as long as the thunk, as in the C backend.
 """
 
 from __future__ import annotations
