@@ -1,18 +1,27 @@
-"""PyTensor's other backends for drop-in ops: JAX (python/libsection/_jax.py), and a clear
-error for those that cannot run C code (PyTorch, MLX).
+"""PyTensor's backends for op classes that run C code, registered through one interface.
 
-A backend's dispatch module imports its framework (``jax``, ``torch``, ``mlx``), which takes
-seconds, so nothing is imported here: each registration runs when PyTensor first imports that
-backend's dispatch module (at once if it already has).
+PyTensor turns a node into a backend's function through that backend's dispatcher
+(``numba_funcify``, ``jax_funcify``, ...). ``BACKENDS`` lists each backend with the function
+that registers an op class with its dispatcher, all with one signature: Numba
+(python/libsection/_numba.py), JAX (python/libsection/_jax.py), and a clear error for those
+that cannot run C code (PyTorch, MLX). The C VM (``CVM``, ``FAST_COMPILE``, and ``FAST_RUN``
+without Numba) has no dispatcher: it calls the op's own ``make_c_thunk``.
+
+A backend's dispatch module imports its framework (``numba``, ``jax``, ``torch``, ``mlx``),
+which takes seconds, so nothing is imported here: each registration runs when PyTensor first
+imports that backend's dispatch module (at once if it already has).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import importlib.abc
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import ModuleType
+from typing import Any
 
 # The modes in which a drop-in op runs its C code (or its own perform).
 RUNNING_MODES = ("CVM", "FAST_COMPILE", "NUMBA", "FAST_RUN", "JAX")
@@ -88,27 +97,80 @@ def unsupported(backend: str, op) -> NotImplementedError:
     )
 
 
-def register(op_class, own_perform) -> None:
-    """Every backend but Numba (python/libsection/_numba.py) for ``op_class``."""
-    from . import _jax
-
-    when_imported(
-        "pytensor.link.jax.dispatch.basic",
-        lambda m: _jax.register(m.jax_funcify, op_class, own_perform),
-    )
-    when_imported("pytensor.link.jax.linker", lambda m: _jax.raise_own_errors(m.JAXLinker))
-    for backend, module, dispatcher in (
-        ("PyTorch", "pytensor.link.pytorch.dispatch.basic", "pytorch_funcify"),
-        ("MLX", "pytensor.link.mlx.dispatch.basic", "mlx_funcify"),
-    ):
-        when_imported(module, _refuse(backend, op_class, dispatcher))
+# own_perform(op): whether the op's class has its own ``perform`` (which then runs, as PyTensor
+# would run it).
+OwnPerform = Callable[[Any], bool]
+# register(dispatcher, op_class, own_perform): ``op_class``'s nodes become the backend's functions.
+Registration = Callable[[Any, type, OwnPerform], None]
 
 
-def _refuse(backend, op_class, dispatcher):
-    def register_refusal(module):
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    """One backend PyTensor converts nodes for through a dispatcher."""
+
+    name: str
+    dispatch: str  # the module that defines the dispatcher
+    dispatcher: str  # its name there
+    register: Registration
+
+
+def _registration_of(module: str) -> Registration:
+    """The ``register`` of libsection's module for a backend, imported when first used (it
+    needs PyTensor, which the standalone ops do without)."""
+
+    def register(dispatcher, op_class, own_perform) -> None:
+        importlib.import_module(f"{__package__}.{module}").register(
+            dispatcher, op_class, own_perform
+        )
+
+    return register
+
+
+def refusal(backend: str) -> Registration:
+    """The registration of a backend that cannot call C code: converting a node raises
+    ``unsupported``."""
+
+    def register(dispatcher, op_class, own_perform) -> None:
         def funcify(op, node=None, **kwargs):
             raise unsupported(backend, op)
 
-        getattr(module, dispatcher).register(op_class)(funcify)
+        dispatcher.register(op_class)(funcify)
 
-    return register_refusal
+    return register
+
+
+BACKENDS = (
+    Backend(
+        "Numba", "pytensor.link.numba.dispatch.basic", "numba_funcify", _registration_of("_numba")
+    ),
+    Backend("JAX", "pytensor.link.jax.dispatch.basic", "jax_funcify", _registration_of("_jax")),
+    Backend(
+        "PyTorch", "pytensor.link.pytorch.dispatch.basic", "pytorch_funcify", refusal("PyTorch")
+    ),
+    Backend("MLX", "pytensor.link.mlx.dispatch.basic", "mlx_funcify", refusal("MLX")),
+)
+
+
+def backends_with(**registrations: Registration) -> tuple[Backend, ...]:
+    """The backends named (``Numba=...``, ``JAX=...``), with these registrations: for an op
+    class whose nodes convert otherwise than a drop-in op's (``BatchedOp``)."""
+    return tuple(
+        dataclasses.replace(backend, register=registrations[backend.name])
+        for backend in BACKENDS
+        if backend.name in registrations
+    )
+
+
+def register(
+    op_class: type, own_perform: OwnPerform, backends: Iterable[Backend] = BACKENDS
+) -> None:
+    """``op_class`` with every backend, each when PyTensor imports its dispatch module."""
+    for backend in backends:
+        when_imported(backend.dispatch, _registering(backend, op_class, own_perform))
+
+
+def _registering(backend: Backend, op_class: type, own_perform: OwnPerform):
+    def run(module: ModuleType) -> None:
+        backend.register(getattr(module, backend.dispatcher), op_class, own_perform)
+
+    return run

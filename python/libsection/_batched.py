@@ -19,12 +19,12 @@ standalone op's batched call, JAX's); ``_batched_pytensor`` puts batches into Py
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from . import _core
+from ._memo import memoized
 
 __all__ = [
     "VMAP_METHODS",
@@ -64,7 +64,7 @@ def _arguments(text: str, signature: str) -> list[tuple[str, ...]]:
     return arguments
 
 
-@lru_cache(maxsize=256)
+@memoized(256)
 def parse_signature(
     signature: str,
 ) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:

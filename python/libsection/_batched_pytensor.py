@@ -14,8 +14,6 @@ call, whose handler runs the vmapped batch in the same C loop (JAX).
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
@@ -23,6 +21,7 @@ from pytensor.tensor.blockwise import Blockwise
 
 from . import _backends, _batched, _numba
 from ._jax import _call_infer_shape
+from ._memo import WeakMemo
 from ._node import compile_node, make_thunk, store
 
 __all__ = ["BatchedOp", "register"]
@@ -105,9 +104,7 @@ class BatchedOp(Op):
         return ",".join(tied_inputs) + "->" + ",".join(tied_outputs)
 
     def perform(self, node, inputs, output_storage):
-        batched = _performers.get(node)
-        if batched is None:
-            batched = _performers[node] = self.batched(node)
+        batched = _performers.get_or_make(node, lambda: self.batched(node))
         store(batched(*inputs), output_storage)
 
     def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
@@ -125,7 +122,7 @@ _GRADIENT = "pullback" if hasattr(Blockwise, "pullback") else "L_op"
 setattr(BatchedOp, _GRADIENT, lambda self, *args: getattr(self.blockwise, _GRADIENT)(*args))
 
 # The Batched of nodes whose perform was called directly (not through a thunk).
-_performers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_performers: WeakMemo = WeakMemo()
 
 
 def register(op_class, own_perform) -> None:
@@ -152,25 +149,20 @@ def register(op_class, own_perform) -> None:
         "fast_compile",
         position=99,
     )
-    _backends.when_imported("pytensor.link.numba.dispatch.basic", _register_numba)
-    _backends.when_imported("pytensor.link.jax.dispatch.basic", _register_jax)
+    batched = _backends.backends_with(Numba=_register_numba, JAX=_register_jax)
+    _backends.register(BatchedOp, lambda op: False, backends=batched)
 
 
-def _register_numba(module) -> None:
-    try:
-        import numba  # noqa: F401  (only whether Numba is installed)
-    except ImportError:
-        return
-
-    @module.numba_funcify.register(BatchedOp)
+def _register_numba(numba_funcify, op_class, own_perform) -> None:
+    @numba_funcify.register(op_class)
     def _funcify(op, node, **kwargs):
         return _numba.node_function(node, False, native=op.batched(node))
 
 
-def _register_jax(module) -> None:
+def _register_jax(jax_funcify, op_class, own_perform) -> None:
     from . import _jax
 
-    @module.jax_funcify.register(BatchedOp)
+    @jax_funcify.register(op_class)
     def _funcify(op, node=None, **kwargs):
         # The core op's own JAX function (its FFI call, its gradient), vectorized: under vmap
         # its FFI handler gets the whole batch, and runs it in the C loop.

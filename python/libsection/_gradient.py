@@ -24,13 +24,13 @@ inputs whose gradient the compiled function uses, so data given as an input cost
 from __future__ import annotations
 
 import math
-import weakref
 from typing import Any
 
 from pytensor.graph.basic import Apply, Constant, Variable
 from pytensor.link.c.op import COp
 
-from . import _backends, _core, _numba
+from . import _backends, _core
+from ._memo import WeakMemo
 from ._node import NodeRunner, _NodeCode, compile_node, make_c_thunk, make_thunk, pytensor_flags
 
 __all__ = ["DerivedGradient", "DerivedPushforward", "pullback", "pushforward", "width_for"]
@@ -327,9 +327,7 @@ class _Derivative(COp):
         raise NotImplementedError(f"{self} is compiled by libsection's linker core")
 
     def perform(self, node, inputs, output_storage):
-        compiled = _instances.get(node)
-        if compiled is None:
-            compiled = _instances[node] = compile_node(node)
+        compiled = _instances.get_or_make(node, lambda: compile_node(node))
         results = compiled(*inputs)
         if len(output_storage) == 1:
             output_storage[0][0] = results
@@ -511,7 +509,7 @@ def _pushforward_node(op, inputs, differentiated, tangents, output_types) -> lis
 
 
 # Compiled instances of derivative nodes whose perform was called directly.
-_instances: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_instances: WeakMemo = WeakMemo()
 
 
 # ---------------------------------------------------------------- pruning unused gradients
@@ -544,7 +542,3 @@ def _register_pruning() -> None:
 _register_pruning()
 
 _backends.register(_Derivative, lambda op: False)
-_backends.when_imported(
-    "pytensor.link.numba.dispatch.basic",
-    lambda _module: _numba.register(_Derivative, lambda op: False),
-)

@@ -38,8 +38,9 @@ import logging
 
 import numpy as np
 
-from . import _jax_ffi
+from . import _backends, _jax_ffi
 from ._batched import vmap_method
+from ._memo import Lru
 from ._node import NodeRunner, compile_node
 
 __all__ = ["jax_function", "register"]
@@ -50,11 +51,14 @@ _told: set[str] = set()  # op classes whose path was logged
 
 def register(jax_funcify, op_class, own_perform) -> None:
     """Registers ``op_class`` with PyTensor's ``jax_funcify``; ``own_perform(op)`` tells whether
-    the op's class has its own ``perform``."""
+    the op's class has its own ``perform``. The functions PyTensor's JAX linker compiles raise
+    the op's own errors (``raise_own_errors``)."""
 
     @jax_funcify.register(op_class)
     def _funcify(op, node=None, **kwargs):
         return jax_function(node, own_perform(op))
+
+    _backends.when_imported("pytensor.link.jax.linker", lambda m: raise_own_errors(m.JAXLinker))
 
 
 def raise_own_errors(linker_class) -> None:
@@ -585,14 +589,11 @@ def _shape_function(node):
             f"running it: define infer_shape(self, fgraph, node, input_shapes) on "
             f"{type(op).__name__}, or give its outputs static shapes"
         )
-    memo: dict[tuple, list[tuple[int, ...]]] = {}
+    memo: Lru[tuple, list[tuple[int, ...]]] = Lru(256)  # bounded: a shape per batch size
 
     def output_shapes(in_shapes):
         key = tuple(tuple(int(d) for d in s) for s in in_shapes)
-        shapes = memo.get(key)
-        if shapes is None:
-            shapes = memo[key] = _infer(node, key)
-        return shapes
+        return memo.get_or_make(key, lambda: _infer(node, key))
 
     return output_shapes
 

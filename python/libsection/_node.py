@@ -1,8 +1,13 @@
-"""One PyTensor node built through libsection's linker core, for every mode but CVM.
+"""One PyTensor node built through libsection's linker core, in every mode: the C VM's thunk
+(``make_c_thunk``, which the VM calls natively), the Python linker's (``make_thunk``), the
+instance Numba and JAX call (``compile_node``, or ``NodeRunner`` for an op's own ``perform``),
+and the modules of a function's nodes built together (``prepare_nodes``).
 
 The node's description is the one PyTensor's C backend builds from: the op's own ``c_*``
-methods, its ``params_type`` and the node's types' C code. Each thunk gets its own compiled
-instance, so the op's struct lives as long as the thunk, as in the C backend.
+methods (a drop-in op's sections expanded by the linker core, Python asked only for what its
+class overrides), its ``params_type`` and the node's types' C code, compiled with PyTensor's
+flags (``pytensor_flags``). Each thunk gets its own compiled instance, so the op's struct lives
+as long as the thunk, as in the C backend.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pytensor.graph.utils import MethodNotDefined
 from pytensor.scalar import ScalarType
 
 from . import _core
+from ._memo import Lru
 
 __all__ = ["NodeRunner", "compile_node", "make_c_thunk", "make_thunk", "prepare_nodes", "store"]
 
@@ -104,7 +110,8 @@ class _NodeCode:
 # modules have no `try`, but libsection's turn an op's C++ exceptions into Python errors.
 # None of these changes a result.
 _DROPPED_FLAGS = frozenset({"-fno-exceptions"})
-_pytensor_flags: tuple[str, list[str]] | None = None  # (config.gcc__cxxflags, its flags)
+# The flags of the last config.gcc__cxxflags seen.
+_pytensor_flags: Lru[str, list[str]] = Lru(1)
 
 
 def pytensor_flags() -> list[str]:
@@ -115,15 +122,15 @@ def pytensor_flags() -> list[str]:
     (libsection's own ``-std=c++17`` would turn it off), then ``config.gcc__cxxflags`` less
     ``-fno-exceptions``. Read anew when the config changes (importing PyMC changes it). The
     machine flags put the CPU in the module's cache key."""
-    global _pytensor_flags
     from pytensor import config
 
-    setting = config.gcc__cxxflags
-    if _pytensor_flags is None or _pytensor_flags[0] != setting:
-        user = [f for f in shlex.split(setting) if f not in _DROPPED_FLAGS]
-        machine = [] if any(f.startswith("-march=") for f in user) else ["-march=native"]
-        _pytensor_flags = (setting, [*machine, "-ffp-contract=fast", *user])
-    return _pytensor_flags[1]
+    return _pytensor_flags.get_or_make(config.gcc__cxxflags, lambda: _flags(config.gcc__cxxflags))
+
+
+def _flags(setting: str) -> list[str]:
+    user = [f for f in shlex.split(setting) if f not in _DROPPED_FLAGS]
+    machine = [] if any(f.startswith("-march=") for f in user) else ["-march=native"]
+    return [*machine, "-ffp-contract=fast", *user]
 
 
 def _params(op, node):
@@ -172,7 +179,7 @@ def _node_graph(node):
 # The graphs prepare_nodes built, each taken by the first compile_node of its node: a graph
 # keeps its generated module, so the node's C code is generated once. Bounded, since a
 # prepared node's thunk may never be built.
-_prepared_graphs: dict = {}
+_prepared_graphs: Lru[Any, tuple[Any, list[Any]]] = Lru(256)
 
 
 def prepare_nodes(nodes, jobs: int | None = None) -> None:
@@ -186,8 +193,6 @@ def prepare_nodes(nodes, jobs: int | None = None) -> None:
     nodes = list(nodes)
     if len(nodes) < 2:
         return
-    if len(_prepared_graphs) > 256:
-        _prepared_graphs.clear()
     graphs = []
     for node in nodes:
         try:

@@ -22,10 +22,12 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._memo import Lru
 from ._node import NodeRunner, compile_node
 
-# NumPy objects the generated code points at (dtypes, scalar types, ndarray): kept alive here.
-_pinned: dict[int, object] = {}
+# NumPy objects the generated code points at (dtypes, scalar types, ndarray): kept alive here,
+# for good (compiled functions hold their addresses).
+_pinned: Lru[int, object] = Lru(None)
 
 
 def _address(obj) -> int:
@@ -86,14 +88,10 @@ def _kinds(variables):
     return kinds
 
 
-def register(op_class, own_perform) -> None:
-    """Numba runs nodes of ``op_class`` natively; ``own_perform(op)`` tells whether the op's
-    class has its own ``perform`` (then the runner calls it, as PyTensor would)."""
-    try:
-        import numba  # noqa: F401  (imported only to learn whether Numba is installed)
-        from pytensor.link.numba.dispatch.basic import numba_funcify
-    except ImportError:  # PyTensor without Numba: nothing to register
-        return
+def register(numba_funcify, op_class, own_perform) -> None:
+    """Registers ``op_class`` with PyTensor's ``numba_funcify``: Numba runs its nodes natively;
+    ``own_perform(op)`` tells whether the op's class has its own ``perform`` (then the runner
+    calls it, as PyTensor would)."""
 
     @numba_funcify.register(op_class)
     def _funcify(op, node, **kwargs):

@@ -28,11 +28,16 @@ import numpy as np
 from . import _batched, _core
 from ._build import BUILD_FLAGS, build, build_flags, checked_language
 from ._load import folder_of_class, load, relative_to_class
+from ._memo import Lru
 from ._types import type_of
 
 __all__ = ["ExternalCOp"]
 
 log = logging.getLogger("libsection")
+
+# Compiled ops kept per op instance, by input types, params and flags: bounded, since params
+# changed in a loop make a new key each time (a dropped one is found again in the disk cache).
+_SIGNATURES = 256
 
 
 class ExternalCOp:
@@ -78,7 +83,7 @@ class ExternalCOp:
             self.func_name = func_name
         checked_language(type(self).__name__, self.language)  # a bad value fails here, not later
         _refuse_unhonoured_methods(type(self))
-        self._compiled: dict[tuple, Any] = {}
+        self._compiled: Lru[tuple, Any] = Lru(_SIGNATURES)
         self._loaded: _core.LoadedSections | None = None
         self._dispatch = _core.Dispatcher(self._compiled_for_values)
 
@@ -212,7 +217,7 @@ class ExternalCOp:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._compiled = {}
+        self._compiled = Lru(_SIGNATURES)
         self._loaded = None
         self._dispatch = _core.Dispatcher(self._compiled_for_values)
 

@@ -1,4 +1,5 @@
-"""A drop-in for PyTensor's ``ExternalCOp``, built on PyTensor's ``COp``, and ``pytensor_op``.
+"""A drop-in for PyTensor's ``ExternalCOp``, built on PyTensor's ``COp``, and ``pytensor_op``
+(the bridge of standalone ops, ``_bridge.py``, public here).
 
 Change one import::
 
@@ -31,20 +32,18 @@ from __future__ import annotations
 
 import inspect
 import re
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytensor.graph.basic import Apply, Variable
 from pytensor.graph.type import HasDataType
 from pytensor.link.c.op import COp
 from pytensor.link.c.params_type import ParamsType
-from pytensor.scalar import ScalarType
-from pytensor.tensor.type import TensorType
 
-from . import _backends, _batched_pytensor, _core, _numba
-from ._build import BUILD_FLAGS, checked_language
+from . import _backends, _batched_pytensor, _core
+from ._bridge import pytensor_op, pytensor_type, type_string
+from ._build import checked_language
 from ._load import load_texts, raise_for, relative_to_class
+from ._memo import Lru, WeakMemo
 from ._node import (
     NodeRunner,
     _NodeCode,
@@ -55,10 +54,8 @@ from ._node import (
     pytensor_flags,
     store,
 )
-from ._types import tensor
-from .op import ExternalCOp as StandaloneOp
 
-__all__ = ["ExternalCOp", "compile_node", "pytensor_op"]
+__all__ = ["ExternalCOp", "compile_node", "pytensor_op", "pytensor_type", "type_string"]
 
 _NINE_SECTIONS = frozenset(method.tag for method in _core.expansion_methods())
 # The methods whose strings carry the generated per-apply macros (c_code is handled apart: with
@@ -115,8 +112,9 @@ class _ApplyKey:
 
 # Parsed files, shared by the op instances of the process that read the same texts. Found by
 # what the files hold, never by name, time or size: a file rewritten within the clock's
-# resolution keeps its time, and often its size (a `%%section` cell run again).
-_loaded_cache: dict[tuple, _core.LoadedSections] = {}
+# resolution keeps its time, and often its size (a `%%section` cell run again). Bounded: a
+# long session of edits.
+_loaded_cache: Lru[tuple, _core.LoadedSections] = Lru(256)
 
 
 def _load(resolved: list[Path], display: list[str], extra_tags: list[str]) -> _core.LoadedSections:
@@ -125,8 +123,6 @@ def _load(resolved: list[Path], display: list[str], extra_tags: list[str]) -> _c
     loaded = _core.load_sections([str(p) for p in resolved], display, extra_tags)
     raise_for(loaded, [str(p) for p in resolved])
     key = (tuple(map(str, resolved)), tuple(loaded.codes), tuple(display), tuple(extra_tags))
-    if len(_loaded_cache) >= 256 and key not in _loaded_cache:  # a long session of edits
-        _loaded_cache.clear()
     return _loaded_cache.setdefault(key, loaded)
 
 
@@ -228,9 +224,7 @@ class ExternalCOp(COp):
         """Runs the op's own C code through libsection's linker core, so the Python linker and
         Numba compute what the C backend does. Called directly, it keeps one compiled
         instance per node (thunks made by the linkers get one each)."""
-        compiled = _node_instances.get(node)
-        if compiled is None:
-            compiled = _node_instances[node] = compile_node(node)
+        compiled = _node_instances.get_or_make(node, lambda: compile_node(node))
         store(compiled(*inputs), output_storage)
 
     def make_c_thunk(self, node, storage_map, compute_map, no_recycling):
@@ -343,7 +337,9 @@ class ExternalCOp(COp):
             function_args=function_args,
             language=str(self.language),
         )
-        memo = self.__dict__.setdefault("_expansions", {})
+        memo = self.__dict__.get("_expansions")
+        if memo is None:  # one op serves many applies over a long session
+            memo = self.__dict__["_expansions"] = Lru(64)
         expansion = memo.get(key)
         if expansion is None:
             expansion = _core.expand(
@@ -355,8 +351,6 @@ class ExternalCOp(COp):
             errors = [d for d in expansion["diagnostics"] if d.severity == "error"]
             if errors and not any(d.code == "SL604" for d in errors):
                 raise ValueError("\n".join(d.message for d in errors))
-            if len(memo) >= 64:  # one op serves many applies over a long session
-                memo.clear()
             memo[key] = expansion
         return expansion
 
@@ -457,15 +451,11 @@ class ExternalCOp(COp):
 
 
 # Compiled instances of nodes whose op's perform was called directly (not through a thunk).
-_node_instances: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_node_instances: WeakMemo = WeakMemo()
 
 
-# Numba costs half a second to import: register with PyTensor's Numba backend only when that
-# backend is loaded (the CVM backend never loads it); JAX, PyTorch and MLX likewise.
-_backends.when_imported(
-    "pytensor.link.numba.dispatch.basic",
-    lambda _module: _numba.register(ExternalCOp, lambda op: _own(type(op), "perform")),
-)
+# Numba costs half a second to import: each backend is registered with only when PyTensor
+# loads it (the CVM backend never loads Numba).
 _backends.register(ExternalCOp, lambda op: _own(type(op), "perform"))
 # Its Blockwise nodes (vectorize_graph, pt.vectorize, PyMC) batch in one C loop in every mode.
 _batched_pytensor.register(ExternalCOp, lambda op: _own(type(op), "perform"))
@@ -473,7 +463,7 @@ _batched_pytensor.register(ExternalCOp, lambda op: _own(type(op), "perform"))
 
 # Storage maps (of functions being built) whose drop-in nodes were already built together.
 # By id: a reused id only costs a missed head start, never a wrong result.
-_prepared: set[tuple[int, int]] = set()
+_prepared: Lru[tuple[int, int], bool] = Lru(256)
 
 
 def _prepare_function(storage_map) -> None:
@@ -481,11 +471,9 @@ def _prepare_function(storage_map) -> None:
     of the function, so the first drop-in node's thunk builds the modules of all drop-in
     nodes of the function, those not in the cache compiled together (``prepare_nodes``)."""
     key = (id(storage_map), len(storage_map))
-    if key in _prepared:
+    if _prepared.get(key):
         return
-    if len(_prepared) > 256:
-        _prepared.clear()
-    _prepared.add(key)
+    _prepared[key] = True
     nodes = {
         v.owner
         for v in storage_map
@@ -512,209 +500,3 @@ def _code_fingerprint(function) -> str:
         code = function.__code__
         text = repr((code.co_code, code.co_consts, code.co_names))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-# ---------------------------------------------------------------- standalone ops in PyTensor
-
-
-def type_string(type_) -> str:
-    """libsection's type string for a PyTensor type (``TensorType`` or ``ScalarType``)."""
-    if isinstance(type_, TensorType):
-        return tensor(type_.dtype, type_.ndim)
-    if isinstance(type_, ScalarType):
-        return type_.dtype
-    raise NotImplementedError(f"libsection has no type string for {type_}")
-
-
-def pytensor_type(type_string_: str, shape: tuple | None = None):
-    """The PyTensor type of a libsection type string (``float64[:]``, ``int64``, ``object``);
-    ``shape`` gives a tensor's static shape (None entries unknown)."""
-    from pytensor.link.c.type import generic
-
-    spec = _core.parse_type(type_string_)  # the library's own reader: bad strings raise there
-    if spec.kind == _core.TypeSpec.Kind.tensor:
-        return TensorType(spec.dtype, shape=shape if shape is not None else (None,) * spec.ndim)
-    if spec.kind == _core.TypeSpec.Kind.scalar:
-        return ScalarType(spec.dtype)
-    return generic
-
-
-_bridged_classes: dict[type, type] = {}
-
-# What a standalone class may define in PyTensor's terms and the bridge forwards as it is.
-_FORWARDED = ("connection_pattern", "pushforward", "R_op")
-
-
-def _standalone_infer_shape(standalone, fgraph, node, shapes):
-    """The standalone op's ``infer_shape`` in whichever convention it is written:
-    ``(fgraph, node, shapes)`` (PyTensor before 3.3) or ``(node, shapes)`` (3.3 on)."""
-    method = standalone.infer_shape
-    try:
-        positional = [
-            p
-            for p in inspect.signature(method).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-    except (TypeError, ValueError):
-        positional = [None] * 3
-    return method(node, shapes) if len(positional) == 2 else method(fgraph, node, shapes)
-
-
-def _bridged_infer_shape(self, *args):
-    """PyTensor calls ``infer_shape(fgraph, node, shapes)`` before 3.3 and ``(node, shapes)``
-    from 3.3 on; either reaches the standalone op in its own convention."""
-    fgraph, node, shapes = args if len(args) == 3 else (None, *args)
-    return _standalone_infer_shape(self.standalone, fgraph, node, shapes)
-
-
-def pytensor_op(standalone: StandaloneOp) -> COp:
-    """A PyTensor op running the same section files as a standalone ``libsection.ExternalCOp``.
-
-    Its ``make_node`` takes the output types from the standalone op's ``output_types``; 0-d
-    tensor inputs become PyTensor scalars (the C code receives a number, as standalone); the
-    standalone op's params become a ``ParamsType`` of the same fields. Gradients and shapes
-    come from the standalone class when it defines them in PyTensor's terms (``pullback``,
-    ``L_op`` or ``grad``; ``pushforward`` or ``R_op``; ``infer_shape``;
-    ``connection_pattern``), and ``infer_shape`` also gives the outputs their static shapes.
-    """
-    cls = _bridged_classes.get(type(standalone))
-    if cls is None:
-        cls = _bridged_classes[type(standalone)] = _bridge_class(type(standalone))
-    return cls(standalone)
-
-
-def _forward(name: str):
-    def method(self, *args, **kwargs):
-        return getattr(self.standalone, name)(*args, **kwargs)
-
-    method.__name__ = name
-    return method
-
-
-def _add_gradient(bridged, standalone_cls) -> None:
-    """The standalone class's gradient, whichever of PyTensor's names it uses: ``pullback``
-    (PyTensor 3), ``L_op`` or ``grad``. Where PyTensor has ``pullback`` the bridge defines
-    that, so PyTensor does not warn about the older names."""
-    from pytensor.graph.op import Op
-
-    if not hasattr(Op, "pullback"):  # an older PyTensor: its own names, as they are
-        for name in ("grad", "L_op", "pullback"):
-            if hasattr(standalone_cls, name):
-                setattr(bridged, name, _forward(name))
-        return
-    if hasattr(standalone_cls, "pullback"):
-        bridged.pullback = _forward("pullback")
-    elif hasattr(standalone_cls, "L_op"):
-
-        def pullback(self, inputs, outputs, cotangents):
-            return self.standalone.L_op(inputs, outputs, cotangents)
-
-        bridged.pullback = pullback
-    elif hasattr(standalone_cls, "grad"):
-
-        def pullback(self, inputs, outputs, cotangents):
-            return self.standalone.grad(inputs, cotangents)
-
-        bridged.pullback = pullback
-
-
-def _static_shapes(op, node) -> list[tuple | None]:
-    """Static output shapes from the standalone ``infer_shape`` where it gives constants."""
-    from pytensor.tensor.basic import get_underlying_scalar_constant_value
-    from pytensor.tensor.exceptions import NotScalarConstantError
-
-    in_shapes = []
-    for v in node.inputs:
-        if isinstance(v.type, TensorType):
-            in_shapes.append(
-                tuple(s if s is not None else v.shape[i] for i, s in enumerate(v.type.shape))
-            )
-        else:
-            in_shapes.append(())
-    out: list[tuple | None] = []
-    for shape in _standalone_infer_shape(op.standalone, None, node, in_shapes):
-        dims: list[int | None] = []
-        for d in shape:
-            try:
-                dims.append(int(get_underlying_scalar_constant_value(d)))
-            except (NotScalarConstantError, TypeError, ValueError):
-                dims.append(None)
-        out.append(tuple(dims))
-    return out
-
-
-def _forward_build_flag(name: str):
-    """A drop-in method giving what the standalone op's method of that name gives, checked and
-    with folders made absolute as the standalone op builds with them."""
-
-    def method(self, **kwargs):
-        return self.standalone.build_flags()[name]
-
-    method.__name__ = name
-    return method
-
-
-def _bridge_class(standalone_cls):
-    from pytensor.tensor import as_tensor_variable
-    from pytensor.tensor.basic import scalar_from_tensor
-
-    param_names = tuple(standalone_cls.params)
-
-    class Bridged(ExternalCOp):
-        __props__ = param_names
-        _cop_num_inputs = standalone_cls._cop_num_inputs
-        _cop_num_outputs = standalone_cls._cop_num_outputs
-        check_input = standalone_cls.check_input
-        vmap_method = standalone_cls.vmap_method
-        if standalone_cls.gufunc_signature is not None:
-            gufunc_signature = standalone_cls.gufunc_signature
-
-        def __init__(self, standalone):
-            self.standalone = standalone
-            for name in param_names:
-                setattr(self, name, getattr(standalone, name))
-            files = [standalone.get_path(f) for f in standalone.func_files]
-            super().__init__(files, standalone.func_name)
-
-        @property
-        def params_type(self):
-            if not param_names:
-                return None
-            return ParamsType(**{n: pytensor_type(t) for n, t in standalone_cls.params.items()})
-
-        def make_node(self, *inputs):
-            variables = []
-            for x in inputs:
-                v = x if isinstance(x, Variable) else as_tensor_variable(x)
-                if isinstance(v.type, TensorType) and v.type.ndim == 0:
-                    v = scalar_from_tensor(v)
-                variables.append(v)
-            types = [type_string(v.type) for v in variables]
-            outputs = [pytensor_type(t) for t in self.standalone.output_types(*types)]
-            node = Apply(self, variables, [t() for t in outputs])
-            if not hasattr(self.standalone, "infer_shape"):
-                return node
-            shapes = _static_shapes(self, node)
-            typed = [
-                pytensor_type(t, s) if isinstance(ty, TensorType) and len(s) == ty.ndim else ty
-                for t, ty, s in zip(
-                    self.standalone.output_types(*types), outputs, shapes, strict=True
-                )
-            ]
-            return Apply(self, variables, [t() for t in typed])
-
-        def __reduce__(self):
-            return pytensor_op, (self.standalone,)
-
-    for name in _FORWARDED:
-        if hasattr(standalone_cls, name):
-            setattr(Bridged, name, _forward(name))
-    for name in BUILD_FLAGS:  # PyTensor asks them of the node's op: the standalone op's own
-        if getattr(standalone_cls, name) is not getattr(StandaloneOp, name):
-            setattr(Bridged, name, _forward_build_flag(name))
-    if hasattr(standalone_cls, "infer_shape"):
-        Bridged.infer_shape = _bridged_infer_shape
-    _add_gradient(Bridged, standalone_cls)
-    Bridged.__name__ = Bridged.__qualname__ = standalone_cls.__name__
-    Bridged.__module__ = standalone_cls.__module__
-    return Bridged

@@ -218,8 +218,10 @@ def test_backends_register_when_pytensor_imports_them(tmp_path, monkeypatch):
         "    raise NotImplementedError('no conversion')\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    refusal = _backends._refuse("PyTorch", VecMul, "pytorch_funcify")
-    _backends.when_imported("fake_dispatch", refusal)
+    fake = _backends.Backend(
+        "PyTorch", "fake_dispatch", "pytorch_funcify", _backends.refusal("PyTorch")
+    )
+    _backends.register(VecMul, lambda op: False, backends=[fake])
     import fake_dispatch
 
     with pytest.raises(NotImplementedError) as error:
