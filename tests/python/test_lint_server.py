@@ -4,6 +4,7 @@ initialize, didOpen, didChange, codeAction, hover and shutdown; the diagnostics 
 command line's for the same text (settings, signature and suppressions included).
 """
 
+import asyncio
 import json
 import subprocess
 
@@ -101,7 +102,10 @@ def open_doc(client, path, text, version=1):
 
 
 async def published(client, uri):
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    # A generous hang guard: a server that never publishes fails the test instead of hanging it.
+    await asyncio.wait_for(
+        client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), 60
+    )
     return client.diagnostics[uri]
 
 
@@ -166,8 +170,12 @@ async def test_fixes_are_quick_fixes_marked_safe_or_unsafe(client, folder):
             context=types.CodeActionContext(diagnostics=list(diagnostics)),
         )
     )
-    by_code = {a.diagnostics[0].code: a for a in actions}
-    assert all(a.kind == types.CodeActionKind.QuickFix for a in actions)
+    fixes = [a for a in actions if not a.title.startswith("Ignore ")]
+    by_code = {a.diagnostics[0].code: a for a in fixes if a.kind == types.CodeActionKind.QuickFix}
+    # Without `only`, every kind: the quick fixes, the ignore actions and one fix-all.
+    assert [a.kind for a in fixes if a.kind != types.CodeActionKind.QuickFix] == [
+        "source.fixAll.section-lint"
+    ]
 
     tag = by_code["SL201"]
     assert tag.title.endswith("(unsafe)") and not tag.is_preferred
@@ -191,7 +199,8 @@ async def test_fixes_are_quick_fixes_marked_safe_or_unsafe(client, folder):
             context=types.CodeActionContext(diagnostics=[]),
         )
     )
-    assert [a.diagnostics[0].code for a in only] == ["SL901"]
+    assert [a.diagnostics[0].code for a in only if a.kind == "quickfix"] == ["SL901"] * 2
+    assert [a.title for a in only if a.title.startswith("Ignore ")] == ["Ignore SL901 on this line"]
 
 
 @pytest.mark.asyncio
@@ -224,6 +233,223 @@ async def test_hover_shows_what_a_macro_expands_to_in_its_section(client, folder
     await published(client, other.as_uri())
     text = await hover(client, other, fixed, "TYPENUM_OUTPUT_0")
     assert "No signature is configured" in text and "support_code_apply" in text
+
+
+# ---- what a client announces: related information, pull diagnostics, watched settings ---------
+
+CAPABLE = types.ClientCapabilities(
+    text_document=types.TextDocumentClientCapabilities(
+        publish_diagnostics=types.PublishDiagnosticsClientCapabilities(
+            related_information=True, code_description_support=True
+        ),
+        diagnostic=types.DiagnosticClientCapabilities(related_document_support=False),
+    ),
+    workspace=types.WorkspaceClientCapabilities(
+        did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
+            dynamic_registration=True
+        ),
+        diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True),
+    ),
+)
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[str(SECTION_LINT), "server"]))
+async def capable(lsp_client: LanguageClient, folder):
+    """A client announcing relatedInformation, pull diagnostics and watched-file registration
+    (the registrations the server asks for are kept in `lsp_client.registrations`)."""
+    lsp_client.registrations = []
+
+    @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params: types.RegistrationParams):
+        lsp_client.registrations.extend(params.registrations)
+
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=CAPABLE, root_uri=folder.as_uri(), process_id=None)
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def pulled(client, path):
+    report = await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri())
+        )
+    )
+    assert report.kind == "full"
+    return report.items
+
+
+def rule_url(code):
+    return "https://github.com/libsection/libsection/blob/main/README.md#" + code.lower()
+
+
+@pytest.mark.asyncio
+async def test_diagnostics_link_their_rule_and_fold_notes_for_a_plain_client(client, folder):
+    path = folder / "op.c"
+    open_doc(client, path, BROKEN)
+    diagnostics = await published(client, path.as_uri())
+    assert all(d.code_description.href == rule_url(d.code) for d in diagnostics)
+    # A client that does not announce relatedInformation: notes without a place and the fix
+    # are in the message, as before.
+    (tag,) = [d for d in diagnostics if d.code == "SL201"]
+    assert "\nfix: " in tag.message and not tag.related_information
+    noted = [d for d in diagnostics if "\nnote: " in d.message]
+    assert noted, [d.message for d in diagnostics]
+
+
+@pytest.mark.asyncio
+async def test_pull_diagnostics_with_notes_as_related_information(capable, folder):
+    path = folder / "op.c"
+    open_doc(capable, path, BROKEN)
+    items = await pulled(capable, path)
+    # A client that pulls is not pushed to (the didOpen came before the pull, so a push would
+    # have arrived first).
+    assert path.as_uri() not in capable.diagnostics
+    assert lsp_findings(items) == cli_findings(path, BROKEN)
+    assert all(d.code_description.href == rule_url(d.code) for d in items)
+    assert not any("\nnote: " in d.message or "\nfix: " in d.message for d in items)
+    (tag,) = [d for d in items if d.code == "SL201"]
+    (fix,) = [r for r in tag.related_information if r.message[:5] == "fix: "]
+    assert fix.message.startswith("fix: ") and fix.location.uri == path.as_uri()
+    assert fix.location.range.start == types.Position(line=0, character=len("#section "))
+    # A note without a place of its own is shown at the finding.
+    notes = [
+        (d, r) for d in items for r in d.related_information or [] if r.message[:6] == "note: "
+    ]
+    assert notes and all(r.location.range == d.range for d, r in notes)
+    # A document that is not open has no diagnostics.
+    assert not await pulled(capable, folder / "closed.c")
+
+
+def apply_edits(text, edits):
+    """`text` with LSP text edits applied (ASCII text: a character is a byte)."""
+
+    def offset(position):
+        lines = text.split("\n")
+        return sum(len(line) + 1 for line in lines[: position.line]) + position.character
+
+    out, at = "", 0
+    for edit in sorted(edits, key=lambda e: offset(e.range.start)):
+        out += text[at : offset(edit.range.start)] + edit.new_text
+        at = offset(edit.range.end)
+    return out + text[at:]
+
+
+async def code_actions(client, path, text, only=None, lines=None):
+    start, end = lines or (0, text.count("\n") + 1)
+    return await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+            range=types.Range(
+                start=types.Position(line=start, character=0),
+                end=types.Position(line=end, character=0),
+            ),
+            context=types.CodeActionContext(diagnostics=[], only=only),
+        )
+    )
+
+
+@pytest.mark.asyncio
+async def test_fix_all_applies_what_the_command_line_fixes(client, folder):
+    path = folder / "op.c"
+    open_doc(client, path, BROKEN)
+    await published(client, path.as_uri())
+    fixed = subprocess.run(
+        [SECTION_LINT, "--fix", "--stdin-filename", str(path), "-"],
+        input=BROKEN,
+        capture_output=True,
+        text=True,
+        cwd=folder,
+    ).stdout
+    assert fixed != BROKEN
+    for only in (["source.fixAll"], ["source.fixAll.section-lint"], ["source"]):
+        (action,) = await code_actions(client, path, BROKEN, only=only)
+        assert action.kind == "source.fixAll.section-lint" and not action.diagnostics
+        assert apply_edits(BROKEN, action.edit.changes[path.as_uri()]) == fixed
+    # Quick fixes are not source actions, and a quick-fix request has no fix-all.
+    assert not await code_actions(client, path, BROKEN, only=["source.organizeImports"])
+    quick = await code_actions(client, path, BROKEN, only=["quickfix"])
+    assert quick and all(a.kind == "quickfix" for a in quick)
+    # Nothing to fix: no fix-all.
+    open_doc(client, folder / "clean.c", CLEAN)
+    await published(client, (folder / "clean.c").as_uri())
+    assert not await code_actions(client, folder / "clean.c", CLEAN, only=["source.fixAll"])
+
+
+@pytest.mark.asyncio
+async def test_ignore_action_writes_the_suppression_comment(client, folder):
+    path = folder / "op.c"
+    text = BROKEN + "int twice = 2; \\\n  int APPLY_SPECIFIC(once) = 3;\n"
+    open_doc(client, path, text)
+    await published(client, path.as_uri())
+    before = cli_findings(path, text)
+    ignores = [a for a in await code_actions(client, path, text) if a.title.startswith("Ignore ")]
+    assert {a.diagnostics[0].code for a in ignores} >= {"SL301", "SL401", "SL901"}, ignores
+    # A `#section` line takes no comment: the mistyped tag has no ignore action.
+    assert "SL201" not in {a.diagnostics[0].code for a in ignores}
+    assert all(a.kind == "quickfix" for a in ignores)
+    for action in ignores:
+        (finding,) = action.diagnostics
+        assert action.title == f"Ignore {finding.code} on this line"
+        after = apply_edits(text, action.edit.changes[path.as_uri()])
+        assert f"section-lint: ignore[{finding.code}]" in after or f", {finding.code}]" in after
+        # The finding is gone and nothing else changed (no SL9xx about the new comment).
+        line = finding.range.start.line
+        gone = [f for f in before if f[0] == finding.code and f[1] == line]
+        assert gone and cli_findings(path, after) == [f for f in before if f not in gone], after
+
+    # A line with a suppression list gets the code added to it, not a second comment.
+    line = line_of("int still", text)
+    on_line = [a for a in ignores if a.diagnostics[0].range.start.line == line]
+    for action in on_line:
+        (edit,) = action.edit.changes[path.as_uri()]
+        assert edit.new_text == ", " + action.diagnostics[0].code
+    # A backslash-continued line keeps its backslash last.
+    line = line_of("int twice", text)
+    (edit,) = [
+        a.edit.changes[path.as_uri()][0]
+        for a in ignores
+        if a.diagnostics[0].range.start.line == line
+    ]
+    assert edit.new_text.startswith("/* section-lint: ignore[") and edit.new_text.endswith("*/ ")
+
+
+@pytest.mark.asyncio
+async def test_settings_changes_lint_open_documents_again(capable, folder):
+    path = folder / "op.c"
+    open_doc(capable, path, BROKEN)
+    assert "SL201" in {d.code for d in await pulled(capable, path)}
+    # The registration answers `initialized`, so it came before the answer to the pull.
+    (registration,) = capable.registrations
+    assert registration.method == "workspace/didChangeWatchedFiles"
+    globs = {w["globPattern"] for w in registration.register_options["watchers"]}
+    assert globs == {"**/section-lint.toml", "**/.section-lint.toml", "**/pyproject.toml"}
+
+    settings = folder / "section-lint.toml"
+    settings.write_text(SETTINGS.replace('ignore = ["SL206"]', 'ignore = ["SL206", "SL201"]'))
+    capable.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=settings.as_uri(), type=types.FileChangeType.Changed)]
+        )
+    )
+    assert "SL201" not in {d.code for d in await pulled(capable, path)}
+    assert capable.diagnostic_refresh_count == 1
+
+
+@pytest.mark.asyncio
+async def test_settings_changes_are_pushed_to_a_client_that_does_not_pull(client, folder):
+    path = folder / "op.c"
+    open_doc(client, path, BROKEN)
+    assert "SL201" in {d.code for d in await published(client, path.as_uri())}
+    settings = folder / "section-lint.toml"
+    settings.write_text(SETTINGS.replace('ignore = ["SL206"]', 'ignore = ["SL206", "SL201"]'))
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=settings.as_uri(), type=types.FileChangeType.Changed)]
+        )
+    )
+    assert "SL201" not in {d.code for d in await published(client, path.as_uri())}
 
 
 def test_exit_without_shutdown_is_an_error():

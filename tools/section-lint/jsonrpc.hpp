@@ -256,6 +256,12 @@ class Fields {
 
   bool has(std::string_view name) const { return value_.contains(name); }
 
+  /// The field `name` as it came, or null when it is missing (for optional parts read leniently).
+  json const* find(std::string_view name) const {
+    auto const it = value_.find(name);
+    return it == value_.end() ? nullptr : &*it;
+  }
+
   Position position(std::string_view name) const {
     Fields const p = object(name);
     return {p.count("line"), p.count("character")};

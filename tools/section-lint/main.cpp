@@ -177,18 +177,31 @@ bool use_color(std::string const& choice) {
 
 /// One file's text with the fix-its of `ds` that `--fix` applies (overlapping fixes: the first
 /// wins; the rest wait for the next run, as in ruff).
-std::string apply_fixes(Options const& o, std::string text, section::FileId file,
-                        std::vector<section::Diagnostic> const& ds, std::size_t* applied) {
+/// The fixes `--fix` applies to `file` (of `size` bytes): in order, none overlapping another.
+std::vector<section::FixIt const*> fixes_to_apply(Options const& o, section::FileId file,
+                                                  std::size_t size,
+                                                  std::vector<section::Diagnostic> const& ds) {
   std::vector<section::FixIt const*> fixes;
   for (auto const& d : ds)
     if (d.fix && applies(o, *d.fix) && d.fix->range.valid() && d.fix->range.file == file)
       fixes.push_back(&*d.fix);
   std::sort(fixes.begin(), fixes.end(),
             [](auto* a, auto* b) { return a->range.begin < b->range.begin; });
-  std::string out;
+  std::vector<section::FixIt const*> kept;
   std::size_t at = 0;
   for (auto const* f : fixes) {
-    if (f->range.begin < at || f->range.end > text.size()) continue;
+    if (f->range.begin < at || f->range.end > size) continue;
+    kept.push_back(f);
+    at = f->range.end;
+  }
+  return kept;
+}
+
+std::string apply_fixes(Options const& o, std::string text, section::FileId file,
+                        std::vector<section::Diagnostic> const& ds, std::size_t* applied) {
+  std::string out;
+  std::size_t at = 0;
+  for (auto const* f : fixes_to_apply(o, file, text.size(), ds)) {
     out.append(text, at, f->range.begin - at);
     out += f->replacement;
     at = f->range.end;
@@ -573,6 +586,10 @@ int server_mode(Options const& o, CLI::App const& app) {
     Linted linted;
     lint_all(each, app, {}, text, finder, linted);
     lint_server::Findings found;
+    if (linted.sm.size() > 0)
+      for (auto const* fix :
+           fixes_to_apply(each, 0, linted.sm.file(0).text().size(), linted.diagnostics))
+        found.fix_all.push_back(*fix);
     found.sm = std::move(linted.sm);
     found.diagnostics = std::move(linted.diagnostics);
     auto const& config = config_for(each, finder, path);

@@ -1,6 +1,9 @@
-// `section-lint server`: diagnostics on open and change, fix-its as quick fixes, and hover on the
-// generated macros, over the Language Server Protocol (JSON-RPC with Content-Length framing).
-// The linting itself is the command line's (main.cpp hands it in); this file speaks LSP.
+// `section-lint server`: diagnostics on open and change (pushed, or pulled by clients that pull),
+// each linking its rule's documentation; fix-its as quick fixes, a fix-all source action and an
+// "ignore on this line" action; hover on the generated macros; settings files watched (through
+// the client) and open documents linted again when they change. Over the Language Server
+// Protocol (JSON-RPC with Content-Length framing). The linting itself is the command line's
+// (main.cpp hands it in); this file speaks LSP.
 //
 // The input is any byte stream: a header block that is not Content-Length framing is answered
 // and skipped, a body over `max_message_bytes` or nested deeper than `max_nesting` is answered
@@ -9,17 +12,20 @@
 // in `Server` (`requests`, `notifications`): a new one reads its params through `Fields`.
 #include "server.hpp"
 
+#include "config.hpp"
 #include "jsonrpc.hpp"
+#include "lsp_text.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
+#include <initializer_list>
 #include <istream>
 #include <map>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -27,68 +33,106 @@
 #include "section/chars.hpp"
 #include "section/expand.hpp"
 #include "section/parse.hpp"
+#include "section/render.hpp"
 #include "section/version.hpp"
 
 namespace lint_server {
 namespace {
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-/// `file:///a%20b/op.c` → `/a b/op.c`; another scheme is kept whole (linted under that name).
-std::string path_of(std::string const& uri) {
-  std::string_view rest = uri;
-  if (!rest.starts_with("file://")) return uri;
-  rest.remove_prefix(7);
-  std::string path;
-  for (std::size_t i = 0; i < rest.size(); ++i) {
-    int hi = 0, lo = 0;
-    if (rest[i] == '%' && i + 2 < rest.size() && (hi = hex_digit(rest[i + 1])) >= 0 &&
-        (lo = hex_digit(rest[i + 2])) >= 0) {
-      path += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else {
-      path += rest[i];
-    }
+/// Whether the client's capabilities announce the feature at `path` (nested field names): its
+/// last field is `true`, or (with `object_counts`, for features announced by an object) an object.
+bool announces(json const* capabilities, std::initializer_list<std::string_view> path,
+               bool object_counts = false) {
+  json const* at = capabilities;
+  for (auto const name : path) {
+    if (at == nullptr || !at->is_object()) return false;
+    auto const it = at->find(name);
+    at = it == at->end() ? nullptr : &*it;
   }
-  return path;
+  if (at == nullptr) return false;
+  return at->is_boolean() ? at->get<bool>() : object_counts && at->is_object();
 }
 
-/// A byte offset of `text` as an LSP position (line, UTF-16 code units).
-json position(std::string_view text, std::size_t offset) {
+/// What the client said it supports, where the server's answers depend on it.
+struct ClientSupport {
+  bool related_information = false;  ///< notes as `relatedInformation`, not folded in the text
+  bool pull_diagnostics = false;     ///< it asks (`textDocument/diagnostic`): nothing is pushed
+  bool diagnostic_refresh = false;   ///< `workspace/diagnostic/refresh` makes it ask again
+  bool watch_registration = false;   ///< it watches files the server registers
+
+  explicit ClientSupport(json const* c = nullptr)
+      : related_information(
+            announces(c, {"textDocument", "publishDiagnostics", "relatedInformation"})),
+        pull_diagnostics(announces(c, {"textDocument", "diagnostic"}, true)),
+        diagnostic_refresh(announces(c, {"workspace", "diagnostics", "refreshSupport"})),
+        watch_registration(
+            announces(c, {"workspace", "didChangeWatchedFiles", "dynamicRegistration"})) {}
+};
+
+/// The settings files whose changes change what the linter finds (config.hpp's names).
+json settings_watchers() {
+  json watchers = json::array();
+  for (char const* name : lint_config::settings_file_names)
+    watchers.push_back({{"globPattern", std::string("**/") + name}});
+  return watchers;
+}
+
+constexpr char fix_all_kind[] = "source.fixAll.section-lint";
+
+/// The code action kinds a request asks for (`context.only`); none: every kind.
+std::optional<std::vector<std::string>> requested_kinds(Fields const& params) {
+  json const* context = params.find("context");
+  if (context == nullptr) return std::nullopt;
+  Fields const fields(*context, "params.context");
+  if (!fields.has("only")) return std::nullopt;
+  json const& only = fields.array("only");
+  std::vector<std::string> kinds;
+  for (std::size_t i = 0; i < only.size(); ++i) {
+    if (!only[i].is_string())
+      throw MessageError(invalid_params, "params.context.only[" + std::to_string(i) +
+                                             "]: expected a string, got " +
+                                             std::string(only[i].type_name()));
+    kinds.push_back(only[i].get<std::string>());
+  }
+  return kinds;
+}
+
+/// Whether actions of `kind` are asked for: LSP's kinds are hierarchical, `source.fixAll` asks
+/// for `source.fixAll.section-lint` too.
+bool asked_for(std::optional<std::vector<std::string>> const& kinds, std::string_view kind) {
+  if (!kinds) return true;
+  return std::any_of(kinds->begin(), kinds->end(), [&](std::string const& want) {
+    return kind == want || (kind.starts_with(want) && kind[want.size()] == '.');
+  });
+}
+
+/// Whether `line` is a `#section` line (which takes no comment: the tag is the rest of it).
+bool is_section_line(std::string_view line) {
+  auto const at = line.find_first_not_of(" \t");
+  if (at == std::string_view::npos || line[at] != '#') return false;
+  line.remove_prefix(at + 1);
+  auto const word = line.find_first_not_of(" \t");
+  return word != std::string_view::npos && line.substr(word).starts_with("section");
+}
+
+/// The edit that hides findings of `code` starting on the line of `offset` with the project's
+/// suppression comment: the code added to the line's `section-lint: ignore[...]` list if it has
+/// one, else `// section-lint: ignore[CODE]` at its end (as `/* ... */` before a backslash that
+/// continues the line, which must stay last). None on a `#section` line.
+std::optional<std::pair<std::size_t, std::string>> ignore_edit(std::string_view text,
+                                                               std::size_t offset,
+                                                               std::string const& code) {
   offset = std::min(offset, text.size());
-  std::size_t line = 0, line_start = 0;
-  for (std::size_t i = 0; i < offset; ++i)
-    if (text[i] == '\n') ++line, line_start = i + 1;
-  std::size_t units = 0;
-  for (std::size_t i = line_start; i < offset; ++i) {
-    auto const byte = static_cast<unsigned char>(text[i]);
-    if ((byte & 0xC0) == 0x80) continue;  // a continuation byte
-    units += byte >= 0xF0 ? 2 : 1;        // outside the BMP: a surrogate pair
-  }
-  return {{"line", line}, {"character", units}};
-}
-
-/// An LSP position as a byte offset of `text` (clamped to the line's end, or the text's).
-std::size_t offset_of(std::string_view text, Position const& pos) {
-  std::size_t at = 0;
-  for (std::size_t l = 0; l < pos.line && at < text.size(); ++at)
-    if (text[at] == '\n') ++l;
-  for (std::size_t units = 0; at < text.size() && text[at] != '\n' && units < pos.character;) {
-    auto const byte = static_cast<unsigned char>(text[at]);
-    units += byte >= 0xF0 ? 2 : 1;
-    ++at;
-    while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
-  }
-  return at;
-}
-
-json lsp_range(std::string_view text, std::size_t begin, std::size_t end) {
-  return {{"start", position(text, begin)}, {"end", position(text, end)}};
+  std::size_t const begin = offset == 0 ? 0 : text.rfind('\n', offset - 1) + 1;  // npos + 1 == 0
+  std::size_t const end = std::min(text.find('\n', offset), text.size());
+  std::string_view const line = text.substr(begin, end - begin);
+  if (is_section_line(line)) return std::nullopt;
+  if (auto const at = line.find("section-lint: ignore["); at != std::string_view::npos)
+    if (auto const close = line.find(']', at); close != std::string_view::npos)
+      return std::pair{begin + close, ", " + code};
+  std::string const directive = "section-lint: ignore[" + code + "]";
+  if (line.ends_with('\\')) return std::pair{end - 1, "/* " + directive + " */ "};
+  return std::pair{end, "  // " + directive};
 }
 
 /// An open document and what the linter last found in it.
@@ -170,6 +214,7 @@ class Server {
         {"initialize", &Server::initialize},
         {"shutdown", &Server::shutdown},
         {"textDocument/codeAction", &Server::code_actions},
+        {"textDocument/diagnostic", &Server::pull_diagnostics},
         {"textDocument/hover", &Server::hover},
     };
     return table;
@@ -180,6 +225,8 @@ class Server {
         {"textDocument/didChange", &Server::did_change},
         {"textDocument/didSave", &Server::did_save},
         {"textDocument/didClose", &Server::did_close},
+        {"initialized", &Server::register_watchers},
+        {"workspace/didChangeWatchedFiles", &Server::settings_changed},
     };
     return table;
   }
@@ -216,12 +263,18 @@ class Server {
 
   // --- the methods ----------------------------------------------------------------------------
 
-  json initialize(Fields const&) {
+  json initialize(Fields const& params) {
     initialized_ = true;
+    client_ = ClientSupport(params.find("capabilities"));
     return {{"capabilities",
              {{"positionEncoding", "utf-16"},
               {"textDocumentSync", {{"openClose", true}, {"change", 1}, {"save", true}}},
-              {"codeActionProvider", {{"codeActionKinds", {"quickfix"}}}},
+              {"codeActionProvider",
+               {{"codeActionKinds", {"quickfix", "source.fixAll", fix_all_kind}}}},
+              {"diagnosticProvider",
+               {{"identifier", "section-lint"},
+                {"interFileDependencies", false},
+                {"workspaceDiagnostics", false}}},
               {"hoverProvider", true}}},
             {"serverInfo", {{"name", "section-lint"}, {"version", section::version}}}};
   }
@@ -260,22 +313,61 @@ class Server {
   void did_close(Fields const& params) {
     std::string const uri = params.object("textDocument").string("uri");
     documents_.erase(uri);
-    publish(uri, json::array());
+    if (!client_.pull_diagnostics) publish(uri, json::array());
   }
 
-  /// A quick fix for each finding with a fix-it whose range meets the requested one.
+  /// ruff's way: the client watches the settings files for the server, when it can.
+  void register_watchers(Fields const&) {
+    if (!client_.watch_registration) return;
+    json registration = {{"id", "section-lint-settings"},
+                         {"method", "workspace/didChangeWatchedFiles"},
+                         {"registerOptions", {{"watchers", settings_watchers()}}}};
+    send_request("client/registerCapability", {{"registrations", {registration}}});
+  }
+
+  /// A settings file changed: every open document is linted again (the linter reads settings
+  /// anew each time) and its diagnostics pushed, or the client told to pull them again.
+  void settings_changed(Fields const&) {
+    for (auto& [uri, doc] : documents_) open(uri, doc.text);
+    if (client_.pull_diagnostics && client_.diagnostic_refresh)
+      send_request("workspace/diagnostic/refresh", nullptr);
+  }
+
+  /// The document's diagnostics as a full report (pull diagnostics); none for a document that
+  /// is not open.
+  json pull_diagnostics(Fields const& params) {
+    std::string const uri = params.object("textDocument").string("uri");
+    auto const it = documents_.find(uri);
+    json items = it == documents_.end() ? json::array() : diagnostics_of(it->second);
+    return {{"kind", "full"}, {"items", std::move(items)}};
+  }
+
+  /// The actions the request's kinds ask for: quick fixes and "ignore on this line" for the
+  /// findings in the requested range, and one action applying every fix of the document.
   json code_actions(Fields const& params) {
     std::string const uri = params.object("textDocument").string("uri");
     Fields const range = params.object("range");
     Position const start = range.position("start"), end = range.position("end");
+    auto const kinds = requested_kinds(params);
     json actions = json::array();
     auto it = documents_.find(uri);
     if (it == documents_.end() || !it->second.findings) return actions;
     Document const& doc = it->second;
-    Findings const& f = *doc.findings;
     std::string_view const text = linted_text(doc);
     std::size_t const from = offset_of(text, start);
     std::size_t const to = offset_of(text, end);
+    if (asked_for(kinds, "quickfix")) {
+      quick_fixes(doc, from, to, actions);
+      ignore_actions(doc, from, to, actions);
+    }
+    if (asked_for(kinds, fix_all_kind)) fix_all(doc, actions);
+    return actions;
+  }
+
+  /// A quick fix for each finding with a fix-it whose range meets `from`..`to`.
+  void quick_fixes(Document const& doc, std::size_t from, std::size_t to, json& actions) const {
+    Findings const& f = *doc.findings;
+    std::string_view const text = linted_text(doc);
     for (auto const& d : f.diagnostics) {
       if (!d.fix || !in_document(f, d.fix->range)) continue;
       auto const at = in_document(f, d.range) ? d.range : d.fix->range;
@@ -287,9 +379,45 @@ class Server {
                          {"kind", "quickfix"},
                          {"diagnostics", {lsp_diagnostic(doc, d)}},
                          {"isPreferred", safe},
-                         {"edit", {{"changes", {{uri, {edit}}}}}}});
+                         {"edit", {{"changes", {{doc.uri, {edit}}}}}}});
     }
-    return actions;
+  }
+
+  /// For each rule with a finding starting in `from`..`to`, once a line: the suppression comment
+  /// that hides it (`// section-lint: ignore[CODE]`). Not for a malformed suppression (SL903):
+  /// the comment it is on already holds a directive, which would hide the new one; nor on a
+  /// `#section` line.
+  void ignore_actions(Document const& doc, std::size_t from, std::size_t to, json& actions) const {
+    Findings const& f = *doc.findings;
+    std::string_view const text = linted_text(doc);
+    std::set<std::pair<std::size_t, std::string>> offered;  // (line, code)
+    for (auto const& d : f.diagnostics) {
+      if (d.code.empty() || d.code == "SL903" || !in_document(f, d.range)) continue;
+      if (d.range.end < from || d.range.begin > to) continue;
+      auto const insert = ignore_edit(text, d.range.begin, d.code);
+      if (!insert || !offered.emplace(position(text, d.range.begin)["line"], d.code).second)
+        continue;
+      json edit = {{"range", lsp_range(text, insert->first, insert->first)},
+                   {"newText", insert->second}};
+      actions.push_back({{"title", "Ignore " + d.code + " on this line"},
+                         {"kind", "quickfix"},
+                         {"diagnostics", {lsp_diagnostic(doc, d)}},
+                         {"edit", {{"changes", {{doc.uri, {edit}}}}}}});
+    }
+  }
+
+  /// One action applying what `section-lint --fix` applies to the document (ruff's
+  /// `source.fixAll.ruff`); none when there is nothing to fix.
+  void fix_all(Document const& doc, json& actions) const {
+    std::string_view const text = linted_text(doc);
+    json edits = json::array();
+    for (auto const& fix : doc.findings->fix_all)
+      edits.push_back({{"range", lsp_range(text, fix.range.begin, fix.range.end)},
+                       {"newText", fix.replacement}});
+    if (edits.empty()) return;
+    actions.push_back({{"title", "section-lint: fix all auto-fixable problems"},
+                       {"kind", fix_all_kind},
+                       {"edit", {{"changes", {{doc.uri, std::move(edits)}}}}}});
   }
 
   json hover(Fields const& params);
@@ -302,6 +430,12 @@ class Server {
   void reply_error(json const& id, int code, std::string const& text) {
     write_message(out_,
                   {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", text}}}});
+  }
+  /// A request of the server's; the client's answer is read and let go (`handle`).
+  void send_request(std::string const& method, json params) {
+    json message = {{"jsonrpc", "2.0"}, {"id", next_request_id_++}, {"method", method}};
+    if (!params.is_null()) message["params"] = std::move(params);
+    write_message(out_, message);
   }
   void publish(std::string const& uri, json diagnostics) {
     write_message(out_, {{"jsonrpc", "2.0"},
@@ -320,7 +454,7 @@ class Server {
     } catch (std::exception const& e) {
       doc.error = e.what();
     }
-    publish(uri, diagnostics_of(doc));
+    if (!client_.pull_diagnostics) publish(uri, diagnostics_of(doc));
   }
 
   /// Whether a range is in the document (its findings in other files, none for one document,
@@ -329,6 +463,10 @@ class Server {
     return r.valid() && f.sm.size() > 0 && r.file == 0;
   }
 
+  /// A finding as an LSP diagnostic, linking its rule's documentation. Its notes (and what its
+  /// fix does) are `relatedInformation` at their own location (the finding's, for a note without
+  /// one); for a client that does not announce those, only the notes in the document are, the
+  /// rest is folded into the message.
   json lsp_diagnostic(Document const& doc, section::Diagnostic const& d) const {
     Findings const& f = *doc.findings;
     std::string_view const text = linted_text(doc);
@@ -339,22 +477,39 @@ class Server {
                                                                     : 3;
     std::string message = d.message;
     json related = json::array();
-    for (auto const& note : d.notes) {
-      if (in_document(f, note.range))
-        related.push_back(
-            {{"location",
-              {{"uri", doc.uri}, {"range", lsp_range(text, note.range.begin, note.range.end)}}},
-             {"message", note.message}});
-      else message += "\nnote: " + note.message;
-    }
-    if (d.fix) message += "\nfix: " + d.fix->message;
+    auto const relate = [&](section::SourceRange const& r, std::string const& what) {
+      json const location = related_location(doc, r, lsp_range(text, begin, end));
+      if (!location.is_null()) related.push_back({{"location", location}, {"message", what}});
+      else message += "\n" + what;
+    };
+    for (auto const& note : d.notes) relate(note.range, "note: " + note.message);
+    if (d.fix && client_.related_information) relate(d.fix->range, "fix: " + d.fix->message);
+    else if (d.fix) message += "\nfix: " + d.fix->message;
     json out = {{"range", lsp_range(text, begin, end)},
                 {"severity", severity},
                 {"code", d.code},
                 {"source", "section-lint"},
                 {"message", message}};
+    if (!d.code.empty()) out["codeDescription"] = {{"href", section::documentation_url(d.code)}};
     if (!related.empty()) out["relatedInformation"] = related;
     return out;
+  }
+
+  /// Where a note about a finding of `doc` is shown in `relatedInformation`: its range in the
+  /// document (or another file the linter read), else the finding's own range; null when the
+  /// client does not take `relatedInformation` and the note is not in the document.
+  json related_location(Document const& doc, section::SourceRange const& r,
+                        json const& finding) const {
+    Findings const& f = *doc.findings;
+    if (in_document(f, r))
+      return {{"uri", doc.uri}, {"range", lsp_range(linted_text(doc), r.begin, r.end)}};
+    if (!client_.related_information) return nullptr;
+    if (r.valid() && r.file < f.sm.size()) {
+      auto const& file = f.sm.file(r.file);
+      return {{"uri", uri_of(std::string(file.path()))},
+              {"range", lsp_range(file.text(), r.begin, r.end)}};
+    }
+    return {{"uri", doc.uri}, {"range", finding}};
   }
 
   json diagnostics_of(Document const& doc) const {
@@ -373,6 +528,8 @@ class Server {
   Linter const& lint_;
   std::ostream& out_;
   std::map<std::string, Document> documents_;
+  ClientSupport client_;
+  std::int64_t next_request_id_ = 1;
   bool initialized_ = false;
   bool shut_down_ = false;
 };

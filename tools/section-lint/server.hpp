@@ -17,6 +17,9 @@ struct Findings {
   section::SourceManager sm;                     ///< the document's text, as linted
   std::vector<section::Diagnostic> diagnostics;  ///< after settings and suppressions
   section::OpDescription op;                     ///< the signature the settings give the file
+  /// What `--fix` would apply to the document (with `--unsafe-fixes`, the unsafe ones too): in
+  /// order, none overlapping another.
+  std::vector<section::FixIt> fix_all;
 };
 
 /// Lints `text` as the file `path` with the settings that apply to it. Throws
