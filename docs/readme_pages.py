@@ -53,6 +53,25 @@ def guide_pages() -> tuple[str, list[tuple[str, str, str]]]:
     return intro, pages
 
 
+def link_sections(body: str, own: str, pages: list[tuple[str, str, str]], prefix: str) -> str:
+    """``body`` with the README's links to another section's anchor (``](#batches-...)``)
+    pointing at that section's page: on GitHub one page holds them all, here each is a page.
+    ``own``: the body's page (its anchors stay); ``prefix``: from the body's folder to guides/."""
+    where = {}
+    for _, path, text in pages:
+        name = path.removeprefix("guides/")
+        for level, title in re.findall(r"^(#{1,3}) (.+)$", text, re.M):
+            where.setdefault(slug(title), name if level == "#" else f"{name}#{slug(title)}")
+
+    def page_of(match: re.Match[str]) -> str:
+        target = where.get(match[1])
+        if target is None or target.split("#")[0] == own:
+            return match[0]
+        return f"]({prefix}{target})"
+
+    return re.sub(r"\]\(#([a-z0-9_-]+)\)", page_of, body)
+
+
 def on_config(config):
     _, pages = guide_pages()
     config["nav"] = [
@@ -79,11 +98,11 @@ def on_files(files: Files, config) -> Files:
         page.edit_uri = (Path(config["docs_dir"]).relative_to(ROOT) / page.src_uri).as_posix()
     intro, pages = guide_pages()
     guides = "\n".join(f"- [{title}]({path})" for title, path, _ in pages)
-    files.append(
-        generated(config, "index.md", f"{intro}\n## Guides\n\n{guides}\n", "README.md")
-    )
+    home = link_sections(intro, "", pages, "guides/")
+    files.append(generated(config, "index.md", f"{home}\n## Guides\n\n{guides}\n", "README.md"))
     for _, path, body in pages:
-        files.append(generated(config, path, body, "README.md"))
+        own = path.removeprefix("guides/")
+        files.append(generated(config, path, link_sections(body, own, pages, ""), "README.md"))
     for page, source in COPIED.items():
         files.append(generated(config, page, (ROOT / source).read_text(encoding="utf-8"), source))
     return files
