@@ -35,7 +35,9 @@ DIAGNOSTIC = re.compile(r"^E\[[^\]]*\] \[(?P<code>[^\]]*)\] Line (?P<line>\d+): 
 def clangd_diagnostics(folder: Path, file: Path, clangd: str | None = None) -> list[str]:
     """The diagnostics clangd reports for `file` (its `E[` lines that are diagnostics)."""
     run = subprocess.run(
-        [clangd or CLANGD, f"--check={file}", "--check-locations=false", "--log=error"],
+        # clangd 14 knows no --check-locations (it then checks each token's hover too)
+        [clangd or CLANGD, f"--check={file}", *([] if clangd else ["--check-locations=false"])]
+        + ["--log=error"],
         cwd=folder,
         capture_output=True,
         text=True,
@@ -280,7 +282,7 @@ def test_long_names_still_fit_the_file_system(tmp_path):
     (deep / ("q" * 250 + ".c")).write_text(OP)
     (deep / "op.py").write_text("class Op:\n    params = {'k': 'float64'}\n")
     editor_setup(folder)
-    (header,) = (folder / ".libsection-editor").iterdir()
+    (header,) = set((folder / ".libsection-editor").glob("o*.h"))  # the params header
     assert len(header.name) < 120 and "DTYPE_PARAM_k" in header.read_text()
 
 
