@@ -93,8 +93,8 @@ BESIDE_ANOTHER_THREAD = PRELUDE + textwrap.dedent(
     other.start()
     while not os.path.exists(pids_file):  # the other thread's build is under way
         time.sleep(0.01)
-    print("building", flush=True)
-    try:
+    try:  # the signal may come as soon as "building" is out: it must land in this try
+        print("building", flush=True)
         libsection.build_many([dict(spec, inputs=["float64[:]", "float64[:]"]),
                                dict(spec, inputs=["float32[:]", "float64[:]"])], jobs=2)
     except KeyboardInterrupt:

@@ -527,12 +527,13 @@ std::string ModuleWriter::graph_init_function() const {
 }
 
 // `libsection_rows`: `run` (a call of it given in `run`) on one call (`__batch` NULL) or on a
-// batch's rows, and the two entry points that call it. Never inlined: the batch entry passes
-// its address, so an inlined copy in `libsection_instance_run` would compile the op's code
-// twice, and a whole program could no longer inline the op's function into its one caller.
+// batch's rows, and the two entry points that call it. One copy of it: the batch entry passes
+// its address, so a copy inlined into `libsection_instance_run` (or cloned for its NULL)
+// would compile the op's code twice, and a whole program could no longer inline the op's
+// function into its one caller.
 std::string ModuleWriter::rows_function(std::string const& run) const {
   std::string const ph = member_placeholder;
-  return "__attribute__((noinline)) static int libsection_rows" + ph +
+  return "LIBSECTION_ONE_COPY static int libsection_rows" + ph +
          "(void* self, libsection_batch* __batch) {\n" + run +
          "}\n\nLIBSECTION_EXPORT int libsection_instance_run" + ph +
          "(void* self) {\n  return libsection_rows" + ph + "(self, NULL);\n}\n\n" + batch_entry();
