@@ -7,7 +7,10 @@ writes, in DIR:
 - ``.clangd``: the file is C++17 with Python's and NumPy's include folders, and
   ``libsection_editor.h`` (shipped in this package) included first, which declares the generated
   macros with stand-in values. ``#section`` lines are invalid directives to clang; their
-  diagnostic (``pp_invalid_directive``) is suppressed.
+  diagnostic (``pp_invalid_directive``) is suppressed. Its paths are relative to DIR, where a
+  ``compile_flags.txt`` makes clangd resolve them: both can be committed, for every machine.
+- ``.libsection-editor/``: what is this machine's, ignored by git and remade by each run: links
+  to this environment's Python and NumPy header folders, and a copy of ``libsection_editor.h``.
 - For each op folder whose class declares ``params``: a header under ``.libsection-editor/``
   declaring ``PARAMS_TYPE``'s fields and the ``DTYPE_PARAM_<field>`` macros, read from the
   ``op.py`` source (never imported) and included for that folder's files only.
@@ -79,13 +82,15 @@ class Setup:
     flags: list[str]
     statement_files: list[str] = field(default_factory=list)  # relative to the folder, posix
     params_headers: dict[str, str] = field(default_factory=dict)  # op folder -> header text
+    links: dict[str, str] = field(default_factory=dict)  # name in HEADERS -> folder it points to
 
 
-def include_flags() -> list[str]:
-    """``-I`` for Python's and NumPy's headers, as the linker compiles with."""
+def include_folders() -> dict[str, str]:
+    """Python's and NumPy's header folders, as the linker compiles with, by the name of their
+    link in HEADERS (the one machine-local part of the setup)."""
     import numpy as np
 
-    return ["-I" + sysconfig.get_paths()["include"], "-I" + np.get_include()]
+    return {"python": sysconfig.get_paths()["include"], "numpy": np.get_include()}
 
 
 def section_tags(path: Path) -> list[str]:
@@ -238,15 +243,18 @@ _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 def plan(directory: Path) -> tuple[Setup, list[str]]:
     """What to write for the section files under ``directory``, and notices of files left out
     (names clangd's settings cannot hold: not UTF-8)."""
+    links = include_folders()
+    # Relative to DIR: COMPILE_FLAGS there makes DIR the folder clangd runs the compiler in.
     setup = Setup(
         flags=[
             "-xc++",
             "-std=c++17",
             "-ferror-limit=0",  # suppressed errors still count towards clang's limit of 20
-            *include_flags(),
+            *(f"-I{HEADERS}/{name}" for name in links),
             "-include",
-            str(SHIM),
-        ]
+            f"{HEADERS}/{SHIM.name}",
+        ],
+        links=links,
     )
     notices: list[str] = []
     skip = {".git", ".venv", "venv", "build", "dist", "node_modules", "__pycache__"}
@@ -328,10 +336,18 @@ BEGIN_MARK, END_MARK = "# >>> libsection editor-setup", "# <<< libsection editor
 BEGIN = BEGIN_MARK + ": the lines down to the `# <<<` one are rewritten when it runs again"
 END = END_MARK
 
+#: editor-setup's own folder in DIR: the params headers, a copy of the shim, and the links to
+#: this environment's header folders. It ignores itself in git: it is the machine's, remade
+#: by a run, while ``.clangd`` and ``compile_flags.txt`` hold relative paths only and are
+#: committed once for everyone.
 HEADERS = ".libsection-editor"
+#: clangd runs the compiler in the folder of the nearest ``compile_flags.txt``: there, the
+#: relative paths of ``.clangd`` resolve in DIR for the files of every subfolder.
+COMPILE_FLAGS = "compile_flags.txt"
+GITIGNORE_MARKER = "# Written by `python -m libsection editor-setup`"
 
 
-def render_clangd(directory: Path, setup: Setup) -> str:
+def render_clangd(setup: Setup) -> str:
     """The fragments of ``.clangd``: one for every file, then per-file and per-folder ones."""
     parts = [
         "CompileFlags:\n"
@@ -351,14 +367,14 @@ def render_clangd(directory: Path, setup: Setup) -> str:
             f"  Suppress: {_yaml_list(list(STATEMENT_DIAGNOSTICS))}\n"
         )
     for folder in setup.params_headers:
-        header = directory / HEADERS / _header_name(folder)
+        header = f"{HEADERS}/{_header_name(folder)}"
         prefix = "" if folder == "." else re.escape(folder) + "/"
         parts.append(
             f"# {_c_comment_text(folder)}: the op's params\n"
             "If:\n"
             f"  PathMatch: {_yaml_list([prefix + '[^/]*'])}\n"
             "CompileFlags:\n"
-            f"  Add: {_yaml_list(['-include', str(header)])}\n"
+            f"  Add: {_yaml_list(['-include', header])}\n"
         )
     return "---\n".join(parts)
 
@@ -496,6 +512,106 @@ def _subfolder(dir_fd: int, name: str, shown: str, create: bool) -> int | None:
         ) from None
 
 
+def _own_files(setup: Setup) -> dict[str, tuple[str, str]]:
+    """The files of HEADERS by name: (text, the first line that says editor-setup wrote it)."""
+    files = {_header_name(f): (text, HEADER_MARKER) for f, text in setup.params_headers.items()}
+    files[SHIM.name] = (
+        f"{HEADER_MARKER}: a copy of libsection's, run it again after upgrading libsection\n"
+        + SHIM.read_text(encoding="utf-8"),
+        HEADER_MARKER,
+    )
+    files[".gitignore"] = (
+        f"{GITIGNORE_MARKER}: this folder is this machine's (links into one Python\n"
+        "# environment); .clangd and compile_flags.txt beside it are for commits.\n*\n",
+        GITIGNORE_MARKER,
+    )
+    return files
+
+
+def _header_targets(
+    directory: Path, setup: Setup, headers_fd: int | None, problems: list[str]
+) -> list[_Target]:
+    """The files to write in HEADERS; each one there must be editor-setup's (else a problem)."""
+    targets = []
+    for name, (text, marker) in _own_files(setup).items():
+        shown = _shown(directory / HEADERS / name)
+        try:
+            read = read_regular(headers_fd, name, shown) if headers_fd is not None else None
+        except SetupError as e:
+            problems.append(str(e))
+            continue
+        if read is not None and not read[0].startswith(marker.encode()):
+            problems.append(
+                f"{shown} was not written by editor-setup (its first line is not "
+                f"{marker!r}): not replaced; move it away and run again"
+            )
+            continue
+        replaces = read[1] if read else None
+        # None: the folder, made when writing
+        targets.append(_Target(headers_fd, name, text.encode(), replaces, shown, f"wrote {shown}"))
+    for name in setup.links:
+        shown = _shown(directory / HEADERS / name)
+        if headers_fd is None:
+            continue  # no folder yet, so no link
+        try:
+            mode = os.stat(name, dir_fd=headers_fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISLNK(mode):
+            problems.append(
+                f"{shown} is {_kind(mode)}, not the link editor-setup makes: not replaced; "
+                "remove it and run again"
+            )
+    return targets
+
+
+def _link(folder_fd: int, name: str, target: str) -> None:
+    """Points the link ``name`` in ``folder_fd`` at ``target``, replacing a link there at once."""
+    temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    os.symlink(target, temporary, dir_fd=folder_fd)
+    try:
+        os.rename(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+    finally:
+        try:
+            os.unlink(temporary, dir_fd=folder_fd)
+        except FileNotFoundError:
+            pass
+
+
+def _clangd_target(directory: Path, dir_fd: int, setup: Setup) -> _Target:
+    shown = _shown(directory / ".clangd")
+    read = read_regular(dir_fd, ".clangd", shown)
+    existing = None
+    if read is not None:
+        try:
+            existing = read[0].decode("utf-8")
+        except UnicodeDecodeError:
+            raise SetupError(f"{shown} is not UTF-8: not changed") from None
+    text = clangd_text(existing, render_clangd(setup), shown)
+    ours = existing is None or existing.startswith(CLANGD_MARKER)
+    message = (
+        f"wrote {shown}"
+        if ours
+        else f"wrote editor-setup's settings into {shown}, between its "
+        "`# >>> libsection editor-setup` and `# <<< libsection editor-setup` lines "
+        "(your own settings are kept)"
+    )
+    return _Target(
+        dir_fd, ".clangd", text.encode("utf-8"), read[1] if read else None, shown, message
+    )
+
+
+def _compile_flags_target(directory: Path, dir_fd: int) -> _Target | None:
+    """A ``compile_flags.txt`` where there is none (any there already anchors the folder)."""
+    try:
+        os.stat(COMPILE_FLAGS, dir_fd=dir_fd, follow_symlinks=False)
+        return None
+    except FileNotFoundError:
+        shown = _shown(directory / COMPILE_FLAGS)
+        message = f"wrote {shown} (clangd resolves .clangd's paths from its folder)"
+        return _Target(dir_fd, COMPILE_FLAGS, b"-xc++\n", None, shown, message)
+
+
 def write(directory: Path) -> tuple[list[str], list[str]]:
     """Writes the setup for ``directory``: what was written (one line each), and notices.
     Raises ``SetupError`` before writing anything when a file it would replace is not its
@@ -506,79 +622,35 @@ def write(directory: Path) -> tuple[list[str], list[str]]:
     dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     headers_fd: int | None = None
     try:
-        targets: list[_Target] = []
         problems: list[str] = []
         shown_headers = _shown(directory / HEADERS)
-        if setup.params_headers:
-            try:  # made only once nothing is refused
-                headers_fd = _subfolder(dir_fd, HEADERS, shown_headers, create=False)
-            except SetupError as e:
-                problems.append(str(e))
-        for folder, text in setup.params_headers.items():
-            if problems:
-                break
-            name = _header_name(folder)
-            shown = _shown(directory / HEADERS / name)
-            try:
-                read = read_regular(headers_fd, name, shown) if headers_fd is not None else None
-            except SetupError as e:
-                problems.append(str(e))
-                continue
-            if read is not None and not read[0].startswith(HEADER_MARKER.encode()):
-                problems.append(
-                    f"{shown} was not written by editor-setup (its first line is not "
-                    f"{HEADER_MARKER!r}): not replaced; move it away and run again"
-                )
-                continue
-            targets.append(
-                _Target(
-                    headers_fd,  # None: the folder, made when writing
-                    name,
-                    text.encode("utf-8"),
-                    read[1] if read else None,
-                    shown,
-                    f"wrote {shown}",
-                )
-            )
-        shown = _shown(directory / ".clangd")
-        try:
-            read = read_regular(dir_fd, ".clangd", shown)
-            existing = None
-            if read is not None:
-                try:
-                    existing = read[0].decode("utf-8")
-                except UnicodeDecodeError:
-                    raise SetupError(f"{shown} is not UTF-8: not changed") from None
-            text = clangd_text(existing, render_clangd(directory, setup), shown)
-            ours = existing is None or existing.startswith(CLANGD_MARKER)
-            message = (
-                f"wrote {shown}"
-                if ours
-                else f"wrote editor-setup's settings into {shown}, between its "
-                "`# >>> libsection editor-setup` and `# <<< libsection editor-setup` lines "
-                "(your own settings are kept)"
-            )
-            targets.append(
-                _Target(
-                    dir_fd,
-                    ".clangd",
-                    text.encode("utf-8"),
-                    read[1] if read else None,
-                    shown,
-                    message,
-                )
-            )
+        try:  # made only once nothing is refused
+            headers_fd = _subfolder(dir_fd, HEADERS, shown_headers, create=False)
         except SetupError as e:
             problems.append(str(e))
+        targets = [] if problems else _header_targets(directory, setup, headers_fd, problems)
+        try:
+            targets.append(_clangd_target(directory, dir_fd, setup))
+        except SetupError as e:
+            problems.append(str(e))
+        anchor = _compile_flags_target(directory, dir_fd)
         if problems:
             raise SetupError("\n".join(problems))
+        if headers_fd is None:
+            headers_fd = _subfolder(dir_fd, HEADERS, shown_headers, create=True)
+        assert headers_fd is not None
         for target in targets:
             if target.folder_fd is None:
-                if headers_fd is None:
-                    headers_fd = _subfolder(dir_fd, HEADERS, shown_headers, create=True)
                 target.folder_fd = headers_fd
             _write(target)
-        return [t.message for t in targets], notices
+        written = [t.message for t in targets]
+        for name, folder in setup.links.items():
+            _link(headers_fd, name, folder)
+            written.append(f"linked {_shown(directory / HEADERS / name)} to {_shown(folder)}")
+        if anchor is not None:
+            _write(anchor)
+            written.append(anchor.message)
+        return written, notices
     finally:
         if headers_fd is not None:
             os.close(headers_fd)
