@@ -470,8 +470,10 @@ class Server {
   json lsp_diagnostic(Document const& doc, section::Diagnostic const& d) const {
     Findings const& f = *doc.findings;
     std::string_view const text = linted_text(doc);
-    auto const [begin, end] = in_document(f, d.range) ? std::pair{d.range.begin, d.range.end}
-                                                      : std::pair{std::size_t{0}, std::size_t{0}};
+    // Plain variables, not a structured binding: C++17 lets no lambda capture one (clang).
+    bool const inside = in_document(f, d.range);
+    std::size_t const begin = inside ? d.range.begin : 0;
+    std::size_t const end = inside ? d.range.end : 0;
     int const severity = d.severity == section::Severity::error     ? 1
                          : d.severity == section::Severity::warning ? 2
                                                                     : 3;
