@@ -34,6 +34,7 @@ its first line (``HEADER_MARKER``) is refused with what to do.
 from __future__ import annotations
 
 import ast
+import contextlib
 import errno
 import hashlib
 import json
@@ -43,8 +44,10 @@ import secrets
 import stat
 import sys
 import sysconfig
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from . import _core
 
@@ -141,7 +144,10 @@ def read_regular(dir_fd: int, name: str, shown: str) -> tuple[bytes, os.stat_res
 
 
 def _kind(mode: int) -> str:
+    """What an entry of status ``mode`` is, for a message (not followed: a link is a link)."""
     for test, kind in (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISREG, "a regular file"),
         (stat.S_ISDIR, "a folder"),
         (stat.S_ISFIFO, "a FIFO"),
         (stat.S_ISSOCK, "a socket"),
@@ -434,12 +440,12 @@ def _write(target: _Target) -> None:
     written through a link, and a file that appeared meanwhile is not replaced."""
     folder = target.folder_fd
     assert folder is not None, "the folder is opened before writing"
-    # At most 255 bytes, whatever the name's length.
-    temporary = f".{target.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     mode = stat.S_IMODE(target.replaces.st_mode) if target.replaces is not None else 0o644
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(temporary, flags, mode, dir_fd=folder)
-    try:
+    with _beside(folder, target.name, lambda t: os.open(t, flags, mode, dir_fd=folder)) as (
+        temporary,
+        fd,
+    ):
         try:
             view = memoryview(target.data)
             while view:
@@ -475,9 +481,24 @@ def _write(target: _Target) -> None:
                 f"{target.shown} changed while editor-setup ran: not replaced; run again"
             )
         os.rename(temporary, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+
+
+T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def _beside(folder_fd: int, name: str, make: Callable[[str], T]) -> Iterator[tuple[str, T]]:
+    """A new entry under a temporary name beside ``name`` (``make`` creates it exclusively, so
+    a failure there leaves nothing of ours), for the caller to rename or link into place; the
+    temporary name is gone afterwards, whatever failed."""
+    # At most 255 bytes, whatever the name's length.
+    temporary = f".{name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    made = make(temporary)
+    try:
+        yield temporary, made
     finally:
         try:
-            os.unlink(temporary, dir_fd=folder)
+            os.unlink(temporary, dir_fd=folder_fd)
         except FileNotFoundError:
             pass
 
@@ -502,10 +523,9 @@ def _subfolder(dir_fd: int, name: str, shown: str, create: bool) -> int | None:
         if e.errno not in (errno.ELOOP, errno.ENOTDIR):
             raise SetupError(f"cannot open {shown}: {e.strerror}") from None
         try:
-            link = stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+            what = _kind(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
         except OSError:
-            link = False
-        what = "a symbolic link" if link else "not a folder"
+            what = "not a folder"
         raise SetupError(
             f"{shown} is {what}: editor-setup writes its headers only into a real folder of "
             "its own there; remove it and run again"
@@ -567,15 +587,8 @@ def _header_targets(
 
 def _link(folder_fd: int, name: str, target: str) -> None:
     """Points the link ``name`` in ``folder_fd`` at ``target``, replacing a link there at once."""
-    temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    os.symlink(target, temporary, dir_fd=folder_fd)
-    try:
-        os.rename(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
-    finally:
-        try:
-            os.unlink(temporary, dir_fd=folder_fd)
-        except FileNotFoundError:
-            pass
+    with _beside(folder_fd, name, lambda t: os.symlink(target, t, dir_fd=folder_fd)) as made:
+        os.rename(made[0], name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
 
 
 def _clangd_target(directory: Path, dir_fd: int, setup: Setup) -> _Target:
