@@ -53,15 +53,22 @@ def guide_pages() -> tuple[str, list[tuple[str, str, str]]]:
     return intro, pages
 
 
-def link_sections(body: str, own: str, pages: list[tuple[str, str, str]], prefix: str) -> str:
-    """``body`` with the README's links to another section's anchor (``](#batches-...)``)
-    pointing at that section's page: on GitHub one page holds them all, here each is a page.
-    ``own``: the body's page (its anchors stay); ``prefix``: from the body's folder to guides/."""
-    where = {}
+def anchor_pages(pages: list[tuple[str, str, str]]) -> dict[str, str]:
+    """Where each README anchor is on the site: the guide page of its section, from guides/
+    (``05-batches.md``, or ``05-batches.md#sub`` for a heading inside one)."""
+    where: dict[str, str] = {}
     for _, path, text in pages:
         name = path.removeprefix("guides/")
         for level, title in re.findall(r"^(#{1,3}) (.+)$", text, re.M):
             where.setdefault(slug(title), name if level == "#" else f"{name}#{slug(title)}")
+    return where
+
+
+def link_sections(body: str, own: str, where: dict[str, str], prefix: str) -> str:
+    """``body`` with the README's links to another section's anchor (``](#batches-...)``)
+    pointing at that section's page (``where``: ``anchor_pages``): on GitHub one page holds
+    them all, here each is a page. ``own``: the body's page (its anchors stay); ``prefix``:
+    from the body's folder to guides/."""
 
     def page_of(match: re.Match[str]) -> str:
         target = where.get(match[1])
@@ -98,11 +105,12 @@ def on_files(files: Files, config) -> Files:
         page.edit_uri = (Path(config["docs_dir"]).relative_to(ROOT) / page.src_uri).as_posix()
     intro, pages = guide_pages()
     guides = "\n".join(f"- [{title}]({path})" for title, path, _ in pages)
-    home = link_sections(intro, "", pages, "guides/")
+    where = anchor_pages(pages)
+    home = link_sections(intro, "", where, "guides/")
     files.append(generated(config, "index.md", f"{home}\n## Guides\n\n{guides}\n", "README.md"))
     for _, path, body in pages:
         own = path.removeprefix("guides/")
-        files.append(generated(config, path, link_sections(body, own, pages, ""), "README.md"))
+        files.append(generated(config, path, link_sections(body, own, where, ""), "README.md"))
     for page, source in COPIED.items():
         files.append(generated(config, page, (ROOT / source).read_text(encoding="utf-8"), source))
     return files
