@@ -89,12 +89,17 @@ BESIDE_ANOTHER_THREAD = PRELUDE + textwrap.dedent(
         except BaseException as e:
             outcome.append(repr(e))
 
+    def announce():  # "building" once build_many's workers exist: the signal lands inside it
+        while not any(t.name.startswith("libsection-build") for t in threading.enumerate()):
+            time.sleep(0.01)
+        print("building", flush=True)
+
     other = threading.Thread(target=other_thread)
     other.start()
     while not os.path.exists(pids_file):  # the other thread's build is under way
         time.sleep(0.01)
-    try:  # the signal may come as soon as "building" is out: it must land in this try
-        print("building", flush=True)
+    threading.Thread(target=announce, daemon=True).start()
+    try:
         libsection.build_many([dict(spec, inputs=["float64[:]", "float64[:]"]),
                                dict(spec, inputs=["float32[:]", "float64[:]"])], jobs=2)
     except KeyboardInterrupt:
