@@ -249,6 +249,15 @@ def test_fix_keeps_the_mode_and_fixes_a_links_target(tmp_path):
     assert lint("--fix", long).returncode == 0 and long.read_text() == FIXED
 
 
+def test_fix_keeps_the_files_newlines(tmp_path):
+    """The linter reads CRLF and CR as LF; the file it rewrites keeps its own newlines."""
+    for newline in ("\r\n", "\r"):
+        path = tmp_path / f"op{len(newline)}.c"
+        path.write_bytes(UNUSED_SUPPRESSION.replace("\n", newline).encode())
+        assert lint("--fix", path).returncode == 0
+        assert path.read_bytes() == FIXED.replace("\n", newline).encode()
+
+
 def closes_after_reading(path):
     """An inotify descriptor that becomes readable once `path` is closed after a read."""
     libc = ctypes.CDLL(None, use_errno=True)

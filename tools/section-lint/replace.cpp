@@ -39,7 +39,7 @@ bool same_file(struct stat const& a, struct stat const& b) {
 /// The file `name` of folder `dir` as the linter reads it, and its status; nothing (with
 /// `why` set) when it is not a regular file that can be read.
 std::optional<std::string> read_text(int dir, std::string const& name, struct stat& st,
-                                     std::string& why) {
+                                     std::string& why, std::string* raw = nullptr) {
   Fd file(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (file.fd < 0 || ::fstat(file.fd, &st) != 0) {
     why = std::string("cannot read it again: ") + std::strerror(errno);
@@ -59,8 +59,28 @@ std::optional<std::string> read_text(int dir, std::string const& name, struct st
     }
     text.append(chunk, static_cast<std::size_t>(n));
   }
+  if (raw != nullptr) *raw = text;
   section::normalise_newlines(text);
   return text;
+}
+
+/// The newline the file's first line ends with ("\r\n", "\r" or "\n"): the linter reads
+/// every newline as LF, and a rewrite keeps the file's own (ruff keeps the first line's too).
+std::string first_newline(std::string const& raw) {
+  auto const at = raw.find_first_of("\r\n");
+  if (at == std::string::npos || raw[at] == '\n') return "\n";
+  return at + 1 < raw.size() && raw[at + 1] == '\n' ? "\r\n" : "\r";
+}
+
+std::string with_newlines(std::string const& text, std::string const& newline) {
+  if (newline == "\n") return text;
+  std::string out;
+  out.reserve(text.size() + text.size() / 16);
+  for (char const c : text) {
+    if (c == '\n') out += newline;
+    else out += c;
+  }
+  return out;
 }
 
 bool write_all(int fd, std::string const& data) {
@@ -88,7 +108,8 @@ std::string replace_if_unchanged(std::string const& path, std::string const& lin
 
   std::string why;
   struct stat read_as {};
-  auto const now = read_text(dir.fd, name, read_as, why);
+  std::string raw;
+  auto const now = read_text(dir.fd, name, read_as, why, &raw);
   if (!now) return why;
   if (*now != linted) return "it changed since it was linted";
   // A rename would leave the file's other names with the old text.
@@ -116,7 +137,7 @@ std::string replace_if_unchanged(std::string const& path, std::string const& lin
     // it to us; left as it is instead.
     if (read_as.st_uid != ::geteuid()) return "it belongs to another user";
   }
-  if (!write_all(out.fd, fixed) || ::fsync(out.fd) != 0)
+  if (!write_all(out.fd, with_newlines(fixed, first_newline(raw))) || ::fsync(out.fd) != 0)
     return std::string("cannot write beside it: ") + std::strerror(errno);
 
   // The last check, right before the rename: the same file, unchanged, with the linted text.

@@ -9,8 +9,9 @@ namespace lint_replace {
 /// Replaces the file at `path` (a link's target, not the link) by `fixed` if its text, read
 /// as the linter reads it (newlines normalised), is still `linted`: a new file is written
 /// beside it and renamed over it after a last check that the file is the one read, unchanged,
-/// so an edit made meanwhile is never overwritten. Keeps the file's mode (and its owner where
-/// permitted). Returns why the file was left as it is, or an empty string once replaced.
+/// so an edit made meanwhile is never overwritten. Keeps the file's newlines (its first
+/// line's: CRLF, CR or LF) and its mode (and its owner where permitted). Returns why the
+/// file was left as it is, or an empty string once replaced.
 std::string replace_if_unchanged(std::string const& path, std::string const& linted,
                                  std::string const& fixed);
 
