@@ -115,12 +115,20 @@ LoadedModules& loaded_modules() {
 }
 
 /// What tells modules apart in the memo: their text and everything else of theirs the cache
-/// key covers. One text built with other flags, folders or libraries is another module.
+/// key covers, and the cache they are in. One text built with other flags, folders or
+/// libraries is another module; so is one asked for after `LIBSECTION_CACHE_DIR` changed,
+/// which must be built (or found) in the new cache. Empty when the cache's settings are bad:
+/// not memoised, so the build reports them.
 std::string memo_key(ModuleSource const& module) {
   std::string key;
   auto add = [&](std::string const& field) {
     key += std::to_string(field.size()) + ":" + field + ";";
   };
+  try {
+    add(ModuleCache::default_root().string());
+  } catch (CacheError const&) {
+    return {};
+  }
   add(module.text);
   for (auto const* list :
        {&module.compile_args, &module.header_dirs, &module.libraries, &module.lib_dirs}) {
@@ -242,7 +250,7 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   py::dict info;
   auto& memo = loaded_modules();
   std::string const memo_as = memo_key(module);
-  if (auto const* known = memo.find(memo_as)) {
+  if (auto const* known = memo_as.empty() ? nullptr : memo.find(memo_as)) {
     library = known->first;
     info = py::dict(known->second);
     info["compiled"] = false;
@@ -260,7 +268,7 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   std::string const suffix = graph_suffix(info["graph"].cast<int>(), info["graphs"].cast<int>());
   LoadedLibrary const& lib =
       load_library(key, library, verified_library.get(), debug, runtime, suffix);
-  memo.put(memo_as, std::make_pair(library, py::dict(info)));
+  if (!memo_as.empty()) memo.put(memo_as, std::make_pair(library, py::dict(info)));
   return {&lib, std::move(info)};
 }
 

@@ -627,3 +627,25 @@ def test_modules_loaded_one_after_another_in_a_process_each_run_their_own_code(
         x = np.arange(5, dtype=dtype)
         out = f(x, x)
         assert out.dtype == np.dtype(dtype) and np.array_equal(out, x * x)
+
+
+def test_a_module_asked_for_after_the_cache_directory_changed_is_in_the_new_cache(
+    tmp_path, monkeypatch
+):
+    """The in-process memo of loaded modules is per cache: changing LIBSECTION_CACHE_DIR
+    mid-process builds (or finds) the module there, rather than serving it from the old one."""
+    import numpy as np
+    from linker_ops import VTV, VTV_FUNC
+
+    from libsection._build import build
+
+    spec = dict(inputs=["float64[:]"] * 2, outputs=["float64[:]"], name="VtvMovingCache")
+    first, second = tmp_path / "first", tmp_path / "second"
+    monkeypatch.setenv("LIBSECTION_CACHE_DIR", str(first))
+    build(VTV, VTV_FUNC, **spec)
+    monkeypatch.setenv("LIBSECTION_CACHE_DIR", str(second))
+    f = build(VTV, VTV_FUNC, **spec)
+    assert f.info["compiled"], f.info
+    assert entries(second) == entries(first)  # the same key, built anew in the second cache
+    x = np.arange(3.0)
+    assert np.array_equal(f(x, x), x * x)
