@@ -276,6 +276,19 @@ PyObject* writable_view(Slot const& s, char* data) {
                      NPY_ARRAY_CARRAY, nullptr);
 }
 
+// After the op's call, an array over XLA's memory that the op kept (its struct holds it past
+// the call, as an op remembering its previous input does) would be read after XLA reused the
+// buffer: it gets a copy of its data, which it keeps alive as its base (it has none: XLA's
+// memory has no owner NumPy knows).
+int keep_a_copy(PyObject* kept) {
+  auto* array = reinterpret_cast<PyArrayObject*>(kept);
+  PyObject* copy = PyArray_NewCopy(array, NPY_CORDER);  // the view is C-contiguous: same strides
+  if (!copy) return -1;
+  reinterpret_cast<PyArrayObject_fields*>(kept)->data =
+      PyArray_BYTES(reinterpret_cast<PyArrayObject*>(copy));
+  return PyArray_SetBaseObject(array, copy);  // steals `copy`
+}
+
 // An array over one batch element of a buffer, re-pointed at the next element while nothing
 // but this holds it (NumPy's array struct: the data pointer is the only field that changes).
 class Reused {
@@ -293,6 +306,16 @@ class Reused {
     Py_XDECREF(array_);
     array_ = writable ? writable_view(s, data) : array_over(s, data);
     return array_;
+  }
+
+  // After the op's call: an array the op kept is given its own data (`keep_a_copy`) and left
+  // to the op; the next call makes a new one.
+  int let_go_if_kept() {
+    if (!array_ || Py_REFCNT(array_) == 1) return 0;
+    int const failed = keep_a_copy(array_);
+    Py_DECREF(array_);
+    array_ = nullptr;
+    return failed;
   }
 
  private:
@@ -497,6 +520,8 @@ ffi::Error run_element(Call& call, std::size_t b) {
   if (call.node.entry(call.node.op, call.inputs.data(), call.outputs.data()) != 0)
     return call.failed();
   DropRefs results{call.outputs};
+  for (auto& view : call.in_views)
+    if (view.let_go_if_kept() != 0) return call.failed();
   for (std::size_t j = 0; j < call.out.size(); ++j) {
     Slot const& s = call.out[j];
     if (call.outputs[j] == call.views[j] && call.views[j]) continue;  // written in place

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytensor
@@ -260,3 +261,41 @@ def test_concurrent_calls_of_one_function_run_at_once(cache_dir):
     own_id = int(np.asarray(f(opened.address))[0])
     ids = {int(np.asarray(r)[0]) for r in calls_at_once(f, 2)}
     assert len(ids) == 2 and own_id in ids, (own_id, ids)
+
+
+class KeepsItsInput:
+    """PlusPrevious, whose struct keeps its input array for its next call, in JAX: under jit,
+    `2 * x` is a buffer of XLA's, freed or reused once the call is over, so the array the op
+    kept must hold its own data. ``overwrite`` writes over XLA's freed memory between calls."""
+
+    def __init__(self):
+        from batched_ops import PlusPrevious
+
+        from libsection.pytensor import pytensor_op
+
+        class Shaped(PlusPrevious):
+            func_files = [str(Path(__file__).parent / "data/batched/plus_previous.c")]
+
+            def infer_shape(self, fgraph, node, input_shapes):
+                return [input_shapes[0]]
+
+        x = pt.dvector("x")
+        self.fn = lambda: jax_function([x], [pytensor_op(Shaped())(2 * x)])
+        self.overwrite = jax.jit(lambda a: a * 0 - 7.0)
+
+    def between_calls(self):
+        self.overwrite(np.ones((8, 4))).block_until_ready()
+
+
+def test_an_input_the_op_keeps_outlives_xlas_buffer(cache_dir):
+    keeps = KeepsItsInput()
+    f = jax.jit(keeps.fn())
+    calls = [np.arange(4.0) + 10 * k for k in range(4)]
+    assert custom_calls(f, calls[0]) == [_jax_ffi.TARGET]
+    out = []
+    for c in calls:
+        out.append(np.asarray(f(c)))
+        keeps.between_calls()
+    np.testing.assert_array_equal(out[0], 2 * calls[0])
+    for before, now, got in zip(calls, calls[1:], out[1:], strict=False):
+        np.testing.assert_array_equal(got, 2 * now + 2 * before)
