@@ -5,6 +5,8 @@ and _core.pyi."""
 
 from __future__ import annotations
 
+import ast
+import html
 import re
 import subprocess
 import sys
@@ -14,19 +16,6 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-API_NAMES = (
-    "build",
-    "build_many",
-    "ExternalCOp",
-    "pytensor_op",
-    "Diagnostic",
-    "tensor",
-    "CompileError",
-    "LinkError",
-    "LoadError",
-    "SectionError",
-    "SectionDecodeError",
-)
 
 
 def build_site(config: Path, site: Path) -> subprocess.CompletedProcess:
@@ -49,11 +38,79 @@ def test_the_site_builds_strictly_with_the_guides_and_the_api(tmp_path):
     assert len(guides) == len(titles), (guides, titles)
 
     api = (site / "api/index.html").read_text()
-    for name in API_NAMES:
-        assert f'id="libsection.{name}"' in api or f'id="libsection.pytensor.{name}"' in api, name
     # A docstring that exists only in the stub of the compiled module.
     assert "A problem found in a section file" in api
+    assert_api_entries_have_signatures_and_examples(api)
     assert_edit_links_resolve(site)
+
+
+def public_names() -> list[str]:
+    """``libsection``'s and ``libsection.pytensor``'s ``__all__`` (read from the sources the
+    site is built from), as the API page's anchors name them."""
+    names = []
+    for module, source in (("libsection", "__init__.py"), ("libsection.pytensor", "pytensor.py")):
+        tree = ast.parse((ROOT / "python/libsection" / source).read_text())
+        (listed,) = [
+            node.value
+            for node in tree.body
+            if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__"
+        ]
+        names += [f"{module}.{name}" for name in ast.literal_eval(listed)]
+    return [name for name in names if not name.rsplit(".", 1)[1].startswith("__")]
+
+
+def text_of(html_text: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", html_text))
+
+
+def api_entries(api: str) -> dict[str, tuple[str, str]]:
+    """Each documented object of the API page: its anchor -> (its kind, its HTML from its
+    heading, through its signature and docstring, to the next object's heading)."""
+    headings = list(
+        re.finditer(
+            r'<h\d id="([\w.]+)" class="doc doc-heading">\s*<code class="[^"]*doc-symbol-(\w+)"',
+            api,
+        )
+    )
+    return {
+        heading[1]: (heading[2], api[heading.start() : following.start() if following else None])
+        for heading, following in zip(headings, headings[1:] + [None], strict=True)
+    }
+
+
+def signature_of(name: str, entry: str) -> ast.FunctionDef | None:
+    """The signature shown under ``name``'s heading (``f(x: int) -> str``), parsed."""
+    shown = re.search(r'<div class="doc-signature highlight">(.*?)</div>', entry, re.S)
+    if shown is None:
+        return None
+    signature = text_of(shown[1]).strip()
+    assert signature.startswith(name.rsplit(".", 1)[1] + "("), (name, signature)
+    definition = ast.parse(f"def {signature}: pass").body[0]
+    assert isinstance(definition, ast.FunctionDef)
+    return definition
+
+
+def assert_api_entries_have_signatures_and_examples(api: str) -> None:
+    """Each public name has its entry, with its signature and an example: a function's
+    parameters and result with their types, a class's constructor parameters with theirs."""
+    entries = api_entries(api)
+    for name in public_names():
+        assert name in entries, f"{name} is public but has no entry on the API page"
+        kind, entry = entries[name]
+        examples = entry.split('<span class="doc-section-title">Examples:</span>', 1)
+        assert len(examples) == 2 and ">>> " in text_of(examples[1]), f"{name}: no example"
+        signature = signature_of(name, entry)
+        if kind == "function":
+            assert signature is not None, f"{name}: no signature on the API page"
+        if signature is None:  # a class without constructor parameters of its own
+            continue
+        arguments = signature.args
+        parameters = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+        parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        untyped = [a.arg for a in parameters if a.annotation is None and a.arg != "self"]
+        assert not untyped, f"{name}: parameters without a type on the API page: {untyped}"
+        if kind == "function":
+            assert signature.returns is not None, f"{name}: no return type on the API page"
 
 
 def assert_edit_links_resolve(site: Path) -> None:

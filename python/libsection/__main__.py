@@ -6,7 +6,8 @@
 ``python -m libsection show [PATH...]`` each section of the files with the file and line of
                                         its blocks, and every diagnostic.
 ``python -m libsection editor-setup [DIR]`` write what clangd needs to read DIR's section files
-                                        (a ``.clangd`` file; see README.md, "In the editor").
+                                        (a ``.clangd`` file; see README.md, "In the editor");
+                                        run it again after upgrading libsection.
 """
 
 from __future__ import annotations
@@ -180,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     show_parser = commands.add_parser("show", help="show the sections of section files")
     show_parser.add_argument("paths", nargs="*", type=Path, default=[Path("ops")])
     setup_parser = commands.add_parser(
-        "editor-setup", help="write what clangd needs to read a folder's section files"
+        "editor-setup",
+        help="write what clangd needs to read a folder's section files (run it again after "
+        "upgrading libsection or changing environment)",
     )
     setup_parser.add_argument("directory", nargs="?", type=Path, default=Path("."))
     args = parser.parse_args(argv)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 
 from pytensor.graph.basic import Apply, Variable
+from pytensor.graph.type import Type
 from pytensor.link.c.op import COp
 from pytensor.link.c.params_type import ParamsType
 from pytensor.scalar import ScalarType
@@ -26,8 +27,24 @@ from .op import ExternalCOp as StandaloneOp
 __all__ = ["pytensor_op", "pytensor_type", "type_string"]
 
 
-def type_string(type_) -> str:
-    """libsection's type string for a PyTensor type (``TensorType`` or ``ScalarType``)."""
+def type_string(type_: Type) -> str:
+    """libsection's type string for a PyTensor type.
+
+    Args:
+        type_: A ``TensorType`` or a ``ScalarType``.
+
+    Returns:
+        The type string.
+
+    Raises:
+        NotImplementedError: Another type.
+
+    Examples:
+        >>> import pytensor.tensor as pt
+        >>> from libsection.pytensor import type_string
+        >>> type_string(pt.dmatrix().type)
+        'float64[:,:]'
+    """
     if isinstance(type_, TensorType):
         return tensor(type_.dtype, type_.ndim)
     if isinstance(type_, ScalarType):
@@ -35,9 +52,25 @@ def type_string(type_) -> str:
     raise NotImplementedError(f"libsection has no type string for {type_}")
 
 
-def pytensor_type(type_string_: str, shape: tuple | None = None):
-    """The PyTensor type of a libsection type string (``float64[:]``, ``int64``, ``object``);
-    ``shape`` gives a tensor's static shape (None entries unknown)."""
+def pytensor_type(type_string_: str, shape: tuple[int | None, ...] | None = None) -> Type:
+    """The PyTensor type of a libsection type string.
+
+    Args:
+        type_string_: A type string (``"float64[:]"``, ``"int64"``, ``"object"``).
+        shape: A tensor's static shape (None entries unknown).
+
+    Returns:
+        A ``TensorType``, a ``ScalarType`` or, for ``object``, PyTensor's generic type.
+
+    Raises:
+        ValueError: ``type_string_`` is not a type string.
+
+    Examples:
+        >>> from libsection.pytensor import pytensor_type
+        >>> t = pytensor_type("float32[:,:]", shape=(2, None))
+        >>> t.dtype, t.shape
+        ('float32', (2, None))
+    """
     from pytensor.link.c.type import generic
 
     spec = _core.parse_type(type_string_)  # the library's own reader: bad strings raise there
@@ -78,7 +111,7 @@ def _bridged_infer_shape(self, *args):
 
 
 def pytensor_op(standalone: StandaloneOp) -> COp:
-    """A PyTensor op running the same section files as a standalone ``libsection.ExternalCOp``.
+    r"""A PyTensor op running the same section files as a standalone ``libsection.ExternalCOp``.
 
     Its ``make_node`` takes the output types from the standalone op's ``output_types``; 0-d
     tensor inputs become PyTensor scalars (the C code receives a number, as standalone); the
@@ -86,6 +119,28 @@ def pytensor_op(standalone: StandaloneOp) -> COp:
     come from the standalone class when it defines them in PyTensor's terms (``pullback``,
     ``L_op`` or ``grad``; ``pushforward`` or ``R_op``; ``infer_shape``;
     ``connection_pattern``), and ``infer_shape`` also gives the outputs their static shapes.
+
+    Args:
+        standalone: The op, an instance of a ``libsection.ExternalCOp`` subclass.
+
+    Returns:
+        A ``libsection.pytensor.ExternalCOp`` (one class per standalone class) to apply to
+        PyTensor variables, in every mode.
+
+    Examples:
+        >>> import pytensor, pytensor.scalar as ps, libsection
+        >>> from pathlib import Path
+        >>> from libsection.pytensor import pytensor_op
+        >>> _ = Path("twice.c").write_text("#section code\nOUTPUT_0 = 2 * INPUT_0;\n")
+        >>> class Twice(libsection.ExternalCOp):
+        ...     func_files = ["twice.c"]
+        ...
+        ...     def output_types(self, x: str) -> list[str]:
+        ...         return [x]
+        >>> x = ps.float64("x")
+        >>> f = pytensor.function([x], pytensor_op(Twice())(x), mode="NUMBA")
+        >>> print(f(1.5))
+        3.0
     """
     cls = _bridged_classes.get_or_make(type(standalone), lambda: _bridge_class(type(standalone)))
     return cls(standalone)

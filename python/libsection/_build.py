@@ -11,26 +11,55 @@ import errno
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import _core
-from ._core import LoadedSections
-from ._load import load
+from ._core import CompiledOp, LoadedSections
+from ._load import PathLike, load
 from ._progress import Progress, progress_stream
 from ._types import type_of
 
 if TYPE_CHECKING:  # what the core's classes hold, for type checkers and the API reference
 
     class LinkError(ValueError):
-        """An op that cannot be built as described: its sections, types, flags or toolchain.
-        ``.diagnostics`` lists what is wrong, at the section files' lines where it has one."""
+        r"""An op that cannot be built as described: its sections, types, flags or toolchain.
+
+        Attributes:
+            diagnostics: What is wrong, at the section files' lines where it has one.
+
+        Examples:
+            >>> import libsection
+            >>> from pathlib import Path
+            >>> _ = Path("c.c").write_text("#section code\nOUTPUT_0 = static_cast<int>(INPUT_0);")
+            >>> try:  # declared C, holding C++
+            ...     libsection.build("c.c", inputs=["int64"], outputs=["int64"], language="c")
+            ... except libsection.LinkError as e:
+            ...     print(e.diagnostics[0].code, e.diagnostics[0].message)
+            SL208 `static_cast` is C++: write a C cast, `(type)value`
+        """
 
         diagnostics: list[_core.Diagnostic]
 
     class CompileError(RuntimeError):
-        """The compiler refused the op's code. The message names the section files' lines
-        (``op.c:4:12: error: ...``); ``.diagnostics`` holds them, ``.kept_dir`` the folder
-        with the generated source, the command and the compiler's full log."""
+        r"""The compiler refused the op's code. The message names the section files' lines
+        (``op.c:2:12: error: ...``).
+
+        Attributes:
+            diagnostics: The compiler's errors, at the section files' lines.
+            kept_dir: The folder kept with the generated source, the command and the
+                compiler's full log.
+
+        Examples:
+            >>> import libsection
+            >>> from pathlib import Path
+            >>> _ = Path("typo.c").write_text("#section code\nOUTPUT_0 = 2 * INPUT_O;\n")
+            >>> try:
+            ...     libsection.build("typo.c", inputs=["float64"], outputs=["float64"])
+            ... except libsection.CompileError as e:
+            ...     d = e.diagnostics[0]
+            ...     print(d.filename, d.line, d.severity)
+            typo.c 2 error
+        """
 
         diagnostics: list[_core.Diagnostic]
         kept_dir: str
@@ -41,7 +70,6 @@ else:
     # The errors users catch carry the name they import them by: a traceback shows
     # `libsection.CompileError`, and a pickled one (a worker process's) unpickles as that class.
     CompileError.__module__ = LinkError.__module__ = "libsection"
-CompiledOp = _core.CompiledOp
 
 __all__ = ["CompileError", "CompiledOp", "LinkError", "Module", "build", "build_many"]
 
@@ -155,7 +183,7 @@ def _params(params) -> list[tuple[str, str, object]]:
 
 
 def build(
-    files,
+    files: PathLike | bytes | Iterable[PathLike | bytes] | LoadedSections,
     func_name: str | None = None,
     inputs: Sequence[str] = (),
     outputs: Sequence[str] = (),
@@ -173,26 +201,63 @@ def build(
     c_lib_dirs: Sequence[str | os.PathLike[str]] | None = None,
     c_headers: Sequence[str] | None = None,
 ) -> CompiledOp:
-    """Compiles the op implemented by section ``files`` and returns it as a callable.
+    r"""Compiles the op implemented by section ``files`` and returns it as a callable.
 
-    ``files`` is a path, a list of paths, or sections already loaded (``libsection.load``), so an
-    op that holds its texts never has the files read again.
+    The module is cached on disk: a new process finds it there without compiling. A compile
+    that takes over a second shows ``compiling NAME (1.2 s)`` on a terminal's stderr.
 
-    ``inputs``/``outputs`` are type strings: ``"float64[:]"`` (1-d tensor),
-    ``"float32[:,:]"``, ``"int64"`` (scalar), ``"object"`` (any Python object).
-    ``params`` maps field names to values, or to ``(type string, value)``; the op sees them
-    as ``PARAMS->field``. Wrong dtypes or dimensions raise ``TypeError`` before the op runs.
-    ``name`` (default: the first file's name without extension) names the op in messages.
-    A compile error raises ``CompileError`` pointing at the section file's lines.
-    ``language="c"`` declares the files C: they are checked as C (section-lint's SL208 and
-    SL209, raised as ``LinkError``) and the module is compiled as C by ``$CC``.
-    A compile that takes over a second shows ``compiling NAME (1.2 s)`` on a terminal's stderr
-    (``progress``: None decides so, True always, False never; see ``build_many``).
-    ``c_compile_args``, ``c_header_dirs``, ``c_libraries``, ``c_lib_dirs`` and ``c_headers``
-    are what PyTensor's methods of those names give: flags, folders searched for headers and
-    libraries (relative ones from the working directory), libraries linked (``"m"`` for
-    ``-lm``) and headers included. They are part of the module's cache key, and each string
-    is checked as ``LIBSECTION_CXXFLAGS``'s words are (a bad one raises ``LinkError``).
+    Args:
+        files: A path, a list of paths, or sections already loaded (``libsection.load``), so
+            an op that holds its texts never has the files read again.
+        func_name: The function the op calls with the inputs, the addresses of the outputs
+            and the params (``"APPLY_SPECIFIC(f)"``); without it, a ``code`` section is the
+            body of the op.
+        inputs: Type strings: ``"float64[:]"`` (1-d tensor), ``"float32[:,:]"``, ``"int64"``
+            (scalar), ``"object"`` (any Python object). Wrong dtypes or dimensions raise
+            ``TypeError`` when the op is called, before its code runs.
+        outputs: Type strings, at least one.
+        params: Field names to values, or to ``(type string, value)``; the op sees them as
+            ``PARAMS->field``.
+        name: Names the op in messages (default: the first file's name without extension).
+        num_inputs: Pads the ``func_name`` call's inputs with ``NULL`` to this many.
+        num_outputs: Pads the call's outputs with ``NULL`` to this many.
+        check_input: Defines the ``DTYPE_``/``TYPENUM_``/``ITEMSIZE_`` macros of the inputs
+            and outputs.
+        language: ``"c++"`` or ``"c"``: C files are checked as C (section-lint's SL208 and
+            SL209) and the module is compiled as C by ``$CC``.
+        progress: Show the compile's progress line: None on a terminal or in a notebook,
+            True always, False never (see ``build_many``).
+        c_compile_args: Compile flags (``["-DN=4"]``), as PyTensor's method of that name
+            gives them.
+        c_header_dirs: Folders searched for headers (relative ones from the working
+            directory).
+        c_libraries: Libraries linked (``"m"`` for ``-lm``).
+        c_lib_dirs: Folders searched for libraries (relative ones from the working
+            directory).
+        c_headers: Headers included before the op's code.
+
+    Returns:
+        The compiled op: call it with one value per input; it returns the output (a tuple
+        when there are several).
+
+    Raises:
+        SectionError: A section file the reference loader would refuse.
+        LinkError: An op that cannot be built as described (a bad type string or flag, C++
+            in a file declared C); ``.diagnostics`` says where.
+        CompileError: The compiler refused the code; the message names the section file's
+            lines.
+        TypeError: A type string or a flag that is not a string.
+        ValueError: No files or no outputs.
+        FileNotFoundError: A section file or a folder of ``c_header_dirs``/``c_lib_dirs``
+            that does not exist.
+
+    Examples:
+        >>> import libsection
+        >>> from pathlib import Path
+        >>> _ = Path("twice.c").write_text("#section code\nOUTPUT_0 = 2 * INPUT_0;\n")
+        >>> twice = libsection.build("twice.c", inputs=["float64"], outputs=["float64"])
+        >>> print(twice(1.5))
+        3.0
     """
     with Progress(1, progress_stream(progress)) as shown:
         return _build(
@@ -265,18 +330,41 @@ def _build(
 
 
 def build_many(
-    specs: Sequence[Mapping], *, jobs: int | None = None, progress: bool | None = None
+    specs: Sequence[Mapping[str, Any]], *, jobs: int | None = None, progress: bool | None = None
 ) -> list[CompiledOp]:
-    """Builds several ops at once: ``specs`` holds the keyword arguments of one ``build()``
-    call each. Compiles run concurrently (one compiler process each, up to ``jobs``, by
-    default the number of CPUs; different modules share no lock) and the compiled ops come
-    back in the order given. The first failure is raised once every build has finished.
+    r"""Builds several ops at once, their compiles running concurrently (one compiler process
+    each; different modules share no lock).
 
     While a compile takes over a second, stderr shows one line that is erased at the end,
-    ``[3/8] compiling vector_times_vector (1.2 s)``: when ``progress`` is None, only on a
-    terminal or in a notebook, and not when the ``libsection`` logger is set above INFO or
-    ``LIBSECTION_PROGRESS=0``; True shows it on any stderr, False never. It is not a log
-    record: the logger still gets exactly one record per compile."""
+    ``[3/8] compiling vector_times_vector (1.2 s)``. It is not a log record: the logger still
+    gets exactly one record per compile.
+
+    Args:
+        specs: The keyword arguments of one ``build()`` call each (without ``progress``).
+        jobs: Compiles at a time (default: the number of CPUs).
+        progress: Show the progress line: None on a terminal or in a notebook, unless the
+            ``libsection`` logger is set above INFO or ``LIBSECTION_PROGRESS=0``; True on any
+            stderr; False never.
+
+    Returns:
+        The compiled ops, in the order of ``specs``.
+
+    Raises:
+        Exception: What the first failing ``build()`` raised (``CompileError``, ...), once
+            every build has finished.
+        TypeError: A spec with ``progress``.
+
+    Examples:
+        >>> import libsection
+        >>> from pathlib import Path
+        >>> _ = Path("twice.c").write_text("#section code\nOUTPUT_0 = 2 * INPUT_0;\n")
+        >>> ops = libsection.build_many([
+        ...     {"files": "twice.c", "inputs": ["float64"], "outputs": ["float64"]},
+        ...     {"files": "twice.c", "inputs": ["int32"], "outputs": ["int32"]},
+        ... ])
+        >>> [op(3).item() for op in ops]
+        [6.0, 6]
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     specs = [dict(spec) for spec in specs]
@@ -313,29 +401,78 @@ class Module:
     Ops have ``c_code(name, inputs, outputs, sub)`` and optionally the other ``c_*`` methods
     (``c_code_cleanup``, ``c_support_code``, ``c_init_code_struct(name, sub)``, ...).
 
-    >>> m = Module("add_mul")
-    >>> x, y, z = m.input(double), m.input(double), m.input(double)
-    >>> (a,) = m.apply(add, [x, y], [double])
-    >>> (b,) = m.apply(mul, [a, z], [double])
-    >>> f = m.compile(outputs=[b])
+    Args:
+        name: Names the module in messages and in the compile cache's listing.
+
+    Examples:
+        >>> import libsection
+        >>> class Add:
+        ...     def c_code(self, name, inputs, outputs, sub):
+        ...         return f"{outputs[0]} = {inputs[0]} + {inputs[1]};"
+        >>> m = libsection.Module("add3")
+        >>> x, y, z = m.input("float64"), m.input("float64"), m.input("float64")
+        >>> (a,) = m.apply(Add(), [x, y], ["float64"])
+        >>> (b,) = m.apply(Add(), [a, z], ["float64"])
+        >>> f = m.compile(outputs=[b])
+        >>> print(f(1.0, 2.0, 3.0))
+        6.0
     """
 
-    def __init__(self, name: str = "module"):
+    def __init__(self, name: str = "module") -> None:
         self.name = name
         self._graph = _core.Graph()
 
-    def input(self, type, label: str = "") -> int:
+    def input(self, type: Any, label: str = "") -> int:
+        """Adds an input of the module.
+
+        Args:
+            type: A type string or an object with the CType methods.
+            label: Names the input in the generated source.
+
+        Returns:
+            The input's variable, for ``apply``.
+        """
         return self._graph.add_input(type, label)
 
-    def apply(self, op, inputs: Sequence[int], output_types: Sequence) -> list[int]:
+    def apply(self, op: Any, inputs: Sequence[int], output_types: Sequence[Any]) -> list[int]:
+        """Applies ``op`` to variables of the module.
+
+        Args:
+            op: An object with ``c_code(name, inputs, outputs, sub)`` and optionally the other
+                ``c_*`` methods.
+            inputs: The variables it takes (inputs of the module or outputs of applies).
+            output_types: Its outputs' types, type strings or CType objects.
+
+        Returns:
+            Its output variables.
+        """
         return self._graph.add_apply(op, list(inputs), list(output_types))
 
     def source(self, outputs: Sequence[int]) -> str:
-        """The generated C++ source, for reading."""
+        """The generated C++ source, for reading.
+
+        Args:
+            outputs: The variables the module returns.
+
+        Returns:
+            The module's source.
+        """
         self._mark_outputs(outputs)
         return self._graph.source()
 
     def compile(self, outputs: Sequence[int]) -> CompiledOp:
+        """Compiles the module (or finds it in the compile cache).
+
+        Args:
+            outputs: The variables the compiled op returns.
+
+        Returns:
+            The compiled op: called with one value per input, it returns the outputs (a tuple
+            when there are several).
+
+        Raises:
+            CompileError: The compiler refused the module's code.
+        """
         self._mark_outputs(outputs)
         return _core.link(self._graph, [], self.name)
 

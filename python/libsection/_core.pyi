@@ -11,6 +11,18 @@ class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
     location (1-based line and column; columns count bytes of the UTF-8 text).
+    
+    Examples:
+        >>> import libsection
+        >>> text = '''#section suport_code
+        ... int x;
+        ... '''
+        >>> d = libsection.parse_text(text, "op.c").diagnostics[0]
+        >>> d.code, d.severity, d.line, d.column, d.replacement
+        ('SL201', 'error', 1, 10, 'support_code')
+        >>> print(d.render())
+        op.c:1:10: error: Unknown section type (in file op.c): suport_code [SL201]
+        ...
     """
     def __repr__(self) -> str:
         ...
@@ -22,40 +34,78 @@ class Diagnostic:
         """
     @property
     def code(self) -> str:
-        ...
+        """
+        The rule's stable code (``SL201``).
+        """
     @property
     def column(self) -> int:
-        ...
+        """
+        1-based column of the start, in bytes of the UTF-8 text.
+        """
     @property
     def end_column(self) -> int:
-        ...
+        """
+        1-based column of the end, in bytes.
+        """
     @property
     def end_line(self) -> int:
-        ...
+        """
+        1-based line of the end.
+        """
     @property
     def filename(self) -> str | None:
-        ...
+        """
+        The file, as the caller named it; None without a location.
+        """
     @property
     def fix(self) -> str | None:
-        ...
+        """
+        What the suggested fix does, in words; None without one.
+        """
     @property
     def line(self) -> int:
-        ...
+        """
+        1-based line of the start.
+        """
     @property
     def message(self) -> str:
-        ...
+        """
+        What is wrong, in one line.
+        """
     @property
     def notes(self) -> list[str]:
-        ...
+        """
+        Further explanations, one per note.
+        """
     @property
     def replacement(self) -> str | None:
-        ...
+        """
+        The text that replaces the range to fix it; None without a fix.
+        """
     @property
     def severity(self) -> str:
-        ...
+        """
+        ``"error"``, ``"warning"`` or ``"info"``.
+        """
 class LoadedSections:
     """
-    Sections merged from one or more files with the reference ``load_c_code`` semantics.
+    Sections merged from one or more files with the reference ``load_c_code`` semantics, as
+    ``libsection.load`` and ``libsection.parse_text`` return them; ``libsection.build`` takes them
+    in place of files.
+    
+    Examples:
+        >>> import libsection
+        >>> text = '''#section support_code
+        ... static double twice(double x) { return 2 * x; }
+        ... #section code
+        ... OUTPUT_0 = twice(INPUT_0);
+        ... '''
+        >>> loaded = libsection.parse_text(text, "twice.c")
+        >>> list(loaded.sections), loaded.files, loaded.error
+        (['support_code', 'code'], ['twice.c'], None)
+        >>> op = libsection.build(loaded, inputs=["float64"], outputs=["float64"])
+        >>> print(op(1.5))
+        3.0
     """
     def __repr__(self) -> str:
         ...
@@ -71,7 +121,9 @@ class LoadedSections:
         """
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        ...
+        """
+        every finding of the parse: errors, warnings and notes
+        """
     @property
     def error(self) -> typing.Any:
         """
@@ -79,7 +131,9 @@ class LoadedSections:
         """
     @property
     def files(self) -> list[str]:
-        ...
+        """
+        the files' names, as the caller gave them
+        """
     @property
     def sections(self) -> dict:
         """
@@ -297,7 +351,21 @@ class ExpandOptions:
         ...
 class CompiledOp:
     """
-    A compiled op: call it with one value per input; returns the output (or a tuple).
+    A compiled op, as ``build()`` returns it: call it with one value per input; it
+    returns the output (a tuple when there are several). Wrong dtypes or dimensions raise
+    ``TypeError`` before its code runs.
+    
+    Examples:
+        >>> import libsection
+        >>> from pathlib import Path
+        >>> _ = Path("twice.c").write_text('''#section code
+        ... OUTPUT_0 = 2 * INPUT_0;
+        ... ''')
+        >>> twice = libsection.build("twice.c", inputs=["float64"], outputs=["float64"])
+        >>> twice
+        <libsection compiled op twice(float64) -> float64>
+        >>> print(twice(1.5))
+        3.0
     """
     @staticmethod
     def cthunk(*args, **kwargs):

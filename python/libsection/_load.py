@@ -29,11 +29,18 @@ PathLike = str | os.PathLike[str]
 
 
 class LoadError(NamedTuple):
-    """``LoadedSections.error``: what the reference loader would raise for these files.
+    r"""``LoadedSections.error``: what the reference loader would raise for these files.
 
     ``errno`` is nonzero for a file that cannot be read (an ``OSError`` with that number and
     ``path``); else ``message`` is the reference's ``ValueError`` message. Still a tuple:
     ``errno, message, path = loaded.error`` works as before.
+
+    Examples:
+        >>> import libsection
+        >>> loaded = libsection.parse_text("#section bogus\nint x;\n", "op.c")
+        >>> errno, message, path = loaded.error
+        >>> message
+        'Unknown section type (in file op.c): bogus'
     """
 
     errno: int
@@ -42,11 +49,24 @@ class LoadError(NamedTuple):
 
 
 class SectionError(ValueError):
-    """A section file the reference loaders would refuse.
+    r"""A section file the reference loaders would refuse.
 
     ``str(error)`` starts with the reference's own message (``Unknown section type (in file
     x.c): tag``, ...), so code matching those messages keeps working; the rendered diagnostics
-    with file, line, column and a caret follow. ``.diagnostics`` holds them as objects.
+    with file, line, column and a caret follow.
+
+    Attributes:
+        diagnostics (list[Diagnostic]): What is wrong, each at its file, line and column.
+
+    Examples:
+        >>> import libsection
+        >>> from pathlib import Path
+        >>> _ = Path("typo.c").write_text("#section suport_code\nint x;\n")
+        >>> try:
+        ...     libsection.load("typo.c")
+        ... except libsection.SectionError as e:
+        ...     print(e.diagnostics[0].code, e.diagnostics[0].line)
+        SL201 1
     """
 
     __module__ = "libsection"  # its public name, in tracebacks
@@ -57,9 +77,20 @@ class SectionError(ValueError):
 
 
 class SectionDecodeError(SectionError, UnicodeDecodeError):
-    """A section file that is not UTF-8. Also a ``UnicodeDecodeError`` with the fields Python's
+    r"""A section file that is not UTF-8. Also a ``UnicodeDecodeError`` with the fields Python's
     own decoder gives (PyTensor reads files with ``read_text(encoding="utf-8")``, so code that
-    catches ``UnicodeDecodeError`` keeps working)."""
+    catches ``UnicodeDecodeError`` keeps working).
+
+    Examples:
+        >>> import libsection
+        >>> from pathlib import Path
+        >>> _ = Path("latin1.c").write_bytes(b"#section support_code\n// caf\xe9\n")
+        >>> try:
+        ...     libsection.load("latin1.c")
+        ... except UnicodeDecodeError as e:
+        ...     print(type(e).__name__, e.start)
+        SectionDecodeError 28
+    """
 
     __module__ = "libsection"
 
@@ -123,12 +154,29 @@ def _file_paths(files: PathLike | bytes | Iterable[PathLike | bytes]) -> list[tu
 def load(
     files: PathLike | bytes | Iterable[PathLike | bytes], extra_tags: Iterable[str] = ()
 ) -> LoadedSections:
-    """Reads and merges section files like the reference ``load_c_code``; raises on bad files.
+    r"""Reads and merges section files like the reference ``load_c_code``; raises on bad files.
 
-    A single path or an iterable of paths (str, bytes or path-like); relative paths are
-    relative to the working directory. Messages name each file as ``str(Path(f))``, the path as
-    written, as PyTensor does. ``extra_tags`` are section tags accepted besides the nine (a
-    base class's own sections).
+    Args:
+        files: A path or an iterable of paths (str, bytes or path-like); relative paths are
+            relative to the working directory. Messages name each file as ``str(Path(f))``,
+            the path as written, as PyTensor does.
+        extra_tags: Section tags accepted besides the nine (a base class's own sections).
+
+    Returns:
+        The merged sections, which ``build()`` also takes in place of files.
+
+    Raises:
+        SectionError: A file the reference loader would refuse (an unknown tag, code before
+            the first marker, ...); ``SectionDecodeError`` when it is not UTF-8.
+        OSError: A file that cannot be read.
+
+    Examples:
+        >>> import libsection
+        >>> from pathlib import Path
+        >>> _ = Path("twice.c").write_text("#section code\nOUTPUT_0 = 2 * INPUT_0;\n")
+        >>> loaded = libsection.load("twice.c")
+        >>> loaded.sections
+        {'code': '\nOUTPUT_0 = 2 * INPUT_0;\n'}
     """
     paths = _file_paths(files)
     # pybind11 takes bytes for std::string (file names need not be UTF-8); the stub says str.
@@ -151,12 +199,45 @@ def load_texts(
 
 
 def load_sections(files: PathLike | bytes | Iterable[PathLike | bytes]) -> dict[str, str]:
-    """The merged ``{tag: text}`` dict, exactly as the reference's ``code_sections``."""
+    r"""The merged sections of files, exactly as the reference's ``code_sections``.
+
+    Args:
+        files: A path or an iterable of paths, as ``load()`` takes them.
+
+    Returns:
+        ``{tag: text}``.
+
+    Raises:
+        SectionError: A file the reference loader would refuse.
+        OSError: A file that cannot be read.
+
+    Examples:
+        >>> import libsection
+        >>> from pathlib import Path
+        >>> _ = Path("twice.c").write_text("#section code\nOUTPUT_0 = 2 * INPUT_0;\n")
+        >>> libsection.load_sections(["twice.c"])
+        {'code': '\nOUTPUT_0 = 2 * INPUT_0;\n'}
+    """
     return load(files).sections
 
 
 def parse_text(text: str, filename: str = "<string>") -> LoadedSections:
-    """Parses text held in memory. Never raises for content: see ``.error`` and ``.diagnostics``."""
+    r"""Parses section-file text held in memory.
+
+    Args:
+        text: The file's text.
+        filename: The name messages give the text.
+
+    Returns:
+        The sections. Never raises for content: what the reference would refuse is in
+        ``.error``, every finding in ``.diagnostics``.
+
+    Examples:
+        >>> import libsection
+        >>> loaded = libsection.parse_text("#section code\nOUTPUT_0 = 2 * INPUT_0;\n", "twice.c")
+        >>> loaded.error is None, list(loaded.sections)
+        (True, ['code'])
+    """
     return _core.parse_text(text, filename)
 
 

@@ -13,13 +13,16 @@ as long as the thunk, as in the C backend.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from pytensor.graph.basic import Apply
 from pytensor.graph.utils import MethodNotDefined
 from pytensor.scalar import ScalarType
 
 from . import _core
+from ._core import CompiledOp
 from ._memo import Lru
 
 __all__ = ["NodeRunner", "compile_node", "make_c_thunk", "make_thunk", "prepare_nodes", "store"]
@@ -220,11 +223,35 @@ def prepare_nodes(nodes, jobs: int | None = None) -> None:
         raise
 
 
-def compile_node(node, storage=None):
-    """A fresh compiled instance of ``node`` (module built once per signature, cached on disk;
-    each instance has its own struct). Called on the node's input values, it returns the
-    output (a tuple when there are several). With ``storage`` (the one-element lists of the
-    node's inputs, then outputs, as a PyTensor VM holds them) it runs in place on them."""
+def compile_node(node: Apply, storage: Sequence[list[Any]] | None = None) -> CompiledOp:
+    r"""A fresh compiled instance of a node of a drop-in op (the module is built once per
+    signature and cached on disk; each instance has its own struct).
+
+    Args:
+        node: An apply of a ``libsection.pytensor.ExternalCOp``.
+        storage: The one-element lists of the node's inputs, then outputs, as a PyTensor VM
+            holds them: the instance then runs in place on them (``run_in_place``).
+
+    Returns:
+        The instance: called on the node's input values, it returns the output (a tuple when
+        there are several).
+
+    Raises:
+        CompileError: The compiler refused the op's code.
+
+    Examples:
+        >>> import numpy as np, pytensor.scalar as ps
+        >>> from pathlib import Path
+        >>> from pytensor.graph.basic import Apply
+        >>> from libsection.pytensor import ExternalCOp, compile_node
+        >>> _ = Path("twice.c").write_text("#section code\nOUTPUT_0 = 2 * INPUT_0;\n")
+        >>> class Twice(ExternalCOp):
+        ...     def make_node(self, x):
+        ...         return Apply(self, [x], [x.type()])
+        >>> node = Twice("twice.c").make_node(ps.float64("x"))
+        >>> print(compile_node(node)(np.float64(1.5)))  # values as PyTensor passes them
+        3.0
+    """
     prepared = _prepared_graphs.pop(node, None)
     graph, constants = prepared if prepared is not None else _node_graph(node)
     try:

@@ -105,7 +105,7 @@ def node_function(node, own_perform: bool, native=None):
     from pytensor.link.numba.dispatch.basic import numba_njit
 
     if own_perform:
-        keep = NodeRunner(node, True)
+        keep: Any = NodeRunner(node, True)  # or the compiled instance, below
         target: tuple[str, int] | tuple[str, int, int] = ("python", id(keep))  # kept alive below
     else:
         keep = compile_node(node) if native is None else native

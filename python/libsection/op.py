@@ -41,7 +41,7 @@ _SIGNATURES = 256
 
 
 class ExternalCOp:
-    """Base class for ops whose C implementation lives in ``#section`` files.
+    r"""Base class for ops whose C implementation lives in ``#section`` files.
 
     Subclasses set ``func_files`` (a path or list of paths, relative to the file defining the
     subclass) and ``func_name`` (or pass them to the constructor, as PyTensor's ExternalCOp
@@ -60,6 +60,32 @@ class ExternalCOp:
     values are part of each module's cache key. The C code itself comes from the files only: a
     subclass defining another ``c_*`` method (``c_code``, ``c_support_code``, ...), which this
     class would not call, is refused when it is constructed.
+
+    Args:
+        func_files: The section files, if the class does not set them.
+        func_name: The function the op calls, if the class does not set it.
+
+    Raises:
+        ValueError: No section files, or a ``language`` other than ``"c++"`` and ``"c"``.
+        TypeError: The class defines a ``c_*`` method this class does not call.
+
+    Examples:
+        >>> import numpy as np, libsection
+        >>> from pathlib import Path
+        >>> _ = Path("twice.c").write_text("#section code\nOUTPUT_0 = 2 * INPUT_0;\n")
+        >>> class Twice(libsection.ExternalCOp):
+        ...     func_files = ["twice.c"]  # beside the file defining the class
+        ...
+        ...     def output_types(self, x: str) -> list[str]:
+        ...         if libsection.ndim(x) != 0:
+        ...             raise TypeError(f"Twice takes a number, not {x}")
+        ...         return [x]
+        >>> print(Twice()(1.5), Twice()(np.int32(4)))
+        3.0 8
+        >>> Twice()(np.ones(2))
+        Traceback (most recent call last):
+            ...
+        TypeError: Twice takes a number, not float64[:]
     """
 
     func_files: str | Path | Sequence[str | Path] = ()
@@ -72,7 +98,11 @@ class ExternalCOp:
     gufunc_signature: str | None = None
     vmap_method: str = "sequential"
 
-    def __init__(self, func_files=None, func_name: str | None = None) -> None:
+    def __init__(
+        self,
+        func_files: str | Path | Sequence[str | Path] | None = None,
+        func_name: str | None = None,
+    ) -> None:
         files = self.func_files if func_files is None else func_files
         if isinstance(files, (str, Path)):
             files = [files]
@@ -141,8 +171,15 @@ class ExternalCOp:
         files = self.func_files
         return [Path(files)] if isinstance(files, (str, Path)) else [Path(f) for f in files]
 
-    def compiled(self, *input_types: str):
-        """The compiled op for these input types: built once, then reused."""
+    def compiled(self, *input_types: str) -> Any:
+        """The compiled op for these input types: built once, then reused.
+
+        Args:
+            *input_types: One type string per input.
+
+        Returns:
+            The ``CompiledOp`` for them (calling the op finds it by its arguments' types).
+        """
         params = self._params()
         flags = self.build_flags()
         key = (

@@ -132,12 +132,34 @@ def _own(cls: type, name: str) -> bool:
 
 
 class ExternalCOp(COp):
-    """An op whose C implementation lives in ``#section`` files.
+    r"""An op whose C implementation lives in ``#section`` files: PyTensor's ``ExternalCOp``,
+    with the same constructor, attributes and methods.
 
-    ``func_files`` is a path or a list of paths, relative paths being relative to the file
-    that defines the op's class. With ``func_name``, ``c_code`` calls that function with the
-    inputs, the addresses of the outputs and the params; otherwise a ``code`` section is the
-    body of ``c_code``.
+    Args:
+        func_files: A path or a list of paths, relative paths being relative to the file that
+            defines the op's class.
+        func_name: The function ``c_code`` calls with the inputs, the addresses of the outputs
+            and the params; without it, a ``code`` section is the body of ``c_code``.
+
+    Raises:
+        SectionError: A section file the reference loader would refuse.
+        FileNotFoundError: A section file that does not exist (the message says where it was
+            looked for).
+        ValueError: A ``language`` other than ``"c++"`` and ``"c"``.
+
+    Examples:
+        >>> import pytensor, pytensor.scalar as ps
+        >>> from pathlib import Path
+        >>> from pytensor.graph.basic import Apply
+        >>> from libsection.pytensor import ExternalCOp
+        >>> _ = Path("twice.c").write_text("#section code\nOUTPUT_0 = 2 * INPUT_0;\n")
+        >>> class Twice(ExternalCOp):
+        ...     def make_node(self, x):
+        ...         return Apply(self, [x], [x.type()])
+        >>> x = ps.float64("x")
+        >>> f = pytensor.function([x], Twice("twice.c")(x))
+        >>> print(f(1.5))
+        3.0
     """
 
     SECTIONS: set[str] = set(_NINE_SECTIONS)
@@ -169,7 +191,9 @@ class ExternalCOp(COp):
         working directory for a class defined in a notebook cell or at a prompt)."""
         return relative_to_class(cls, Path(f))
 
-    def __init__(self, func_files, func_name: str | None = None):
+    def __init__(
+        self, func_files: str | Path | list[str | Path], func_name: str | None = None
+    ) -> None:
         if not isinstance(func_files, list):
             self.func_files = [Path(func_files)]
         else:

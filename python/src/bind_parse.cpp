@@ -92,15 +92,32 @@ std::string loaded_repr(LoadedSections const& l) {
 
 void bind_loaded_sections(py::module_& m) {
   py::class_<LoadedSections>(m, "LoadedSections", R"doc(
-Sections merged from one or more files with the reference ``load_c_code`` semantics.)doc")
+Sections merged from one or more files with the reference ``load_c_code`` semantics, as
+``libsection.load`` and ``libsection.parse_text`` return them; ``libsection.build`` takes them
+in place of files.
+
+Examples:
+    >>> import libsection
+    >>> text = '''#section support_code
+    ... static double twice(double x) { return 2 * x; }
+    ... #section code
+    ... OUTPUT_0 = twice(INPUT_0);
+    ... '''
+    >>> loaded = libsection.parse_text(text, "twice.c")
+    >>> list(loaded.sections), loaded.files, loaded.error
+    (['support_code', 'code'], ['twice.c'], None)
+    >>> op = libsection.build(loaded, inputs=["float64"], outputs=["float64"])
+    >>> print(op(1.5))
+    3.0)doc")
       .def_property_readonly("sections", &sections_dict,
                              "dict tag -> text, in order of first appearance")
       .def_property_readonly("codes", &file_texts,
                              "the files' texts, newlines normalised (the reference's func_codes)")
-      .def_property_readonly("files", &file_paths)
+      .def_property_readonly("files", &file_paths, "the files' names, as the caller gave them")
       .def_property_readonly("blocks", &block_dicts,
                              "every block that makes up the sections, with its file and lines")
-      .def_property_readonly("diagnostics", &diagnostic_records)
+      .def_property_readonly("diagnostics", &diagnostic_records,
+                             "every finding of the parse: errors, warnings and notes")
       .def_property_readonly("error", &error_tuple,
                              "None, or a LoadError(errno, message, path) for the error the "
                              "reference raises (a named tuple)")

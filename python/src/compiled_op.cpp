@@ -336,7 +336,21 @@ void add_compiled_op_type(py::module_& m) {
   auto& t = compiled_op_type;
   t.tp_name = "libsection._core.CompiledOp";
   t.tp_basicsize = sizeof(CompiledOp);
-  t.tp_doc = "A compiled op: call it with one value per input; returns the output (or a tuple).";
+  t.tp_doc = R"doc(A compiled op, as ``build()`` returns it: call it with one value per input; it
+returns the output (a tuple when there are several). Wrong dtypes or dimensions raise
+``TypeError`` before its code runs.
+
+Examples:
+    >>> import libsection
+    >>> from pathlib import Path
+    >>> _ = Path("twice.c").write_text('''#section code
+    ... OUTPUT_0 = 2 * INPUT_0;
+    ... ''')
+    >>> twice = libsection.build("twice.c", inputs=["float64"], outputs=["float64"])
+    >>> twice
+    <libsection compiled op twice(float64) -> float64>
+    >>> print(twice(1.5))
+    3.0)doc";
   t.tp_dealloc = compiled_op_dealloc;
   t.tp_repr = compiled_op_repr;
   t.tp_getset = compiled_op_getset;
