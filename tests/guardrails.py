@@ -1,9 +1,10 @@
 """The project's own checks, in one place: clang-format, clang-tidy, ruff and mypy, and the
-size limits of the C++ (functions, files, C text kept in strings).
+size limits of the C++ and of the C files the library embeds (functions, files, C text kept in
+strings).
 
 tests/test_guardrails.py runs each check (so `./dev test` does); `./dev format` runs
-`python3 tests/guardrails.py format`, which rewrites the C++ sources with clang-format and the
-Python code with ruff format. Settings live in .clang-format, .clang-tidy and pyproject.toml.
+`python3 tests/guardrails.py format`, which rewrites the C++ and C sources with clang-format and
+the Python code with ruff format. Settings live in .clang-format, .clang-tidy and pyproject.toml.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CLANG_FORMAT = "clang-format-14"
 CLANG_TIDY = "clang-tidy-14"
-# The C++ that clang-format keeps in shape; clang-tidy looks at the library alone.
+# The C++ that clang-format keeps in shape, with the C text modules get (libsection's embedded
+# .c/.h files, libsection/CMakeLists.txt); clang-tidy looks at the library alone.
 CXX_FOLDERS = [
     "libsection",
     "tools",
@@ -28,7 +30,7 @@ CXX_FOLDERS = [
     "tests/unit",
     "tests/fuzz",
 ]
-CXX_SUFFIXES = {".cpp", ".hpp", ".h"}
+CXX_SUFFIXES = {".cpp", ".hpp", ".h", ".c"}
 TIDY_FOLDER = "libsection/src"
 PYTHON_PACKAGE = "python/libsection"
 # What ruff lints and formats: the package (every rule set of pyproject.toml) and the tests,
@@ -37,7 +39,7 @@ RUFF_FOLDERS = [PYTHON_PACKAGE, "tests", "bench", "ops"]
 
 
 def cxx_files() -> list[Path]:
-    """Every C++ source and header under CXX_FOLDERS, and the benchmarks' C++ files."""
+    """Every C++ (and C) source and header under CXX_FOLDERS, and the benchmarks' C++ files."""
     files = [
         p
         for folder in CXX_FOLDERS
@@ -47,9 +49,9 @@ def cxx_files() -> list[Path]:
     return sorted(files + list((ROOT / "bench").glob("*.cpp")))
 
 
-# The sizes past which C++ is split along its parts: a function's lines and cyclomatic
-# complexity (lizard's counts), a source file's lines, and C text kept in a C++ string (generated
-# code that is not assembled per module belongs in a C file, embedded at build time).
+# The sizes past which C++ (and the embedded C) is split along its parts: a function's lines and
+# cyclomatic complexity (lizard's counts), a source file's lines, and C text kept in a C++ string
+# (generated code that is not assembled per module belongs in a C file, embedded at build time).
 MAX_FUNCTION_LINES = 80
 MAX_FUNCTION_COMPLEXITY = 20
 MAX_SOURCE_LINES = 700

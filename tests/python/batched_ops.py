@@ -46,3 +46,9 @@ class OwnOutput(libsection.ExternalCOp):
 
     def output_types(self, x):
         return [x]
+
+
+class OwnOutputUnnamed(OwnOutput):
+    """OwnOutput whose signature does not give the output's length: the first row's sets it."""
+
+    gufunc_signature = "(n)->(m)"

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from batched_ops import OwnOutput, PlusNdim, PlusNdimWhole, PlusPrevious
+from batched_ops import OwnOutput, OwnOutputUnnamed, PlusNdim, PlusNdimWhole, PlusPrevious
 from examples import load_op_module
 
 from libsection import _batched, _core
@@ -150,6 +150,25 @@ def test_an_output_the_op_makes_is_copied_and_one_of_another_shape_refused(cache
     assert str(error.value) == (
         "OwnOutput: row 2 of the batch (index (2,)): output 0 has shape (5,), where the batch's "
         "output rows are (4,)"
+    )
+
+
+def test_an_output_shape_the_signature_does_not_give_is_the_first_rows(cache_dir):
+    op = OwnOutputUnnamed()
+    x = rng.random((3, 4))
+    np.testing.assert_array_equal(op(x), 2 * x)
+    x[0, 0] = -1.0  # the first row is one longer: the others are refused against it
+    with pytest.raises(ValueError) as error:
+        op(x)
+    assert str(error.value) == (
+        "OwnOutputUnnamed: row 1 of the batch (index (1,)): output 0 has shape (4,), where the "
+        "batch's output rows are (5,)"
+    )
+    with pytest.raises(ValueError) as error:
+        op(np.empty((0, 4)))
+    assert str(error.value).startswith(
+        "OwnOutputUnnamed: the batch is empty and output 0's core shape is not known without "
+        "running the op (the signature "
     )
 
 

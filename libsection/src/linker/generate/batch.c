@@ -179,8 +179,8 @@ static PyObject* libsection_rt_row_view(libsection_rt_batch* b, int c, char* dat
   for (k = 0; k < nd; ++k) {
     int const in_core = k - (nd - core);
     dims[k] = in_core >= 0 ? b->core[c * NPY_MAXDIMS + in_core] : b->shape[k];
-    strides[k] = in_core >= 0 ? b->core_strides[c * NPY_MAXDIMS + in_core]
-                              : b->steps[c * b->ndim + k];
+    strides[k] =
+        in_core >= 0 ? b->core_strides[c * NPY_MAXDIMS + in_core] : b->steps[c * b->ndim + k];
   }
   Py_INCREF(PyArray_DESCR(a));
   view = PyArray_NewFromDescr(&PyArray_Type, PyArray_DESCR(a), nd, dims, strides, data,
@@ -255,62 +255,87 @@ static int libsection_rt_batch_next(libsection_batch* head, int* failure) {
   return 0;
 }
 
+/* The length the batch's output `c` has along its dimension `k` (of `nd`): a batch dimension,
+   or a core one (-1 while not yet known). */
+static npy_intp libsection_rt_output_length(const libsection_rt_batch* b, int c, int nd, int k) {
+  int const batch_nd = nd - b->core_ndim[c];
+  return k < batch_nd ? b->shape[k] : b->core[c * NPY_MAXDIMS + k - batch_nd];
+}
+
+/* 0 when `a`, the op's array for output `c`, has the shape of its row (of the whole batch's
+   output, for a whole batch); -1 with a ValueError naming both shapes otherwise. */
+static int libsection_rt_output_shape(libsection_rt_batch* b, int c, PyArrayObject* a, int nd) {
+  npy_intp want[NPY_MAXDIMS];
+  PyObject *got, *wanted;
+  int same = PyArray_NDIM(a) == nd, k;
+  for (k = 0; same && k < nd; ++k) {
+    npy_intp const length = libsection_rt_output_length(b, c, nd, k);
+    same = length < 0 || PyArray_DIMS(a)[k] == length;
+  }
+  if (same) return 0;
+  for (k = 0; k < nd; ++k) want[k] = libsection_rt_output_length(b, c, nd, k);
+  got = libsection_rt_shape_text(PyArray_DIMS(a), PyArray_NDIM(a));
+  wanted = libsection_rt_shape_text(want, nd);
+  if (got && wanted)
+    PyErr_Format(PyExc_ValueError, "%s: output %d has shape %U, where the batch's output %s %U",
+                 b->labels[0], c - b->n_in, got,
+                 b->flags & LIBSECTION_BATCH_WHOLE ? "is" : "rows are", wanted);
+  Py_XDECREF(got);
+  Py_XDECREF(wanted);
+  return -1;
+}
+
+/* The first row's array `a` for output `c` sets the output's core shape: the batch's output is
+   made, and the row copied into its first row view. */
+static int libsection_rt_first_output(libsection_rt_batch* b, int c, PyArrayObject* a) {
+  npy_intp dims[NPY_MAXDIMS];
+  int const core = b->core_ndim[c];
+  int k;
+  PyArrayObject* made;
+  for (k = 0; k < b->ndim; ++k) dims[k] = b->shape[k];
+  for (k = 0; k < core; ++k) dims[b->ndim + k] = PyArray_DIMS(a)[k];
+  made = (PyArrayObject*)PyArray_EMPTY(b->ndim + core, dims, b->cells[c]->typenum, 0);
+  if (!made || libsection_rt_batch_cell(b, c, made)) return -1;
+  return PyArray_CopyInto((PyArrayObject*)b->head.views[c], a);
+}
+
+/* The op's own array `a` for output `c`, checked, put into the batch's output. */
+static int libsection_rt_take_output(libsection_rt_batch* b, int c, PyArrayObject* a) {
+  int const whole = b->flags & LIBSECTION_BATCH_WHOLE;
+  int const nd = whole ? b->ndim + b->core_ndim[c] : b->core_ndim[c];
+  if (libsection_rt_batch_dtype(b, c, a, "output", c - b->n_in) ||
+      libsection_rt_output_shape(b, c, a, nd))
+    return -1;
+  if (whole && !b->arrays[c]) { /* the op's own array is the output */
+    Py_INCREF(a);
+    return libsection_rt_batch_cell(b, c, a);
+  }
+  if (b->arrays[c])
+    return PyArray_CopyInto(whole ? b->arrays[c] : (PyArrayObject*)b->head.views[c], a);
+  return libsection_rt_first_output(b, c, a); /* the first row: now the core shape is known */
+}
+
 /* An output the op made rather than writing it into its row view (or that it left NULL): checked
    and copied into the batch's output; the first row's sets the output's core shape when the
    signature does not. `*value` is released either way. 0, or -1 with an exception. */
-static int libsection_rt_batch_output(libsection_batch* head, int c, PyObject** value,
-                                      int failed) {
+static int libsection_rt_batch_output(libsection_batch* head, int c, PyObject** value, int failed) {
   libsection_rt_batch* b = (libsection_rt_batch*)head;
   PyObject* v = *value;
-  int const j = c - b->n_in, core = b->core_ndim[c];
-  int const whole = b->flags & LIBSECTION_BATCH_WHOLE;
-  int const nd = whole ? b->ndim + core : core;
-  int result = -1, k;
-  PyArrayObject* a = (PyArrayObject*)v;
+  int result = -1;
   *value = NULL;
   if (failed || v == head->views[c]) {
     Py_XDECREF(v);
     return 0;
   }
   if (!v) {
-    PyErr_Format(PyExc_RuntimeError, "%s: the op's C code left output %d NULL", b->labels[0], j);
+    PyErr_Format(PyExc_RuntimeError, "%s: the op's C code left output %d NULL", b->labels[0],
+                 c - b->n_in);
     return -1;
   }
-  if (!PyArray_Check(v)) {
-    PyErr_Format(PyExc_TypeError, "%s: output %d is a %s, not an array", b->labels[0], j,
+  if (PyArray_Check(v)) result = libsection_rt_take_output(b, c, (PyArrayObject*)v);
+  else
+    PyErr_Format(PyExc_TypeError, "%s: output %d is a %s, not an array", b->labels[0], c - b->n_in,
                  Py_TYPE(v)->tp_name);
-  } else if (libsection_rt_batch_dtype(b, c, a, "output", j) == 0) {
-    int same = PyArray_NDIM(a) == nd;
-    for (k = 0; same && k < nd; ++k) {
-      npy_intp const want = k < nd - core ? b->shape[k] : b->core[c * NPY_MAXDIMS + k - (nd - core)];
-      same = want < 0 || PyArray_DIMS(a)[k] == want;
-    }
-    if (!same) {
-      npy_intp want[NPY_MAXDIMS];
-      PyObject *got = libsection_rt_shape_text(PyArray_DIMS(a), PyArray_NDIM(a)), *wanted;
-      for (k = 0; k < nd; ++k)
-        want[k] = k < nd - core ? b->shape[k] : b->core[c * NPY_MAXDIMS + k - (nd - core)];
-      wanted = libsection_rt_shape_text(want, nd);
-      if (got && wanted)
-        PyErr_Format(PyExc_ValueError, "%s: output %d has shape %U, where the batch's output %s %U",
-                     b->labels[0], j, got, whole ? "is" : "rows are", wanted);
-      Py_XDECREF(got);
-      Py_XDECREF(wanted);
-    } else if (whole && !b->arrays[c]) { /* the op's own array is the output */
-      Py_INCREF(v);
-      result = libsection_rt_batch_cell(b, c, a);
-    } else if (b->arrays[c]) {
-      result = PyArray_CopyInto(whole ? b->arrays[c] : (PyArrayObject*)head->views[c], a);
-    } else { /* the first row: now the output's core shape is known */
-      npy_intp dims[NPY_MAXDIMS];
-      PyArrayObject* made;
-      for (k = 0; k < b->ndim; ++k) dims[k] = b->shape[k];
-      for (k = 0; k < core; ++k) dims[b->ndim + k] = PyArray_DIMS(a)[k];
-      made = (PyArrayObject*)PyArray_EMPTY(b->ndim + core, dims, b->cells[c]->typenum, 0);
-      if (made && libsection_rt_batch_cell(b, c, made) == 0)
-        result = PyArray_CopyInto((PyArrayObject*)head->views[c], a);
-    }
-  }
   Py_DECREF(v);
   return result;
 }
@@ -330,8 +355,9 @@ static void libsection_rt_name_row(libsection_rt_batch* b) {
       PyUnicode_Check(PyTuple_GET_ITEM(args, 0))) {
     PyObject* message = PyTuple_GET_ITEM(args, 0);
     PyObject* own = PyUnicode_FromFormat("%s: ", b->labels[0]);
-    Py_ssize_t const skip =
-        own && PyUnicode_Tailmatch(message, own, 0, PY_SSIZE_T_MAX, -1) == 1 ? PyUnicode_GET_LENGTH(own) : 0;
+    Py_ssize_t const skip = own && PyUnicode_Tailmatch(message, own, 0, PY_SSIZE_T_MAX, -1) == 1
+                                ? PyUnicode_GET_LENGTH(own)
+                                : 0;
     PyObject* rest = PyUnicode_Substring(message, skip, PY_SSIZE_T_MAX);
     PyObject* text = rest ? PyUnicode_FromFormat("%s: %U: %U", b->labels[0], where, rest) : NULL;
     Py_XDECREF(rest);
@@ -374,8 +400,8 @@ static int libsection_rt_batch_preset(libsection_rt_batch* b, int c, PyObject* g
     PyObject* got = libsection_rt_shape_text(PyArray_DIMS(a), PyArray_NDIM(a));
     if (got)
       PyErr_Format(PyExc_ValueError,
-                   "%s: the array given for output %d (shape %U%s) does not fit the batch", b->labels[0],
-                   j, got, PyArray_ISWRITEABLE(a) ? "" : ", read-only");
+                   "%s: the array given for output %d (shape %U%s) does not fit the batch",
+                   b->labels[0], j, got, PyArray_ISWRITEABLE(a) ? "" : ", read-only");
     Py_XDECREF(got);
     return -1;
   }
@@ -392,6 +418,177 @@ static void libsection_rt_batch_free(libsection_rt_batch* b, int keep_outputs) {
   PyMem_Free(b->head.views);
 }
 
+/* The per-cell arrays of `b`, in one block (PyMem_Calloc'd, freed by batch_free). */
+static int libsection_rt_batch_alloc(libsection_rt_batch* b, int n_cells) {
+  size_t const per_cell =
+      3 * sizeof(void*) + sizeof(int) + ((size_t)NPY_MAXDIMS * 3 + 1) * sizeof(npy_intp);
+  char* const block = (char*)PyMem_Calloc((size_t)n_cells, per_cell);
+  if (!block) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  b->head.views = (PyObject**)block;
+  b->head.data = (char**)(block + (size_t)n_cells * sizeof(void*));
+  b->arrays = (PyArrayObject**)(block + 2 * (size_t)n_cells * sizeof(void*));
+  b->steps = (npy_intp*)(block + 3 * (size_t)n_cells * sizeof(void*));
+  b->core = b->steps + (size_t)n_cells * NPY_MAXDIMS;
+  b->core_strides = b->core + (size_t)n_cells * NPY_MAXDIMS;
+  b->inner = b->core_strides + (size_t)n_cells * NPY_MAXDIMS;
+  b->core_ndim = (int*)(b->inner + n_cells);
+  b->n_cells = n_cells;
+  return 0;
+}
+
+/* The plan's cells (see the top of this file): each cell's core ndim into `b`, where its core
+   dimensions start into `dims`, and each input's broadcast mask into `masks`. */
+static void libsection_rt_batch_read_plan(libsection_rt_batch* b, const long long* plan,
+                                          const long long** dims, long long* masks) {
+  const long long* p = plan + 2;
+  int c;
+  for (c = 0; c < b->n_cells; ++c) {
+    b->core_ndim[c] = (int)*p++;
+    dims[c] = p;
+    p += b->core_ndim[c];
+    if (c < b->n_in) masks[c] = *p++;
+  }
+}
+
+/* Input `c`: an array of its declared dtype (`given`, or what NumPy converts it to) with at least
+   its core dimensions, whose core dimensions and strides are noted; the batch's ndim grows to
+   its batch dimensions. */
+static int libsection_rt_batch_input(libsection_rt_batch* b, int c, PyObject* given) {
+  PyArrayObject* a;
+  int nd, core, d;
+  if (PyArray_Check(given)) Py_INCREF(given);
+  else if (!(given = PyArray_FromAny(given, NULL, 0, 0, 0, NULL))) return -1;
+  a = b->arrays[c] = (PyArrayObject*)given;
+  if (libsection_rt_batch_dtype(b, c, a, "input", c)) return -1;
+  nd = PyArray_NDIM(a);
+  core = b->core_ndim[c];
+  if (nd < core) {
+    PyErr_Format(PyExc_ValueError,
+                 "%s: input %d has %d dimensions; its core dimensions in the signature %s need %d",
+                 b->labels[0], c, nd, b->labels[1], core);
+    return -1;
+  }
+  if (nd - core > b->ndim) b->ndim = nd - core;
+  for (d = 0; d < core; ++d) {
+    b->core[c * NPY_MAXDIMS + d] = PyArray_DIMS(a)[nd - core + d];
+    b->core_strides[c * NPY_MAXDIMS + d] = PyArray_STRIDES(a)[nd - core + d];
+  }
+  return 0;
+}
+
+/* Every cell's batch and core dimensions fit in a NumPy array. */
+static int libsection_rt_batch_fits_numpy(const libsection_rt_batch* b) {
+  int c;
+  for (c = 0; c < b->n_cells; ++c)
+    if (b->ndim + b->core_ndim[c] > NPY_MAXDIMS) {
+      PyErr_Format(PyExc_ValueError, "%s: %d batch and %d core dimensions are more than NumPy's %d",
+                   b->labels[0], b->ndim, b->core_ndim[c], NPY_MAXDIMS);
+      return -1;
+    }
+  return 0;
+}
+
+/* The inputs' first rows, once the batch shape is known: the number of rows, each input's step
+   along the last batch dimension, its data pointer and its row view. */
+static int libsection_rt_batch_first_inputs(libsection_rt_batch* b) {
+  int const whole = b->flags & LIBSECTION_BATCH_WHOLE;
+  int c, d;
+  b->rows = 1;
+  for (d = 0; d < b->ndim && !whole; ++d) b->rows *= b->shape[d];
+  for (c = 0; c < b->n_in && b->ndim; ++c) b->inner[c] = b->steps[c * b->ndim + b->ndim - 1];
+  for (c = 0; c < b->n_in; ++c) {
+    b->head.data[c] = PyArray_BYTES(b->arrays[c]);
+    if (whole && libsection_rt_is_scalar_cell(b, c)) {
+      PyErr_Format(PyExc_TypeError, "%s: input %d is a scalar, which cannot take a whole batch",
+                   b->labels[0], c);
+      return -1;
+    }
+    if (!libsection_rt_is_scalar_cell(b, c) &&
+        !(b->head.views[c] = libsection_rt_row_view(b, c, b->head.data[c])))
+      return -1;
+  }
+  return 0;
+}
+
+/* Output `c` before the first row: `given` (checked), or made when the signature gives its core
+   shape (`dims`, against the dimension names' lengths `names`), or left to the first row. */
+static int libsection_rt_batch_prepare_output(libsection_rt_batch* b, int c, PyObject* given,
+                                              const long long* dims, const npy_intp* names) {
+  npy_intp* const known = &b->core[c * NPY_MAXDIMS];
+  int const j = c - b->n_in, core = b->core_ndim[c];
+  int all_known = 1, k;
+  for (k = 0; k < core; ++k) {
+    known[k] = dims[k] < 0 ? (npy_intp)(-dims[k] - 1) : names[dims[k]];
+    all_known &= known[k] >= 0;
+  }
+  if (given) return libsection_rt_batch_preset(b, c, given, known);
+  if (all_known && !(b->flags & LIBSECTION_BATCH_WHOLE)) {
+    npy_intp full[NPY_MAXDIMS];
+    PyArrayObject* made;
+    for (k = 0; k < b->ndim; ++k) full[k] = b->shape[k];
+    for (k = 0; k < core; ++k) full[b->ndim + k] = known[k];
+    made = (PyArrayObject*)PyArray_EMPTY(b->ndim + core, full, b->cells[c]->typenum, 0);
+    return made ? libsection_rt_batch_cell(b, c, made) : -1;
+  }
+  if (libsection_rt_is_scalar_cell(b, c)) {
+    PyErr_Format(PyExc_TypeError, "%s: output %d is a scalar, which cannot hold a whole batch",
+                 b->labels[0], j);
+    return -1;
+  }
+  if (b->rows == 0) {
+    PyErr_Format(PyExc_ValueError,
+                 "%s: the batch is empty and output %d's core shape is not known without "
+                 "running the op (the signature %s does not give it)",
+                 b->labels[0], j, b->labels[1]);
+    return -1;
+  }
+  return 0;
+}
+
+/* Everything the rows need, paid once per batch: the inputs checked, the batch shape and core
+   dimensions agreed, the first rows' views, the outputs given or made. 0, or -1 with an
+   exception. */
+static int libsection_rt_batch_prepare(libsection_rt_batch* b, PyObject* const* inputs,
+                                       PyObject* const* outputs, const long long* plan) {
+  const long long* dims[64];
+  long long masks[64];
+  npy_intp names[64];
+  int named_by[64];
+  int c, k;
+  libsection_rt_batch_read_plan(b, plan, dims, masks);
+  for (k = 0; k < plan[1]; ++k) names[k] = -1;
+  for (c = 0; c < b->n_in; ++c)
+    if (libsection_rt_batch_input(b, c, inputs[c])) return -1;
+  if (libsection_rt_batch_fits_numpy(b) ||
+      libsection_rt_batch_shape(b, (PyArrayObject* const*)b->arrays, masks) ||
+      libsection_rt_batch_core_dims(b, dims, names, named_by) ||
+      libsection_rt_batch_first_inputs(b))
+    return -1;
+  for (c = b->n_in; c < b->n_cells; ++c)
+    if (libsection_rt_batch_prepare_output(b, c, outputs[c - b->n_in], dims[c], names)) return -1;
+  return 0;
+}
+
+/* After the rows ran: `failed` (the rows' result) with an exception that names the failing row,
+   or an output no row made; 0 when every output is there. */
+static int libsection_rt_batch_check_run(libsection_rt_batch* b, int failed) {
+  int c;
+  if (failed && !PyErr_Occurred())
+    PyErr_Format(PyExc_RuntimeError, "%s failed (code %d) without setting an exception",
+                 b->labels[0], failed);
+  if (failed && !(b->flags & LIBSECTION_BATCH_WHOLE)) libsection_rt_name_row(b);
+  if (failed) return failed;
+  for (c = b->n_in; c < b->n_cells; ++c)
+    if (!b->arrays[c]) {
+      PyErr_Format(PyExc_RuntimeError, "%s: output %d was not made", b->labels[0], c - b->n_in);
+      return -1;
+    }
+  return 0;
+}
+
 /* Runs the module's `rows` over the batch: `inputs` (n_in arrays, or values NumPy converts),
    `outputs` (n_out entries, each NULL or an array to write into) become new references to the
    batch's outputs. 0, or -1 with an exception naming the failing row; then `outputs` is as given
@@ -401,138 +598,22 @@ static int libsection_rt_run_batch(void* self, int (*rows)(void*, libsection_bat
                                    PyObject* const* inputs, PyObject** outputs,
                                    const long long* plan, const char* const* labels) {
   libsection_rt_batch b;
-  const long long* p = plan + 2;
-  const long long* dims[64];
-  long long masks[64];
-  npy_intp names[64];
-  int named_by[64];
   int const n_cells = n_in + n_out;
-  int c, d, k, failed = -1;
-  size_t const per_cell =
-      3 * sizeof(void*) + sizeof(int) + ((size_t)NPY_MAXDIMS * 3 + 1) * sizeof(npy_intp);
-  char* block;
+  int c, failed = -1;
   if (n_cells > 64 || plan[1] > 64) {
     PyErr_Format(PyExc_ValueError, "%s: a batch of more than 64 inputs and outputs", labels[0]);
     return -1;
   }
   memset(&b, 0, sizeof b);
-  block = (char*)PyMem_Calloc((size_t)n_cells, per_cell);
-  if (!block) {
-    PyErr_NoMemory();
-    return -1;
-  }
-  b.head.views = (PyObject**)block;
-  b.head.data = (char**)(block + (size_t)n_cells * sizeof(void*));
-  b.arrays = (PyArrayObject**)(block + 2 * (size_t)n_cells * sizeof(void*));
-  b.steps = (npy_intp*)(block + 3 * (size_t)n_cells * sizeof(void*));
-  b.core = b.steps + (size_t)n_cells * NPY_MAXDIMS;
-  b.core_strides = b.core + (size_t)n_cells * NPY_MAXDIMS;
-  b.inner = b.core_strides + (size_t)n_cells * NPY_MAXDIMS;
-  b.core_ndim = (int*)(b.inner + n_cells);
+  if (libsection_rt_batch_alloc(&b, n_cells)) return -1;
   b.flags = (int)plan[0];
   b.n_in = n_in;
-  b.n_cells = n_cells;
   b.cells = cells;
   b.labels = labels;
-  for (c = 0; c < n_cells; ++c) {
-    b.core_ndim[c] = (int)*p++;
-    dims[c] = p;
-    p += b.core_ndim[c];
-    if (c < n_in) masks[c] = *p++;
-  }
-  for (k = 0; k < plan[1]; ++k) names[k] = -1;
-  /* The inputs: arrays of the declared dtypes with at least their core dimensions. */
-  for (c = 0; c < n_in; ++c) {
-    PyObject* given = inputs[c];
-    PyArrayObject* a;
-    if (PyArray_Check(given)) {
-      Py_INCREF(given);
-    } else {
-      given = PyArray_FromAny(given, NULL, 0, 0, 0, NULL);
-      if (!given) goto done;
-    }
-    a = b.arrays[c] = (PyArrayObject*)given;
-    if (libsection_rt_batch_dtype(&b, c, a, "input", c)) goto done;
-    if (PyArray_NDIM(a) < b.core_ndim[c]) {
-      PyErr_Format(PyExc_ValueError,
-                   "%s: input %d has %d dimensions; its core dimensions in the signature %s need "
-                   "%d",
-                   labels[0], c, PyArray_NDIM(a), labels[1], b.core_ndim[c]);
-      goto done;
-    }
-    if (PyArray_NDIM(a) - b.core_ndim[c] > b.ndim) b.ndim = PyArray_NDIM(a) - b.core_ndim[c];
-    for (d = 0; d < b.core_ndim[c]; ++d) {
-      b.core[c * NPY_MAXDIMS + d] = PyArray_DIMS(a)[PyArray_NDIM(a) - b.core_ndim[c] + d];
-      b.core_strides[c * NPY_MAXDIMS + d] =
-          PyArray_STRIDES(a)[PyArray_NDIM(a) - b.core_ndim[c] + d];
-    }
-  }
-  for (c = 0; c < n_cells; ++c)
-    if (b.ndim + b.core_ndim[c] > NPY_MAXDIMS) {
-      PyErr_Format(PyExc_ValueError, "%s: %d batch and %d core dimensions are more than NumPy's %d",
-                   labels[0], b.ndim, b.core_ndim[c], NPY_MAXDIMS);
-      goto done;
-    }
-  if (libsection_rt_batch_shape(&b, (PyArrayObject* const*)b.arrays, masks) ||
-      libsection_rt_batch_core_dims(&b, dims, names, named_by))
-    goto done;
-  b.rows = 1;
-  for (d = 0; d < b.ndim && !(b.flags & LIBSECTION_BATCH_WHOLE); ++d) b.rows *= b.shape[d];
-  for (c = 0; c < n_in && b.ndim; ++c) b.inner[c] = b.steps[c * b.ndim + b.ndim - 1];
-  for (c = 0; c < n_in; ++c) {
-    b.head.data[c] = PyArray_BYTES(b.arrays[c]);
-    if ((b.flags & LIBSECTION_BATCH_WHOLE) && libsection_rt_is_scalar_cell(&b, c)) {
-      PyErr_Format(PyExc_TypeError, "%s: input %d is a scalar, which cannot take a whole batch",
-                   labels[0], c);
-      goto done;
-    }
-    if (!libsection_rt_is_scalar_cell(&b, c) &&
-        !(b.head.views[c] = libsection_rt_row_view(&b, c, b.head.data[c])))
-      goto done;
-  }
-  /* The outputs: given, or made when the signature gives their core shape. */
-  for (c = n_in; c < n_cells; ++c) {
-    npy_intp* known = &b.core[c * NPY_MAXDIMS];
-    int all_known = 1;
-    for (k = 0; k < b.core_ndim[c]; ++k) {
-      long long const e = dims[c][k];
-      known[k] = e < 0 ? (npy_intp)(-e - 1) : names[e];
-      all_known &= known[k] >= 0;
-    }
-    if (outputs[c - n_in]) {
-      if (libsection_rt_batch_preset(&b, c, outputs[c - n_in], known)) goto done;
-    } else if (all_known && !(b.flags & LIBSECTION_BATCH_WHOLE)) {
-      npy_intp full[NPY_MAXDIMS];
-      PyArrayObject* made;
-      for (d = 0; d < b.ndim; ++d) full[d] = b.shape[d];
-      for (k = 0; k < b.core_ndim[c]; ++k) full[b.ndim + k] = known[k];
-      made = (PyArrayObject*)PyArray_EMPTY(b.ndim + b.core_ndim[c], full, cells[c]->typenum, 0);
-      if (!made || libsection_rt_batch_cell(&b, c, made)) goto done;
-    } else if (libsection_rt_is_scalar_cell(&b, c)) {
-      PyErr_Format(PyExc_TypeError, "%s: output %d is a scalar, which cannot hold a whole batch",
-                   labels[0], c - n_in);
-      goto done;
-    } else if (b.rows == 0) {
-      PyErr_Format(PyExc_ValueError,
-                   "%s: the batch is empty and output %d's core shape is not known without "
-                   "running the op (the signature %s does not give it)",
-                   labels[0], c - n_in, labels[1]);
-      goto done;
-    }
-  }
-  failed = b.rows ? rows(self, &b.head) : 0;
-  if (failed && !PyErr_Occurred())
-    PyErr_Format(PyExc_RuntimeError, "%s failed (code %d) without setting an exception", labels[0],
-                 failed);
-  if (failed && !(b.flags & LIBSECTION_BATCH_WHOLE)) libsection_rt_name_row(&b);
-  for (c = n_in; c < n_cells && !failed; ++c)
-    if (!b.arrays[c]) {
-      PyErr_Format(PyExc_RuntimeError, "%s: output %d was not made", labels[0], c - n_in);
-      failed = -1;
-    }
+  if (libsection_rt_batch_prepare(&b, inputs, outputs, plan) == 0)
+    failed = libsection_rt_batch_check_run(&b, b.rows ? rows(self, &b.head) : 0);
   if (!failed)
     for (c = n_in; c < n_cells; ++c) outputs[c - n_in] = (PyObject*)b.arrays[c];
-done:
   libsection_rt_batch_free(&b, !failed);
   return failed ? -1 : 0;
 }

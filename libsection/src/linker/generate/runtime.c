@@ -10,8 +10,8 @@
 // types fill (`CType::runtime_var`).
 //
 // Not compiled on its own: `runtime_source()` (runtime.cpp) puts the prelude, the ABI version,
-// the node table's kinds (LIBSECTION_RT_*), export.h and the batch loop (batch.c) before it. Embedded at build time
-// (libsection/embed.cmake), these notes left out.
+// the node table's kinds (LIBSECTION_RT_*), export.h and the batch loop (batch.c) before it.
+// Embedded at build time (libsection/embed.cmake), these notes left out.
 #define LIBSECTION_OUTLINE_REFS 0
 
 /* A scalar's conversion failed: a TypeError naming what it got. */
@@ -34,71 +34,86 @@ static void libsection_rt_store_int(void* value, int size, unsigned long long bi
   }
 }
 
+/* An array kind's value: `py` itself once `checked` (the kind's check) is 0. */
+static int libsection_rt_hold_array(PyObject* py, void* value, int checked) {
+  *(PyArrayObject**)value = NULL;
+  if (checked) return -1;
+  *(PyArrayObject**)value = (PyArrayObject*)py;
+  Py_INCREF(py);
+  return 0;
+}
+
+static int libsection_rt_convert_bool(PyObject* py, void* value, const libsection_var* var) {
+  if (py == Py_True || py == Py_False || PyArray_IsScalar(py, Bool)) {
+    *(npy_bool*)value = (npy_bool)PyObject_IsTrue(py);
+    return 0;
+  }
+  return libsection_rt_type_error(var, py);
+}
+
+/* float32, float64: a finite value a float32 cannot hold is refused; inf and nan pass. */
+static int libsection_rt_convert_float(PyObject* py, void* value, const libsection_var* var) {
+  double const v = PyFloat_AsDouble(py);
+  if (v == -1.0 && PyErr_Occurred()) return libsection_rt_type_error(var, py);
+  if (var->n == 4 && v - v == 0 && (v > 3.4028234663852886e+38 || v < -3.4028234663852886e+38))
+    return libsection_rt_range_error(var);
+  if (var->n == 4) *(npy_float32*)value = (npy_float32)v;
+  else *(npy_float64*)value = (npy_float64)v;
+  return 0;
+}
+
+/* A signed integer of var->n bytes from `index` (a Python int, released here). */
+static int libsection_rt_convert_signed(PyObject* index, void* value, const libsection_var* var) {
+  int const bits = var->n * 8;
+  long long const v = PyLong_AsLongLong(index);
+  long long const high = bits == 64 ? (long long)INT64_MAX : (1LL << (bits - 1)) - 1;
+  long long const low = bits == 64 ? (long long)INT64_MIN : -(1LL << (bits - 1));
+  Py_DECREF(index);
+  if ((v == -1 && PyErr_Occurred()) || v < low || v > high) {
+    PyErr_Clear();
+    return libsection_rt_range_error(var);
+  }
+  libsection_rt_store_int(value, var->n, (unsigned long long)v);
+  return 0;
+}
+
+/* An unsigned integer of var->n bytes from `index` (a Python int, released here). */
+static int libsection_rt_convert_unsigned(PyObject* index, void* value, const libsection_var* var) {
+  int const bits = var->n * 8;
+  unsigned long long const v = PyLong_AsUnsignedLongLong(index);
+  unsigned long long const high = bits == 64 ? (unsigned long long)UINT64_MAX : (1ULL << bits) - 1;
+  Py_DECREF(index);
+  if ((v == (unsigned long long)-1 && PyErr_Occurred()) || v > high) {
+    PyErr_Clear();
+    return libsection_rt_range_error(var);
+  }
+  libsection_rt_store_int(value, var->n, v);
+  return 0;
+}
+
 /* The variable's C value from `py` (a new reference the caller holds): 0, or -1 with an
    exception. */
 static int libsection_rt_convert(PyObject* py, void* value, const libsection_var* var) {
+  PyObject* index;
   switch (var->kind) {
     case LIBSECTION_RT_ARRAY:
-      *(PyArrayObject**)value = NULL;
-      if (libsection_check_tensor(py, var->typenum, var->n, var->a, var->b)) return -1;
-      *(PyArrayObject**)value = (PyArrayObject*)py;
-      Py_INCREF(py);
-      return 0;
+      return libsection_rt_hold_array(
+          py, value, libsection_check_tensor(py, var->typenum, var->n, var->a, var->b));
     case LIBSECTION_RT_PT_ARRAY:
-      *(PyArrayObject**)value = NULL;
-      if (libsection_pt_extract(py, var->typenum, var->a)) return -1;
-      *(PyArrayObject**)value = (PyArrayObject*)py;
-      Py_INCREF(py);
-      return 0;
+      return libsection_rt_hold_array(py, value, libsection_pt_extract(py, var->typenum, var->a));
     case LIBSECTION_RT_OBJECT:
     case LIBSECTION_RT_PT_ARRAY_UNCHECKED:
       *(PyObject**)value = py;
       Py_XINCREF(py);
       return 0;
-    case LIBSECTION_RT_BOOL:
-      if (py == Py_True || py == Py_False || PyArray_IsScalar(py, Bool)) {
-        *(npy_bool*)value = (npy_bool)PyObject_IsTrue(py);
-        return 0;
-      }
-      return libsection_rt_type_error(var, py);
-    case LIBSECTION_RT_FLOAT: { /* float32, float64 */
-      double v = PyFloat_AsDouble(py);
-      if (v == -1.0 && PyErr_Occurred()) return libsection_rt_type_error(var, py);
-      /* A finite value a float32 cannot hold is refused; inf and nan pass. */
-      if (var->n == 4 && v - v == 0 && (v > 3.4028234663852886e+38 || v < -3.4028234663852886e+38))
-        return libsection_rt_range_error(var);
-      if (var->n == 4) *(npy_float32*)value = (npy_float32)v;
-      else *(npy_float64*)value = (npy_float64)v;
-      return 0;
-    }
+    case LIBSECTION_RT_BOOL: return libsection_rt_convert_bool(py, value, var);
+    case LIBSECTION_RT_FLOAT: return libsection_rt_convert_float(py, value, var);
     case LIBSECTION_RT_INT:
-    case LIBSECTION_RT_UINT: {
-      PyObject* index = PyNumber_Index(py);
+    case LIBSECTION_RT_UINT:
+      index = PyNumber_Index(py);
       if (!index) return libsection_rt_type_error(var, py);
-      int const bits = var->n * 8;
-      if (var->kind == LIBSECTION_RT_INT) {
-        long long v = PyLong_AsLongLong(index);
-        Py_DECREF(index);
-        long long const high = bits == 64 ? (long long)INT64_MAX : (1LL << (bits - 1)) - 1;
-        long long const low = bits == 64 ? (long long)INT64_MIN : -(1LL << (bits - 1));
-        if ((v == -1 && PyErr_Occurred()) || v < low || v > high) {
-          PyErr_Clear();
-          return libsection_rt_range_error(var);
-        }
-        libsection_rt_store_int(value, var->n, (unsigned long long)v);
-      } else {
-        unsigned long long v = PyLong_AsUnsignedLongLong(index);
-        Py_DECREF(index);
-        unsigned long long const high = bits == 64 ? (unsigned long long)UINT64_MAX
-                                                   : (1ULL << bits) - 1;
-        if ((v == (unsigned long long)-1 && PyErr_Occurred()) || v > high) {
-          PyErr_Clear();
-          return libsection_rt_range_error(var);
-        }
-        libsection_rt_store_int(value, var->n, v);
-      }
-      return 0;
-    }
+      return var->kind == LIBSECTION_RT_INT ? libsection_rt_convert_signed(index, value, var)
+                                            : libsection_rt_convert_unsigned(index, value, var);
   }
   PyErr_Format(PyExc_SystemError, "libsection runtime: unknown variable kind %d", var->kind);
   return -1;
@@ -252,11 +267,22 @@ static void libsection_rt_free_cells(void* instance, int n) {
 
 /* NumPy's API fields are filled by the table's first call. */
 static libsection_runtime libsection_rt_table = {
-    LIBSECTION_RUNTIME_ABI,  libsection_rt_extract,   libsection_rt_extract_output,
-    libsection_rt_init,      libsection_rt_store_output, libsection_rt_cleanup,
-    LIBSECTION_RT_CXX_ERROR, NULL,                    0,
-    libsection_rt_convert,   libsection_rt_new_cells, libsection_rt_free_cells,
-    libsection_rt_run_batch, libsection_rt_batch_next, libsection_rt_batch_output};
+    LIBSECTION_RUNTIME_ABI,
+    libsection_rt_extract,
+    libsection_rt_extract_output,
+    libsection_rt_init,
+    libsection_rt_store_output,
+    libsection_rt_cleanup,
+    LIBSECTION_RT_CXX_ERROR,
+    NULL,
+    0,
+    libsection_rt_convert,
+    libsection_rt_new_cells,
+    libsection_rt_free_cells,
+    libsection_rt_run_batch,
+    libsection_rt_batch_next,
+    libsection_rt_batch_output,
+};
 
 /* The loader's two entry points: the ABI, checked first, then the table, which imports
    NumPy's API on its first call (NULL, with the exception set, when that fails). */
