@@ -299,3 +299,19 @@ def test_an_input_the_op_keeps_outlives_xlas_buffer(cache_dir):
     np.testing.assert_array_equal(out[0], 2 * calls[0])
     for before, now, got in zip(calls, calls[1:], out[1:], strict=False):
         np.testing.assert_array_equal(got, 2 * now + 2 * before)
+
+
+def test_a_row_the_op_keeps_outlives_xlas_buffer_under_vmap(cache_dir):
+    # Under vmap the rows run in the batch's C loop: a row the op keeps, the last one past the
+    # call, must hold its own data too.
+    keeps = KeepsItsInput()
+    g = jax.jit(jax.vmap(keeps.fn()))
+    batches = [np.arange(12.0).reshape(3, 4) + 100 * k for k in range(4)]
+    out = []
+    for batch in batches:
+        out.append(np.asarray(g(batch)))
+        keeps.between_calls()
+    np.testing.assert_array_equal(out[0][1:], 2 * batches[0][1:] + 2 * batches[0][:-1])
+    for before, now, got in zip(batches, batches[1:], out[1:], strict=False):
+        np.testing.assert_array_equal(got[0], 2 * now[0] + 2 * before[-1])
+        np.testing.assert_array_equal(got[1:], 2 * now[1:] + 2 * now[:-1])

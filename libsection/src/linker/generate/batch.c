@@ -216,6 +216,40 @@ static int libsection_rt_batch_cell(libsection_rt_batch* b, int c, PyArrayObject
   return b->head.views[c] ? 0 : -1;
 }
 
+/* A row view of cell `c` the op keeps past its row (its struct holds it) over memory no Python
+   object owns (an XLA buffer the JAX handler wraps, which XLA frees or reuses once the call is
+   over) gets a copy of its row, kept alive as its base. Over memory an array owns, the view
+   keeps that array alive and needs nothing. */
+static int libsection_rt_keep_row(libsection_rt_batch* b, int c) {
+  PyArrayObject* const a = b->arrays[c];
+  PyArrayObject_fields* const view = (PyArrayObject_fields*)b->head.views[c];
+  PyObject* copy;
+  if (PyArray_BASE(a) != NULL || PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA)) return 0;
+  copy = PyArray_NewCopy((PyArrayObject*)view, NPY_CORDER);
+  if (!copy) return -1;
+  view->data = PyArray_BYTES((PyArrayObject*)copy);
+  memcpy(view->strides, PyArray_STRIDES((PyArrayObject*)copy), (size_t)view->nd * sizeof(npy_intp));
+  Py_DECREF(view->base);
+  view->base = copy;
+  PyArray_UpdateFlags((PyArrayObject*)view, NPY_ARRAY_UPDATE_ALL);
+  return 0;
+}
+
+/* After the rows: every row view the op still keeps is given its own row where it must be
+   (`libsection_rt_keep_row`). An exception already set (a failed row) is kept. */
+static int libsection_rt_batch_let_go(libsection_rt_batch* b) {
+  PyObject *type, *value, *traceback;
+  int c, failed = 0;
+  PyErr_Fetch(&type, &value, &traceback);
+  for (c = 0; c < b->n_cells && !failed; ++c)
+    if (b->head.views[c] && Py_REFCNT(b->head.views[c]) != 1) failed = libsection_rt_keep_row(b, c);
+  if (type) {
+    PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+  }
+  return failed;
+}
+
 /* A new row view for cell `c`, in place of one the op kept a reference to (it stays the op's,
    over the row it was given). */
 static int libsection_rt_fresh_view(libsection_rt_batch* b, int c) {
@@ -246,7 +280,7 @@ static int libsection_rt_batch_next(libsection_batch* head, int* failure) {
   for (c = 0; c < b->n_cells; ++c) {
     PyObject* const view = head->views[c];
     if (!view) continue;
-    if (Py_REFCNT(view) != 1 && libsection_rt_fresh_view(b, c)) {
+    if (Py_REFCNT(view) != 1 && (libsection_rt_keep_row(b, c) || libsection_rt_fresh_view(b, c))) {
       *failure = -1;
       return 1;
     }
@@ -612,6 +646,7 @@ static int libsection_rt_run_batch(void* self, int (*rows)(void*, libsection_bat
   b.labels = labels;
   if (libsection_rt_batch_prepare(&b, inputs, outputs, plan) == 0)
     failed = libsection_rt_batch_check_run(&b, b.rows ? rows(self, &b.head) : 0);
+  if (libsection_rt_batch_let_go(&b) && !failed) failed = -1;
   if (!failed)
     for (c = n_in; c < n_cells; ++c) outputs[c - n_in] = (PyObject*)b.arrays[c];
   libsection_rt_batch_free(&b, !failed);
