@@ -16,6 +16,11 @@ route, cache and checks as every module; the op's own module does not change.
 - ``pushforward`` (``R_op``, forward mode): a ``DerivedPushforward`` node, one pass with the
   given tangents.
 
+Both nodes take the forward op's output values as inputs and check the values of their pass on
+dual numbers against them: they differ only where the code hides the duals from their
+derivatives (a memcpy of ``n * sizeof(double)``), which raises a ``ValueError`` naming the op,
+the output and the element rather than giving a wrong derivative.
+
 Inputs that carry no derivative stay plain: integers (their gradient is undefined), and
 constants (nothing asks for their gradient). A graph rewrite narrows a gradient node to the
 inputs whose gradient the compiled function uses, so data given as an input costs no pass.
@@ -402,12 +407,15 @@ class DerivedGradient(_Derivative):
         values = [disconnected_type() for _ in inputs[n + sum(self.cotangents) :]]
         if not any(given):
             return result + [disconnected_type() for _ in cotangent_inputs] + values
+        at_hand = iter(inputs[n + sum(self.cotangents) :])
+        known = {j: next(at_hand) for j, c in enumerate(self.cotangents) if c}
         jvp = _pushforward_node(
             self.forward,
             forward_inputs,
             given,
             [u for u, g in zip(directions, given, strict=True) if g],
             self.output_types,
+            _float_values(self.forward, forward_inputs, self.output_types, known),
         )
         by_output = iter(jvp)
         float_tangents = [
@@ -418,8 +426,9 @@ class DerivedGradient(_Derivative):
 
 class DerivedPushforward(_Derivative):
     """The Jacobian-vector product of ``forward`` from its C code. Inputs: ``forward``'s, then
-    the tangent of each input ``differentiated`` marks. Outputs: the tangent of each float
-    output of ``forward``."""
+    the tangent of each input ``differentiated`` marks, then the value of each float output
+    (the pass's values on dual numbers must equal it, else the product is refused when it
+    runs). Outputs: the tangent of each float output of ``forward``."""
 
     mode = "pushforward"
 
@@ -428,18 +437,16 @@ class DerivedPushforward(_Derivative):
         outputs = [t() for t in self.output_types if t.dtype in _FLOATS]
         return Apply(self, variables, outputs)
 
-    def infer_shape(self, *args):
-        node, shapes = args[-2], args[-1]
-        forward = self._forward_node(node)
-        infer = getattr(self.forward, "infer_shape", None)
-        if infer is None:  # PyTensor's shape feature asks the forward node
-            return [out.shape for out in forward.outputs if out.type.dtype in _FLOATS]
-        from pytensor.graph.op import Op
+    def _values_start(self) -> int:
+        return len(self.differentiated) + sum(self.differentiated)
 
-        own = shapes[: len(self.differentiated)]
-        # (node, shapes) since PyTensor 3.3 (which adapts older methods), (fgraph, ...) before
-        every = infer(forward, own) if hasattr(Op, "pullback") else infer(None, forward, own)
-        return [s for s, t in zip(every, self.output_types, strict=True) if t.dtype in _FLOATS]
+    def infer_shape(self, *args):
+        # Each tangent has its output's shape: that of its value, the last inputs.
+        return list(args[-1][self._values_start() :])
+
+    def connection_pattern(self, node):
+        # The outputs' values are only compared with.
+        return [[k < self._values_start()] * len(node.outputs) for k in range(len(node.inputs))]
 
     def pullback(self, inputs, outputs, cotangents):
         """Linear in the tangents: their gradient is the forward op's vector-Jacobian product
@@ -451,11 +458,15 @@ class DerivedPushforward(_Derivative):
         ws = iter(cotangents)
         weights = [next(ws) if f else None for f in floats]
         given = [f and not _disconnected(w) for f, w in zip(floats, weights, strict=True)]
-        if not any(given):
-            from pytensor.gradient import disconnected_type
+        from pytensor.gradient import disconnected_type
 
-            return result + [disconnected_type() for d in self.differentiated if d]
-        forward_outputs = self.forward.make_node(*forward_inputs).outputs
+        # The outputs' values are only compared with: the product does not depend on them.
+        values = inputs[self._values_start() :]
+        unused = [disconnected_type() for _ in values]
+        if not any(given):
+            return result + [disconnected_type() for d in self.differentiated if d] + unused
+        by_output = iter(values)
+        float_values = [next(by_output) if f else None for f in floats]
         grads = DerivedGradient(
             self.forward,
             self.differentiated,
@@ -465,9 +476,9 @@ class DerivedPushforward(_Derivative):
         )(
             *forward_inputs,
             *[w for w, g in zip(weights, given, strict=True) if g],
-            *[y for y, g in zip(forward_outputs, given, strict=True) if g],
+            *[y for y, g in zip(float_values, given, strict=True) if g],
         )
-        return result + (grads if isinstance(grads, list) else [grads])
+        return result + (grads if isinstance(grads, list) else [grads]) + unused
 
 
 def _as_variable(x):
@@ -495,17 +506,29 @@ def _derived_pushforward(op, inputs, outputs, tangents) -> list:
     _derivative_node_op(
         op, inputs, output_types, differentiated, [False] * len(outputs), 1, "pushforward"
     )
-    results = iter(_pushforward_node(op, inputs, differentiated, given, output_types))
+    values = [y for y in outputs if _dtype(y) in _FLOATS]
+    results = iter(_pushforward_node(op, inputs, differentiated, given, output_types, values))
     return [next(results) if _dtype(y) in _FLOATS else disconnected_type() for y in outputs]
 
 
-def _pushforward_node(op, inputs, differentiated, tangents, output_types) -> list:
+def _pushforward_node(op, inputs, differentiated, tangents, output_types, values) -> list:
     """The tangents of ``op``'s float outputs for ``tangents`` of the inputs ``differentiated``
-    marks (a ``DerivedPushforward`` node)."""
+    marks (a ``DerivedPushforward`` node), whose pass is checked against ``values`` (of each
+    float output, as ``op`` computes them)."""
     out = DerivedPushforward(
         op, tuple(differentiated), (False,) * len(output_types), 1, tuple(output_types)
-    )(*inputs, *tangents)
+    )(*inputs, *tangents, *values)
     return out if isinstance(out, list) else [out]
+
+
+def _float_values(op, inputs, output_types, known) -> list:
+    """The values of ``op``'s float outputs on ``inputs``: ``known[j]`` for output j where at
+    hand, else an output of a node of ``op`` (made only if needed)."""
+    missing = [j for j, t in enumerate(output_types) if t.dtype in _FLOATS and j not in known]
+    if missing:
+        outputs = op.make_node(*inputs).outputs
+        known = {**{j: outputs[j] for j in missing}, **known}
+    return [known[j] for j, t in enumerate(output_types) if t.dtype in _FLOATS]
 
 
 # Compiled instances of derivative nodes whose perform was called directly.

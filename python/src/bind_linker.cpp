@@ -217,7 +217,8 @@ run on dual numbers. ``mode`` ``"pullback"``: inputs are the node's, then the co
 output ``cotangents`` marks, then the value of each of those outputs (checked against each
 pass's); outputs the gradient of each input ``differentiated`` marks, ``width`` of them per
 pass. ``"pushforward"`` (``width`` 1): inputs are the node's, then the
-tangent of each differentiated input; outputs the tangent of each float output.
+tangent of each differentiated input, then the value of each float output (checked against
+the pass's); outputs the tangent of each float output.
 ``output_types`` are the node's output types. Raises ``LinkError`` at the line of a cast that
 would read dual numbers as plain floats.)doc");
 }

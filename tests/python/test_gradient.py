@@ -37,6 +37,7 @@ from gradient_ops import (  # noqa: E402
     SoftClip,
     WeightedLogSumExp,
     WeightedLogSumExpHand,
+    forward_product,
     logistic_data,
     logistic_loglik_numpy,
     softclip_graph,
@@ -172,23 +173,51 @@ def test_jacobian_of_an_op_with_struct_code(mode):
     assert jac["derived"].shape == (5, 5)
 
 
-def test_pushforward_is_the_jacobian_times_the_tangent():
+@pytest.mark.filterwarnings("ignore:np.dot\\(\\) is faster on contiguous arrays")
+@pytest.mark.filterwarnings("ignore:PyTensor could not link to a BLAS")
+@pytest.mark.parametrize("mode", MODES)
+def test_pushforward_is_the_jacobian_times_the_tangent(mode):
     x, a, v = pt.dvector("x"), pt.dscalar("a"), pt.dvector("v")
     xv, tangent = np.cos(np.arange(6.0)), np.linspace(1.0, -1.0, 6)
     out = Ema()(x, pt.scalar_from_tensor(a))
-    jvp = _pushforward(out, x, v)
+    jvp = forward_product(out, x, v)
     jac = pytensor.gradient.jacobian(EmaHand()(x, pt.scalar_from_tensor(a)), x)
-    f = function([x, a, v], [jvp, jac], "CVM")
+    f = function([x, a, v], [jvp, jac], mode)
     got, expected_jac = f(xv, 0.3, tangent)
     np.testing.assert_allclose(got, expected_jac @ tangent, rtol=RTOL)
-    assert any(isinstance(n.op, _gradient.DerivedPushforward) for n in f.maker.fgraph.apply_nodes)
+    assert np.all(got != 0)
+    assert any(isinstance(n.op, _gradient.DerivedPushforward) for n in derived_nodes(f))
 
 
-def _pushforward(out, x, v):
-    """PyTensor's forward-mode product: `pushforward` since 3.3 (Rop is deprecated there)."""
-    if hasattr(pytensor.gradient, "pushforward"):
-        return pytensor.gradient.pushforward(out, x, v)
-    return pytensor.gradient.Rop(out, x, v)
+@pytest.mark.parametrize("mode", MODES)
+def test_pushforward_of_an_array_and_a_number_against_central_differences(mode):
+    # The pass is checked against the op's own values: a correct op's product is unchanged.
+    x, limit, v = pt.dvector("x"), pt.dscalar("limit"), pt.dvector("v")
+    xv = np.array([0.4, -2.0, 1.5, -0.7, 3.5, 0.2])
+    tangent = np.array([1.0, -2.0, 0.5, 3.0, 1.5, 2.5])
+    y, mean = SoftClip()(x, pt.scalar_from_tensor(limit))
+    f = function([x, limit, v], [forward_product(y, x, v), forward_product(mean, x, v)], mode)
+    dy, dmean = f(xv, 3.0, tangent)
+    values = function([x, limit], [y, mean], "CVM")
+    step = 1e-6
+    ahead, behind = values(xv + step * tangent, 3.0), values(xv - step * tangent, 3.0)
+    np.testing.assert_allclose(dy, (ahead[0] - behind[0]) / (2 * step), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(dmean, (ahead[1] - behind[1]) / (2 * step), rtol=1e-7)
+    assert np.count_nonzero(dy) == 4 and dmean != 0  # the loop stops at 3.5
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gradient_of_a_pullback_is_a_pushforward_equal_to_the_hand_written(mode):
+    # d/du <J(x)^T u, w> = J(x) w: the derived gradient's pullback in its cotangent.
+    x, a, u, w = pt.dvector("x"), pt.dscalar("a"), pt.dvector("u"), pt.dvector("w")
+    xv, uv, wv = np.sin(np.arange(5.0)), np.linspace(-1.0, 1.0, 5), np.arange(1.0, 6.0)
+    results = {}
+    for name, op in (("derived", Ema()), ("hand", EmaHand())):
+        out = op(x, pt.scalar_from_tensor(a))
+        g = pt.grad(pt.dot(out, u), x)
+        results[name] = function([x, a, u, w], pt.grad(pt.dot(g, w), u), mode)(xv, 0.4, uv, wv)
+    np.testing.assert_allclose(results["derived"], results["hand"], rtol=RTOL)
+    assert np.all(results["derived"] != 0)
 
 
 def test_second_derivatives_raise_naming_the_op():
@@ -236,7 +265,7 @@ def test_widths_follow_static_shapes():
 
 def test_jax_transformations_of_the_derived_gradient():
     """jax.grad (a custom_vjp running the derived gradient's node as an FFI call), under jit
-    and vmap, as numpyro and blackjax take it."""
+    and vmap, as numpyro and blackjax take it, and jax.jvp under jit."""
     jax = pytest.importorskip("jax", reason="JAX is installed on the py312 stack only")
     from pytensor.compile.mode import get_mode
     from pytensor.graph.fg import FunctionGraph
@@ -250,7 +279,13 @@ def test_jax_transformations_of_the_derived_gradient():
         fn = jax_funcify(fgraph)
         grad = jax.jit(jax.grad(lambda t, fn=fn: fn(t)[0]))
         points = np.stack([THETA, THETA * 1.1, THETA * 0.9])
-        grads[name] = (np.asarray(grad(THETA)), np.asarray(jax.vmap(grad)(points)))
+        # jvp under jit runs the derived pushforward (the gradient's pass is not needed there)
+        jvp = jax.jit(lambda t, v, fn=fn: jax.jvp(lambda s: fn(s)[0], (t,), (v,))[1])
+        grads[name] = (
+            np.asarray(grad(THETA)),
+            np.asarray(jax.vmap(grad)(points)),
+            np.asarray(jvp(THETA, np.array([1.0, -0.5, 2.0]))),
+        )
     for derived, hand in zip(grads["derived"], grads["hand"], strict=True):
         np.testing.assert_allclose(derived, hand, rtol=RTOL)
     assert np.all(grads["derived"][0] != 0)

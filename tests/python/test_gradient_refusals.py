@@ -2,7 +2,7 @@
 (a cast of an array's data, refused where the gradient is asked for; a variable, refused by the
 gradient's compile at its line), C's implicit `void*` conversion in an op declared C (its
 gradient's module is C++), code given by Python overrides, values copied as plain doubles
-(refused when the gradient runs). And what it leaves alone: the op's
+(refused when the gradient or the forward-mode product runs). And what it leaves alone: the op's
 own module, built before any gradient is asked for, and the same after.
 """
 
@@ -31,9 +31,11 @@ from gradient_ops import (  # noqa: E402
     HeldInDouble,
     HiddenCast,
     MemcpySquare,
+    MemcpyTotal,
     PythonCode,
     WeightedLogSumExpC,
     WeightedLogSumExpHand,
+    forward_product,
 )
 
 pytestmark = pytest.mark.usefixtures("cache_dir")
@@ -96,10 +98,54 @@ def test_values_copied_as_plain_doubles_are_refused_when_the_gradient_runs(mode)
     f = pytensor.function([x], pt.grad(out.sum(), x), mode=mode)
     with pytest.raises(ValueError) as refused:
         f(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
-    message = str(refused.value)
-    assert "MemcpySquare output 0: its gradient is derived by running its C code" in message
+    _refused_as_hidden(str(refused.value), "MemcpySquare", 0)
+
+
+def _refused_as_hidden(message: str, op: str, output: int) -> None:
+    assert f"{op} output {output}: its gradient is derived by running its C code" in message
     assert "where the op's own module computes" in message
     assert "n * sizeof(DTYPE_INPUT_0)" in message
+
+
+@pytest.mark.parametrize("mode", ["CVM", "NUMBA"])
+def test_values_copied_as_plain_doubles_are_refused_in_forward_mode(mode):
+    # The forward-mode product's pass is checked as a gradient's: pushforward (R_op), and the
+    # gradient of a pullback in its cotangent (a pushforward), for an array and a number.
+    x, u, v = pt.dvector("x"), pt.dvector("u"), pt.dvector("v")
+    square, total = MemcpySquare()(x), MemcpyTotal()(x)
+    xv = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert pytensor.function([x], total, mode=mode)(xv) == pytest.approx(xv @ xv)
+    products = (
+        ("MemcpySquare", [x, v], forward_product(square, x, v)),
+        ("MemcpyTotal", [x, v], forward_product(total, x, v)),
+        ("MemcpySquare", [x, u, v], pt.grad(pt.dot(pt.grad(pt.dot(square, u), x), v), u)),
+    )
+    for op, inputs, product in products:
+        f = pytensor.function(inputs, product, mode=mode)
+        ran = [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
+        assert "DerivedPushforward" in ran and "DerivedGradient" not in ran
+        with pytest.raises(ValueError) as refused:
+            f(*[xv] * len(inputs))
+        _refused_as_hidden(str(refused.value), op, 0)
+
+
+def test_values_copied_as_plain_doubles_are_refused_by_jax_jvp():
+    # Under jit, JAX's jvp runs the derived pushforward alone (the gradient's pass is dropped).
+    jax = pytest.importorskip("jax", reason="JAX is installed on the py312 stack only")
+    from pytensor.compile.mode import get_mode
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.link.jax.dispatch import jax_funcify
+
+    x = pt.tensor("x", dtype="float64", shape=(5,))
+    fgraph = FunctionGraph([x], [MemcpySquare()(x)], clone=True)
+    get_mode("JAX").optimizer(fgraph)
+    fn = jax_funcify(fgraph)
+    jvp = jax.jit(lambda a, t: jax.jvp(lambda b: fn(b)[0], (a,), (t,))[1])
+    xv = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    with pytest.raises(jax.errors.JaxRuntimeError) as refused:
+        np.asarray(jvp(xv, xv))
+    assert "ValueError in DerivedPushforward" in str(refused.value)
+    _refused_as_hidden(str(refused.value), "MemcpySquare", 0)
 
 
 def test_an_op_declared_c_is_differentiated_as_cxx():

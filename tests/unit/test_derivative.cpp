@@ -120,12 +120,27 @@ TEST_SUITE("derivatives") {
     Graph g;
     auto const x = g.add_input(op.inputs[0]), w = g.add_input(op.inputs[1]);
     auto const t = g.add_input(op.inputs[0]);
-    for (auto v : g.add_apply(derivative_op(*op.op, op.op, spec), {x, w, t}, op.outputs))
+    auto const y = g.add_input(op.outputs[0]);  // the output's value, checked against
+    for (auto v : g.add_apply(derivative_op(*op.op, op.op, spec), {x, w, t, y}, op.outputs))
       g.add_output(v);
     std::string const text = generate_module(g).text;
     CHECK(has(text, "lsd_.tangent(0, (PyObject*)V"));
-    CHECK(has(text, "lsd_.output_tangent<libsection_dual_float64_1>(lsd_out_0, &V"));
     CHECK_FALSE(has(text, "while (lsd_.next_pass())"));
+    // The pass's values are checked against the op's own before its tangents are handed back.
+    auto const check =
+        text.find("lsd_.check_values<libsection_dual_float64_1>(lsd_out_0, (PyObject*)V");
+    auto const tangent = text.find("lsd_.output_tangent<libsection_dual_float64_1>(lsd_out_0, &V");
+    REQUIRE(check != std::string::npos);
+    REQUIRE(tangent != std::string::npos);
+    CHECK(check < tangent);
+    // Without the output's value, the node does not fit.
+    Graph old;
+    std::vector<std::size_t> const ins = {old.add_input(op.inputs[0]), old.add_input(op.inputs[1]),
+                                          old.add_input(op.inputs[0])};
+    for (auto v : old.add_apply(derivative_op(*op.op, op.op, spec), ins, op.outputs))
+      old.add_output(v);
+    CHECK_THROWS_WITH_AS(generate_module(old), doctest::Contains("expected 4 inputs"),
+                         std::invalid_argument);
   }
 
   TEST_CASE("specs that do not fit are refused") {

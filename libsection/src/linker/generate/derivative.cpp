@@ -2,8 +2,9 @@
 // asked for the same apply with the element macros of the differentiated inputs and of the
 // float outputs naming dual numbers (generate/dual.h), inside a driver: dual copies of the
 // differentiated inputs, the op's code run once per pass (its `code_cleanup` after each), the
-// outputs' tangents contracted with the cotangents (pullback) or handed back (pushforward). The
-// op's support, struct and init code are its own, with the same macros.
+// outputs' values checked against the op's own module's, their tangents contracted with the
+// cotangents (pullback) or handed back (pushforward). The op's support, struct and init code are
+// its own, with the same macros.
 #include "section/linker/generate/derivative.hpp"
 
 #include <algorithm>
@@ -76,6 +77,14 @@ class DerivativeOp final : public COp {
   std::string setup(NodeContext const& ctx, std::vector<Variable> const& in,
                     std::vector<Variable> const& out) const;
   std::string contraction(NodeContext const& ctx, std::vector<Variable> const& out) const;
+  std::string checked_values(NodeContext const& ctx, std::vector<Variable> const& out) const;
+  std::string check_value(NodeContext const& ctx, Variable const& out, std::size_t j,
+                          std::string const& expected) const;
+  std::size_t float_outputs() const {
+    return static_cast<std::size_t>(
+        std::count_if(spec_.outputs.begin(), spec_.outputs.end(),
+                      [](auto& t) { return is_float(dtype_name(*t)); }));
+  }
   std::string results(NodeContext const& ctx, std::vector<Variable> const& in,
                       std::vector<Variable> const& out) const;
   std::string where(std::string const& what) const {
@@ -148,14 +157,13 @@ std::size_t count(std::vector<bool> const& flags) {
 OpCode DerivativeOp::generate(NodeContext const& ctx) const {
   std::size_t const n = spec_.differentiated.size();
   std::size_t const duals = count(spec_.differentiated);
-  std::size_t const extra = pullback() ? 2 * count(spec_.cotangents) : duals;
+  // After the op's inputs: the cotangents and values of the outputs with a cotangent
+  // (pullback), or the tangents of the differentiated inputs and the float outputs' values.
+  std::size_t const extra = pullback() ? 2 * count(spec_.cotangents) : duals + float_outputs();
   if (ctx.inputs.size() != n + extra || ctx.input_types.size() != n + extra)
     throw std::invalid_argument(name() + ": expected " + std::to_string(n + extra) + " inputs");
   std::vector<Variable> const in = variables(ctx, true), out = variables(ctx, false);
-  std::size_t const results = pullback()
-                                  ? duals
-                                  : static_cast<std::size_t>(std::count_if(
-                                        out.begin(), out.end(), [](auto& v) { return v.dual; }));
+  std::size_t const results = pullback() ? duals : float_outputs();
   if (ctx.outputs.size() != results)
     throw std::invalid_argument(name() + ": expected " + std::to_string(results) + " outputs");
   for (std::size_t j = 0; j < out.size(); ++j)
@@ -187,7 +195,8 @@ std::string DerivativeOp::driver(NodeContext const& ctx, std::vector<Variable> c
   if (pullback())
     t += "while (lsd_.next_pass()) {\n" + pass + "if (__failure) break;\n" + contraction(ctx, out) +
          "}\n";
-  else t += pass;
+  else
+    t += "do {\n" + pass + "if (__failure) break;\n" + checked_values(ctx, out) + "} while (0);\n";
   return t + "if (!__failure) {\n" + results(ctx, in, out) + "}\nif (__failure) " +
          sub_value(ctx.sub, "fail") + "\n}\n";
 }
@@ -229,6 +238,20 @@ std::string DerivativeOp::setup(NodeContext const& ctx, std::vector<Variable> co
   return declare + fill;
 }
 
+// Inside a pass's loop: whether this pass's values of output `j` equal the op's own module's
+// (`expected`, an input of the derivative op). They differ only where the code reads or writes
+// the duals as plain floats, which makes the derivatives wrong too: refused, the loop left.
+std::string DerivativeOp::check_value(NodeContext const& ctx, Variable const& out, std::size_t j,
+                                      std::string const& expected) const {
+  std::string const failed = " {__failure = " + sub_value(ctx.sub, "id") + "; break;}\n";
+  std::string const what = "\"" + where("output " + std::to_string(j)) + "\"";
+  if (out.array)
+    return "if (lsd_.check_values<" + dual_name(*out.dtype, spec_.width) + ">(" + out.name +
+           ", (PyObject*)" + expected + ", " + what + "))" + failed;
+  return "if (lsd_.check_values(" + out.name + ", (double)" + expected + ", " + what + "))" +
+         failed;
+}
+
 // After each pass (pullback): this pass's values of each output with a cotangent checked
 // against the op's own (the input after the cotangents), its tangents contracted with the
 // cotangent into the gradient.
@@ -241,19 +264,24 @@ std::string DerivativeOp::contraction(NodeContext const& ctx,
   for (std::size_t j = 0; j < out.size(); ++j) {
     if (!spec_.cotangents[j]) continue;
     std::string const& g = ctx.inputs.at(cotangent++);
-    std::string const& y = ctx.inputs.at(value++);
+    t += check_value(ctx, out[j], j, ctx.inputs.at(value++));
     std::string const what = "\"" + where("output " + std::to_string(j)) + "\"";
-    if (out[j].array) {
-      std::string const dual = dual_name(*out[j].dtype, spec_.width);
-      t += "if (lsd_.check_values<" + dual + ">(" + out[j].name + ", (PyObject*)" + y + ", " +
-           what + "))" + failed;
-      t += "if (lsd_.contract<" + dual + ">(" + out[j].name + ", (PyObject*)" + g + ", " + what +
-           "))" + failed;
-    } else {
-      t += "if (lsd_.check_values(" + out[j].name + ", (double)" + y + ", " + what + "))" + failed;
-      t += "lsd_.contract(" + out[j].name + ", (double)" + g + ");\n";
-    }
+    if (out[j].array)
+      t += "if (lsd_.contract<" + dual_name(*out[j].dtype, spec_.width) + ">(" + out[j].name +
+           ", (PyObject*)" + g + ", " + what + "))" + failed;
+    else t += "lsd_.contract(" + out[j].name + ", (double)" + g + ");\n";
   }
+  return t;
+}
+
+// After the pass (pushforward): its values of each float output checked against the op's own
+// (the inputs after the tangents).
+std::string DerivativeOp::checked_values(NodeContext const& ctx,
+                                         std::vector<Variable> const& out) const {
+  std::string t;
+  std::size_t value = spec_.differentiated.size() + count(spec_.differentiated);
+  for (std::size_t j = 0; j < out.size(); ++j)
+    if (out[j].dual) t += check_value(ctx, out[j], j, ctx.inputs.at(value++));
   return t;
 }
 

@@ -286,3 +286,27 @@ class MemcpySquare(ExternalCOp):
     def make_node(self, x):
         x = pt.as_tensor_variable(x)
         return Apply(self, [x], [x.type()])
+
+
+class MemcpyTotal(ExternalCOp):
+    """The sum of x's squares (a number) from a memcpy of n * sizeof(double): its values on
+    dual numbers are wrong."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("memcpy_total.c")
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x], [ps.float64()])
+
+
+def forward_product(out, x, v):
+    """PyTensor's forward-mode product of ``out`` for the tangent ``v`` of ``x``:
+    ``pushforward`` since 3.3 (``Rop`` is deprecated there)."""
+    import pytensor.gradient
+
+    if hasattr(pytensor.gradient, "pushforward"):
+        return pytensor.gradient.pushforward(out, x, v)
+    return pytensor.gradient.Rop(out, x, v)

@@ -23,8 +23,9 @@ struct DerivativeSpec {
     /// outputs' tangents with the cotangents.
     pullback,
     /// The Jacobian-vector product: inputs are the op's inputs, then the tangent of each
-    /// `differentiated` input; outputs are the tangent of each float output. One pass,
-    /// `width` 1.
+    /// `differentiated` input, then the value of each float output as the op's own module
+    /// computed it; outputs are the tangent of each float output. One pass, `width` 1, whose
+    /// values are checked against the op's own as a pullback's are.
     pushforward,
   };
   Mode mode = Mode::pullback;
