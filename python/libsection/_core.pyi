@@ -6,7 +6,7 @@ import collections.abc
 from libsection import CompileError
 from libsection import LinkError
 import typing
-__all__: list[str] = ['Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'raise_expansion_errors', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -278,7 +278,9 @@ class NodeContext:
     One application of an op: C names, dtypes and ``sub`` dicts (names as in the C++
     ``section::NodeContext``). List and dict fields are copied on assignment: assign whole values.
     """
+    call_macros: tuple[str, str] | None
     function_args: str | None
+    macros: tuple[str, str] | None
     node_name: str
     def __init__(self) -> None:
         ...
@@ -579,6 +581,13 @@ def prepare_together(graphs: collections.abc.Sequence[Graph]) -> None:
     keeps its own cache entry, so a later `link` of any of them finds it. Raises the first graph's
     compile error once all are done; a graph whose code cannot be generated is left for its `link`
     to report. Releases the GIL while compiling.
+    """
+def raise_expansion_errors(op_name: str, diagnostics: collections.abc.Sequence[Diagnostic], code_missing: bool) -> None:
+    """
+    Raises what the drop-in op ``op_name``'s ``c_*`` methods raise for an expansion with
+    ``diagnostics``: ``ValueError`` for its errors, unless one is SL604; then, when ``c_code`` is
+    asked and the expansion has none (``code_missing``), ``AssertionError`` for SL604, else
+    ``NotImplementedError``. Returns when there is nothing to raise.
     """
 def relocate_line_directives(module_text: str, module_path: str, resume_file: str = '<libsection-generated>') -> str:
     ...

@@ -36,7 +36,7 @@ from pytensor.link.c.op import COp
 
 from . import _backends, _core
 from ._memo import WeakMemo
-from ._node import NodeRunner, _NodeCode, compile_node, make_c_thunk, make_thunk, pytensor_flags
+from ._node import NodeRunner, _COpAdapter, compile_node, make_c_thunk, make_thunk, pytensor_flags
 
 __all__ = ["DerivedGradient", "DerivedPushforward", "pullback", "pushforward", "width_for"]
 
@@ -267,7 +267,7 @@ def _derivative_node_op(forward, inputs, output_types, differentiated, cotangent
         description,
         forward._options(),
         pytensor_flags(),
-        _NodeCode(forward, node),
+        _COpAdapter(forward, node),
         overridden,
         list(output_types),
         list(differentiated),

@@ -50,10 +50,13 @@ def _node_compile_error(error: Any) -> Exception:
 NodeCompileError: type | None = None
 
 
-class _NodeCode:
-    """One PyTensor node's C code in the linker core's op interface (the ``c_*`` methods
-    without their ``node`` argument). Whatever the op's methods return is used as it is, so
-    PyTensor's C backend and the linker core build the node from one description."""
+class _COpAdapter:
+    """A PyTensor op's ``c_*(node, ...)`` methods for one node, in the linker core's op
+    interface (the same methods without ``node``), so the linker core builds the node from the
+    description PyTensor's C backend would use. Ops that are not drop-ins (PyTensor's own, any
+    ``COp`` given to ``compile_node``) are built from it whole; a drop-in op (``_node_op``) and
+    a derivative of one ask it only for the methods their class overrides in Python, the rest
+    being the linker core's own expansion of the sections."""
 
     def __init__(self, op, node):
         self.op, self.node = op, node
@@ -107,6 +110,16 @@ class _NodeCode:
     def c_compile_args(self):
         return [*pytensor_flags(), *self._call("c_compile_args", default=[])]
 
+    # A drop-in op's methods that reshape every string (asked by its route only).
+
+    def get_c_macros(self, name, check_input=None):
+        if check_input is None:
+            return self.op.get_c_macros(self.node, name)
+        return self.op.get_c_macros(self.node, name, check_input=check_input)
+
+    def format_c_function_args(self, inputs, outputs):
+        return self.op.format_c_function_args(list(inputs), list(outputs))
+
 
 # Flags of PyTensor's config that libsection's modules cannot take. PyMC adds
 # `-fno-exceptions` (and drops unwind tables) on import, for a Windows GCC bug; PyTensor's own
@@ -153,10 +166,9 @@ def _params(op, node):
 def _node_op(op, node):
     """The node's op for the linker core: a drop-in op's own (its sections expanded in C++,
     Python asked only for what its class overrides), else the op's ``c_*`` methods."""
-    python = _NodeCode(op, node)
+    methods = _COpAdapter(op, node)
     own_route = getattr(op, "_node_op", None)
-    section_op = own_route(python) if own_route is not None else None
-    return section_op if section_op is not None else python
+    return own_route(methods) if own_route is not None else methods
 
 
 def _node_graph(node):

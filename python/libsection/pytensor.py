@@ -46,7 +46,7 @@ from ._load import load_texts, raise_for, relative_to_class
 from ._memo import Lru, WeakMemo
 from ._node import (
     NodeRunner,
-    _NodeCode,
+    _COpAdapter,
     compile_node,
     make_c_thunk,
     make_thunk,
@@ -58,18 +58,11 @@ from ._node import (
 __all__ = ["ExternalCOp", "compile_node", "pytensor_op", "pytensor_type", "type_string"]
 
 _NINE_SECTIONS = frozenset(method.tag for method in _core.expansion_methods())
-# The methods whose strings carry the generated per-apply macros (c_code is handled apart: with
-# a func_name its call is wrapped in other macros).
-_MACRO_METHODS = tuple(
-    method.name
-    for method in _core.expansion_methods()
-    if method.apply_macros and method.name != "c_code"
-)
 
 
 # The methods the linker core asks a node's op for (minus their ``node`` argument), and the
 # ones whose override reshapes every string of an expansion.
-_NODE_METHODS = tuple(name for name in vars(_NodeCode) if name.startswith("c_"))
+_NODE_METHODS = tuple(name for name in vars(_COpAdapter) if name.startswith("c_"))
 _RESHAPING_METHODS = ("get_c_macros", "format_c_function_args")
 
 
@@ -94,6 +87,8 @@ class _ApplyKey:
     line_directives: bool
     newline_fix: bool
     function_args: str | None  # an overridden format_c_function_args's result
+    macros: tuple[str, str] | None  # an overridden get_c_macros's result
+    call_macros: tuple[str, str] | None  # the same with check_input=False (the func_name call)
     language: str  # "c" refuses C++ in the files (SL208, SL209)
 
     def node_context(self) -> _core.NodeContext:
@@ -107,6 +102,8 @@ class _ApplyKey:
         context.sub = {"fail": self.fail, **params}
         context.init_sub = {"fail": self.init_fail, **params}
         context.function_args = self.function_args
+        context.macros = self.macros
+        context.call_macros = self.call_macros
         return context
 
 
@@ -334,9 +331,12 @@ class ExternalCOp(COp):
         fail="",
         init_fail="",
         check_input=None,
+        macros=None,
+        call_macros=None,
     ):
-        """Every c_* string for one apply. CLinker asks for them one method at a time, so the
-        result is kept for the calls that follow with the same arguments."""
+        """Every c_* string for one apply (with ``macros``/``call_macros``, an overridden
+        ``get_c_macros``'s, in place of the generated ones). CLinker asks for them one method at
+        a time, so the result is kept for the calls that follow with the same arguments."""
         function_args = None
         if self.func_name is not None and outputs and _own(type(self), "format_c_function_args"):
             function_args = self.format_c_function_args(list(inputs), list(outputs))
@@ -359,6 +359,8 @@ class ExternalCOp(COp):
             line_directives=bool(self.line_directives),
             newline_fix=bool(self.newline_fix),
             function_args=function_args,
+            macros=macros,
+            call_macros=call_macros,
             language=str(self.language),
         )
         memo = self.__dict__.get("_expansions")
@@ -372,22 +374,21 @@ class ExternalCOp(COp):
                 key.node_context(),
                 self._options(),
             )
-            errors = [d for d in expansion["diagnostics"] if d.severity == "error"]
-            if errors and not any(d.code == "SL604" for d in errors):
-                raise ValueError("\n".join(d.message for d in errors))
+            _core.raise_expansion_errors(
+                type(self).__name__, expansion["diagnostics"], code_missing=False
+            )
             memo[key] = expansion
         return expansion
 
     def _node_op(self, python):
         """This op as the linker core builds it for one node: its sections expanded in C++, as
-        ``build()``'s are, with the same checks; ``python`` (the node's ``c_*`` methods minus
-        ``node``) is asked only for the ``c_*`` methods the class overrides. None when it
-        overrides ``get_c_macros`` or ``format_c_function_args``, which reshape every string:
-        then every method is asked of ``python``."""
+        ``build()``'s are, with the same checks; ``python`` (the node's methods minus ``node``,
+        ``_COpAdapter``) is asked only for the ``c_*`` methods the class overrides, and for
+        ``get_c_macros`` and ``format_c_function_args`` when the class overrides them (their
+        results go where the generated macros and argument list would, as in ``_methods``)."""
         cls = type(self)
-        if any(_own(cls, m) or m in self.__dict__ for m in _RESHAPING_METHODS):
-            return None
         overridden = [m for m in _NODE_METHODS if _own(cls, m) or m in self.__dict__]
+        overridden += [m for m in _RESHAPING_METHODS if _own(cls, m)]
         description = self._op_description()
         description.name = cls.__name__
         return _core.dropin_node_op(
@@ -395,21 +396,25 @@ class ExternalCOp(COp):
         )
 
     def _methods(self, node, name, inputs=(), outputs=(), sub=None, fail="", init_fail=""):
-        """The c_* strings of one apply, with the macros of an overridden ``get_c_macros`` in
-        place of the generated ones (the strings contain them verbatim)."""
-        expansion = self._expansion(node, name, inputs, outputs, sub, fail, init_fail)
-        if not _own(type(self), "get_c_macros"):
-            return expansion
-        expansion = dict(expansion)
-        generated, wanted = expansion["macros"], self.get_c_macros(node, name)
-        for method in _MACRO_METHODS:
-            expansion[method] = _swap_macros(expansion[method], generated, wanted)
-        if expansion["c_code"] is not None:
-            if self.func_name is not None:  # the call is wrapped in the check_input=False macros
-                generated = self._expansion(node, name, check_input=False)["macros"]
-                wanted = self.get_c_macros(node, name, check_input=False)
-            expansion["c_code"] = _swap_macros(expansion["c_code"], generated, wanted)
-        return expansion
+        """The c_* strings of one apply, with the macros of an overridden ``get_c_macros``
+        where the generated ones would be (the ``func_name`` call is wrapped in its
+        ``check_input=False`` macros)."""
+        macros = call_macros = None
+        if _own(type(self), "get_c_macros"):
+            macros = tuple(self.get_c_macros(node, name))
+            if self.func_name is not None:
+                call_macros = tuple(self.get_c_macros(node, name, check_input=False))
+        return self._expansion(
+            node,
+            name,
+            inputs,
+            outputs,
+            sub,
+            fail,
+            init_fail,
+            macros=macros,
+            call_macros=call_macros,
+        )
 
     def get_c_macros(self, node, name, check_input=None):
         """``(defines, undefs)``: the ``DTYPE_``/``TYPENUM_``/``ITEMSIZE_`` macros of each input
@@ -462,11 +467,8 @@ class ExternalCOp(COp):
     def c_code(self, node, name, inp, out, sub):
         expansion = self._methods(node, name, inp, out, sub, fail=sub["fail"])
         if expansion["c_code"] is None:
-            for d in expansion["diagnostics"]:
-                if d.code == "SL604":
-                    raise AssertionError(d.message)
-            raise NotImplementedError(
-                f"{type(self).__name__} has no `code` section and no func_name"
+            _core.raise_expansion_errors(
+                type(self).__name__, expansion["diagnostics"], code_missing=True
             )
         return expansion["c_code"]
 
@@ -504,10 +506,6 @@ def _prepare_function(storage_map) -> None:
         if getattr(v, "owner", None) is not None and isinstance(v.owner.op, ExternalCOp)
     }
     prepare_nodes(nodes)
-
-
-def _swap_macros(text: str, generated: tuple[str, str], wanted: tuple[str, str]) -> str:
-    return text.replace(generated[0], wanted[0], 1).replace(generated[1], wanted[1], 1)
 
 
 def _dtype(variable) -> str | None:

@@ -106,7 +106,9 @@ One application of an op: C names, dtypes and ``sub`` dicts (names as in the C++
       .def_readwrite("output_dtypes", &NodeContext::output_dtypes)
       .def_readwrite("sub", &NodeContext::sub)
       .def_readwrite("init_sub", &NodeContext::init_sub)
-      .def_readwrite("function_args", &NodeContext::function_args);
+      .def_readwrite("function_args", &NodeContext::function_args)
+      .def_readwrite("macros", &NodeContext::macros)
+      .def_readwrite("call_macros", &NodeContext::call_macros);
 }
 
 void bind_expansion_methods(py::module_& m) {

@@ -5,9 +5,13 @@
 
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "link_errors.hpp"
 
 namespace py = pybind11;
 
@@ -162,9 +166,11 @@ class PythonOp final : public COp {
 
 /// A drop-in node's op: its section files expanded by the linker core, as `build()`'s ops are,
 /// with the section op's flags (PyTensor's) added; only the methods named in `overridden`,
-/// which the op's class overrides in Python, are asked of `python` (the node's `c_*` methods
-/// minus `node`). Expansion errors raise what the drop-in's methods raise in PyTensor's C
-/// backend.
+/// which the op's class overrides in Python, are asked of `python` (the node's methods minus
+/// `node`). An overridden `get_c_macros` or `format_c_function_args`, which reshape every
+/// string, goes into the expansion where the generated macros or argument list would be, as
+/// PyTensor's methods place it. Expansion errors raise what the drop-in's methods raise in
+/// PyTensor's C backend (`raise_expansion_errors`).
 class DropInOp final : public COp {
  public:
   DropInOp(SectionOp section, py::object python, std::set<std::string> overridden)
@@ -173,40 +179,43 @@ class DropInOp final : public COp {
   std::string name() const override { return section_.name(); }
   Language language() const override { return section_.language(); }
   OpCode generate(NodeContext const& ctx) const override {
-    Expansion e = section_.expansion(ctx);
-    bool const own_code = overridden_.count("c_code") != 0;
-    raise_expansion_errors(e, own_code);
+    std::optional<NodeContext> const reshaped = reshaped_context(ctx);
+    Expansion e = section_.expansion(reshaped ? *reshaped : ctx);
+    std::vector<ExpansionError> errors;
+    for (auto const& d : e.diagnostics)
+      if (d.is_error()) errors.push_back({d.code, d.message});
+    raise_expansion_errors(name(), errors, !e.code && !asks("c_code"));
     OpCode code;
     code.support_code = {std::move(e.support_code)};
     if (e.code) code.code = std::move(*e.code);
     static_cast<ApplyCode&>(code) = std::move(static_cast<ApplyCode&>(e));
     static_cast<BuildFlags&>(code) = section_.flags();
     if (!overridden_.empty())
-      take_python_parts(python_, ctx, code,
-                        [&](char const* method) { return overridden_.count(method) != 0; });
+      take_python_parts(python_, ctx, code, [&](char const* method) { return asks(method); });
     return code;
   }
 
  private:
-  // The drop-in's `c_*` methods raise ValueError for an expansion error, AssertionError for a
-  // `func_name` with `_cop_num_inputs` below the inputs (SL604), NotImplementedError without
-  // code; this route raises the same.
-  void raise_expansion_errors(Expansion const& e, bool own_code) const {
-    std::string messages, padding;
-    for (auto const& d : e.diagnostics) {
-      if (!d.is_error()) continue;
-      if (d.code == "SL604") padding = d.message;
-      messages += (messages.empty() ? "" : "\n") + d.message;
+  bool asks(char const* method) const { return overridden_.count(method) != 0; }
+
+  /// `ctx` with what the reshaping overrides give for it; nothing without them.
+  std::optional<NodeContext> reshaped_context(NodeContext const& ctx) const {
+    if (!asks("get_c_macros") && !asks("format_c_function_args")) return std::nullopt;
+    NodeContext out = ctx;
+    bool const calls = section_.description().func_name.has_value();
+    if (asks("format_c_function_args") && calls && !ctx.outputs.empty())
+      out.function_args =
+          python_.attr("format_c_function_args")(py::cast(ctx.inputs), py::cast(ctx.outputs))
+              .cast<std::string>();
+    if (asks("get_c_macros")) {
+      using Macros = std::pair<std::string, std::string>;
+      py::object const get_c_macros = python_.attr("get_c_macros");
+      out.macros = get_c_macros(ctx.node_name).cast<Macros>();
+      if (calls)
+        out.call_macros =
+            get_c_macros(ctx.node_name, py::arg("check_input") = false).cast<Macros>();
     }
-    if (!messages.empty() && padding.empty()) throw py::value_error(messages);
-    if (e.code || own_code) return;
-    if (!padding.empty()) {
-      PyErr_SetString(PyExc_AssertionError, padding.c_str());
-      throw py::error_already_set();
-    }
-    PyErr_SetString(PyExc_NotImplementedError,
-                    (name() + " has no `code` section and no func_name").c_str());
-    throw py::error_already_set();
+    return out;
   }
 
   SectionOp section_;

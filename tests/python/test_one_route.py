@@ -50,6 +50,7 @@ def nodes():
         "Counter": OURS["Counter"]()(v).owner,
         "Helper": OURS["Helper"]()(v).owner,
         "MaybeAdd": OURS["MaybeAdd"](skip_y=False)(v, w).owner,
+        "MaybeAddNull": OURS["MaybeAdd"](skip_y=True)(v, w).owner,
         "Combine": OURS["Combine"]("mul")(v, w).owner,
         "Quadratic": OURS["Quadratic"](1.0, 2.0, None)(v).owner,
         "Scale0d": OURS["Scale0d"]()(v, pt.dscalar()).owner,
@@ -85,19 +86,26 @@ def test_only_the_overridden_methods_are_asked_of_python(cache_dir):
     assert "/* added in Python */" in text
 
 
-def test_an_op_that_reshapes_every_string_is_asked_for_all_of_them(cache_dir):
+def test_an_op_that_reshapes_every_string_is_asked_only_for_that(cache_dir):
     node = OURS["Shift"]()(pt.dvector()).owner  # its own get_c_macros
     graph, _ = _node._node_graph(node)
     calls, text = python_calls(graph.source)
-    assert {"c_code", "c_support_code_apply", "get_c_macros"} <= set(calls)
+    assert "get_c_macros" in calls
+    assert not {c for c in calls if c.startswith("c_")}  # the sections are expanded in C++
     assert "#define SHIFT 5" in text
+    node = OURS["MaybeAdd"]()(pt.dvector(), pt.dvector()).owner  # its format_c_function_args
+    graph, _ = _node._node_graph(node)
+    calls, text = python_calls(graph.source)
+    assert "format_c_function_args" in calls
+    assert not {c for c in calls if c.startswith("c_")}
+    assert "APPLY_SPECIFIC(maybe_add)(V1, NULL, &" in text
 
 
 @pytest.mark.parametrize("name", sorted(nodes()))
 def test_both_routes_generate_the_same_module(name, monkeypatch, cache_dir):
     node = nodes()[name]
     ours, _ = _node._node_graph(node)
-    monkeypatch.setattr(_node, "_node_op", lambda op, node: _node._NodeCode(op, node))
+    monkeypatch.setattr(_node, "_node_op", lambda op, node: _node._COpAdapter(op, node))
     theirs, _ = _node._node_graph(node)
     assert ours.source() == theirs.source()
 
@@ -135,3 +143,55 @@ def test_expansion_errors_raise_what_the_drop_in_methods_raise(tmp_path, cache_d
     node = NoCode(str(source))(pt.dvector()).owner
     with pytest.raises(NotImplementedError, match="NoCode has no `code` section and no func_name"):
         _node.compile_node(node)
+
+
+# A drop-in op with an expansion error, in each way the drop-in's methods report one.
+_BAD_OPS = {
+    "no code": ("#section support_code\nstatic int unused;\n", None, None),
+    "a code section and a func_name": (
+        "#section support_code_apply\n"
+        "int APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) { return 0; }\n"
+        "#section code\n/* unused */\n",
+        "APPLY_SPECIFIC(f)",
+        None,
+    ),
+}
+
+
+def _reshaping(name: str):
+    """An override of one of the methods that reshape every string, giving what it gives."""
+    if name == "get_c_macros":
+        return lambda self, node, n, check_input=None: ExternalCOp.get_c_macros(
+            self, node, n, check_input
+        )
+    return lambda self, inp, out: ExternalCOp.format_c_function_args(self, inp, out)
+
+
+@pytest.mark.parametrize("override", ["", "get_c_macros", "format_c_function_args"])
+@pytest.mark.parametrize("bad", sorted(_BAD_OPS))
+def test_an_expansion_error_is_the_same_on_every_route(bad, override, tmp_path, cache_dir):
+    """The linker core (every mode's route, also for an op that reshapes every string) and
+    PyTensor's own CLinker (the op's c_* methods) raise one class with one message."""
+    text, func_name, num_inputs = _BAD_OPS[bad]
+    source = tmp_path / "bad.c"
+    source.write_text(text)
+    body = {
+        "__props__": (),
+        "_cop_num_inputs": num_inputs,
+        "make_node": lambda self, *xs: Apply(self, list(xs), [pt.dvector()]),
+    }
+    if override:
+        body[override] = _reshaping(override)
+    inputs = [pt.dvector()]
+    node = type("Bad", (ExternalCOp,), body)(str(source), func_name)(*inputs).owner
+
+    def raised(action):
+        with pytest.raises(Exception) as caught:
+            action()
+        return type(caught.value), str(caught.value)
+
+    linker = raised(lambda: _node.compile_node(node))
+    names = [f"x{i}" for i in range(len(inputs))]
+    clinker = raised(lambda: node.op.c_code(node, "n", names, ["z"], {"fail": "fail;"}))
+    assert linker == clinker
+    assert linker[0] in (ValueError, AssertionError, NotImplementedError)

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "section/ctype.hpp"
@@ -71,6 +72,10 @@ struct NodeContext {
   /// The call's argument list when the op overrides `format_c_function_args` (Theano's cuDNN
   /// RNN ops pass NULL for an optional input); nullopt: inputs, `&`outputs and the padding.
   std::optional<std::string> function_args;
+  /// The `#define`s and `#undef`s of the apply macros when the op overrides `get_c_macros`
+  /// (its result for the node), in place of the generated ones; `call_macros` are its result
+  /// with `check_input=False`, around the `func_name` call. nullopt: the generated macros.
+  std::optional<std::pair<std::string, std::string>> macros, call_macros;
   /// Variables (`INPUT_0`, `OUTPUT_1`) whose element macros are not their dtype's; empty in
   /// every module but a differentiated one.
   std::map<std::string, ElementMacros> elements;

@@ -171,7 +171,7 @@ class Expander {
   Expander(SourceManager const& sm, SectionSet const& sections, OpDescription const& op,
            NodeContext const& node, ExpandOptions const& options)
       : sm_(sm), sections_(sections), op_(op), node_(node), options_(options),
-        macros_(detail::apply_macros(op, node, op.check_input)) {}
+        macros_(own_or_generated(node.macros, op.check_input)) {}
 
   /// A method's string from its section, with the macros the method table gives it.
   std::string method_string(Section const& section, ExpansionMethod const& method) const {
@@ -222,7 +222,7 @@ class Expander {
  public:
   /// `c_code` with a func_name: the reference's indented call template, byte for byte.
   std::string function_call() const {
-    MacroBlock macros = detail::apply_macros(op_, node_, false);
+    MacroBlock macros = own_or_generated(node_.call_macros, false);
     std::string const i16(16, ' '), i18(18, ' '), i20(20, ' ');
     std::string const params_name = sub_value(node_.sub, "params");
     std::string params = params_name.empty() ? "" : ", " + params_name;
@@ -241,6 +241,14 @@ class Expander {
   }
 
  private:
+  /// The apply macros around a section: an overridden `get_c_macros`'s, where the node has
+  /// them, in the place of the generated ones.
+  MacroBlock own_or_generated(std::optional<std::pair<std::string, std::string>> const& own,
+                              bool check_input) const {
+    if (own) return {own->first, own->second};
+    return detail::apply_macros(op_, node_, check_input);
+  }
+
   bool append_text(std::string& out, Section const& section, std::string_view method) const {
     return detail::append_fragment(out, sm_, sections_, section, options_, method);
   }
