@@ -1,7 +1,8 @@
 // libFuzzer target: any bytes as the input of `section-lint server` (tools/section-lint/
 // server.cpp): Content-Length framing, JSON-RPC, and every method's params, with documents
-// linted for a signature so hover expands them. It must never crash, hang or read out of
-// bounds, and everything it writes must be framed JSON (one message per Content-Length).
+// linted for a signature so hover expands them and each open and save asks the compile worker
+// (a stand-in check: the compiler is not run here) for a check. It must never crash, hang or read
+// out of bounds, and everything it writes must be framed JSON (one message per Content-Length).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "section/codes.hpp"
 #include "section/lint.hpp"
 #include "section/signature.hpp"
 #include "server.hpp"
@@ -23,6 +25,15 @@ lint_server::Findings lint(std::string const& path, std::string const& text) {
   options.op = found.op;
   found.diagnostics = section::lint_text(found.sm, text, path, options);
   return found;
+}
+
+/// A compile check without a compiler: one error at the start of the text.
+lint_server::Compiled check(std::string const& path, std::string const& text, std::string const&) {
+  lint_server::Compiled compiled;
+  compiled.sm.add(path, text);
+  compiled.diagnostics.push_back(
+      section::make_diagnostic(section::compile_error, "stand-in", section::SourceRange{0, 0, 0}));
+  return compiled;
 }
 
 /// Aborts unless `out` is a sequence of `Content-Length: N\r\n\r\n` + N bytes of JSON.
@@ -46,7 +57,7 @@ void check_framed(std::string const& out) {
 extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size) {
   std::istringstream in(std::string(reinterpret_cast<char const*>(data), size));
   std::ostringstream out;
-  int const status = lint_server::serve(lint, in, out);
+  int const status = lint_server::serve(lint, check, in, out);
   if (status != 0 && status != 1) std::abort();
   check_framed(out.str());
   return 0;

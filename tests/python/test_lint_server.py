@@ -52,6 +52,11 @@ BROKEN = (
 )
 
 
+# The compile check on open and save has its own tests (test_lint_compile.py): here, only the
+# linter's diagnostics are published.
+NO_COMPILE = {"compileOnSave": False}
+
+
 @pytest.fixture
 def folder(tmp_path):
     (tmp_path / "section-lint.toml").write_text(SETTINGS)
@@ -62,7 +67,10 @@ def folder(tmp_path):
 async def client(lsp_client: LanguageClient, folder):
     await lsp_client.initialize_session(
         types.InitializeParams(
-            capabilities=types.ClientCapabilities(), root_uri=folder.as_uri(), process_id=None
+            capabilities=types.ClientCapabilities(),
+            root_uri=folder.as_uri(),
+            process_id=None,
+            initialization_options=NO_COMPILE,
         )
     )
     yield
@@ -264,7 +272,12 @@ async def capable(lsp_client: LanguageClient, folder):
         lsp_client.registrations.extend(params.registrations)
 
     await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=CAPABLE, root_uri=folder.as_uri(), process_id=None)
+        types.InitializeParams(
+            capabilities=CAPABLE,
+            root_uri=folder.as_uri(),
+            process_id=None,
+            initialization_options=NO_COMPILE,
+        )
     )
     yield
     await lsp_client.shutdown_session()

@@ -89,6 +89,11 @@ class Reader {
     if (name == "extra-sections") return void(config.extra_sections = strings(value, name));
     if (name == "exclude") return void(config.exclude = strings(value, name));
     if (name == "extend-exclude") return void(config.extend_exclude = strings(value, name));
+    if (name == "python") {
+      auto const* s = value.as_string();
+      if (!s) fail(value.source(), "`python` must be a string (an interpreter's path or name)");
+      return void(config.python = s->get());
+    }
     if (name == "respect-gitignore") {
       auto const* flag = value.as_boolean();
       if (!flag) fail(value.source(), "`respect-gitignore` must be true or false");
@@ -109,8 +114,8 @@ class Reader {
     }
     fail(key.source(), "unknown setting `" + name +
                            "` (section-lint reads select, ignore, extend-select, extra-sections, "
-                           "exclude, extend-exclude, respect-gitignore, per-file-ignores and "
-                           "signatures)");
+                           "exclude, extend-exclude, respect-gitignore, per-file-ignores, python "
+                           "and signatures)");
   }
 
   Config::Signature signature(std::string const& glob, toml::node const& value) const {

@@ -29,6 +29,8 @@ struct Config {
   std::optional<std::vector<std::string>> exclude;
   std::vector<std::string> extend_exclude;
   std::optional<bool> respect_gitignore;
+  /// The interpreter whose headers the compile check uses (`--python`).
+  std::optional<std::string> python;
   /// Glob (relative to the settings file's folder, or a bare file name) to code prefixes.
   std::vector<std::pair<std::string, std::vector<std::string>>> per_file_ignores;
 

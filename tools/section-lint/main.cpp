@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "compile_check.hpp"
 #include "config.hpp"
 #include "files.hpp"
 #include "options.hpp"
@@ -28,6 +29,7 @@
 #include "section/lint.hpp"
 #include "section/names.hpp"
 #include "section/parse.hpp"
+#include "section/read.hpp"
 #include "section/render.hpp"
 #include "section/signature.hpp"
 #include "section/version.hpp"
@@ -55,7 +57,8 @@ void list_rules() {
 /// command line when given there, else from the settings' `signatures` entry for the files.
 section::OpDescription read_signature(Options const& o, CLI::App const& app,
                                       lint_config::Config const& config,
-                                      lint_config::Config::Signature const* configured) {
+                                      lint_config::Config::Signature const* configured,
+                                      std::vector<section::NamedType>* params_out = nullptr) {
   auto pick = [&](char const* option, std::string const& given,
                   std::optional<std::string> lint_config::Config::Signature::*field) {
     if (app.count(option)) return std::optional<std::string>(given);
@@ -75,7 +78,11 @@ section::OpDescription read_signature(Options const& o, CLI::App const& app,
     if (language) s.language = section::parse_language(*language, "section-lint");
     if (inputs) s.inputs = section::parse_type_list(*inputs, "input");
     if (outputs) s.outputs = section::parse_type_list(*outputs, "output");
-    if (params) s.has_params = !section::parse_params(*params).empty();
+    if (params) {
+      auto fields = section::parse_params(*params);
+      s.has_params = !fields.empty();
+      if (params_out) *params_out = std::move(fields);
+    }
     if (func_name) {
       section::check_func_name(*func_name);
       s.func_name = *func_name;
@@ -211,39 +218,6 @@ std::string apply_fixes(Options const& o, std::string text, section::FileId file
   return out;
 }
 
-std::vector<std::string> lines_of(std::string const& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-/// A unified diff of `before` → `after` as one hunk around the changed lines.
-std::string unified_diff(std::string const& path, std::string const& before,
-                         std::string const& after) {
-  auto const a = lines_of(before), b = lines_of(after);
-  std::size_t head = 0;
-  while (head < a.size() && head < b.size() && a[head] == b[head]) ++head;
-  std::size_t tail = 0;
-  while (tail < a.size() - head && tail < b.size() - head &&
-         a[a.size() - 1 - tail] == b[b.size() - 1 - tail])
-    ++tail;
-  std::size_t const context = 3;
-  std::size_t const from = head > context ? head - context : 0;
-  std::size_t const a_end = std::min(a.size(), a.size() - tail + context);
-  std::size_t const b_end = std::min(b.size(), b.size() - tail + context);
-  auto range = [](std::size_t start, std::size_t count) {
-    return std::to_string(count ? start + 1 : start) + "," + std::to_string(count);
-  };
-  std::string out = "--- " + path + "\n+++ " + path + "\n@@ -" + range(from, a_end - from) + " +" +
-                    range(from, b_end - from) + " @@\n";
-  for (std::size_t i = from; i < head; ++i) out += " " + a[i] + "\n";
-  for (std::size_t i = head; i < a.size() - tail; ++i) out += "-" + a[i] + "\n";
-  for (std::size_t i = head; i < b.size() - tail; ++i) out += "+" + b[i] + "\n";
-  for (std::size_t i = a.size() - tail; i < a_end; ++i) out += " " + a[i] + "\n";
-  return out;
-}
-
 /// The linter's options for files under one settings file: the command line's `--select`
 /// replaces the file's `select`; ignores and extensions add up.
 section::LintOptions options_for(Options const& o, CLI::App const& app,
@@ -309,6 +283,34 @@ std::vector<std::string> collect(Options const& o, std::vector<std::string> cons
       o.selection, [&](fs::path const& dir) -> auto const& { return config_in(o, finder, dir); });
 }
 
+/// `--compile` (and the server on save): the op's `files`, as `sm` holds them, compile-checked for
+/// the signature the settings give them; the diagnostics in `sm`'s files.
+std::vector<section::Diagnostic> compile_checked(Options const& o, CLI::App const& app,
+                                                 lint_config::Config const& config,
+                                                 std::vector<std::string> const& files,
+                                                 section::SourceManager& sm) {
+  lint_compile::Request request;
+  auto const* configured = files.empty() ? nullptr : config.signature_for(files.front());
+  request.op = read_signature(o, app, config, configured, &request.params);
+  if (!request.op.inputs || !request.op.outputs)
+    return {section::make_diagnostic(section::compile_check,
+                                     "not compile-checked: no signature for " +
+                                         (files.empty() ? std::string("-") : files.front()) +
+                                         ": give --inputs and --outputs, or a `signatures` entry "
+                                         "in section-lint.toml or [tool.section-lint]")};
+  for (auto const& path : files)
+    for (section::FileId id = sm.size(); id-- > 0;)
+      if (sm.file(id).path() == path) {
+        request.files.emplace_back(path, sm.file(id).text());
+        break;
+      }
+  request.extra_sections = config.extra_sections;
+  request.extra_sections.insert(request.extra_sections.end(), o.extra_sections.begin(),
+                                o.extra_sections.end());
+  request.python = !o.python.empty() ? o.python : config.python.value_or("");
+  return lint_compile::compile_check(request, sm);
+}
+
 /// Lints `files` (and stdin's text when given) with the settings that apply to each file.
 void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> const& files,
               std::optional<std::string> const& stdin_text, lint_config::ConfigFinder& finder,
@@ -331,9 +333,11 @@ void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> co
       out.diagnostics.push_back(std::move(d));
     }
   };
-  for (auto const& [key, group] : groups)
+  for (auto const& [key, group] : groups) {
     keep(*key.first,
          section::lint_files(out.sm, group, options_for(o, app, *key.first, key.second)));
+    if (o.compile) keep(*key.first, compile_checked(o, app, *key.first, group, out.sm));
+  }
   if (stdin_text) {
     std::string const name = o.stdin_filename.empty() ? "-" : o.stdin_filename;
     auto const& config = config_for(o, finder, o.stdin_filename.empty() ? "./-" : o.stdin_filename);
@@ -342,6 +346,7 @@ void lint_all(Options const& o, CLI::App const& app, std::vector<std::string> co
                                     options_for(o, app, config, config.signature_for(name))));
     for (auto id = first; id < out.sm.size(); ++id)
       out.stdin_files.push_back(static_cast<section::FileId>(id));
+    if (o.compile) keep(config, compile_checked(o, app, config, {name}, out.sm));
   }
 }
 
@@ -523,7 +528,7 @@ FixOutcome write_fixes(Options const& o, Linted const& linted) {
         std::count(linted.stdin_files.begin(), linted.stdin_files.end(), id) > 0;
     if (fixed == file.text() && !(from_stdin && o.fix && !o.diff)) continue;
     if (o.diff) {
-      std::cout << unified_diff(file.path(), file.text(), fixed);
+      std::cout << lint_replace::unified_diff(file.path(), file.text(), fixed);
     } else if (from_stdin) {
       std::cout << fixed;  // ruff's `--fix -`: the fixed text on stdout
     } else if (auto const why = lint_replace::replace_if_unchanged(file.path(), file.text(), fixed);
@@ -582,6 +587,7 @@ int server_mode(Options const& o, CLI::App const& app) {
   auto lint = [&](std::string const& path, std::string const& text) {
     Options each = o;
     each.stdin_filename = path;
+    each.compile = false;              // the server compiles on save, on its worker
     lint_config::ConfigFinder finder;  // anew each time: settings files may have changed
     Linted linted;
     lint_all(each, app, {}, text, finder, linted);
@@ -596,7 +602,18 @@ int server_mode(Options const& o, CLI::App const& app) {
     found.op = read_signature(each, app, config, config.signature_for(path));
     return found;
   };
-  return lint_server::serve(lint, std::cin, std::cout);
+  auto check = [&](std::string const& path, std::string const& text, std::string const& python) {
+    Options each = o;
+    if (!python.empty() && o.python.empty()) each.python = python;
+    lint_config::ConfigFinder finder;
+    auto const& config = config_for(each, finder, path);
+    lint_server::Compiled compiled;
+    std::vector<section::Diagnostic> read_again;  // the linter reported these
+    section::add_source(compiled.sm, text, path, read_again);
+    compiled.diagnostics = compile_checked(each, app, config, {path}, compiled.sm);
+    return compiled;
+  };
+  return lint_server::serve(lint, check, std::cin, std::cout);
 }
 
 int run(Options const& o, CLI::App const& app) {

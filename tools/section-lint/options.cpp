@@ -18,6 +18,12 @@ void add_op_options(CLI::App& app, Options& o) {
   app.add_flag("--differentiated", o.differentiated,
                "The op's gradient is derived from its C code (libsection does so for an op "
                "without a gradient of its own): report values hidden from derivatives, SL306");
+  app.add_flag("--compile", o.compile,
+               "Also compile each op's files for its signature with the compiler's -fsyntax-only "
+               "(as a build would, nothing built): its errors at your lines, as compile-error");
+  app.add_option("--python", o.python,
+                 "The Python whose headers (and NumPy's) --compile uses; default: the "
+                 ".libsection-editor folder editor-setup made, else python3 on PATH");
   app.add_option("--extra-sections", o.extra_sections,
                  "Section tags an op's base class adds to the nine, e.g. kernels (comma-separated, "
                  "or the option repeated)")

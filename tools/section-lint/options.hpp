@@ -35,6 +35,8 @@ struct Options {
   std::string func_name;
   std::string language = "c++";
   bool differentiated = false;
+  bool compile = false;  ///< `--compile`: the compiler's errors too
+  std::string python;    ///< `--python`: the interpreter whose headers `--compile` uses
   std::vector<std::string> extra_sections;
   lint_files::Selection selection;  // --exclude, --extend-exclude, --[no-]respect-gitignore
 };

@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <optional>
 #include <random>
+#include <sstream>
+#include <vector>
 
 #include "section/source.hpp"
 
@@ -149,6 +152,43 @@ std::string replace_if_unchanged(std::string const& path, std::string const& lin
     return std::string("cannot replace it: ") + std::strerror(errno);
   remove.armed = false;
   return {};
+}
+
+namespace {
+
+std::vector<std::string> lines_of(std::string const& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+/// A unified diff of `before` → `after` as one hunk around the changed lines.
+std::string unified_diff(std::string const& path, std::string const& before,
+                         std::string const& after) {
+  auto const a = lines_of(before), b = lines_of(after);
+  std::size_t head = 0;
+  while (head < a.size() && head < b.size() && a[head] == b[head]) ++head;
+  std::size_t tail = 0;
+  while (tail < a.size() - head && tail < b.size() - head &&
+         a[a.size() - 1 - tail] == b[b.size() - 1 - tail])
+    ++tail;
+  std::size_t const context = 3;
+  std::size_t const from = head > context ? head - context : 0;
+  std::size_t const a_end = std::min(a.size(), a.size() - tail + context);
+  std::size_t const b_end = std::min(b.size(), b.size() - tail + context);
+  auto range = [](std::size_t start, std::size_t count) {
+    return std::to_string(count ? start + 1 : start) + "," + std::to_string(count);
+  };
+  std::string out = "--- " + path + "\n+++ " + path + "\n@@ -" + range(from, a_end - from) + " +" +
+                    range(from, b_end - from) + " @@\n";
+  for (std::size_t i = from; i < head; ++i) out += " " + a[i] + "\n";
+  for (std::size_t i = head; i < a.size() - tail; ++i) out += "-" + a[i] + "\n";
+  for (std::size_t i = head; i < b.size() - tail; ++i) out += "+" + b[i] + "\n";
+  for (std::size_t i = a.size() - tail; i < a_end; ++i) out += " " + a[i] + "\n";
+  return out;
 }
 
 }  // namespace lint_replace

@@ -15,4 +15,8 @@ namespace lint_replace {
 std::string replace_if_unchanged(std::string const& path, std::string const& linted,
                                  std::string const& fixed);
 
+/// A unified diff of `before` → `after` as one hunk around the changed lines (`--diff`).
+std::string unified_diff(std::string const& path, std::string const& before,
+                         std::string const& after);
+
 }  // namespace lint_replace

@@ -12,7 +12,9 @@
 // in `Server` (`requests`, `notifications`): a new one reads its params through `Fields`.
 #include "server.hpp"
 
+#include "compile_worker.hpp"
 #include "config.hpp"
+#include "hover.hpp"
 #include "jsonrpc.hpp"
 #include "lsp_text.hpp"
 
@@ -23,6 +25,7 @@
 #include <initializer_list>
 #include <istream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <set>
@@ -140,7 +143,8 @@ struct Document {
   std::string uri;
   std::string text;  ///< as the client sent it
   std::optional<Findings> findings;
-  std::string error;  ///< settings that could not be read
+  std::string error;                 ///< settings that could not be read
+  std::optional<Compiled> compiled;  ///< the last compile check's, on open and save
 };
 
 /// The document's text as the linter read it (newlines normalised), which its findings'
@@ -152,7 +156,16 @@ std::string_view linted_text(Document const& doc) {
 
 class Server {
  public:
-  Server(Linter const& lint, std::ostream& out) : lint_(lint), out_(out) {}
+  Server(Linter const& lint, CompileChecker const& check, std::ostream& out)
+      : lint_(lint), out_(out) {
+    if (check)
+      worker_.emplace(
+          check, [this](std::string const& uri, Compiled c) { compiled(uri, c); },
+          std::chrono::milliseconds(300));
+  }
+
+  /// Held while a message is handled, and while a compile check's result is published.
+  std::unique_lock<std::mutex> hold() { return std::unique_lock<std::mutex>(mutex_); }
 
   /// Handles one message (any JSON value); false once `exit` has come.
   bool handle(json const& message) {
@@ -266,6 +279,8 @@ class Server {
   json initialize(Fields const& params) {
     initialized_ = true;
     client_ = ClientSupport(params.find("capabilities"));
+    if (params.has("initializationOptions") && !params.find("initializationOptions")->is_null())
+      read_options(params.object("initializationOptions"));
     return {{"capabilities",
              {{"positionEncoding", "utf-16"},
               {"textDocumentSync", {{"openClose", true}, {"change", 1}, {"save", true}}},
@@ -286,8 +301,9 @@ class Server {
 
   void did_open(Fields const& params) {
     Fields const doc = params.object("textDocument");
-    std::string uri = doc.string("uri");
-    open(std::move(uri), doc.string("text"));
+    std::string const uri = doc.string("uri");
+    open(uri, doc.string("text"));
+    compile(documents_[uri]);
   }
 
   void did_change(Fields const& params) {
@@ -307,12 +323,16 @@ class Server {
 
   void did_save(Fields const& params) {
     std::string const uri = params.object("textDocument").string("uri");
-    if (auto it = documents_.find(uri); it != documents_.end()) open(uri, it->second.text);
+    if (auto it = documents_.find(uri); it != documents_.end()) {
+      open(uri, it->second.text);
+      compile(it->second);
+    }
   }
 
   void did_close(Fields const& params) {
     std::string const uri = params.object("textDocument").string("uri");
     documents_.erase(uri);
+    if (worker_) worker_->forget(uri);
     if (!client_.pull_diagnostics) publish(uri, json::array());
   }
 
@@ -328,7 +348,10 @@ class Server {
   /// A settings file changed: every open document is linted again (the linter reads settings
   /// anew each time) and its diagnostics pushed, or the client told to pull them again.
   void settings_changed(Fields const&) {
-    for (auto& [uri, doc] : documents_) open(uri, doc.text);
+    for (auto& [uri, doc] : documents_) {
+      open(uri, doc.text);
+      compile(doc);
+    }
     if (client_.pull_diagnostics && client_.diagnostic_refresh)
       send_request("workspace/diagnostic/refresh", nullptr);
   }
@@ -457,6 +480,68 @@ class Server {
     if (!client_.pull_diagnostics) publish(uri, diagnostics_of(doc));
   }
 
+  /// The client's settings: `python` (the interpreter whose headers the compile check uses) and
+  /// `compileOnSave` (false: no compile check).
+  void read_options(Fields const& options) {
+    if (options.has("python")) python_ = options.string("python");
+    if (json const* on = options.find("compileOnSave")) {
+      if (!on->is_boolean())
+        throw MessageError(invalid_params,
+                           "params.initializationOptions.compileOnSave: expected true or false");
+      compile_on_save_ = on->get<bool>();
+    }
+  }
+
+  /// Asks the worker for the document's compile check, when its settings give a signature; else
+  /// says once how to turn it on.
+  void compile(Document const& doc) {
+    if (!worker_ || !compile_on_save_) return;
+    if (doc.findings && doc.findings->op.inputs && doc.findings->op.outputs)
+      return worker_->request(doc.uri, path_of(doc.uri), doc.text, python_);
+    if (told_how_to_compile_ || !doc.error.empty()) return;
+    told_how_to_compile_ = true;
+    write_message(out_, {{"jsonrpc", "2.0"},
+                         {"method", "window/logMessage"},
+                         {"params",
+                          {{"type", 3},  // information
+                           {"message", "section-lint: no compile errors for " + path_of(doc.uri) +
+                                           ": its op's signature is not configured (give "
+                                           "inputs and outputs in a `signatures` entry of "
+                                           "section-lint.toml or [tool.section-lint])"}}}});
+  }
+
+  /// A compile check's result (on the worker's thread): kept beside the linter's findings and
+  /// pushed with them, or the client asked to pull again.
+  void compiled(std::string const& uri, Compiled& result) {
+    auto const held = hold();
+    auto const it = documents_.find(uri);
+    if (it == documents_.end()) return;
+    it->second.compiled = std::move(result);
+    if (!client_.pull_diagnostics) publish(uri, diagnostics_of(it->second));
+    else if (client_.diagnostic_refresh) send_request("workspace/diagnostic/refresh", nullptr);
+  }
+
+  /// A compiler's diagnostic as LSP's, at its place in the text compiled (a place of one column
+  /// at most covers the word there); notes folded into the message.
+  static json compiler_diagnostic(Compiled const& c, section::Diagnostic const& d) {
+    bool const inside = d.range.valid() && d.range.file == 0 && c.sm.size() > 0;
+    std::string_view const text = inside ? std::string_view(c.sm.file(0).text()) : "";
+    std::size_t const begin = inside ? d.range.begin : 0;
+    std::size_t end = inside ? d.range.end : 0;
+    std::size_t word = begin;
+    while (end <= begin + 1 && word < text.size() && section::is_identifier_char(text[word]))
+      ++word;
+    end = std::max(end, word);
+    std::string message = d.message;
+    for (auto const& note : d.notes) message += "\nnote: " + note.message;
+    return {{"range", lsp_range(text, begin, end)},
+            {"severity", d.is_error() ? 1 : 2},
+            {"code", d.code},
+            {"codeDescription", {{"href", section::documentation_url(d.code)}}},
+            {"source", "section-lint (compiler)"},
+            {"message", message}};
+  }
+
   /// Whether a range is in the document (its findings in other files, none for one document,
   /// are left out).
   static bool in_document(Findings const& f, section::SourceRange const& r) {
@@ -524,6 +609,9 @@ class Server {
       return out;
     }
     for (auto const& d : doc.findings->diagnostics) out.push_back(lsp_diagnostic(doc, d));
+    if (doc.compiled)
+      for (auto const& d : doc.compiled->diagnostics)
+        out.push_back(compiler_diagnostic(*doc.compiled, d));
     return out;
   }
 
@@ -534,124 +622,29 @@ class Server {
   std::int64_t next_request_id_ = 1;
   bool initialized_ = false;
   bool shut_down_ = false;
+  std::string python_;           ///< the client's `python` setting
+  bool compile_on_save_ = true;  ///< the client's `compileOnSave`
+  bool told_how_to_compile_ = false;
+  std::mutex mutex_;
+  std::optional<CompileWorker> worker_;  ///< last: ends first, while the rest is there
 };
-
-// --- hover: what a generated macro is in the section under the cursor ---------------------------
-
-char const* family_name(section::MacroFamily family) {
-  switch (family) {
-    case section::MacroFamily::sub: return "a `sub` macro (the failure code, the params variable)";
-    case section::MacroFamily::io: return "an input/output variable macro";
-    case section::MacroFamily::apply: return "a per-apply macro (node name, dtypes, params types)";
-    case section::MacroFamily::none: break;
-  }
-  return "";
-}
-
-/// The `#define name ...` line (with its continuation lines) of a generated method string.
-std::optional<std::string> definition_in(std::string_view method, std::string_view name) {
-  std::size_t at = 0;
-  while ((at = method.find("#define ", at)) != std::string_view::npos) {
-    auto const start = at;
-    at += 8;
-    if (start > 0 && method[start - 1] != '\n') continue;
-    if (method.substr(at, name.size()) != name) continue;
-    auto const after = at + name.size();
-    if (after < method.size() && method[after] != ' ' && method[after] != '(') continue;
-    auto end = start;
-    while (true) {
-      end = method.find('\n', end);
-      if (end == std::string_view::npos) end = method.size();
-      if (end > start && method[end - 1] == '\\' && end < method.size()) {
-        ++end;
-        continue;
-      }
-      break;
-    }
-    return std::string(method.substr(start, end - start));
-  }
-  return std::nullopt;
-}
-
-/// What the hover says of `name` in a section whose method defines its family, for the file's
-/// configured signature: its definition there, read off the expanded method string.
-std::string configured_definition(Findings const& f, section::Block const& block,
-                                  section::ExpansionMethod const& method, std::string const& name) {
-  std::string out;
-  // Expand this file for the configured signature and read the macro off the method string.
-  auto const sections = section::merge_sections(f.sm, {0});
-  auto const node = section::single_node_context(f.op);
-  section::ExpandOptions options;
-  options.line_directives = false;
-  auto const expansion = section::expand(f.sm, sections, f.op, node, options);
-  std::optional<std::string> definition;
-  auto const result = section::method_result(expansion, method);
-  if (auto const* s = std::get_if<std::string>(&result)) definition = definition_in(*s, name);
-  if (auto const* list = std::get_if<std::vector<std::string>>(&result))
-    for (auto const& s : *list)
-      if (!definition) definition = definition_in(s, name);
-  if (!definition) definition = definition_in(expansion.macro_defines, name);
-  if (definition) {
-    out += "In section `" + block.tag + "` (`" + std::string(method.name) +
-           "`), for the configured signature:\n\n```c\n" + *definition + "\n```";
-  } else {
-    out += "Section `" + block.tag + "` has this family, but the configured signature (" +
-           std::to_string(f.op.inputs->size()) + " inputs, " +
-           std::to_string(f.op.outputs->size()) + " outputs" + (f.op.has_params ? ", params" : "") +
-           ") does **not** define `" + name + "`.";
-  }
-  return out;
-}
 
 json Server::hover(Fields const& params) {
   std::string const uri = params.object("textDocument").string("uri");
   Position const position = params.position("position");
   auto it = documents_.find(uri);
   if (it == documents_.end() || !it->second.findings) return nullptr;
-  Findings const& f = *it->second.findings;
   std::string_view const text = linted_text(it->second);
-  std::size_t const at = offset_of(text, position);
-  std::size_t begin = at, end = at;
-  while (begin > 0 && section::is_identifier_char(text[begin - 1])) --begin;
-  while (end < text.size() && section::is_identifier_char(text[end])) ++end;
-  if (begin == end) return nullptr;
-  std::string const name(text.substr(begin, end - begin));
-  auto const family = section::classify_generated_macro(name).family;
-  if (family == section::MacroFamily::none) return nullptr;
-
-  // The section under the cursor, as the parser splits the file.
-  std::vector<section::Diagnostic> ignored;
-  auto const parsed = section::parse_file(f.sm, 0, ignored);
-  section::Block const* block = nullptr;
-  for (auto const& b : parsed.blocks)
-    if (b.body.begin <= begin && end <= b.body.end) block = &b;
-  std::string value = "`" + name + "` is " + family_name(family) + " the expander generates.\n\n";
-  if (!block) {
-    value += "It is outside every section here.";
-  } else if (auto const* method = section::expansion_method_of(block->tag); !method) {
-    value += "Section `" + block->tag +
-             "` is not one of the nine (an extra section its op class pastes, or a mistyped "
-             "tag): which macros it sees is not known here.";
-  } else if (!method->macros.defines(family)) {
-    value += "**Not defined** in section `" + block->tag + "`: only " +
-             section::tags_defining(family) + " have it.";
-  } else if (!f.op.inputs || !f.op.outputs) {
-    value += "Defined in section `" + block->tag + "` (`" + std::string(method->name) +
-             "`). No signature is configured for this file, so its value is not known: give "
-             "one in `[tool.section-lint.signatures.\"GLOB\"]` (inputs, outputs, params).";
-  } else {
-    value += configured_definition(f, *block, *method, name);
-  }
-  return {{"contents", {{"kind", "markdown"}, {"value", value}}},
-          {"range", lsp_range(text, begin, end)}};
+  return macro_hover(*it->second.findings, text, offset_of(text, position));
 }
 
 }  // namespace
 
-int serve(Linter const& lint, std::istream& in, std::ostream& out) {
-  Server server(lint, out);
+int serve(Linter const& lint, CompileChecker const& check, std::istream& in, std::ostream& out) {
+  Server server(lint, check, out);
   MessageReader reader(in);
   while (auto frame = reader.next()) {
+    auto const held = server.hold();  // a compile check's result goes out between messages
     if (!frame->problem.empty()) {
       server.refuse(parse_error, "bad message header: " + frame->problem + " (skipped)");
       continue;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compile_worker.hpp"
 #include "section/diagnostic.hpp"
 #include "section/op.hpp"
 #include "section/source.hpp"
@@ -27,7 +28,9 @@ struct Findings {
 using Linter = std::function<Findings(std::string const& path, std::string const& text)>;
 
 /// Serves one client: reads JSON-RPC messages from `in`, writes to `out`, until `exit`.
-/// Returns 0 after `shutdown` then `exit`, 1 when the input ends or `exit` comes first.
-int serve(Linter const& lint, std::istream& in, std::ostream& out);
+/// Returns 0 after `shutdown` then `exit`, 1 when the input ends or `exit` comes first. With
+/// `check`, each document whose settings give its op's signature is compile-checked on open
+/// and save, on a worker thread, its diagnostics published beside the linter's.
+int serve(Linter const& lint, CompileChecker const& check, std::istream& in, std::ostream& out);
 
 }  // namespace lint_server

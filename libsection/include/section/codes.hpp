@@ -40,6 +40,7 @@ using LintRule = DiagnosticCode;
 /// linter whose table lists them.
 extern DiagnosticCode const compile_error;
 extern DiagnosticCode const compile_warning;
+extern DiagnosticCode const compile_check;  ///< the compile check could not run
 std::span<DiagnosticCode const* const> compiler_codes();
 
 /// `section-lint --explain CODE`: a heading with the code and its name, the summary, the severity,

@@ -77,4 +77,15 @@ Graph single_op_graph(COpPtr op, std::vector<CTypePtr> const& inputs,
 /// `LinkError` (from an op) or `std::invalid_argument` (bad graph).
 ModuleSource generate_module(Graph const& graph);
 
+/// The compiler's diagnostics on the section files of `sections` (read into `files`) for one
+/// application of `op` with its signature (`op.inputs` and `op.outputs` must be set; `params`
+/// its params fields): the module `build()` compiles for them, generated and compile-checked
+/// (`check_module`), nothing built. The diagnostics are in `sm`'s files, found there by path
+/// (a file not there is read from disk). Throws `LinkError` (a module that cannot be
+/// generated, no compiler), `signature_error` (bad params), `BuildInterrupted`.
+std::vector<Diagnostic> check_op_compiles(OpDescription op, std::vector<NamedType> params,
+                                          std::shared_ptr<SourceManager const> files,
+                                          SectionSet sections, PythonEnvironment const& python,
+                                          ModuleCache const& cache, SourceManager& sm);
+
 }  // namespace section

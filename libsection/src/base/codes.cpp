@@ -40,8 +40,29 @@ Fix the C code at the reported line.
     .reported_by = Reporter::compiler,
 };
 
+constexpr DiagnosticCode compile_check{
+    .code = "compile-check",
+    .name = "",
+    .severity = Severity::warning,
+    .summary = "the compile check (`section-lint --compile`, the language server on save) "
+               "could not run",
+    .documentation = R"md(## What it does
+Says why the section files were not compiled: no compiler found, no Python or NumPy headers
+found, or an op whose module cannot be generated for the configured signature.
+
+## Why is this bad?
+Without it the compiler's own errors are not shown until the op is built.
+
+## Use instead
+Do what the message says: set `python` (`--python`, `python = "..."` in `section-lint.toml`)
+to an interpreter with NumPy, run `python -m libsection editor-setup`, or set `CXX`/`CC`.
+)md",
+    .reported_by = Reporter::compiler,
+};
+
 std::span<DiagnosticCode const* const> compiler_codes() {
-  static constexpr DiagnosticCode const* codes[] = {&compile_error, &compile_warning};
+  static constexpr DiagnosticCode const* codes[] = {&compile_error, &compile_warning,
+                                                    &compile_check};
   return codes;
 }
 

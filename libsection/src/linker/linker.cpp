@@ -241,4 +241,20 @@ ModuleSource generate_module(Graph const& graph) {
   return module;
 }
 
+std::vector<Diagnostic> check_op_compiles(OpDescription op, std::vector<NamedType> params,
+                                          std::shared_ptr<SourceManager const> files,
+                                          SectionSet sections, PythonEnvironment const& python,
+                                          ModuleCache const& cache, SourceManager& sm) {
+  if (!op.inputs || !op.outputs)
+    throw std::invalid_argument("a compile check needs the op's input and output types");
+  auto const params_type = make_params_type(std::move(params));
+  op.has_params = params_type != nullptr;
+  if (params_type) op.params = params_type->spec();
+  auto const in = ctypes_for(*op.inputs), out = ctypes_for(*op.outputs);
+  auto section_op =
+      std::make_shared<SectionOp>(std::move(op), std::move(files), std::move(sections));
+  ModuleSource const module = generate_module(single_op_graph(section_op, in, out, params_type));
+  return check_module(module, python, cache, sm);
+}
+
 }  // namespace section

@@ -44,6 +44,10 @@ struct Toolchain {
 /// and `LIBSECTION_CFLAGS` in place of the C++ ones.
 Toolchain find_toolchain(PrivateDir const& state, Language language = Language::cxx);
 
+/// `program` if it names a file with a slash and is executable, else the first executable of
+/// that name in the folders of `PATH`; nothing when there is none.
+std::optional<std::filesystem::path> find_on_path(std::string const& program);
+
 /// Clang has no precompiled headers of GCC's kind, no -fwhole-program, and links with lld.
 bool is_clang(std::string const& identity);
 
@@ -51,6 +55,11 @@ bool is_clang(std::string const& identity);
 /// of the toolchain starts with.
 std::vector<std::string> base_compile(Toolchain const& tc, PythonEnvironment const& python,
                                       std::vector<std::string> const& extra_args);
+
+/// `base_compile` with the module's own arguments and header folders: what compiles its text,
+/// before the precompiled header, the language and the files.
+std::vector<std::string> module_compile(Toolchain const& tc, PythonEnvironment const& python,
+                                        ModuleSource const& module);
 
 /// A precompiled header ready to `-include`, with its lock held so `gc` leaves it alone while
 /// a module compiles with it.

@@ -15,8 +15,6 @@
 namespace section {
 namespace fs = std::filesystem;
 
-namespace {
-
 std::optional<fs::path> find_on_path(std::string const& program) {
   if (program.find('/') != std::string::npos)
     return ::access(program.c_str(), X_OK) == 0 ? std::optional<fs::path>(program) : std::nullopt;
@@ -28,6 +26,8 @@ std::optional<fs::path> find_on_path(std::string const& program) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 // One spawn per compiler binary ever: the answer is remembered next to the cache.
 std::string compiler_identity(fs::path const& compiler, PrivateDir const& state) {
@@ -170,6 +170,13 @@ std::vector<std::string> base_compile(Toolchain const& tc, PythonEnvironment con
   return cmd;
 }
 
+std::vector<std::string> module_compile(Toolchain const& tc, PythonEnvironment const& python,
+                                        ModuleSource const& module) {
+  auto cmd = base_compile(tc, python, module.compile_args);
+  for (auto const& dir : module.header_dirs) cmd.push_back("-I" + dir);
+  return cmd;
+}
+
 CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& python,
                                  ModuleSource const& module, fs::path const& source,
                                  fs::path const& object, fs::path const& library,
@@ -179,9 +186,8 @@ CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& p
                     ", but its compiler is for " + std::string(language_name(tc.language)));
   CompileCommands cmd;
   cmd.compile = tc.launcher;
-  auto const base = base_compile(tc, python, module.compile_args);
+  auto const base = module_compile(tc, python, module);
   cmd.compile.insert(cmd.compile.end(), base.begin(), base.end());
-  for (auto const& dir : module.header_dirs) cmd.compile.push_back("-I" + dir);
   if (module.whole_program && !is_clang(tc.identity)) cmd.compile.push_back(whole_program_flag);
   if (pch) cmd.compile.insert(cmd.compile.end(), {"-include", pch->string()});
   cmd.compile.insert(cmd.compile.end(), {"-c", "-x", tc.language == Language::c ? "c" : "c++",

@@ -65,4 +65,18 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
 void build_modules(std::vector<ModuleSource const*> const& members, PythonEnvironment const& python,
                    ModuleCache& cache, SourceManager& sm);
 
+/// The compiler's diagnostics on `module` without building it: the build's compiler and flags
+/// with `-fsyntax-only`, in a work folder of `cache` removed after (nothing is cached). Errors
+/// and warnings in the section files its `#line` directives name stay there; an error in the
+/// generated module is told where it means something in them (the op's main function not
+/// declared, ...), else summed up in one diagnostic. Only `python.include_dirs` is read. Throws
+/// `LinkError` when no compiler can be run, `BuildInterrupted` when stopped.
+std::vector<Diagnostic> check_module(ModuleSource const& module, PythonEnvironment const& python,
+                                     ModuleCache const& cache, SourceManager& sm);
+
+/// Python's and NumPy's include folders as the interpreter `interpreter` (a path, or a name on
+/// `PATH`) gives them (`sysconfig`'s `include`, `numpy.get_include()`). Throws `LinkError`
+/// saying what is missing.
+PythonEnvironment python_headers(std::string const& interpreter, ModuleCache const& cache);
+
 }  // namespace section
