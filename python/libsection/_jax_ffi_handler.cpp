@@ -322,6 +322,22 @@ class Reused {
   PyObject* array_ = nullptr;
 };
 
+// `Reused::let_go_if_kept` for every input view: 0, or -1 with a Python exception set. With
+// `keep_error`, the exception already set (the op's call failed) is kept and NumPy is called
+// with none pending.
+int let_go_of_kept_inputs(std::vector<Reused>& views, bool keep_error) {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  if (keep_error) PyErr_Fetch(&type, &value, &traceback);
+  int failed = 0;
+  for (auto& view : views)
+    if ((failed = view.let_go_if_kept()) != 0) break;
+  if (keep_error) {
+    PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+  }
+  return failed;
+}
+
 // Checks one output of the op against the node's dtype and the result buffer's shape, and
 // copies it there (rounded to the buffer's dtype where JAX canonicalised it): 0, or -1 with a
 // Python exception set (TypeError for a wrong kind or dtype, ValueError for a wrong shape).
@@ -517,11 +533,15 @@ ffi::Error run_element(Call& call, std::size_t b) {
     call.views[j] = call.outputs[j] = direct ? call.out_views[j].at(s, data, true) : nullptr;
     if (direct && !call.outputs[j]) return call.failed();
   }
-  if (call.node.entry(call.node.op, call.inputs.data(), call.outputs.data()) != 0)
-    return call.failed();
+  bool const call_failed =
+      call.node.entry(call.node.op, call.inputs.data(), call.outputs.data()) != 0;
+  // An input the op kept gets its own data whether its call succeeded or failed (an op may
+  // store its input, then fail); a failed call's exception is the one raised, and its outputs
+  // are not references of ours.
+  int const keeping_failed = let_go_of_kept_inputs(call.in_views, call_failed);
+  if (call_failed) return call.failed();
   DropRefs results{call.outputs};
-  for (auto& view : call.in_views)
-    if (view.let_go_if_kept() != 0) return call.failed();
+  if (keeping_failed != 0) return call.failed();
   for (std::size_t j = 0; j < call.out.size(); ++j) {
     Slot const& s = call.out[j];
     if (call.outputs[j] == call.views[j] && call.views[j]) continue;  // written in place

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytensor
@@ -266,15 +265,16 @@ def test_concurrent_calls_of_one_function_run_at_once(cache_dir):
 class KeepsItsInput:
     """PlusPrevious, whose struct keeps its input array for its next call, in JAX: under jit,
     `2 * x` is a buffer of XLA's, freed or reused once the call is over, so the array the op
-    kept must hold its own data. ``overwrite`` writes over XLA's freed memory between calls."""
+    kept must hold its own data. ``overwrite`` writes over XLA's freed memory between calls.
+    ``c_file``: the op's C code, plus_previous.c or one that fails after keeping its input."""
 
-    def __init__(self):
+    def __init__(self, c_file="plus_previous.c"):
         from batched_ops import PlusPrevious
 
         from libsection.pytensor import pytensor_op
 
         class Shaped(PlusPrevious):
-            func_files = [str(Path(__file__).parent / "data/batched/plus_previous.c")]
+            func_files = [f"data/batched/{c_file}"]
 
             def infer_shape(self, fgraph, node, input_shapes):
                 return [input_shapes[0]]
@@ -299,6 +299,18 @@ def test_an_input_the_op_keeps_outlives_xlas_buffer(cache_dir):
     np.testing.assert_array_equal(out[0], 2 * calls[0])
     for before, now, got in zip(calls, calls[1:], out[1:], strict=False):
         np.testing.assert_array_equal(got, 2 * now + 2 * before)
+
+
+def test_an_input_kept_by_a_call_that_failed_outlives_xlas_buffer(cache_dir):
+    # The op stores its input, then fails: the array it kept must hold its own data too.
+    keeps = KeepsItsInput("keeps_then_fails.c")
+    f = jax.jit(keeps.fn())
+    failing = np.array([-1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(Exception, match="ArithmeticError in .*x\\[0\\] is negative"):
+        f(failing).block_until_ready()
+    keeps.between_calls()
+    now = np.arange(4.0) + 10
+    np.testing.assert_array_equal(np.asarray(f(now)), 2 * now + 2 * failing)
 
 
 def test_a_row_the_op_keeps_outlives_xlas_buffer_under_vmap(cache_dir):
