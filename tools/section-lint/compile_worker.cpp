@@ -68,8 +68,9 @@ void CompileWorker::run() {
       wake_.wait(lock);
       continue;
     }
-    if (std::chrono::steady_clock::now() < next->second.due) {
-      wake_.wait_until(lock, next->second.due);
+    if (auto const due = next->second.due; std::chrono::steady_clock::now() < due) {
+      // `due` is a copy: wait_until reads it after waking, when `forget` may have erased the job.
+      wake_.wait_until(lock, due);
       continue;
     }
     std::string const uri = next->first;
