@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -127,6 +128,13 @@ DISTRIBUTION_OF = {"yaml": "pyyaml", "IPython": "ipykernel"}  # IPython: ipykern
 
 def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+# ./dev test runs the stacks' pytest side by side as background jobs, which a shell may start
+# with SIGINT ignored; the interrupt tests, and the children they start, need Python's handler
+# (an ignored signal stays ignored across exec, a handled one is reset to the default).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pinned_distributions(stack: str) -> set[str]:
