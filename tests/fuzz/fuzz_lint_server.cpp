@@ -1,7 +1,8 @@
 // libFuzzer target: any bytes as the input of `section-lint server` (tools/section-lint/
 // server.cpp): Content-Length framing, JSON-RPC, and every method's params, with documents
-// linted for a signature so hover expands them and each open and save asks the compile worker
-// (a stand-in check: the compiler is not run here) for a check. It must never crash, hang or read
+// linted for a signature so hover expands them, their fixes offered as the fix-all action, and
+// each open and save asks the compile worker (a stand-in check: the compiler is not run here)
+// for a check. It must never crash, hang or read
 // out of bounds, and everything it writes must be framed JSON (one message per Content-Length).
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,10 @@ lint_server::Findings lint(std::string const& path, std::string const& text) {
   section::LintOptions options;
   options.op = found.op;
   found.diagnostics = section::lint_text(found.sm, text, path, options);
+  // Every fix as the fix-all action's edits, overlapping and unsafe ones too (section-lint
+  // keeps the safe ones that do not overlap): the action must cope with any range it is given.
+  for (auto const& d : found.diagnostics)
+    if (d.fix) found.fix_all.push_back(*d.fix);
   return found;
 }
 
