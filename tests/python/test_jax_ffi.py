@@ -266,15 +266,15 @@ class KeepsItsInput:
     """PlusPrevious, whose struct keeps its input array for its next call, in JAX: under jit,
     `2 * x` is a buffer of XLA's, freed or reused once the call is over, so the array the op
     kept must hold its own data. ``overwrite`` writes over XLA's freed memory between calls.
-    ``c_file``: the op's C code, plus_previous.c or one that fails after keeping its input."""
+    A call whose x[0] is negative keeps its input, then fails."""
 
-    def __init__(self, c_file="plus_previous.c"):
+    def __init__(self):
         from batched_ops import PlusPrevious
 
         from libsection.pytensor import pytensor_op
 
         class Shaped(PlusPrevious):
-            func_files = [f"data/batched/{c_file}"]
+            func_files = ["data/batched/plus_previous.c"]
 
             def infer_shape(self, fgraph, node, input_shapes):
                 return [input_shapes[0]]
@@ -303,7 +303,7 @@ def test_an_input_the_op_keeps_outlives_xlas_buffer(cache_dir):
 
 def test_an_input_kept_by_a_call_that_failed_outlives_xlas_buffer(cache_dir):
     # The op stores its input, then fails: the array it kept must hold its own data too.
-    keeps = KeepsItsInput("keeps_then_fails.c")
+    keeps = KeepsItsInput()
     f = jax.jit(keeps.fn())
     failing = np.array([-1.0, 2.0, 3.0, 4.0])
     with pytest.raises(Exception, match="ArithmeticError in .*x\\[0\\] is negative"):

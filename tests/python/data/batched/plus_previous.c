@@ -9,7 +9,8 @@ Py_XDECREF(APPLY_SPECIFIC(previous));
 
 #section support_code_apply
 // z = x + the x of the instance's previous call (zeros on its first): the struct keeps a
-// reference to its input, as an op caching its inputs would.
+// reference to its input, as an op caching its inputs would. A call whose x[0] is negative
+// keeps its input and then fails: the kept array outlives a failed call.
 int APPLY_SPECIFIC(plus_previous)(PyArrayObject* x, PyArrayObject** z, PyArrayObject** previous)
 {
     npy_intp const n = PyArray_DIMS(x)[0];
@@ -29,6 +30,10 @@ int APPLY_SPECIFIC(plus_previous)(PyArrayObject* x, PyArrayObject** z, PyArrayOb
     Py_XDECREF(*previous);
     Py_INCREF(x);
     *previous = x;
+    if (n > 0 && *(DTYPE_INPUT_0*)PyArray_GETPTR1(x, 0) < 0) {
+        PyErr_SetString(PyExc_ArithmeticError, "plus_previous: x[0] is negative");
+        return 1;
+    }
     return 0;
 }
 
