@@ -213,6 +213,42 @@ def test_celerite_refuses_bad_inputs(op):
         op(*coefficients, t, diag, y[:, None])
 
 
+# ---------------------------------------------------------------- JAX, as the benchmark takes it
+
+
+def test_jax_value_and_grad_of_both_kernels_is_the_hand_written_gradient():
+    """jax.value_and_grad of each graph's JAX conversion (PyMC's get_jaxified_graph), with the
+    derived and the hand-written gradient, equals the hand-written gradient op called directly:
+    the benchmark's JAX cells compute the right thing."""
+    jax = pytest.importorskip("jax", reason="JAX is installed on the py312 stack only")
+    from pymc.sampling.jax import get_jaxified_graph
+
+    jax.config.update("jax_enable_x64", True)
+    m, e = kepler_inputs(30, seed=6)
+    g_sin, g_cos = np.random.default_rng(6).normal(size=(2, 30))
+    expected_kepler = KeplerGrad()(e, *Kepler()(m, e), g_sin, g_cos)
+    coefficients = celerite_coefficients(1, 1)
+    data = celerite_data(30, seed=6)
+    expected_celerite = CeleriteGrad()(*coefficients, *data)
+    for kepler, celerite in ((Kepler(), Celerite()), (KeplerHand(), CeleriteHand())):
+        mv, ev = pt.dvector("m"), pt.dvector("e")
+        sin_f, cos_f = pytensor_op(kepler)(mv, ev)
+        fn = get_jaxified_graph([mv, ev], [(g_sin * sin_f + g_cos * cos_f).sum()])
+        step = jax.jit(jax.value_and_grad(lambda a, b, fn=fn: fn(a, b)[0], argnums=(0, 1)))
+        _, grads = step(m, e)
+        for got, expected in zip(grads, expected_kepler):
+            np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+        coefficient_vars = [pt.dvector(name) for name in CELERITE_INPUTS[2:]]
+        data_vars = [pt.dvector(name) for name in CELERITE_DATA]
+        ll = pytensor_op(celerite)(*coefficients[:2], *coefficient_vars, *data_vars)
+        fn = get_jaxified_graph(coefficient_vars + data_vars, [ll])
+        step = jax.jit(jax.value_and_grad(lambda *a, fn=fn: fn(*a)[0], argnums=(0, 1, 2, 3)))
+        value, grads = step(*coefficients[2:], *data)
+        np.testing.assert_allclose(value, celerite_numpy(*coefficients, *data), rtol=1e-11)
+        for got, expected in zip(grads, expected_celerite[2:6]):
+            np.testing.assert_allclose(got, expected, rtol=1e-8)
+
+
 # ---------------------------------------------------------------- the radial-velocity model
 
 
