@@ -221,6 +221,7 @@ def test_jax_value_and_grad_of_both_kernels_is_the_hand_written_gradient():
     derived and the hand-written gradient, equals the hand-written gradient op called directly:
     the benchmark's JAX cells compute the right thing."""
     jax = pytest.importorskip("jax", reason="JAX is installed on the py312 stack only")
+    pytest.importorskip("pymc", reason="PyMC is installed on the py312 stack only")
     from pymc.sampling.jax import get_jaxified_graph
 
     jax.config.update("jax_enable_x64", True)
@@ -253,6 +254,7 @@ def test_jax_value_and_grad_of_both_kernels_is_the_hand_written_gradient():
 
 
 def test_rv_model_has_the_same_density_and_gradient_with_either_kepler():
+    pytest.importorskip("pymc", reason="PyMC is installed on the py312 stack only")
     data = rv_data()
     results = []
     for op in (Kepler(), KeplerHand()):
