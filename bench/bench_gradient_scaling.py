@@ -23,9 +23,10 @@ Rows, each timed for the derived gradient and the hand-written one in this run:
     compiled before the timed runs, fixed seeds, the best of --reps runs. The ratio per
     gradient is the one to compare: the two chains part after rounding differences, so their
     steps per draw differ;
-  * cold: a fresh process on an empty cache to its first value and gradient in CVM, imports and
-    compilers included: the derived gradient (the op's module and its derivative module) against
-    the hand-written one (the op's module and its gradient op's).
+  * cold: a fresh process with empty caches (libsection's and PyTensor's) to its first value
+    and gradient in CVM (N = 200), imports and compilers included: the derived gradient (the
+    op's module and its derivative module) against the hand-written one (the op's module and its
+    gradient op's).
 
 Times are CPU time (time.process_time: every thread of this process, not the other load of a
 shared machine), the best of --reps interleaved repeats. A cell whose first call takes longer
@@ -405,6 +406,7 @@ def cold_rows(tmp: Path) -> list[tuple]:
         for name in (derived, hand):
             env = dict(os.environ, **ONE_BLAS_THREAD)
             env["LIBSECTION_CACHE_DIR"] = str(tmp / f"cache-{name}")
+            env["PYTENSOR_FLAGS"] = f"compiledir={tmp / f'pytensor-{name}'}"
             start = children_cpu()
             done = subprocess.run(
                 [sys.executable, "-c", COLD, str(KERNELS), kernel, name],
