@@ -8,7 +8,7 @@
 // and the sine and cosine of the true anomaly f that radial-velocity and transit models use:
 //   cos f = (cos E - e) / (1 - e cos E),   sin f = sqrt(1 - e^2) sin E / (1 - e cos E).
 // M is first reduced to [-pi, pi); E starts from Danby's guess, M + 0.85 e sign(sin M), and takes
-// Halley steps until a step is below 1e-12 (3 to 5 of them for e up to 0.95).
+// Halley steps until a step is below 1e-12 (2 to 5 of them for e up to 0.95).
 // Written with the DTYPE macros and no gradient of its own: libsection derives it.
 int APPLY_SPECIFIC(kepler)(PyArrayObject* mean_anomaly, PyArrayObject* eccentricity,
                            PyArrayObject** sin_f, PyArrayObject** cos_f)
