@@ -31,7 +31,8 @@ int APPLY_SPECIFIC(celerite_loglik)(PyArrayObject* a_real, PyArrayObject* c_real
         return 1;
     }
     DTYPE_OUTPUT_0* c = coef + 2 * jr + 4 * jc;
-    DTYPE_OUTPUT_0 *u = c + J, *v = u + J, *w = v + J, *f = w + J, *us = f + J, *p = us + J, *s = p + J;
+    DTYPE_OUTPUT_0 *u = c + J, *v = u + J, *w = v + J, *f = w + J;
+    DTYPE_OUTPUT_0 *us = f + J, *p = us + J, *s = p + J;
     DTYPE_OUTPUT_0 a_sum = 0.0;
     for (npy_intp j = 0; j < jr; ++j) {
         coef[j] = *(DTYPE_INPUT_0*)PyArray_GETPTR1(a_real, j);

@@ -40,8 +40,9 @@ static int APPLY_SPECIFIC(celerite_check)(PyArrayObject** in)
     for (int k = 0; k < 9; ++k) {
         npy_intp expected = PyArray_DIMS(in[same_as[k]])[0];
         if (PyArray_DIMS(in[k])[0] != expected) {
-            PyErr_Format(PyExc_ValueError, "celerite: %s has %ld values and %s %ld; they go together",
-                         names[k], (long)PyArray_DIMS(in[k])[0], names[same_as[k]], (long)expected);
+            PyErr_Format(PyExc_ValueError,
+                         "celerite: %s has %ld values and %s %ld; they go together", names[k],
+                         (long)PyArray_DIMS(in[k])[0], names[same_as[k]], (long)expected);
             return 1;
         }
     }
