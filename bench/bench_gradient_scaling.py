@@ -469,7 +469,10 @@ def print_tables(scaling: list[tuple], others: list[tuple], args) -> None:
         body.append((case.name, sizes, *ratios.values(), case.target))
     for label, d, h, mode, target in others:
         if target:
-            cells = [f"{d / h:,.1f}×" if m == mode else "" for m in args.modes]
+            ratio = f"{d / h:,.1f}×"
+            cells = [ratio if m == mode else "" for m in args.modes]
+            if mode not in args.modes:  # its sampler's backend (nutpie's NUMBA) not measured
+                label += f" ({mode}): {ratio}"
             body.append((label, "", *cells, target))
     print_table(header, body, args.markdown)
 
@@ -488,8 +491,13 @@ def main() -> None:
     args.sizes = [int(s) for s in args.sizes.split(",")]
     args.modes = args.modes.split(",")
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-gradient-scaling-"))
-    os.environ.setdefault("LIBSECTION_CACHE_DIR", str(tmp / "cache"))
+    with tempfile.TemporaryDirectory(prefix="bench-gradient-scaling-") as tmp:
+        os.environ.setdefault("LIBSECTION_CACHE_DIR", str(Path(tmp) / "cache"))
+        run(args, Path(tmp))
+
+
+def run(args, tmp: Path) -> None:
+    """Every row, then the tables; `tmp` holds the compile caches (gone afterwards)."""
     warnings.simplefilter("ignore")
     import pytensor
 
