@@ -17,6 +17,7 @@ from . import _core
 from ._core import CompiledOp, LoadedSections
 from ._load import PathLike, load
 from ._progress import Progress, progress_stream
+from ._traceback import entry_point
 from ._types import type_of
 
 if TYPE_CHECKING:  # what the core's classes hold, for type checkers and the API reference
@@ -182,6 +183,7 @@ def _params(params) -> list[tuple[str, str, object]]:
     return fields
 
 
+@entry_point
 def build(
     files: PathLike | bytes | Iterable[PathLike | bytes] | LoadedSections,
     func_name: str | None = None,
@@ -329,6 +331,7 @@ def _build(
         )
 
 
+@entry_point
 def build_many(
     specs: Sequence[Mapping[str, Any]], *, jobs: int | None = None, progress: bool | None = None
 ) -> list[CompiledOp]:
