@@ -464,3 +464,38 @@ def test_an_op_classs_compile_error_shows_the_users_call_and_the_compiler_not_li
             assert name not in shown, shown
         assert len(shown.splitlines()) <= 20, shown  # the cell's lines, then the error
 
+
+FUNCTION_STYLE = """\
+%%section twice.c --inputs float64[:] --outputs float64[:]
+#section support_code_apply
+int APPLY_SPECIFIC(twice)(PyArrayObject* x, PyArrayObject** z) { return 0; }
+"""
+
+
+def test_a_function_style_cell_without_func_name_is_told_the_magics_option(tmp_path):
+    """The magic's own option, --func-name, not build()'s func_name argument."""
+    nb = run_notebook(tmp_path, ["%load_ext libsection", FUNCTION_STYLE])
+    cell = nb.cells[1]
+    assert errors_of(cell) == ["UsageError"], cell.outputs
+    text = outputs_text(cell)
+    assert "--func-name" in text, text
+    assert "give func_name" not in text, text
+
+
+def test_a_cell_pasted_with_a_byte_order_mark_builds(tmp_path, cache_dir):
+    """A cell whose text starts with U+FEFF (pasted from a file saved "UTF-8 with BOM"): read
+    as a file starting with the mark is, not as stray code before its first section."""
+    cell = BUILT_BY_THE_MAGIC.replace("\n#section code", "\n\ufeff#section code", 1)
+    nb = run_notebook(
+        tmp_path,
+        [
+            "%load_ext libsection",
+            cell,
+            "import numpy as np\nprint('add_one', add_one(np.zeros(2)).tolist())",
+        ],
+    )
+    built, call = nb.cells[1:]
+    assert errors_of(built) == [], built.outputs
+    assert "SectionError" not in outputs_text(built), outputs_text(built)
+    assert "Stray code" not in outputs_text(built), outputs_text(built)
+    assert "add_one [1.0, 0.0]" in outputs_text(call), call.outputs
