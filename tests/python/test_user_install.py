@@ -1,7 +1,7 @@
 """`pip install .` as the README tells a user to run it: in a fresh clone, into a fresh venv, with
 build isolation and no `-C` option, in an environment ./dev left nothing in (user_install.py).
-The build compiles the project's defaults (today a unity build: a name two joined sources both
-define fails it), and the installed package builds and calls an example op from a folder
+The build compiles the project's defaults (a unity build: a file-local name two joined sources
+both define fails it), and the installed package builds and calls an example op from a folder
 outside the checkout.
 
 On the stack's own Python, and once per run on each version of SMOKE_TESTED (Python 3.13:
