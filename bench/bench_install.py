@@ -10,10 +10,12 @@ build uses it; each run gets an empty ccache folder (a cold build) unless `--war
 shares one between the runs: the second run is then a re-install from a warm cache.
 
 `--ninja-log N` keeps the C++ build tree of the last repetition and prints its N slowest steps
-(from ninja's log), the place to look when the build gets slower.
+(from ninja's log), the place to look when the build gets slower. `--define NAME=VALUE` sets a
+CMake option (`-Ccmake.define.NAME=VALUE`), to time a build setting against the defaults.
 
     python3 bench/bench_install.py                     # HEAD, twice
     python3 bench/bench_install.py --rev main --installs 3 --ninja-log 15
+    python3 bench/bench_install.py --define LIBSECTION_UNITY_BUILD=OFF
 """
 
 from __future__ import annotations
@@ -77,6 +79,13 @@ def main() -> None:
         action="store_true",
         help="share one ccache folder between the runs (default: an empty one per run)",
     )
+    parser.add_argument(
+        "--define",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a CMake option for the build (-Ccmake.define.NAME=VALUE); repeatable",
+    )
     args, _ = parser.parse_known_args()  # `./dev bench` passes every benchmark the same options
 
     rev = subprocess.run(
@@ -86,7 +95,9 @@ def main() -> None:
         check=True,
     ).stdout.strip()
     python = shutil.which(args.python) or sys.executable
-    print(f"cold `pip install -q .` of {args.rev} ({rev}), {os.cpu_count()} CPUs, {python}")
+    defines = [f"-Ccmake.define.{d}" for d in args.define]
+    shown = " ".join(["pip install -q", *defines, "."])
+    print(f"cold `{shown}` of {args.rev} ({rev}), {os.cpu_count()} CPUs, {python}")
     print(f"{'run':>4} {'wall':>8} {'user':>8} {'sys':>8}   (s)")
     with tempfile.TemporaryDirectory(prefix="bench_install_") as tmp:
         for i in range(args.installs):
@@ -94,7 +105,7 @@ def main() -> None:
             run = Path(tmp) / "run"
             export_commit(args.rev, run / "src")
             keep = args.ninja_log and i == args.installs - 1
-            extra = [f"-Cbuild-dir={run / 'build'}"] if keep else []
+            extra = defines + ([f"-Cbuild-dir={run / 'build'}"] if keep else [])
             ccache_dir = Path(tmp) / "ccache" if args.warm_ccache else Path(tmp) / f"ccache{i}"
             wall, user, sys_ = timed_install(python, run / "src", run / "venv", extra, ccache_dir)
             print(f"{i + 1:>4} {wall:>8.1f} {user:>8.1f} {sys_:>8.1f}", flush=True)

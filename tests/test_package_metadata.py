@@ -16,6 +16,7 @@ from scikit_build_core.settings.skbuild_read_settings import SettingsReader
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+USER_INSTALL = ROOT / "tests" / "python" / "user_install.py"
 
 
 def read_settings(state: str = "wheel", **env: str):
@@ -110,10 +111,15 @@ def test_the_pymc_extra_brings_what_the_readmes_samplers_need():
 def test_the_python_versions_listed_are_the_tested_ones():
     from packaging.specifiers import SpecifierSet
 
-    tested = {
+    stacks = {
         f"3.{p.stem.removeprefix('stack-py3')}" for p in (ROOT / "deps").glob("stack-py3*.txt")
     }
-    assert tested == {"3.11", "3.12"}
+    assert stacks == {"3.11", "3.12"}
+    # and the versions the user-path install test runs an op on without a stack
+    smoke = re.search(r"^SMOKE_TESTED = \((.*)\)$", USER_INSTALL.read_text(), re.M)
+    assert smoke, f"{USER_INSTALL} names no SMOKE_TESTED"
+    tested = stacks | set(re.findall(r'"(3\.\d+)"', smoke[1]))
+    assert tested == {"3.11", "3.12", "3.13"}
     listed = {
         c.rsplit(" :: ", 1)[1]
         for c in PROJECT["classifiers"]

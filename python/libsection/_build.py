@@ -17,6 +17,7 @@ from . import _core
 from ._core import CompiledOp, LoadedSections
 from ._load import PathLike, load
 from ._progress import Progress, progress_stream
+from ._traceback import entry_point
 from ._types import type_of
 
 if TYPE_CHECKING:  # what the core's classes hold, for type checkers and the API reference
@@ -182,6 +183,7 @@ def _params(params) -> list[tuple[str, str, object]]:
     return fields
 
 
+@entry_point
 def build(
     files: PathLike | bytes | Iterable[PathLike | bytes] | LoadedSections,
     func_name: str | None = None,
@@ -329,6 +331,7 @@ def _build(
         )
 
 
+@entry_point
 def build_many(
     specs: Sequence[Mapping[str, Any]], *, jobs: int | None = None, progress: bool | None = None
 ) -> list[CompiledOp]:
@@ -365,7 +368,7 @@ def build_many(
         >>> [op(3).item() for op in ops]
         [6.0, 6]
     """
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, wait
 
     specs = [dict(spec) for spec in specs]
     for spec in specs:
@@ -378,18 +381,22 @@ def build_many(
         with group:
             return _build(shown, number, **spec)
 
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="libsection-build")
     try:
-        with (
-            Progress(len(specs), progress_stream(progress)) as shown,
-            ThreadPoolExecutor(workers, thread_name_prefix="libsection-build") as pool,
-        ):
+        with Progress(len(specs), progress_stream(progress)) as shown:
             futures = [
                 pool.submit(build_in_group, shown, number, spec)
                 for number, spec in enumerate(specs, start=1)
             ]
-    except KeyboardInterrupt:  # reaches this thread only: stop the compiles of the workers too
+            wait(futures)
+    except BaseException:
+        # An interrupt reaches this thread only, wherever it lands (here or while submitting):
+        # the workers' builds stop before anything waits for them, since a worker may wait on
+        # what the caller holds (a lock, another thread's build).
         group.cancel()
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
+    pool.shutdown()
     return [f.result() for f in futures]
 
 

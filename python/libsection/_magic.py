@@ -127,6 +127,10 @@ def section(line: str, cell: str) -> None:
     if args.expand and not (args.inputs and args.outputs):
         raise UsageError("%%section --expand needs --inputs and --outputs")
     path = Path.cwd() / name
+    # A byte order mark pasted with the cell: a cell has no encoding to mark, and the file is
+    # UTF-8 without one (after the empty first line, the mark would be stray text before the
+    # first section; even at a file's start, the reference loaders read it as text).
+    cell = cell.removeprefix("\ufeff")
     try:
         # An empty first line in place of the magic's: the file's lines are the cell's.
         _write_atomically(path, "\n" + cell)
@@ -171,11 +175,18 @@ def _build_into_notebook(op_name: str, path: Path, args: Any) -> None:
     from IPython import get_ipython
 
     from ._build import build
+    from ._load import load
 
     shell = get_ipython()
     try:
+        sections = load([str(path)])
+        if args.func_name is None and "code" not in sections.sections:
+            raise UsageError(
+                "%%section: the cell has no `code` section: give --func-name NAME, the function "
+                "the op calls (e.g. --func-name 'APPLY_SPECIFIC(f)')"
+            )
         op = build(
-            [str(path)],
+            sections,
             args.func_name,
             inputs=[t for t in (args.inputs or "").split(",") if t],
             outputs=[t for t in args.outputs.split(",") if t],

@@ -29,6 +29,7 @@ from . import _batched, _core
 from ._build import BUILD_FLAGS, build, build_flags, checked_language
 from ._load import folder_of_class, load, relative_to_class
 from ._memo import Lru
+from ._traceback import cut_library_frames, entry_point
 from ._types import type_of
 
 __all__ = ["ExternalCOp"]
@@ -171,6 +172,7 @@ class ExternalCOp:
         files = self.func_files
         return [Path(files)] if isinstance(files, (str, Path)) else [Path(f) for f in files]
 
+    @entry_point
     def compiled(self, *input_types: str) -> Any:
         """The compiled op for these input types: built once, then reused.
 
@@ -230,8 +232,13 @@ class ExternalCOp:
         """Runs the op: one array for one output, a tuple for several (typed ``Any``, as NumPy
         types its ufuncs, so callers need not narrow a union at every call)."""
         # The dispatcher finds the compiled op for these argument types in C; only types it
-        # has not seen reach Python (_compiled_for_values).
-        return self._dispatch(*inputs)
+        # has not seen reach Python (_compiled_for_values). Not @entry_point: no extra call on
+        # this path, and a `try` costs nothing until something raises.
+        try:
+            return self._dispatch(*inputs)
+        except Exception as error:
+            cut_library_frames(error)
+            raise
 
     def __repr__(self) -> str:
         # What makes this op this op: its files, function and params (the compiled signatures

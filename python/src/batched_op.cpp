@@ -132,14 +132,14 @@ PyObject* batched_compiled(PyObject* object, void*) {
 // ---- PyTensor's VM: a C thunk over the node's storage cells --------------------------------
 
 /// What the VM hands the thunk (CLinker's layout: the error list first), and the cells.
-struct CThunkData {
+struct BatchedThunkData {
   PyObject* error;                         // a three-element list
   PyObject* op;                            // the Batched
   std::vector<PyObject*> inputs, outputs;  // one-element lists
 };
 
-int run_cthunk(void* data) {
-  auto* d = static_cast<CThunkData*>(data);
+int run_batched_cthunk(void* data) {
+  auto* d = static_cast<BatchedThunkData*>(data);
   auto* self = reinterpret_cast<BatchedOp*>(d->op);
   PyObject* small_in[8];
   PyObject* small_out[8] = {};
@@ -165,8 +165,8 @@ int run_cthunk(void* data) {
   return 1;
 }
 
-void free_cthunk(PyObject* capsule) {
-  auto* d = static_cast<CThunkData*>(PyCapsule_GetContext(capsule));
+void free_batched_cthunk(PyObject* capsule) {
+  auto* d = static_cast<BatchedThunkData*>(PyCapsule_GetContext(capsule));
   if (!d) return;
   Py_XDECREF(d->error);
   Py_XDECREF(d->op);
@@ -188,7 +188,7 @@ PyObject* batched_cthunk(PyObject* object, PyObject* args) {
     }
     return true;
   };
-  auto* d = new (std::nothrow) CThunkData{PyList_New(3), Py_NewRef(object), {}, {}};
+  auto* d = new (std::nothrow) BatchedThunkData{PyList_New(3), Py_NewRef(object), {}, {}};
   if (!d) return PyErr_NoMemory();
   PyObject* capsule = nullptr;
   if (!d->error) goto fail;
@@ -199,7 +199,8 @@ PyObject* batched_cthunk(PyObject* object, PyObject* args) {
                  self->n_inputs, self->n_outputs);
     goto fail;
   }
-  capsule = PyCapsule_New(reinterpret_cast<void*>(c_entry<run_cthunk>), nullptr, free_cthunk);
+  capsule = PyCapsule_New(reinterpret_cast<void*>(c_entry<run_batched_cthunk>), nullptr,
+                          free_batched_cthunk);
   if (capsule && PyCapsule_SetContext(capsule, d) == 0) return capsule;
   Py_XDECREF(capsule);  // its destructor finds no context: `d` is freed below
 fail:

@@ -110,6 +110,34 @@ BESIDE_ANOTHER_THREAD = PRELUDE + textwrap.dedent(
     """
 )
 
+# The interrupt lands while build_many is still handing out its builds: sent from inside the
+# executor's submit, once the first worker's compiler has started (and waits). Its builds must
+# stop before anything waits for them: the worker's compiler waits for a file this process
+# creates only after build_many returns, as a worker would wait on a lock another thread holds.
+WHILE_SUBMITTING = PRELUDE + textwrap.dedent(
+    """
+    import signal, time
+    from concurrent.futures import ThreadPoolExecutor
+
+    submit = ThreadPoolExecutor.submit
+
+    def submit_then_interrupt(self, *args, **kwargs):
+        future = submit(self, *args, **kwargs)
+        while not os.path.exists(pids_file):
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)  # handled here, in this thread, at once
+        return future
+
+    ThreadPoolExecutor.submit = submit_then_interrupt
+    try:
+        libsection.build_many([dict(spec, inputs=["float64[:]", "float64[:]"]),
+                               dict(spec, inputs=["float32[:]", "float64[:]"])], jobs=2)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt reached the caller", flush=True)
+    open(sys.argv[2], "w").close()
+    """
+)
+
 
 def slow_compiler(tmp_path: Path) -> tuple[Path, Path, Path]:
     """(wrapper, the file of its pids, the file that lets it go on)."""
@@ -156,7 +184,8 @@ def started(pids: Path, n: int, child: subprocess.Popen) -> list[int]:
 
 def interrupted(script: str, tmp_path: Path, compilers: int, env: dict):
     """Runs `script` with the slow compiler, sends SIGINT once `compilers` compiles are under
-    way: (its stdout, its stderr, its exit code, the compilers' pids)."""
+    way (0: the script interrupts itself): (its stdout, its stderr, its exit code, the
+    compilers' pids then)."""
     wrapper, pids, release = slow_compiler(tmp_path)
     child = subprocess.Popen(
         [sys.executable, "-c", script, str(pids), str(release)],
@@ -165,10 +194,12 @@ def interrupted(script: str, tmp_path: Path, compilers: int, env: dict):
         stderr=subprocess.PIPE,
         text=True,
     )
+    compiler_pids = []
     try:
-        assert child.stdout.readline().strip() == "building"
-        compiler_pids = started(pids, compilers, child)
-        child.send_signal(signal.SIGINT)
+        if compilers:
+            assert child.stdout.readline().strip() == "building"
+            compiler_pids = started(pids, compilers, child)
+            child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=HANG_GUARD)
     finally:
         release.touch()  # whatever is left of the compilers finishes
@@ -222,6 +253,19 @@ def test_interrupting_one_call_leaves_another_threads_build_be(tmp_path):
     assert "the other thread: [[3.0, 3.0]]" in out, (out, err[-2000:])
     for pid in compiler_pids:
         assert not alive(pid), f"compiler process {pid} outlived the process"
+
+
+def test_an_interrupt_while_build_many_hands_out_its_builds_stops_them_first(tmp_path):
+    """build_many once waited for its workers (leaving the `with` of its executor) before it
+    cancelled their builds: an interrupt that landed while it submitted them then waited for
+    every compile to end, and forever for a worker waiting on something the caller holds
+    (another thread's build, gated by the caller: test_interrupting_one_call_... hung so)."""
+    env = {**os.environ, "LIBSECTION_CACHE_DIR": str(tmp_path / "cache")}
+    out, err, code, _ = interrupted(WHILE_SUBMITTING, tmp_path, 0, env)
+    assert code == 0, (out, err[-2000:])
+    assert out == "KeyboardInterrupt reached the caller\n", (out, err[-2000:])
+    for pid in map(int, (tmp_path / "pids").read_text().split()):
+        assert not alive(pid), f"compiler process {pid} outlived the interrupt"
 
 
 def test_a_keyboard_interrupt_in_a_log_handler_is_not_discarded(tmp_path):

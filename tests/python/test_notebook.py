@@ -413,3 +413,89 @@ def test_a_cell_that_cannot_be_written_says_why_and_leaves_nothing(tmp_path, mon
         _magic.section("op.c", cell)
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == (["op.c"] if blocker == "a folder" else []), left
+
+
+BROKEN_OP_CLASS = """\
+import numpy as np
+import libsection
+
+class Broken(libsection.ExternalCOp):
+    func_files = ["broken.c"]
+    func_name = "APPLY_SPECIFIC(broken)"
+
+    def output_types(self, x):
+        return ["float64[:]"]
+
+y = Broken()(np.zeros(3))
+"""
+
+BROKEN_BY_BUILD = """\
+f = libsection.build("broken.c", "APPLY_SPECIFIC(broken)",
+                     inputs=["float64[:]"], outputs=["float64[:]"])
+"""
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def shown_error(cell) -> str:
+    """The cell's error as the notebook shows it, without colours."""
+    (error,) = [o for o in cell.outputs if o["output_type"] == "error"]
+    return ANSI.sub("", "\n".join(error["traceback"]))
+
+
+def test_an_op_classs_compile_error_shows_the_users_call_and_the_compiler_not_libsection(
+    tmp_path, cache_dir
+):
+    """As JAX hides its internals: the error of an op class called in a cell (and of
+    libsection.build) shows the cell's line that called it and the compiler's message at the
+    section file's line, and none of libsection's own frames (op.py, _build.py, ...)."""
+    nb = run_notebook(tmp_path, ["%load_ext libsection", BROKEN, BROKEN_OP_CLASS, BROKEN_BY_BUILD])
+    for cell, call in [
+        (nb.cells[2], "y = Broken()(np.zeros(3))"),
+        (nb.cells[3], "libsection.build("),
+    ]:
+        assert errors_of(cell) == ["CompileError"], cell.outputs
+        shown = shown_error(cell)
+        assert call in shown, shown
+        assert re.search(r"broken\.c:5:12: error: .*undeclared_name", shown), shown
+        frames = re.findall(r"^File (\S+?):\d+", shown, re.M)
+        assert not [f for f in frames if "libsection" in f], shown
+        for name in ("op.py", "_build.py", "_traceback.py", "_load.py"):
+            assert name not in shown, shown
+        assert len(shown.splitlines()) <= 20, shown  # the cell's lines, then the error
+
+
+FUNCTION_STYLE = """\
+%%section twice.c --inputs float64[:] --outputs float64[:]
+#section support_code_apply
+int APPLY_SPECIFIC(twice)(PyArrayObject* x, PyArrayObject** z) { return 0; }
+"""
+
+
+def test_a_function_style_cell_without_func_name_is_told_the_magics_option(tmp_path):
+    """The magic's own option, --func-name, not build()'s func_name argument."""
+    nb = run_notebook(tmp_path, ["%load_ext libsection", FUNCTION_STYLE])
+    cell = nb.cells[1]
+    assert errors_of(cell) == ["UsageError"], cell.outputs
+    text = outputs_text(cell)
+    assert "--func-name" in text, text
+    assert "give func_name" not in text, text
+
+
+def test_a_cell_pasted_with_a_byte_order_mark_builds(tmp_path, cache_dir):
+    """A cell whose text starts with U+FEFF (pasted from a file saved "UTF-8 with BOM"): read
+    as a file starting with the mark is, not as stray code before its first section."""
+    cell = BUILT_BY_THE_MAGIC.replace("\n#section code", "\n\ufeff#section code", 1)
+    nb = run_notebook(
+        tmp_path,
+        [
+            "%load_ext libsection",
+            cell,
+            "import numpy as np\nprint('add_one', add_one(np.zeros(2)).tolist())",
+        ],
+    )
+    built, call = nb.cells[1:]
+    assert errors_of(built) == [], built.outputs
+    assert "SectionError" not in outputs_text(built), outputs_text(built)
+    assert "Stray code" not in outputs_text(built), outputs_text(built)
+    assert "add_one [1.0, 0.0]" in outputs_text(call), call.outputs
