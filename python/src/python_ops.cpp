@@ -271,6 +271,12 @@ CTypePtr to_type(py::handle value) {
                               std::move(python));
 }
 
+std::vector<CTypePtr> to_types(std::vector<py::object> const& values) {
+  std::vector<CTypePtr> types;
+  for (auto const& value : values) types.push_back(to_type(value));
+  return types;
+}
+
 COpPtr to_op(py::object op) { return std::make_shared<PythonOp>(std::move(op)); }
 
 COpPtr dropin_op(SectionOp section, py::object python, std::vector<std::string> const& overridden) {

@@ -14,6 +14,9 @@ namespace section::python {
 /// (`c_declare(name, sub)`, `c_extract`, ...).
 CTypePtr to_type(pybind11::handle value);
 
+/// `to_type` of each of `values`.
+std::vector<CTypePtr> to_types(std::vector<pybind11::object> const& values);
+
 /// A Python object with `c_code(name, inputs, outputs, sub)` and optionally the other `c_*`
 /// methods of PyTensor's COp, minus their `node` argument.
 COpPtr to_op(pybind11::object op);
