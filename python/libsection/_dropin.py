@@ -1,5 +1,6 @@
-"""A drop-in for PyTensor's ``ExternalCOp``, built on PyTensor's ``COp``, and ``pytensor_op``
-(the bridge of standalone ops, ``_bridge.py``, public here).
+"""The drop-in: PyTensor's ``ExternalCOp`` built on PyTensor's ``COp`` (public as
+``libsection.pytensor.ExternalCOp``), and its node op, the one the linker core builds a node of
+it from, which its derivatives build on too.
 
 Change one import::
 
@@ -34,36 +35,38 @@ import inspect
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
-from pytensor.graph.type import HasDataType
 from pytensor.link.c.op import COp
 from pytensor.link.c.params_type import ParamsType
 
-from . import _backends, _batched_pytensor, _core
-from ._bridge import pytensor_op, pytensor_type, type_string
+from . import _core
 from ._build import checked_language
 from ._load import load_texts, raise_for, relative_to_class
-from ._memo import Lru, WeakMemo
+from ._memo import Lru
 from ._node import (
+    BuiltByTheCore,
     NodeRunner,
-    _COpAdapter,
     compile_node,
     make_c_thunk,
     make_thunk,
-    prepare_nodes,
-    pytensor_flags,
+    prepare_function,
     store,
 )
+from ._protocol import NODE_METHODS, RESHAPING_METHODS, PerNode, dtype_of
 
-__all__ = ["ExternalCOp", "compile_node", "pytensor_op", "pytensor_type", "type_string"]
+__all__ = [
+    "ExternalCOp",
+    "derivative_node_op",
+    "derivative_refusals",
+    "node_op",
+    "overridden",
+    "overrides",
+    "own_perform",
+    "use_gradients",
+]
 
 _NINE_SECTIONS = frozenset(method.tag for method in _core.expansion_methods())
-
-
-# The methods the linker core asks a node's op for (minus their ``node`` argument), and the
-# ones whose override reshapes every string of an expansion.
-_NODE_METHODS = tuple(name for name in vars(_COpAdapter) if name.startswith("c_"))
-_RESHAPING_METHODS = ("get_c_macros", "format_c_function_args")
 
 
 @dataclass(frozen=True)
@@ -123,12 +126,44 @@ def _load(resolved: list[Path], display: list[str], extra_tags: list[str]) -> _c
     return _loaded_cache.setdefault(key, loaded)
 
 
-def _own(cls: type, name: str) -> bool:
+def overridden(cls: type, name: str) -> bool:
     """Whether ``cls`` overrides libsection's own ``ExternalCOp.<name>``."""
     return getattr(cls, name) is not getattr(ExternalCOp, name)
 
 
-class ExternalCOp(COp):
+def overrides(op: Any, names: tuple[str, ...] | list[str]) -> list[str]:
+    """The methods among ``names`` that ``op``'s class (or the op itself) defines in place of
+    the drop-in's own."""
+    return [m for m in names if overridden(type(op), m) or m in op.__dict__]
+
+
+class Gradients(Protocol):
+    """The derived gradients (``libsection._gradient``), which the drop-in's gradient methods
+    hand over to; given by ``libsection.pytensor`` (``use_gradients``), the layer above."""
+
+    def pullback(self, op: Any, inputs: Any, outputs: Any, cotangents: Any) -> list: ...
+    def pushforward(self, op: Any, inputs: Any, outputs: Any, tangents: Any) -> list: ...
+    def r_op(self, op: Any, inputs: Any, eval_points: Any) -> list: ...
+
+
+_gradients: list[Gradients] = []
+
+
+def use_gradients(gradients: Gradients) -> None:
+    """Makes the drop-in's ``pullback``, ``pushforward`` and ``R_op`` those of ``gradients``
+    (the op's own when its class has them, else derived from its C code)."""
+    _gradients[:] = [gradients]
+
+
+def _derivatives() -> Gradients:
+    if not _gradients:
+        raise NotImplementedError(
+            "libsection: the drop-in's gradients come with libsection.pytensor: import it"
+        )
+    return _gradients[0]
+
+
+class ExternalCOp(BuiltByTheCore, COp):
     r"""An op whose C implementation lives in ``#section`` files: PyTensor's ``ExternalCOp``,
     with the same constructor, attributes and methods.
 
@@ -245,22 +280,21 @@ class ExternalCOp(COp):
         """Runs the op's own C code through libsection's linker core, so the Python linker and
         Numba compute what the C backend does. Called directly, it keeps one compiled
         instance per node (thunks made by the linkers get one each)."""
-        compiled = _node_instances.get_or_make(node, lambda: compile_node(node))
-        store(compiled(*inputs), output_storage)
+        store(_performed(node)(*inputs), output_storage)
 
     def make_c_thunk(self, node, storage_map, compute_map, no_recycling):
         """The C backend's thunk, built by libsection's linker core (its compile cache,
         precompiled header and no per-process probe) from the same description PyTensor's
         CLinker would use; the VM calls it natively, as it calls CLinker's. The first drop-in
         node of a function builds the modules of all of them at once, compiled together."""
-        _prepare_function(storage_map)
+        prepare_function(storage_map)
         return make_c_thunk(node, storage_map, compute_map)
 
     def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
         """The Python linker's thunk: the node's own runner (its struct lives as long as the
         thunk)."""
         return make_thunk(
-            NodeRunner(node, _own(type(self), "perform")), node, storage_map, compute_map
+            NodeRunner(node, overridden(type(self), "perform")), node, storage_map, compute_map
         )
 
     # ---------------------------------------------------------------- derivatives
@@ -268,23 +302,17 @@ class ExternalCOp(COp):
     def pullback(self, inputs, outputs, cotangents):
         """The op's gradient: the one its class defines (``pullback``, ``L_op`` or ``grad``),
         else one derived from its C code (``libsection._gradient``)."""
-        from . import _gradient
-
-        return _gradient.pullback(self, inputs, outputs, cotangents)
+        return _derivatives().pullback(self, inputs, outputs, cotangents)
 
     L_op = pullback  # what PyTensor before 3.3 asks for
 
     def pushforward(self, inputs, outputs, tangents):
         """The op's Jacobian-vector product: its class's own (``pushforward`` or ``R_op``),
         else one derived from its C code."""
-        from . import _gradient
-
-        return _gradient.pushforward(self, inputs, outputs, tangents)
+        return _derivatives().pushforward(self, inputs, outputs, tangents)
 
     def R_op(self, inputs, eval_points):
-        from . import _gradient
-
-        return _gradient.r_op(self, inputs, eval_points)
+        return _derivatives().r_op(self, inputs, eval_points)
 
     # ---------------------------------------------------------------- expansion
 
@@ -338,14 +366,15 @@ class ExternalCOp(COp):
         ``get_c_macros``'s, in place of the generated ones). CLinker asks for them one method at
         a time, so the result is kept for the calls that follow with the same arguments."""
         function_args = None
-        if self.func_name is not None and outputs and _own(type(self), "format_c_function_args"):
+        own_args = overridden(type(self), "format_c_function_args")
+        if self.func_name is not None and outputs and own_args:
             function_args = self.format_c_function_args(list(inputs), list(outputs))
         if check_input is None:
             check_input = bool(getattr(self, "check_input", True))
         key = _ApplyKey(
             name=name,
-            input_dtypes=tuple(_dtype(v) for v in node.inputs) if node is not None else (),
-            output_dtypes=tuple(_dtype(v) for v in node.outputs) if node is not None else (),
+            input_dtypes=tuple(dtype_of(v) for v in node.inputs) if node is not None else (),
+            output_dtypes=tuple(dtype_of(v) for v in node.outputs) if node is not None else (),
             inputs=tuple(inputs),
             outputs=tuple(outputs),
             params=sub.get("params", "") if sub is not None else "",
@@ -381,26 +410,15 @@ class ExternalCOp(COp):
         return expansion
 
     def _node_op(self, python):
-        """This op as the linker core builds it for one node: its sections expanded in C++, as
-        ``build()``'s are, with the same checks; ``python`` (the node's methods minus ``node``,
-        ``_COpAdapter``) is asked only for the ``c_*`` methods the class overrides, and for
-        ``get_c_macros`` and ``format_c_function_args`` when the class overrides them (their
-        results go where the generated macros and argument list would, as in ``_methods``)."""
-        cls = type(self)
-        overridden = [m for m in _NODE_METHODS if _own(cls, m) or m in self.__dict__]
-        overridden += [m for m in _RESHAPING_METHODS if _own(cls, m)]
-        description = self._op_description()
-        description.name = cls.__name__
-        return _core.dropin_node_op(
-            self._sections, description, self._options(), pytensor_flags(), python, overridden
-        )
+        """This op as the linker core builds it for one node (``node_op``)."""
+        return node_op(self, python)
 
     def _methods(self, node, name, inputs=(), outputs=(), sub=None, fail="", init_fail=""):
         """The c_* strings of one apply, with the macros of an overridden ``get_c_macros``
         where the generated ones would be (the ``func_name`` call is wrapped in its
         ``check_input=False`` macros)."""
         macros = call_macros = None
-        if _own(type(self), "get_c_macros"):
+        if overridden(type(self), "get_c_macros"):
             macros = tuple(self.get_c_macros(node, name))
             if self.func_name is not None:
                 call_macros = tuple(self.get_c_macros(node, name, check_input=False))
@@ -439,7 +457,7 @@ class ExternalCOp(COp):
         if self.params_type is not None:
             version += (self.params_type.c_code_cache_version(),)
         for method in ("format_c_function_args", "get_c_macros"):  # their code shapes ours
-            if _own(type(self), method):
+            if overridden(type(self), method):
                 version += (_code_fingerprint(getattr(type(self), method)),)
         return version
 
@@ -477,40 +495,55 @@ class ExternalCOp(COp):
 
 
 # Compiled instances of nodes whose op's perform was called directly (not through a thunk).
-_node_instances: WeakMemo = WeakMemo()
+_performed: PerNode = PerNode(compile_node)
 
 
-# Numba costs half a second to import: each backend is registered with only when PyTensor
-# loads it (the CVM backend never loads Numba).
-_backends.register(ExternalCOp, lambda op: _own(type(op), "perform"))
-# Its Blockwise nodes (vectorize_graph, pt.vectorize, PyMC) batch in one C loop in every mode.
-_batched_pytensor.register(ExternalCOp, lambda op: _own(type(op), "perform"))
+def own_perform(op: Any) -> bool:
+    """Whether the op's class has its own ``perform`` (which then runs, as PyTensor runs it)."""
+    return overridden(type(op), "perform")
 
 
-# Storage maps (of functions being built) whose drop-in nodes were already built together.
-# By id: a reused id only costs a missed head start, never a wrong result.
-_prepared: Lru[tuple[int, int], bool] = Lru(256)
+# ---- the node op ------------------------------------------------------------------------------
 
 
-def _prepare_function(storage_map) -> None:
-    """PyTensor builds thunks one node after another; the storage map holds every variable
-    of the function, so the first drop-in node's thunk builds the modules of all drop-in
-    nodes of the function, those not in the cache compiled together (``prepare_nodes``)."""
-    key = (id(storage_map), len(storage_map))
-    if _prepared.get(key):
-        return
-    _prepared[key] = True
-    nodes = {
-        v.owner
-        for v in storage_map
-        if getattr(v, "owner", None) is not None and isinstance(v.owner.op, ExternalCOp)
-    }
-    prepare_nodes(nodes)
+def _section_op_parts(op: ExternalCOp) -> tuple:
+    """What the linker core makes a drop-in op's ``SectionOp`` of: its parsed sections, its
+    description, its expansion options and PyTensor's compile flags."""
+    from ._node import pytensor_flags
+
+    description = op._op_description()
+    description.name = type(op).__name__
+    return op._sections, description, op._options(), pytensor_flags()
 
 
-def _dtype(variable) -> str | None:
-    """The dtype the dtype macros describe; None for types without one (generic, params)."""
-    return variable.type.dtype if isinstance(variable.type, HasDataType) else None
+def node_op(op: ExternalCOp, python: Any) -> Any:
+    """The op as the linker core builds it for one node: its sections expanded in C++, as
+    ``build()``'s are, with the same checks; ``python`` (the node's methods minus ``node``,
+    ``_node.COpAdapter``) is asked only for the ``c_*`` methods the class overrides, and for
+    ``get_c_macros`` and ``format_c_function_args`` when the class overrides them (their
+    results go where the generated macros and argument list would, as in ``_methods``)."""
+    asked = overrides(op, NODE_METHODS) + [m for m in RESHAPING_METHODS if overridden(type(op), m)]
+    return _core.dropin_node_op(*_section_op_parts(op), python, asked)
+
+
+def derivative_node_op(op: ExternalCOp, python: Any, output_types, *spec: Any) -> Any:
+    """The linker core's op computing ``op``'s derivatives for one node: the node op's code on
+    dual numbers, in a driver (``spec``: ``differentiated, cotangents, width, mode``, as
+    ``_core.derivative_node_op`` takes them). Raises ``LinkError`` where the files hide values
+    from the derivatives (``derivative_refusals`` tells which, as data)."""
+    asked = overrides(op, NODE_METHODS)
+    return _core.derivative_node_op(
+        *_section_op_parts(op), python, asked, list(output_types), *spec
+    )
+
+
+def derivative_refusals(op: ExternalCOp, differentiated: list[bool], dual_outputs: list[bool]):
+    """Where ``op``'s files hide values from the derivatives of the inputs ``differentiated``
+    marks (casts to a plain ``double``, SL306), as the linker core finds them: a
+    ``_core.DerivativeRefusals``."""
+    return _core.derivative_refusals(
+        *_section_op_parts(op)[:3], list(differentiated), list(dual_outputs)
+    )
 
 
 def _code_fingerprint(function) -> str:

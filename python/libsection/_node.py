@@ -25,7 +25,19 @@ from . import _core
 from ._core import CompiledOp
 from ._memo import Lru
 
-__all__ = ["NodeRunner", "compile_node", "make_c_thunk", "make_thunk", "prepare_nodes", "store"]
+__all__ = [
+    "BuiltByTheCore",
+    "COpAdapter",
+    "NodeRunner",
+    "compile_node",
+    "make_c_thunk",
+    "make_thunk",
+    "node_params",
+    "prepare_function",
+    "prepare_nodes",
+    "pytensor_flags",
+    "store",
+]
 
 
 def _node_compile_error(error: Any) -> Exception:
@@ -50,7 +62,7 @@ def _node_compile_error(error: Any) -> Exception:
 NodeCompileError: type | None = None
 
 
-class _COpAdapter:
+class COpAdapter:
     """A PyTensor op's ``c_*(node, ...)`` methods for one node, in the linker core's op
     interface (the same methods without ``node``), so the linker core builds the node from the
     description PyTensor's C backend would use. Ops that are not drop-ins (PyTensor's own, any
@@ -149,7 +161,7 @@ def _flags(setting: str) -> list[str]:
     return [*machine, "-ffp-contract=fast", *user]
 
 
-def _params(op, node):
+def node_params(op, node):
     """The node's params value and type, as PyTensor's C linker finds them; None without."""
     try:
         value = op.get_params(node)
@@ -166,7 +178,7 @@ def _params(op, node):
 def _node_op(op, node):
     """The node's op for the linker core: a drop-in op's own (its sections expanded in C++,
     Python asked only for what its class overrides), else the op's ``c_*`` methods."""
-    methods = _COpAdapter(op, node)
+    methods = COpAdapter(op, node)
     own_route = getattr(op, "_node_op", None)
     return own_route(methods) if own_route is not None else methods
 
@@ -179,7 +191,7 @@ def _node_graph(node):
         graph.add_input(v.type, str(v.name or f"input {i}")) for i, v in enumerate(node.inputs)
     ]
     constants, params_var = [], None
-    params = _params(op, node)
+    params = node_params(op, node)
     if params is not None:
         params_var = graph.add_constant(params[1], "params")
         constants.append(params[0])
@@ -233,6 +245,34 @@ def prepare_nodes(nodes, jobs: int | None = None) -> None:
     except KeyboardInterrupt:  # reaches this thread only: stop the workers' compiles too
         group.cancel()
         raise
+
+
+class BuiltByTheCore:
+    """Marks an op class whose nodes libsection's linker core builds in every mode (the
+    drop-in's and its derivatives'): the first such node of a function to get its C thunk
+    builds the modules of all of them (``prepare_function``)."""
+
+
+# Storage maps (of functions being built) whose nodes were already built together. By id: a
+# reused id only costs a missed head start, never a wrong result.
+_prepared: Lru[tuple[int, int], bool] = Lru(256)
+
+
+def prepare_function(storage_map) -> None:
+    """PyTensor builds thunks one node after another; the storage map holds every variable
+    of the function, so the first node built by the linker core builds the modules of all
+    such nodes of the function (``BuiltByTheCore``), those not in the cache compiled together
+    (``prepare_nodes``)."""
+    key = (id(storage_map), len(storage_map))
+    if _prepared.get(key):
+        return
+    _prepared[key] = True
+    nodes = {
+        v.owner
+        for v in storage_map
+        if getattr(v, "owner", None) is not None and isinstance(v.owner.op, BuiltByTheCore)
+    }
+    prepare_nodes(nodes)
 
 
 def compile_node(node: Apply, storage: Sequence[list[Any]] | None = None) -> CompiledOp:
