@@ -2,31 +2,9 @@
 ``libsection.pytensor.ExternalCOp``), and its node op, the one the linker core builds a node of
 it from, which its derivatives build on too.
 
-Change one import::
-
-    from libsection.pytensor import ExternalCOp   # was: from pytensor.link.c.op import ExternalCOp
-
-The constructor, the attributes (``func_files``, ``func_codes``, ``func_name``,
-``code_sections``, ``_cop_num_inputs``, ``_cop_num_outputs``, ``check_input``,
-``params_type``, ``SECTIONS``, ``section_re``, ``backward_re``) and every method
-(``c_*``, ``get_c_macros``, ``format_c_function_args``, ``load_c_code``, ``get_path``) behave
-as PyTensor's, and overriding them works as it does there. Three differences: ``#line``
-directives point compiler errors at the ``.c`` files (class attribute ``line_directives``),
-``code``/``code_cleanup`` end with a newline so they compile when the node is last in a module
-(class attribute ``newline_fix``), and the cache version also covers the function name, the
-padding counts, ``check_input`` and the params. There is no ``FutureWarning``. As in
-PyTensor, an op reads its files when it is created: a file rewritten since is read again,
-whatever its size and modification time (a ``%%section`` cell run twice in one second); ops
-reading the same texts share one parse.
-
-**Every backend runs the same C code.** In every mode (``CVM``, ``FAST_COMPILE``, ``NUMBA``,
-PyTensor 3's default ``FAST_RUN``) libsection's linker core builds the node from the description
-PyTensor's C linker would use (the op's ``c_*`` methods, its ``params_type`` and the node's
-types' own C code): one module per node signature, cached on disk, and one instance of the
-op's struct per thunk, as the C backend has. The linker core expands the sections itself, by
-the route ``build()``'s ops take and with its checks; Python is asked only for the ``c_*``
-methods a class overrides. An op that defines its own Python ``perform`` runs that outside the
-C backend, as PyTensor does.
+What it keeps of PyTensor's and what it changes: ``libsection.pytensor``'s docstring. Below it
+in the package's layers: the node machinery (``_node``), which builds its nodes in every mode;
+above it: the bridge, the features (derived gradients, batched nodes) and the face.
 """
 
 from __future__ import annotations

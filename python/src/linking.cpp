@@ -98,7 +98,7 @@ py::object link_module(Graph const& graph, ModuleSource const& module,
                        std::vector<py::object> const& constants, SourceManager& sm,
                        std::string const& display_name,
                        std::optional<std::vector<py::object>> const& storage, bool instantiate) {
-  check_link_arguments(graph, constants, storage);
+  if (instantiate) check_link_arguments(graph, constants, storage);
   LoadedModule loaded = load_module(module, sm);
   if (!instantiate) return py::none();
   // On a PyTensor VM's cells (storage), PyTensor checks what the node returns.
@@ -109,7 +109,7 @@ py::object link_module(Graph const& graph, ModuleSource const& module,
 
 py::object link(Graph const& graph, std::vector<py::object> const& constants, SourceManager& sm,
                 std::string const& display_name) {
-  check_link_arguments(graph, constants, std::nullopt);
+  check_link_arguments(graph, constants, std::nullopt);  // before the module is generated
   return link_module(graph, *generate(graph, sm), constants, sm, display_name, std::nullopt);
 }
 

@@ -33,8 +33,9 @@ class PyGraph {
 
 /// Builds (or finds) and loads `module`, generated for `graph`, and instantiates it with the
 /// values of the graph's constants (`storage`: a PyTensor VM's cells to run in place on); with
-/// `instantiate` false, only builds and loads (returns None). Raises `ValueError` for values
-/// that do not fit the graph, and the Python form of a `LinkError`.
+/// `instantiate` false, only builds and loads (returns None; the values are not looked at).
+/// Raises `ValueError` for values that do not fit the graph, and the Python form of a
+/// `LinkError`.
 pybind11::object link_module(Graph const& graph, ModuleSource const& module,
                              std::vector<pybind11::object> const& constants, SourceManager& sm,
                              std::string const& display_name,
