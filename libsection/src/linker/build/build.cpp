@@ -132,15 +132,16 @@ void check_graph_symbols(PrivateDir const& work) {
 namespace {
 
 /// A module on its way into the cache, with its toolchain and its key, computed once: the key
-/// finds the entry, names the failed build's folder, and tells the members of a library compiled together apart.
+/// finds the entry, names the failed build's folder, and tells the members of a library compiled
+/// together apart.
 struct KeyedModule {
   ModuleSource const* module;
   Toolchain toolchain;
   std::string key;
 };
 
-KeyedModule keyed(ModuleSource const& module, PythonEnvironment const& python,
-             ModuleCache const& cache) {
+KeyedModule with_key(ModuleSource const& module, PythonEnvironment const& python,
+                     ModuleCache const& cache) {
   Toolchain tc = find_toolchain(cache.state(), module.language);
   std::string key = module_cache_key(module, tc, python);
   return {&module, std::move(tc), std::move(key)};
@@ -182,8 +183,7 @@ void log_compiled(KeyedModule const& keyed, double seconds) {
           : join_names(module.op_names) + "(" + join_names(module.input_types) + ") -> " +
                 join_names(module.output_types);
   log_record(LogLevel::info,
-             "compiled " + what + " in " + took + " s (" + keyed.key.substr(0, 12) + ")",
-             seconds);
+             "compiled " + what + " in " + took + " s (" + keyed.key.substr(0, 12) + ")", seconds);
 }
 
 /// Compiles and links the module in `work`, the cache's folder for its entry.
@@ -218,7 +218,7 @@ ModuleManifest compile_into(PrivateDir const& work, KeyedModule const& keyed,
 }
 
 BuiltModule build_keyed(KeyedModule const& keyed, PythonEnvironment const& python,
-                          ModuleCache& cache, SourceManager& sm) {
+                        ModuleCache& cache, SourceManager& sm) {
   BuiltModule result;
   result.debug = keyed.toolchain.debug;
   result.entry = cache.get_or_build(
@@ -232,7 +232,7 @@ BuiltModule build_keyed(KeyedModule const& keyed, PythonEnvironment const& pytho
 
 BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& python,
                          ModuleCache& cache, SourceManager& sm) {
-  return build_keyed(keyed(module, python, cache), python, cache, sm);
+  return build_keyed(with_key(module, python, cache), python, cache, sm);
 }
 
 namespace {
@@ -269,7 +269,7 @@ void build_modules(std::vector<ModuleSource const*> const& members, PythonEnviro
   // (so the same members make the same library whatever order they come in).
   std::vector<std::vector<KeyedModule>> groups;
   for (auto const* m : members) {
-    KeyedModule keyed = keyed(*m, python, cache);
+    KeyedModule keyed = with_key(*m, python, cache);
     if (cache.find(keyed.key)) continue;
     auto group = std::find_if(groups.begin(), groups.end(), [&](auto const& g) {
       return can_share_library(*g.front().module, *m);
@@ -297,7 +297,7 @@ void build_modules(std::vector<ModuleSource const*> const& members, PythonEnviro
     std::vector<ModuleSource const*> sources;
     for (auto const& e : group) sources.push_back(e.module);
     ModuleSource const together = generate_together(sources);
-    KeyedModule const keyed_together = keyed(together, python, cache);
+    KeyedModule const keyed_together = with_key(together, python, cache);
     std::optional<BuiltModule> built;
     // Whatever the members' own errors are, each reports them from its own module.
     auto apart = [&](std::string const& why) {
