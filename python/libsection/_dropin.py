@@ -127,9 +127,9 @@ class Gradients(Protocol):
 _gradients: list[Gradients] = []
 
 
-def use_gradients(gradients: Gradients) -> None:
+def use_gradients(gradients: Any) -> None:
     """Makes the drop-in's ``pullback``, ``pushforward`` and ``R_op`` those of ``gradients``
-    (the op's own when its class has them, else derived from its C code)."""
+    (``Gradients``: the op's own when its class has them, else derived from its C code)."""
     _gradients[:] = [gradients]
 
 
@@ -484,7 +484,9 @@ def own_perform(op: Any) -> bool:
 # ---- the node op ------------------------------------------------------------------------------
 
 
-def _section_op_parts(op: ExternalCOp) -> tuple:
+def _section_op_parts(
+    op: ExternalCOp,
+) -> tuple[_core.LoadedSections, _core.OpDescription, _core.ExpandOptions, list[str]]:
     """What the linker core makes a drop-in op's ``SectionOp`` of: its parsed sections, its
     description, its expansion options and PyTensor's compile flags."""
     from ._node import pytensor_flags

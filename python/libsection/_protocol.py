@@ -115,6 +115,7 @@ def infer_shape_arguments(args: tuple) -> tuple[Any, Any, Any]:
 def call_own_infer_shape(method: Callable[..., Any], fgraph: Any, node: Any, shapes: Any) -> Any:
     """An ``infer_shape`` method in whichever convention it is written: ``(fgraph, node,
     shapes)`` (PyTensor before 3.3) or ``(node, shapes)`` (3.3 on)."""
+    positional: list[Any]
     try:
         positional = [
             p
