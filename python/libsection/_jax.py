@@ -62,6 +62,10 @@ def raise_own_errors(linker_class) -> None:
     """Makes the functions ``linker_class`` (PyTensor's JAXLinker) compiles raise an op's own
     exception (a ``ValueError`` from its C code, say) where XLA reports the op's failure as
     its runtime error, so ``except ValueError`` works in JAX mode as in every other mode."""
+    # Why a patch: XLA runs the compiled computation with no Python frame of the op's around
+    # it, and its runtime error reaches the caller straight from the jitted function, which
+    # PyTensor's thunk calls. What jit_compile returns is the one place between the two where
+    # the op's exception can be raised instead (PyTensor has no hook for a backend's errors).
     compile_jitted = linker_class.jit_compile
     if getattr(compile_jitted, "libsection", False):
         return

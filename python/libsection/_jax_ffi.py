@@ -17,8 +17,9 @@ be had (jaxlib without FFI headers, no compiler), the caller falls back to
 ``jax.pure_callback`` after one WARNING saying why.
 
 An op's exception under XLA (the FFI call's or the callback's) is reported to this module
-(``Failures.report``) before XLA turns it into its runtime error, whose text says only the
-class and the op: ``original_error`` finds the exception itself in that record, by data.
+(``Failures.report``) before XLA turns it into its runtime error: ``original_error`` finds
+the exception itself in that record by data (the failures' numbers after a mark taken before
+the call, and the thread), never by the text of XLA's error, which is for people.
 """
 
 from __future__ import annotations
@@ -121,36 +122,40 @@ def _register() -> None:
 
 class Failures:
     """The exceptions raised by ops under XLA (an FFI call's or a callback's), each reported
-    here (``report``) before XLA turns it into its runtime error, numbered in the order they
-    came: what ``original_error`` looks up to raise the op's own exception instead. Bounded: the
-    last 64 are kept."""
+    here (``report``) on the thread that ran the op, before XLA turns it into its runtime
+    error: what ``original_error`` looks up to raise the op's own exception instead. Each is
+    numbered in the order it came; a caller marks the count before its call (``mark``) and
+    takes a later one after (``take``). Found by these numbers and the thread alone: the text
+    of XLA's error is for people and is never read. Bounded: the last 64 are kept."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._count = 0
-        self._kept: list[tuple[int, BaseException, str]] = []
+        self._kept: list[tuple[int, int, BaseException, str]] = []  # number, thread, error, op
 
     def report(self, error: BaseException, name: str) -> None:
         with self._lock:
             self._count += 1
-            self._kept = [*self._kept[-63:], (self._count, error, name)]
+            failure = (self._count, threading.get_ident(), error, name)
+            self._kept = [*self._kept[-63:], failure]
 
     def mark(self) -> int:
         """The number of the last failure reported: ``take(since=mark)`` finds later ones."""
         return self._count
 
-    def take(self, since: int, shown: str) -> tuple[BaseException, str] | None:
-        """The latest failure after ``since`` whose exception ``shown`` (XLA's error text, which
-        quotes it) is about, with its op's name; taken once, so no traceback stays alive."""
+    def take(self, since: int) -> tuple[BaseException, str] | None:
+        """The latest failure after ``since`` with its op's name: one this thread ran if there
+        is one (XLA runs a CPU computation on its caller's thread), else one of another
+        thread's (XLA's own, when it runs the computation there); taken once, so no traceback
+        stays alive."""
+        here = threading.get_ident()
         with self._lock:
-            for k in range(len(self._kept) - 1, -1, -1):
-                number, error, name = self._kept[k]
-                if number <= since:
-                    break
-                if f"{type(error).__name__} in {name}: {error}" in shown:
-                    del self._kept[k]
-                    return error, name
-        return None
+            later = [k for k, failure in enumerate(self._kept) if failure[0] > since]
+            if not later:
+                return None
+            own = [k for k in later if self._kept[k][1] == here]
+            _, _, error, name = self._kept.pop((own or later)[-1])
+        return error, name
 
 
 _failures = Failures()
@@ -172,21 +177,34 @@ def failure_mark() -> int:
 
 def reported_error(error: BaseException, name: str) -> str:
     """Reports ``error`` (the callback path's) and returns the text XLA's runtime error gets,
-    as the handler's: its class and the op."""
+    as the handler's, for people: its class and the op, in UTF-8 (a lone surrogate, as a file
+    name os.fsdecode made may carry, is written as its escape: JAX crashes on a callback's
+    error whose message is not UTF-8)."""
     _failures.report(error, name)
-    return f"{type(error).__name__} in {name}: {error}"
+    text = f"{type(error).__name__} in {name}: {error}"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def original_error(error: BaseException, since: int = 0) -> BaseException | None:
-    """The op's own exception behind a JAX runtime error from the FFI target or the callback,
-    if any: the latest failure reported after ``since`` that the error is about (taken once:
-    the record forgets it, so it keeps no traceback alive)."""
-    found = _failures.take(since, str(error))
+    """The op's own exception behind ``error``, a JAX runtime error (XLA's, from the FFI target
+    or the callback), if any: the latest failure reported after ``since`` (``failure_mark``),
+    preferably on this thread; taken once: the record forgets it, so it keeps no traceback
+    alive. Any other exception (one raised while tracing, say) has none."""
+    if not _is_runtime_error(error):
+        return None
+    found = _failures.take(since)
     if found is None:
         return None
     own, name = found
     own.add_note(f"raised by {name} in a JAX computation, called by XLA")
     return own
+
+
+def _is_runtime_error(error: BaseException) -> bool:
+    """Whether ``error`` is the error XLA raises when a computation fails at run time."""
+    import jax.errors
+
+    return isinstance(error, jax.errors.JaxRuntimeError)
 
 
 class _Instance:

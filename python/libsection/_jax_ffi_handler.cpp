@@ -19,11 +19,11 @@
 // x64 off), calls the CompiledOp through its native entry (the one Numba calls), checks each
 // output against the node's dtype and the result buffer's shape, and copies it there. A Python
 // exception from the op is handed to the node's `report` (Python keeps it, to raise it in place
-// of XLA's error: data, not text) and becomes an FFI error whose message names its class and
-// the op. Under vmap, a node whose
-// module has a batch entry gets its whole batch in one call of its `Batched` instead (one C loop
-// over the rows, writing into the result buffers; see libsection/_batched.py ffi_batch), unless
-// the op destroys an input or JAX canonicalised a dtype (then the handler goes per element).
+// of XLA's error: found by data, never by this text) and becomes an FFI error whose message, for
+// people, names its class and the op. Under vmap, a node whose module has a batch entry gets its
+// whole batch in one call of its `Batched` instead (one C loop over the rows, writing into the
+// result buffers; see libsection/_batched.py ffi_batch), unless the op destroys an input or JAX
+// canonicalised a dtype (then the handler goes per element).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -183,8 +183,12 @@ void fetch_exception(PyObject* report, std::string& kind, std::string& text) {
   if (type) kind = reinterpret_cast<PyTypeObject*>(type)->tp_name;
   if (value) {
     if (traceback) PyException_SetTraceback(value, traceback);
+    // XLA's text is UTF-8: a lone surrogate (a file name os.fsdecode made) is written escaped.
     if (PyObject* s = PyObject_Str(value)) {
-      if (char const* u = PyUnicode_AsUTF8(s)) text = u;
+      if (PyObject* utf8 = PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace")) {
+        text = PyBytes_AS_STRING(utf8);
+        Py_DECREF(utf8);
+      }
       Py_DECREF(s);
     }
   }
