@@ -15,6 +15,8 @@ import functools
 
 import numpy as np
 
+from ._memo import once
+
 __all__ = ["Pullback", "pushforward_primitive"]
 
 
@@ -250,7 +252,7 @@ def _pushforward_abstract(*avals, pullback: Pullback, wrt):
     return [avals[n_in + j].strip_weak_type() for j in pullback.known]
 
 
-@functools.cache
+@once
 def pushforward_primitive():
     """The primitive ``libsection_pushforward``: a node's output tangents, linear in the
     tangent operands, with the node's pullback as its transpose; operands the node's inputs,

@@ -23,7 +23,7 @@ from pytensor.scalar import ScalarType
 
 from . import _core
 from ._core import CompiledOp
-from ._memo import Lru
+from ._memo import Lru, once
 
 __all__ = [
     "BuiltByTheCore",
@@ -40,26 +40,27 @@ __all__ = [
 ]
 
 
+@once
+def _node_compile_error_class() -> type:
+    """libsection's ``CompileError`` that is also PyTensor's (``NodeCompileError``), so code
+    that catches either keeps working. PyTensor's class is imported only here, when a node
+    first fails: its module imports setuptools (0.2 s)."""
+    from pytensor.link.c.exceptions import CompileError as PyTensorCompileError
+
+    return type(
+        "NodeCompileError",
+        (_core.CompileError, PyTensorCompileError),
+        {"__module__": __name__, "__doc__": _node_compile_error_class.__doc__},
+    )
+
+
 def _node_compile_error(error: Any) -> Exception:
     """A node that did not compile (``error``, a ``_core.CompileError``, carries attributes its
-    stub does not declare): libsection's ``CompileError`` (``.diagnostics``,
-    ``.kept_dir``) that is also PyTensor's, so code that catches either keeps working.
-    PyTensor's class is imported only here: its module imports setuptools (0.2 s)."""
-    global NodeCompileError
-    if NodeCompileError is None:
-        from pytensor.link.c.exceptions import CompileError as PyTensorCompileError
-
-        NodeCompileError = type(
-            "NodeCompileError",
-            (_core.CompileError, PyTensorCompileError),
-            {"__module__": __name__, "__doc__": _node_compile_error.__doc__},
-        )
-    out: Any = NodeCompileError(str(error))
+    stub does not declare) as ``_node_compile_error_class()``, with ``.diagnostics`` and
+    ``.kept_dir``."""
+    out: Any = _node_compile_error_class()(str(error))
     out.diagnostics, out.kept_dir = error.diagnostics, error.kept_dir
     return out
-
-
-NodeCompileError: type | None = None
 
 
 class COpAdapter:

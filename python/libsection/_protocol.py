@@ -10,13 +10,12 @@ standalone op, which runs without PyTensor, can read the names.
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from . import _core
-from ._memo import WeakMemo
+from ._memo import WeakMemo, once
 
 __all__ = [
     "BUILD_METHODS",
@@ -61,7 +60,7 @@ PUSHFORWARD_METHODS = ("pushforward", "R_op")
 """An op's Jacobian-vector product: ``pushforward`` (PyTensor 3.3), ``R_op``."""
 
 
-@functools.cache
+@once
 def has_pullback() -> bool:
     """Whether the installed PyTensor asks an op for ``pullback`` (3.3 on), not ``L_op``."""
     from pytensor.graph.op import Op
@@ -90,7 +89,7 @@ def own_method(op: Any, name: str, *ours: type) -> Callable[..., Any] | None:
 # ---- shapes ---------------------------------------------------------------------------------
 
 
-@functools.cache
+@once
 def _infer_shape_takes_fgraph() -> bool:
     from pytensor.tensor.elemwise import Elemwise
 
