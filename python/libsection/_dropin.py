@@ -22,16 +22,8 @@ from . import _core
 from ._build import checked_language
 from ._load import load_texts, raise_for, relative_to_class
 from ._memo import Lru
-from ._node import (
-    BuiltByTheCore,
-    NodeRunner,
-    compile_node,
-    make_c_thunk,
-    make_thunk,
-    prepare_function,
-    store,
-)
-from ._protocol import NODE_METHODS, RESHAPING_METHODS, PerNode, dtype_of
+from ._node import BuiltByTheCore
+from ._protocol import NODE_METHODS, RESHAPING_METHODS, dtype_of
 
 __all__ = [
     "ExternalCOp",
@@ -254,26 +246,8 @@ class ExternalCOp(BuiltByTheCore, COp):
 
     # ---------------------------------------------------------------- running outside CVM
 
-    def perform(self, node, inputs, output_storage):
-        """Runs the op's own C code through libsection's linker core, so the Python linker and
-        Numba compute what the C backend does. Called directly, it keeps one compiled
-        instance per node (thunks made by the linkers get one each)."""
-        store(_performed(node)(*inputs), output_storage)
-
-    def make_c_thunk(self, node, storage_map, compute_map, no_recycling):
-        """The C backend's thunk, built by libsection's linker core (its compile cache,
-        precompiled header and no per-process probe) from the same description PyTensor's
-        CLinker would use; the VM calls it natively, as it calls CLinker's. The first drop-in
-        node of a function builds the modules of all of them at once, compiled together."""
-        prepare_function(storage_map)
-        return make_c_thunk(node, storage_map, compute_map)
-
-    def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
-        """The Python linker's thunk: the node's own runner (its struct lives as long as the
-        thunk)."""
-        return make_thunk(
-            NodeRunner(node, overridden(type(self), "perform")), node, storage_map, compute_map
-        )
+    def _runs_own_perform(self) -> bool:
+        return own_perform(self)
 
     # ---------------------------------------------------------------- derivatives
 
@@ -470,10 +444,6 @@ class ExternalCOp(BuiltByTheCore, COp):
 
     def c_code_cleanup(self, node, name, inputs, outputs, sub):
         return self._methods(node, name, inputs, outputs, sub, fail=sub["fail"])["c_code_cleanup"]
-
-
-# Compiled instances of nodes whose op's perform was called directly (not through a thunk).
-_performed: PerNode = PerNode(compile_node)
 
 
 def own_perform(op: Any) -> bool:

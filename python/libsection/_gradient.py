@@ -37,17 +37,8 @@ from pytensor.link.c.op import COp
 from . import _backends, _dropin
 from ._build import LinkError
 from ._dropin import ExternalCOp
-from ._node import (
-    BuiltByTheCore,
-    COpAdapter,
-    NodeRunner,
-    compile_node,
-    make_c_thunk,
-    make_thunk,
-    prepare_function,
-    store,
-)
-from ._protocol import CODE_METHODS, RESHAPING_METHODS, PerNode, own_method
+from ._node import BuiltByTheCore, COpAdapter
+from ._protocol import CODE_METHODS, RESHAPING_METHODS, own_method
 
 __all__ = ["DerivedGradient", "DerivedPushforward", "pullback", "pushforward", "width_for"]
 
@@ -284,17 +275,6 @@ class _Derivative(BuiltByTheCore, COp):
         # Its code is the linker core's (make_c_thunk), never PyTensor's C linker's.
         raise NotImplementedError(f"{self} is compiled by libsection's linker core")
 
-    def perform(self, node, inputs, output_storage):
-        store(_performed(node)(*inputs), output_storage)
-
-    def make_c_thunk(self, node, storage_map, compute_map, no_recycling):
-        # Built with the function's other nodes of the linker core, compiled together.
-        prepare_function(storage_map)
-        return make_c_thunk(node, storage_map, compute_map)
-
-    def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
-        return make_thunk(NodeRunner(node, False), node, storage_map, compute_map)
-
     # ------------------------------------------------------------ its own derivatives
 
     def _not_second(self, i, x):
@@ -480,10 +460,6 @@ def _float_values(op, inputs, output_types, known) -> list:
         outputs = op.make_node(*inputs).outputs
         known = {**{j: outputs[j] for j in missing}, **known}
     return [known[j] for j, t in enumerate(output_types) if t.dtype in _FLOATS]
-
-
-# Compiled instances of derivative nodes whose perform was called directly.
-_performed: PerNode = PerNode(compile_node)
 
 
 # ---------------------------------------------------------------- pruning unused gradients

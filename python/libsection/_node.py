@@ -24,6 +24,7 @@ from pytensor.scalar import ScalarType
 from . import _core
 from ._core import CompiledOp
 from ._memo import Lru, once
+from ._protocol import PerNode
 
 __all__ = [
     "BuiltByTheCore",
@@ -249,9 +250,34 @@ def prepare_nodes(nodes, jobs: int | None = None) -> None:
 
 
 class BuiltByTheCore:
-    """Marks an op class whose nodes libsection's linker core builds in every mode (the
-    drop-in's and its derivatives'): the first such node of a function to get its C thunk
-    builds the modules of all of them (``prepare_function``)."""
+    """An op class whose nodes libsection's linker core builds in every mode (the drop-in's
+    and its derivatives'): the C backend's thunk, the Python linker's and ``perform`` called
+    directly all run the node's compiled instance. The first such node of a function to get
+    its C thunk builds the modules of all of them (``prepare_function``)."""
+
+    def _runs_own_perform(self) -> bool:
+        """Whether the Python linker's thunk runs a ``perform`` of the op's class's own."""
+        return False
+
+    def perform(self, node, inputs, output_storage):
+        """Runs the op's own C code through libsection's linker core, so the Python linker and
+        Numba compute what the C backend does. Called directly, it keeps one compiled
+        instance per node (thunks made by the linkers get one each)."""
+        store(_performed(node)(*inputs), output_storage)
+
+    def make_c_thunk(self, node, storage_map, compute_map, no_recycling):
+        """The C backend's thunk, built by libsection's linker core (its compile cache,
+        precompiled header and no per-process probe) from the same description PyTensor's
+        CLinker would use; the VM calls it natively, as it calls CLinker's. The first such
+        node of a function builds the modules of all of them at once, compiled together."""
+        prepare_function(storage_map)
+        return make_c_thunk(node, storage_map, compute_map)
+
+    def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
+        """The Python linker's thunk: the node's own runner (its struct lives as long as the
+        thunk)."""
+        runner = NodeRunner(node, self._runs_own_perform())
+        return make_thunk(runner, node, storage_map, compute_map)
 
 
 # Storage maps (of functions being built) whose nodes were already built together. By id: a
@@ -311,6 +337,10 @@ def compile_node(node: Apply, storage: Sequence[list[Any]] | None = None) -> Com
         return _core.link(graph, constants, type(node.op).__name__, storage)
     except _core.CompileError as e:
         raise _node_compile_error(e) from None
+
+
+# Compiled instances of nodes whose op's perform was called directly (not through a thunk).
+_performed: PerNode = PerNode(compile_node)
 
 
 def make_c_thunk(node, storage_map, compute_map):
