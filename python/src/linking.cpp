@@ -113,6 +113,61 @@ py::object link(Graph const& graph, std::vector<py::object> const& constants, So
   return link_module(graph, *generate(graph, sm), constants, sm, display_name, std::nullopt);
 }
 
+py::object link_graph(PyGraph& graph, std::vector<py::object> const& constants,
+                      std::string const& name,
+                      std::optional<std::vector<py::object>> const& storage) {
+  SourceManager sm;
+  return link_module(graph.graph(), *graph.module(sm), constants, sm, name, storage);
+}
+
+void prepare_graph(PyGraph& graph, std::string const& name) {
+  SourceManager sm;
+  link_module(graph.graph(), *graph.module(sm), {}, sm, name, std::nullopt, false);
+}
+
+py::object link_cached(std::string const& key, std::string const& name, std::size_t n_inputs,
+                       std::size_t n_outputs, std::vector<py::object> const& constants) {
+  auto loaded = load_cached_module(key, name, n_inputs, n_outputs);
+  if (!loaded) return py::none();
+  return new_compiled_op(*loaded->library, n_inputs, n_outputs, constants, std::nullopt,
+                         std::move(loaded->info), name);
+}
+
+py::object build_sections(
+    LoadedSections& loaded, std::vector<std::string> const& inputs,
+    std::vector<std::string> const& outputs, std::optional<std::string> func_name,
+    std::vector<std::tuple<std::string, std::string, py::object>> const& params,
+    std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
+    bool check_input, std::string const& language, std::vector<std::string> c_headers,
+    std::vector<std::string> c_header_dirs, std::vector<std::string> c_libraries,
+    std::vector<std::string> c_lib_dirs, std::vector<std::string> c_compile_args) {
+  if (!loaded.set.ok())
+    raise_python(LinkError(loaded.set.error->message, loaded.set.diagnostics), *loaded.sources);
+  OpDescription op;
+  op.name = name;
+  op.func_name = std::move(func_name);
+  op.num_inputs = num_inputs;
+  op.num_outputs = num_outputs;
+  op.check_input = check_input;
+  op.language = parse_language(language, name);
+  op.inputs = parse_type_strings(inputs, "inputs");
+  op.outputs = parse_type_strings(outputs, "outputs");
+  std::string const shown = signature_text(name, ctypes_for(*op.inputs), ctypes_for(*op.outputs));
+  std::vector<std::pair<std::string, std::string>> field_types;
+  py::dict values;
+  for (auto const& [field, type, value] : params) {
+    field_types.emplace_back(field, type);
+    values[py::str(field)] = value;
+  }
+  BuildFlags flags{std::move(c_headers), std::move(c_header_dirs), std::move(c_libraries),
+                   std::move(c_lib_dirs), std::move(c_compile_args)};
+  auto const built = section_op_graph(std::move(op), parse_param_strings(field_types),
+                                      loaded.sources, loaded.set, std::move(flags));
+  std::vector<py::object> constants;
+  if (built.params) constants.push_back(values);
+  return link(built.graph, constants, *loaded.sources, shown);
+}
+
 void prepare_together(std::vector<PyGraph*> const& graphs) {
   SourceManager sm;
   std::vector<std::shared_ptr<ModuleSource const>> modules;

@@ -7,8 +7,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "loaded.hpp"
 #include "section/linker.hpp"
 
 namespace section::python {
@@ -45,6 +47,33 @@ pybind11::object link_module(Graph const& graph, ModuleSource const& module,
 /// Generates `graph`'s module, then `link_module`.
 pybind11::object link(Graph const& graph, std::vector<pybind11::object> const& constants,
                       SourceManager& sm, std::string const& display_name);
+
+/// `link_module` of `graph`'s module (generated once), as `_core.link` does.
+pybind11::object link_graph(PyGraph& graph, std::vector<pybind11::object> const& constants,
+                            std::string const& name,
+                            std::optional<std::vector<pybind11::object>> const& storage);
+
+/// Builds (or finds) and loads `graph`'s module without instantiating it (`link_module`).
+void prepare_graph(PyGraph& graph, std::string const& name);
+
+/// A new instance of the module of cache entry `key` (`load_cached_module`), with `constants`
+/// its params, or None when the cache has no such entry.
+pybind11::object link_cached(std::string const& key, std::string const& name, std::size_t n_inputs,
+                             std::size_t n_outputs, std::vector<pybind11::object> const& constants);
+
+/// The op of the sections `loaded`, for the `inputs` and `outputs` type strings, linked: its
+/// description from the arguments (PyTensor's `ExternalCOp`'s, `language` "c++" or "c"),
+/// `params` its params fields `(name, type string, value)`, the `c_*` lists what it adds to
+/// its build (`section_op_graph`). Raises the Python form of the `LinkError` of sections that
+/// failed to load, of bad type strings or of the build.
+pybind11::object build_sections(
+    LoadedSections& loaded, std::vector<std::string> const& inputs,
+    std::vector<std::string> const& outputs, std::optional<std::string> func_name,
+    std::vector<std::tuple<std::string, std::string, pybind11::object>> const& params,
+    std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
+    bool check_input, std::string const& language, std::vector<std::string> c_headers,
+    std::vector<std::string> c_header_dirs, std::vector<std::string> c_libraries,
+    std::vector<std::string> c_lib_dirs, std::vector<std::string> c_compile_args);
 
 /// Builds (or finds) the modules of `graphs` in the cache, those not in it compiled together
 /// where they can share a library; a graph whose code cannot be generated is left for its

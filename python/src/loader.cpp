@@ -353,4 +353,14 @@ LoadedSupport load_support_library(ModuleSource const& module, SourceManager& sm
   return out;
 }
 
+py::tuple load_support_code(std::string const& name, std::string const& code,
+                            std::vector<std::string> header_dirs,
+                            std::vector<std::string> const& symbols, std::string const& language) {
+  SourceManager sm;
+  auto loaded = load_support_library(
+      support_library_module(name, code, parse_language(language, name), std::move(header_dirs)),
+      sm, symbols);
+  return py::make_tuple(loaded.symbols, loaded.info);
+}
+
 }  // namespace section::python

@@ -68,6 +68,14 @@ struct LoadedSupport {
 LoadedSupport load_support_library(ModuleSource const& module, SourceManager& sm,
                                    std::vector<std::string> const& symbols);
 
+/// `load_support_library` of the support library `code` makes (`support_library_module`, in
+/// `language`, "c++" or "c"), as `_core.load_support_library` returns it:
+/// `({symbol: address}, info)`.
+pybind11::tuple load_support_code(std::string const& name, std::string const& code,
+                                  std::vector<std::string> header_dirs,
+                                  std::vector<std::string> const& symbols,
+                                  std::string const& language);
+
 /// Builds (or finds) `modules` in the cache, together where they can share a library
 /// (`build_modules`), the GIL released meanwhile; loads nothing. Raises as `load_module` does.
 void build_together(std::vector<ModuleSource const*> const& modules, SourceManager& sm);

@@ -153,8 +153,7 @@ std::vector<bool> float_outputs(std::vector<CTypePtr> const& outputs) {
   return floats;
 }
 
-}  // namespace
-
+/// The refusal the casts `diagnostics` make: the op, then each cast at its line.
 DerivativeRefusal derivative_refusal(SectionOp const& sections,
                                      std::vector<Diagnostic> diagnostics) {
   std::string message = sections.name() + ": its gradient cannot be derived from its C code";
@@ -162,6 +161,8 @@ DerivativeRefusal derivative_refusal(SectionOp const& sections,
     message += "\n" + location_text(d.range, sections.sources()) + ": error: " + d.message;
   return {std::move(message), std::move(diagnostics)};
 }
+
+}  // namespace
 
 DerivativeRefusals derivative_refusals(SectionOp const& sections,
                                        std::vector<bool> const& dual_inputs,
