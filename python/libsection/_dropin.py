@@ -22,7 +22,7 @@ from . import _core
 from ._build import checked_language
 from ._load import load_texts, raise_for, relative_to_class
 from ._memo import Lru
-from ._node import BuiltByTheCore
+from ._node import BuiltByTheCore, pytensor_flags
 from ._protocol import NODE_METHODS, RESHAPING_METHODS, dtype_of
 
 __all__ = [
@@ -459,8 +459,6 @@ def _section_op_parts(
 ) -> tuple[_core.LoadedSections, _core.OpDescription, _core.ExpandOptions, list[str]]:
     """What the linker core makes a drop-in op's ``SectionOp`` of: its parsed sections, its
     description, its expansion options and PyTensor's compile flags."""
-    from ._node import pytensor_flags
-
     description = op._op_description()
     description.name = type(op).__name__
     return op._sections, description, op._options(), pytensor_flags()
@@ -489,8 +487,9 @@ def derivative_node_op(op: ExternalCOp, python: Any, output_types, *spec: Any) -
 
 def derivative_refusals(op: ExternalCOp, differentiated: list[bool], dual_outputs: list[bool]):
     """Where ``op``'s files hide values from the derivatives of the inputs ``differentiated``
-    marks (casts to a plain ``double``, SL306), as the linker core finds them: a
-    ``_core.DerivativeRefusals``."""
+    marks (casts to a plain ``double``, SL306), as the linker core finds them:
+    ``{"all": refusal or None, "every": bool, "inputs": {i: refusal}}``, each refusal
+    ``{"message", "diagnostics"}`` (``_core.derivative_refusals``)."""
     return _core.derivative_refusals(
         *_section_op_parts(op)[:3], list(differentiated), list(dual_outputs)
     )
