@@ -221,8 +221,8 @@ SectionGraph section_op_graph(OpDescription op, std::vector<NamedType> params,
   op.has_params = params_type != nullptr;
   if (params_type) op.params = params_type->spec();
   auto const in = ctypes_for(*op.inputs), out = ctypes_for(*op.outputs);
-  auto section_op = std::make_shared<SectionOp>(std::move(op), std::move(files),
-                                                std::move(sections), ExpandOptions{}, flags);
+  auto section_op = std::make_shared<SectionOp>(
+      std::move(op), std::move(files), std::move(sections), ExpandOptions{}, std::move(flags));
   return {single_op_graph(section_op, in, out, params_type), std::move(params_type)};
 }
 
