@@ -1,4 +1,5 @@
-"""The library's layers: no file of libsection includes a layer above its own.
+"""The library's layers: no file of libsection includes a layer above its own, and the Python
+package's: no module imports one above its own (import-linter, pyproject.toml's contracts).
 
 The stages of libsection/src, lowest first: base (source, text, hashing, diagnostics and their
 rendering, diagnostic codes, the platform file, the log sink), parse (reading, the section
@@ -59,6 +60,7 @@ PUBLIC = {
     "linker/generate/graph.hpp": "linker/generate",
     "linker/generate/module.hpp": "linker/generate",
     "linker/generate/derivative.hpp": "linker/generate",
+    "linker/generate/batch_plan.hpp": "linker/generate",
     "linker/build/build.hpp": "linker/build",
     "linker.hpp": "linker",
     "lint.hpp": "lint",
@@ -159,3 +161,59 @@ def test_the_linker_rooms_include_along_the_data() -> None:
         " linker/build/compile.hpp (linker/build)",
         "libsection/src/linker/build/probe.cpp (linker/build) includes section/linker.hpp (linker)",
     ]
+
+
+# ---------------------------------------------------------------- the Python package
+
+PACKAGE = ROOT / "python" / "libsection"
+
+
+def python_layers_report(tmp_path: Path, edits: dict[str, str] | None = None) -> tuple[int, str]:
+    """import-linter's verdict on pyproject.toml's contracts for the package's sources (a copy,
+    with ``edits`` appended to the files they name): the exit status and the report. The
+    compiled core imports nothing of the package; its place is taken by an empty module, so an
+    import of it is not read as one of the package itself."""
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "libsection"
+    copy.mkdir()
+    for source in PACKAGE.glob("*.py"):
+        shutil.copy(source, copy / source.name)
+    (copy / "_core.py").write_text('"""The compiled core."""\n')
+    for name, text in (edits or {}).items():
+        (copy / name).write_text((copy / name).read_text() + text)
+    lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    assert lint_imports, "import-linter is pinned in deps/requirements.txt"
+    result = subprocess.run(
+        [lint_imports, "--config", str(ROOT / "pyproject.toml"), "--no-cache", "--no-logo"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_the_python_package_keeps_its_layers(tmp_path) -> None:
+    """The standalone op below the node machinery, below the drop-in, below the features, the
+    backends reached only through the backend table (pyproject.toml's contracts)."""
+    status, report = python_layers_report(tmp_path)
+    assert status == 0, report
+
+
+def test_an_import_that_climbs_is_found(tmp_path) -> None:
+    """The check itself can fail: the node machinery importing the drop-in, and the drop-in a
+    backend module (even inside a function)."""
+    status, report = python_layers_report(
+        tmp_path,
+        {
+            "_node.py": "\nfrom . import _dropin\n",
+            "_dropin.py": "\n\ndef _numba_now():\n    from . import _numba\n",
+        },
+    )
+    assert status != 0
+    assert "libsection._node is not allowed to import libsection._dropin" in report, report
+    assert "libsection._dropin is not allowed to import libsection._numba" in report, report

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import _backends, _jax_ffi
+from . import _backends
 from ._build import CompiledOp, CompileError, LinkError, Module, build, build_many
 from ._core import Diagnostic, LoadedSections, __version__
 from ._load import LoadError, SectionDecodeError, SectionError, load, load_sections, parse_text
@@ -18,9 +18,9 @@ from .op import ExternalCOp
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-# A JAX computation exported from another process (jax.export) calls libsection's XLA target
-# by name: register it with XLA whenever this process imports JAX.
-_backends.when_imported("jax", _jax_ffi.register_at_import)
+# What libsection's backend modules do when a framework is imported, whatever imported it (a
+# JAX computation exported from another process calls libsection's XLA target by name).
+_backends.watch_frameworks()
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:

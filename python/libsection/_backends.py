@@ -1,15 +1,20 @@
-"""PyTensor's backends for op classes that run C code, registered through one interface.
+"""The backend table: PyTensor's backends for op classes that run C code, registered through
+one interface, and the only way into libsection's backend modules.
 
 PyTensor turns a node into a backend's function through that backend's dispatcher
 (``numba_funcify``, ``jax_funcify``, ...). ``BACKENDS`` lists each backend with the function
 that registers an op class with its dispatcher, all with one signature: Numba
 (python/libsection/_numba.py), JAX (python/libsection/_jax.py), and a clear error for those
-that cannot run C code (PyTorch, MLX). The C VM (``CVM``, ``FAST_COMPILE``, and ``FAST_RUN``
-without Numba) has no dispatcher: it calls the op's own ``make_c_thunk``.
+that cannot run C code (PyTorch, MLX); and the one that registers a batched node's class
+(``BatchedOp``, whose nodes convert otherwise). The C VM (``CVM``, ``FAST_COMPILE``, and
+``FAST_RUN`` without Numba) has no dispatcher: it calls the op's own ``make_c_thunk``.
 
 A backend's dispatch module imports its framework (``numba``, ``jax``, ``torch``, ``mlx``),
 which takes seconds, so nothing is imported here: each registration runs when PyTensor first
-imports that backend's dispatch module (at once if it already has).
+imports that backend's dispatch module (at once if it already has), and imports libsection's
+module for that backend then, by name (``FRAMEWORK_HOOKS`` likewise, when a framework itself is
+imported). No other module of the package imports a backend module: importing
+``libsection.pytensor`` runs no Numba or JAX code.
 """
 
 from __future__ import annotations
@@ -112,14 +117,16 @@ class Backend:
     dispatch: str  # the module that defines the dispatcher
     dispatcher: str  # its name there
     register: Registration
+    # How a batched node's class registers (None: the backend does not convert batched nodes).
+    register_batched: Registration | None = None
 
 
-def _registration_of(module: str) -> Registration:
-    """The ``register`` of libsection's module for a backend, imported when first used (it
-    needs PyTensor, which the standalone ops do without)."""
+def _registration_of(module: str, function: str = "register") -> Registration:
+    """The registration ``function`` of libsection's module for a backend, imported when first
+    used (it needs PyTensor, which the standalone ops do without)."""
 
     def register(dispatcher, op_class, own_perform) -> None:
-        importlib.import_module(f"{__package__}.{module}").register(
+        getattr(importlib.import_module(f"{__package__}.{module}"), function)(
             dispatcher, op_class, own_perform
         )
 
@@ -141,9 +148,19 @@ def refusal(backend: str) -> Registration:
 
 BACKENDS = (
     Backend(
-        "Numba", "pytensor.link.numba.dispatch.basic", "numba_funcify", _registration_of("_numba")
+        "Numba",
+        "pytensor.link.numba.dispatch.basic",
+        "numba_funcify",
+        _registration_of("_numba"),
+        _registration_of("_numba", "register_batched"),
     ),
-    Backend("JAX", "pytensor.link.jax.dispatch.basic", "jax_funcify", _registration_of("_jax")),
+    Backend(
+        "JAX",
+        "pytensor.link.jax.dispatch.basic",
+        "jax_funcify",
+        _registration_of("_jax"),
+        _registration_of("_jax", "register_batched"),
+    ),
     Backend(
         "PyTorch", "pytensor.link.pytorch.dispatch.basic", "pytorch_funcify", refusal("PyTorch")
     ),
@@ -151,14 +168,23 @@ BACKENDS = (
 )
 
 
-def backends_with(**registrations: Registration) -> tuple[Backend, ...]:
-    """The backends named (``Numba=...``, ``JAX=...``), with these registrations: for an op
-    class whose nodes convert otherwise than a drop-in op's (``BatchedOp``)."""
-    return tuple(
-        dataclasses.replace(backend, register=registrations[backend.name])
-        for backend in BACKENDS
-        if backend.name in registrations
-    )
+def _framework_hook(module: str, function: str) -> Callable[[ModuleType], None]:
+    def run(framework: ModuleType) -> None:
+        getattr(importlib.import_module(f"{__package__}.{module}"), function)(framework)
+
+    return run
+
+
+# Framework -> what libsection's backend module does once it is imported, whatever imported it:
+# a JAX computation exported from another process (jax.export) calls libsection's XLA target
+# by name, so the target is registered with XLA whenever this process imports JAX.
+FRAMEWORK_HOOKS = {"jax": _framework_hook("_jax_ffi", "register_at_import")}
+
+
+def watch_frameworks() -> None:
+    """Runs each of ``FRAMEWORK_HOOKS`` when its framework is imported (now, if it is)."""
+    for framework, hook in FRAMEWORK_HOOKS.items():
+        when_imported(framework, hook)
 
 
 def register(
@@ -174,3 +200,12 @@ def _registering(backend: Backend, op_class: type, own_perform: OwnPerform):
         backend.register(getattr(module, backend.dispatcher), op_class, own_perform)
 
     return run
+
+
+def register_batched(op_class: type, backends: Iterable[Backend] = BACKENDS) -> None:
+    """``op_class`` (a batched node's, ``BatchedOp``) with every backend that converts batched
+    nodes, each when PyTensor imports its dispatch module."""
+    for backend in backends:
+        if backend.register_batched is not None:
+            batched = dataclasses.replace(backend, register=backend.register_batched)
+            when_imported(backend.dispatch, _registering(batched, op_class, lambda op: False))

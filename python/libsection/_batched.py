@@ -12,13 +12,14 @@ An op declares that its C code takes the batch itself, leading dimensions and al
 ``vmap_method = "broadcast_all"`` (JAX's name for that contract: every input broadcast to the
 whole batch shape, one call); the default, ``"sequential"``, runs the op once per row.
 
-This module holds what every backend shares (the signature, the plan batch.c reads, the
-standalone op's batched call, JAX's); ``_batched_pytensor`` puts batches into PyTensor's graphs.
+The plan of a batch is the linker core's ``_core.BatchPlan`` (the signature's core dimensions,
+the broadcast masks, the op's own batching), which batch.c reads. This module holds what every
+backend shares (the signature, the standalone op's batched call, JAX's); ``_batched_pytensor``
+puts batches into PyTensor's graphs.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -37,46 +38,17 @@ __all__ = [
 
 VMAP_METHODS = ("sequential", "broadcast_all")
 
-# The flags of a plan (batch.c's LIBSECTION_BATCH_*).
-_WHOLE, _STRICT = 1, 2
-
-_ARGUMENT = re.compile(r"\s*\(([^()]*)\)\s*")
-_DIMENSION = re.compile(r"\s*([A-Za-z_]\w*|\d+)\s*")
-
-
-def _arguments(text: str, signature: str) -> list[tuple[str, ...]]:
-    arguments, at = [], 0
-    while at < len(text):
-        match = _ARGUMENT.match(text, at)
-        if match is None:
-            raise ValueError(f"not a gufunc signature: {signature!r} (at {text[at:]!r})")
-        dims = match.group(1).strip()
-        parts = [] if not dims else dims.split(",")
-        for part in parts:
-            if _DIMENSION.fullmatch(part) is None:
-                raise ValueError(f"not a gufunc signature: {signature!r} (dimension {part!r})")
-        arguments.append(tuple(p.strip() for p in parts))
-        at = match.end()
-        if at < len(text):
-            if text[at] != ",":
-                raise ValueError(f"not a gufunc signature: {signature!r} (at {text[at:]!r})")
-            at += 1
-    return arguments
-
 
 @memoized(256)
 def parse_signature(
     signature: str,
 ) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
     """``"(m,n),(n)->(m)"`` as ``((("m", "n"), ("n",)), (("m",),))``: each input's and output's
-    core dimensions, names or fixed lengths (``"3"``). ``ValueError`` for anything else."""
-    if not isinstance(signature, str) or signature.count("->") != 1:
+    core dimensions, names or fixed lengths (``"3"``), as the linker core reads them.
+    ``ValueError`` for anything else."""
+    if not isinstance(signature, str):
         raise ValueError(f"not a gufunc signature: {signature!r} (it needs one '->')")
-    inputs, outputs = signature.split("->")
-    parsed_outputs = _arguments(outputs, signature)
-    if not parsed_outputs:
-        raise ValueError(f"not a gufunc signature: {signature!r} (no outputs)")
-    return tuple(_arguments(inputs, signature)), tuple(parsed_outputs)
+    return _core.parse_gufunc_signature(signature)
 
 
 def vmap_method(op: Any) -> str:
@@ -94,37 +66,11 @@ def vmap_method(op: Any) -> str:
     return method
 
 
-def plan(
-    signature: str, whole: bool = False, masks: list[int] | None = None
-) -> tuple[list[int], list[str]]:
-    """What batch.c reads of ``signature``: the plan (flags, the number of dimension names,
-    then per input its core ndim, dimensions and broadcast mask, per output its core ndim and
-    dimensions) and the dimension names. ``masks``: per input, the batch dimensions that may
-    broadcast at run time (PyTensor's rule); None for NumPy's (any length-1 dimension)."""
-    inputs, outputs = parse_signature(signature)
-    names: list[str] = []
-
-    def dim(d: str) -> int:
-        if d.isdigit():
-            return -(int(d) + 1)
-        if d not in names:
-            names.append(d)
-        return names.index(d)
-
-    body: list[int] = []
-    for i, dims in enumerate(inputs):
-        body += [len(dims), *map(dim, dims), masks[i] if masks is not None else 0]
-    for dims in outputs:
-        body += [len(dims), *map(dim, dims)]
-    flags = (_WHOLE if whole else 0) | (_STRICT if masks is not None else 0)
-    return [flags, len(names), *body], names
-
-
 def batched(compiled, signature: str, name: str, *, whole: bool = False, masks=None):
-    """``compiled`` (a CompiledOp with a batch entry) over batches of ``signature``:
-    a ``_core.Batched``, called with the batch's inputs."""
-    values, names = plan(signature, whole, masks)
-    return _core.Batched(compiled, values, [name, signature, *names])
+    """``compiled`` (a CompiledOp with a batch entry) over batches of ``signature``: a
+    ``_core.Batched``, called with the batch's inputs. ``masks``: per input, the batch
+    dimensions that may broadcast at run time (PyTensor's rule); None for NumPy's."""
+    return _core.Batched(compiled, _core.BatchPlan(name, signature, whole, masks))
 
 
 # ---------------------------------------------------------------- the standalone op
@@ -183,13 +129,9 @@ def ffi_batch(
     op ``name``, whose inputs and outputs have ``in_ndims`` and ``out_ndims`` dimensions) with:
     one C loop, or one call when ``whole`` (an op whose ``vmap_method`` is ``"broadcast_all"``);
     None when the module has no batch entry (then the handler calls the op per batch element).
-    The batch is JAX's, already broadcast: the signature names each core dimension apart."""
-    counter = iter(range(sum(in_ndims) + sum(out_ndims)))
-    args = [
-        "(" + ",".join(f"d{next(counter)}" for _ in range(n)) + ")" for n in [*in_ndims, *out_ndims]
-    ]
-    signature = ",".join(args[: len(in_ndims)]) + "->" + ",".join(args[len(in_ndims) :])
+    The batch is JAX's, already broadcast: its plan names each core dimension apart."""
+    plan = _core.BatchPlan.of_ranks(name, list(in_ndims), list(out_ndims), whole)
     try:
-        return batched(compiled, signature, name, whole=whole)
+        return _core.Batched(compiled, plan)
     except TypeError:  # no batch entry: an input or output the runtime cannot give a row of
         return None

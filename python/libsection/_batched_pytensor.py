@@ -19,10 +19,15 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.tensor.blockwise import Blockwise
 
-from . import _backends, _batched, _numba
-from ._jax import _call_infer_shape
-from ._memo import WeakMemo
+from . import _backends, _batched
 from ._node import compile_node, make_thunk, store
+from ._protocol import (
+    PerNode,
+    blockwise_batch_ndim,
+    blockwise_core_node,
+    call_infer_shape,
+    gradient_method,
+)
 
 __all__ = ["BatchedOp", "register"]
 
@@ -54,11 +59,11 @@ class BatchedOp(Op):
 
     def core_node(self, node):
         """The node of the core op that one row of ``node`` is."""
-        return self.blockwise._create_dummy_core_node(node.inputs)
+        return blockwise_core_node(self.blockwise, node)
 
     def batched(self, node):
         """A fresh ``_core.Batched`` of ``node`` (its own compiled instance, so its own struct)."""
-        batch_ndim = node.outputs[0].type.ndim - len(self.blockwise.outputs_sig[0])
+        batch_ndim = blockwise_batch_ndim(self.blockwise, node)
         masks = [
             sum(1 << d for d, b in enumerate(v.type.broadcastable[:batch_ndim]) if b)
             for v in node.inputs
@@ -82,7 +87,7 @@ class BatchedOp(Op):
             return self.signature
         symbolic = [tuple(v.shape[k] for k in range(v.type.ndim)) for v in core_node.inputs]
         try:
-            shapes = _call_infer_shape(core_node, symbolic)
+            shapes = call_infer_shape(core_node, symbolic)
         except Exception:  # no infer_shape, or one for other inputs: the first row tells
             shapes = [(None,) * len(dims) for dims in outputs]
         found = {id(e): inputs[i][k] for i, dims in enumerate(symbolic) for k, e in enumerate(dims)}
@@ -104,8 +109,7 @@ class BatchedOp(Op):
         return ",".join(tied_inputs) + "->" + ",".join(tied_outputs)
 
     def perform(self, node, inputs, output_storage):
-        batched = _performers.get_or_make(node, lambda: self.batched(node))
-        store(batched(*inputs), output_storage)
+        store(_performed(node)(*inputs), output_storage)
 
     def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
         """The node's own ``Batched``, run on the VM's storage: natively through ``cthunk``
@@ -118,16 +122,17 @@ class BatchedOp(Op):
 
 
 # The gradient is Blockwise's, in the installed PyTensor's name for it.
-_GRADIENT = "pullback" if hasattr(Blockwise, "pullback") else "L_op"
+_GRADIENT = gradient_method()
 setattr(BatchedOp, _GRADIENT, lambda self, *args: getattr(self.blockwise, _GRADIENT)(*args))
 
 # The Batched of nodes whose perform was called directly (not through a thunk).
-_performers: WeakMemo = WeakMemo()
+_performed: PerNode = PerNode(lambda node: node.op.batched(node))
 
 
 def register(op_class, own_perform) -> None:
     """Drop-in ops of ``op_class`` whose class has no ``perform`` of its own (``own_perform``)
-    batch in C: the rewrite in every mode's database, and ``BatchedOp`` in Numba and JAX."""
+    batch in C: the rewrite in every mode's database, and ``BatchedOp`` in the backends that
+    convert batched nodes (``_backends.register_batched``: Numba and JAX)."""
     from pytensor.compile import optdb
     from pytensor.graph.rewriting.basic import dfs_rewriter, node_rewriter
 
@@ -149,31 +154,4 @@ def register(op_class, own_perform) -> None:
         "fast_compile",
         position=99,
     )
-    batched = _backends.backends_with(Numba=_register_numba, JAX=_register_jax)
-    _backends.register(BatchedOp, lambda op: False, backends=batched)
-
-
-def _register_numba(numba_funcify, op_class, own_perform) -> None:
-    @numba_funcify.register(op_class)
-    def _funcify(op, node, **kwargs):
-        return _numba.node_function(node, False, native=op.batched(node))
-
-
-def _register_jax(jax_funcify, op_class, own_perform) -> None:
-    from . import _jax
-
-    @jax_funcify.register(op_class)
-    def _funcify(op, node=None, **kwargs):
-        # The core op's own JAX function (its FFI call, its gradient), vectorized: under vmap
-        # its FFI handler gets the whole batch, and runs it in the C loop.
-        import jax.numpy as jnp
-
-        vectorized = jnp.vectorize(
-            _jax.jax_function(op.core_node(node), False), signature=op.signature
-        )
-
-        def batched(*inputs):
-            op.blockwise._check_runtime_broadcast(node, inputs)
-            return vectorized(*inputs)
-
-        return batched
+    _backends.register_batched(BatchedOp)

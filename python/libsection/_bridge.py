@@ -9,8 +9,6 @@ forwarded to it. Public through ``libsection.pytensor``.
 
 from __future__ import annotations
 
-import inspect
-
 from pytensor.graph.basic import Apply, Variable
 from pytensor.graph.type import Type
 from pytensor.link.c.op import COp
@@ -20,7 +18,14 @@ from pytensor.tensor.type import TensorType
 
 from . import _core
 from ._build import BUILD_FLAGS
+from ._dropin import ExternalCOp
 from ._memo import Lru
+from ._protocol import (
+    GRADIENT_METHODS,
+    call_own_infer_shape,
+    has_pullback,
+    infer_shape_arguments,
+)
 from ._types import tensor
 from .op import ExternalCOp as StandaloneOp
 
@@ -88,26 +93,10 @@ _bridged_classes: Lru[type, type] = Lru(None)
 _FORWARDED = ("connection_pattern", "pushforward", "R_op")
 
 
-def _standalone_infer_shape(standalone, fgraph, node, shapes):
-    """The standalone op's ``infer_shape`` in whichever convention it is written:
-    ``(fgraph, node, shapes)`` (PyTensor before 3.3) or ``(node, shapes)`` (3.3 on)."""
-    method = standalone.infer_shape
-    try:
-        positional = [
-            p
-            for p in inspect.signature(method).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-    except (TypeError, ValueError):
-        positional = [None] * 3
-    return method(node, shapes) if len(positional) == 2 else method(fgraph, node, shapes)
-
-
 def _bridged_infer_shape(self, *args):
-    """PyTensor calls ``infer_shape(fgraph, node, shapes)`` before 3.3 and ``(node, shapes)``
-    from 3.3 on; either reaches the standalone op in its own convention."""
-    fgraph, node, shapes = args if len(args) == 3 else (None, *args)
-    return _standalone_infer_shape(self.standalone, fgraph, node, shapes)
+    """PyTensor's ``infer_shape``, in either convention, reaching the standalone op in its own."""
+    fgraph, node, shapes = infer_shape_arguments(args)
+    return call_own_infer_shape(self.standalone.infer_shape, fgraph, node, shapes)
 
 
 def pytensor_op(standalone: StandaloneOp) -> COp:
@@ -158,10 +147,8 @@ def _add_gradient(bridged, standalone_cls) -> None:
     """The standalone class's gradient, whichever of PyTensor's names it uses: ``pullback``
     (PyTensor 3), ``L_op`` or ``grad``. Where PyTensor has ``pullback`` the bridge defines
     that, so PyTensor does not warn about the older names."""
-    from pytensor.graph.op import Op
-
-    if not hasattr(Op, "pullback"):  # an older PyTensor: its own names, as they are
-        for name in ("grad", "L_op", "pullback"):
+    if not has_pullback():  # an older PyTensor: its own names, as they are
+        for name in reversed(GRADIENT_METHODS):
             if hasattr(standalone_cls, name):
                 setattr(bridged, name, _forward(name))
         return
@@ -195,7 +182,7 @@ def _static_shapes(op, node) -> list[tuple | None]:
         else:
             in_shapes.append(())
     out: list[tuple | None] = []
-    for shape in _standalone_infer_shape(op.standalone, None, node, in_shapes):
+    for shape in call_own_infer_shape(op.standalone.infer_shape, None, node, in_shapes):
         dims: list[int | None] = []
         for d in shape:
             try:
@@ -220,8 +207,6 @@ def _forward_build_flag(name: str):
 def _bridge_class(standalone_cls):
     from pytensor.tensor import as_tensor_variable
     from pytensor.tensor.basic import scalar_from_tensor
-
-    from .pytensor import ExternalCOp  # the drop-in imports this module
 
     param_names = tuple(standalone_cls.params)
 
@@ -283,7 +268,3 @@ def _bridge_class(standalone_cls):
     Bridged.__name__ = Bridged.__qualname__ = standalone_cls.__name__
     Bridged.__module__ = standalone_cls.__module__
     return Bridged
-
-
-# Its public home, where pickles of bridged ops (``__reduce__``) name it, as they always have.
-pytensor_op.__module__ = "libsection.pytensor"

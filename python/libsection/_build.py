@@ -17,6 +17,7 @@ from . import _core
 from ._core import CompiledOp, LoadedSections
 from ._load import PathLike, load
 from ._progress import Progress, progress_stream
+from ._protocol import BUILD_METHODS
 from ._traceback import entry_point
 from ._types import type_of
 
@@ -123,14 +124,8 @@ def _param_type(name: str, value) -> str:
 
 
 #: What an op adds to its module's build, by PyTensor's names: ``build()``'s keyword
-#: arguments and ``ExternalCOp``'s methods of these names.
-BUILD_FLAGS: tuple[str, ...] = (
-    "c_compile_args",
-    "c_header_dirs",
-    "c_libraries",
-    "c_lib_dirs",
-    "c_headers",
-)
+#: arguments and ``ExternalCOp``'s methods of these names (``_protocol.BUILD_METHODS``).
+BUILD_FLAGS: tuple[str, ...] = BUILD_METHODS
 _FOLDER_FLAGS = ("c_header_dirs", "c_lib_dirs")
 
 

@@ -6,7 +6,7 @@ import collections.abc
 from libsection import CompileError
 from libsection import LinkError
 import typing
-__all__: list[str] = ['Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'raise_expansion_errors', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['BatchPlan', 'Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'derivative_refusals', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_gufunc_signature', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'raise_expansion_errors', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -389,7 +389,7 @@ class CompiledOp:
         """
 class Batched:
     """
-    Batched(compiled, plan, labels): `compiled` (a CompiledOp with a batch entry) run once per row of inputs with leading batch dimensions, in one C loop. `plan` and `labels` say what the signature does (python/libsection/_batched.py makes them). Called with the batch's inputs, returns its outputs (a tuple when there are several).
+    Batched(compiled, plan): `compiled` (a CompiledOp with a batch entry) run once per row of inputs with leading batch dimensions, in one C loop, as `plan` (a BatchPlan) says. Called with the batch's inputs, returns its outputs (a tuple when there are several).
     """
     @staticmethod
     def __new__(type, *args, **kwargs):
@@ -409,6 +409,33 @@ class Batched:
         """
         Return repr(self).
         """
+class BatchPlan:
+    """
+    How an op runs a batch (the plan ``Batched`` runs and the runtime's batch loop reads): its
+    core dimensions from a gufunc signature, which batch dimensions of each input may broadcast at
+    run time, and whether the op takes the whole batch itself.
+    """
+    @staticmethod
+    def of_ranks(op_name: str, in_ndims: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], out_ndims: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], whole: bool = False) -> BatchPlan:
+        """
+        The plan of a batch already broadcast (JAX's): inputs and outputs of ``in_ndims`` and ``out_ndims`` core dimensions, each named apart.
+        """
+    def __init__(self, op_name: str, signature: str, whole: bool = False, masks: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> None:
+        """
+        The plan of ``signature`` (``"(n),(n)->(n)"``) for the op ``op_name``. ``whole``:
+        the op takes the whole batch (``vmap_method = "broadcast_all"``). ``masks``: per input, the
+        batch dimensions (bit d for dimension d) that may broadcast at run time (PyTensor's rule);
+        None for NumPy's (any length-1 dimension).
+        """
+    @property
+    def op_name(self) -> str:
+        ...
+    @property
+    def signature(self) -> str:
+        ...
+    @property
+    def whole(self) -> bool:
+        ...
 class NodeOp:
     """
     An op whose code the linker core generates, for `Graph.add_apply`.
@@ -421,7 +448,7 @@ class Graph:
     """
     def __init__(self) -> None:
         ...
-    def add_apply(self, op: typing.Any, inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], output_types: list, params: typing.SupportsInt | typing.SupportsIndex | None = None) -> list[int]:
+    def add_apply(self, op: typing.Any, inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], output_types: collections.abc.Sequence[typing.Any], params: typing.SupportsInt | typing.SupportsIndex | None = None) -> list[int]:
         """
         Adds an apply; returns its output variables.
         """
@@ -484,7 +511,7 @@ def cache_dir() -> str:
     """
     The module cache directory this process uses.
     """
-def derivative_node_op(loaded: LoadedSections, description: OpDescription, options: ExpandOptions, compile_args: collections.abc.Sequence[str], python: typing.Any, overridden: collections.abc.Sequence[str], output_types: list, differentiated: collections.abc.Sequence[bool], cotangents: collections.abc.Sequence[bool], width: typing.SupportsInt | typing.SupportsIndex, mode: str) -> NodeOp:
+def derivative_node_op(loaded: LoadedSections, description: OpDescription, options: ExpandOptions, compile_args: collections.abc.Sequence[str], python: typing.Any, overridden: collections.abc.Sequence[str], output_types: collections.abc.Sequence[typing.Any], differentiated: collections.abc.Sequence[bool], cotangents: collections.abc.Sequence[bool], width: typing.SupportsInt | typing.SupportsIndex, mode: str) -> NodeOp:
     """
     The derivative op of a drop-in node (``dropin_node_op``'s arguments first): its C code
     run on dual numbers. ``mode`` ``"pullback"``: inputs are the node's, then the cotangent of each
@@ -495,6 +522,16 @@ def derivative_node_op(loaded: LoadedSections, description: OpDescription, optio
     the pass's); outputs the tangent of each float output.
     ``output_types`` are the node's output types. Raises ``LinkError`` at the line of a cast that
     would read dual numbers as plain floats.
+    """
+def derivative_refusals(loaded: LoadedSections, description: OpDescription, options: ExpandOptions, differentiated: collections.abc.Sequence[bool], dual_outputs: collections.abc.Sequence[bool]) -> dict:
+    """
+    What the files of a drop-in op refuse of its derivatives for the inputs
+    ``differentiated`` marks, the outputs ``dual_outputs`` marks holding dual numbers: casts that
+    read an array's data as plain ``double`` (SL306). ``{"all": refusal or None, "every": bool,
+    "inputs": {i: refusal}}``, each refusal ``{"message", "diagnostics"}``: ``all``, every cast,
+    when any; ``every``, whether one concerns every input (of an output's data, or of an array the
+    files do not name), which refuses the derivative whole; ``inputs`` the casts of each input's
+    data, which refuse that input's derivative only.
     """
 def dropin_node_op(loaded: LoadedSections, description: OpDescription, options: ExpandOptions, compile_args: collections.abc.Sequence[str], python: typing.Any, overridden: collections.abc.Sequence[str]) -> NodeOp:
     """
@@ -530,9 +567,9 @@ def load_sections(paths: collections.abc.Sequence[str], display_paths: collectio
     """
     Reads and merges section files (`extra_tags`: tags accepted besides the nine). Never raises for file content: see `.error`.
     """
-def load_support_library(name: str, code: str, header_dirs: collections.abc.Sequence[str], symbols: collections.abc.Sequence[str], language: str = 'c++') -> tuple[dict, dict]:
+def load_support_library(name: str, code: str, header_dirs: collections.abc.Sequence[str], symbols: collections.abc.Sequence[str], language: str = 'c++') -> tuple:
     """
-    Builds (or finds in the cache) and loads a support library from C++ ``code`` (C with ``language="c"``; after Python's and NumPy's headers; it defines the module entry points, with ``LIBSECTION_MODULE_ABI`` for the ABI version); returns ``({symbol: address}, info)``.
+    Builds (or finds in the cache) and loads a support library from C++ ``code`` (C with ``language="c"``; after Python's and NumPy's headers and the export macros, ``LIBSECTION_EXPORT``; it defines ``libsection_abi_version``, returning ``LIBSECTION_MODULE_ABI``, and ``libsection_module_init``, which gets the runtime's table); returns ``({symbol: address}, info)``.
     """
 def load_texts(texts: collections.abc.Sequence[str], names: collections.abc.Sequence[str], extra_tags: collections.abc.Sequence[str] = []) -> LoadedSections:
     """
@@ -553,6 +590,12 @@ def op_cache_version(sections: LoadedSections, op: OpDescription, options: Expan
 def params_spec(fields: collections.abc.Sequence[tuple[str, TypeSpec]]) -> ParamsSpec:
     """
     The ParamsType PyTensor builds from (name, TypeSpec) fields.
+    """
+def parse_gufunc_signature(signature: str) -> tuple[tuple, tuple]:
+    """
+    ``"(m,n),(n)->(m)"`` as ``((("m", "n"), ("n",)), (("m",),))``: each input's and
+    output's core dimensions, names or fixed lengths (``"3"``). ``ValueError`` for anything
+    else.
     """
 def parse_params(text: str) -> list[tuple[str, TypeSpec]]:
     """

@@ -34,22 +34,26 @@ its first line (``HEADER_MARKER``) is refused with what to do.
 from __future__ import annotations
 
 import ast
-import contextlib
-import errno
 import hashlib
 import json
 import os
 import re
-import secrets
 import stat
 import sys
 import sysconfig
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 from . import _core
+from ._editor_files import (
+    SetupError,
+    Target,
+    kind_of,
+    link,
+    read_regular,
+    subfolder,
+    write_file,
+)
 
 #: Sections whose text the expander pastes into a function body (statements, not declarations).
 STATEMENT_SECTIONS = frozenset(
@@ -100,63 +104,6 @@ def section_tags(path: Path) -> list[str]:
     # bytes: a file name need not be UTF-8 (the core reads it as the OS names it)
     loaded = _core.load_sections([os.fsencode(path)])  # type: ignore[list-item]
     return [block["tag"] for block in loaded.blocks]
-
-
-#: The largest ``op.py`` or ``.clangd`` read; anything bigger is not a file this tool reads.
-MAX_READ_BYTES = 16 << 20
-
-
-def read_regular(dir_fd: int, name: str, shown: str) -> tuple[bytes, os.stat_result] | None:
-    """The bytes of regular file ``name`` in the folder ``dir_fd`` and its status, or None when
-    there is none. A link is not followed, and a FIFO or device is not opened for reading (it
-    could block or never end): both raise ``SetupError`` saying what to do."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-    try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise SetupError(
-                f"{shown} is a symbolic link: editor-setup does not write through links "
-                "(the file it points to may be outside the folder); remove the link, or replace "
-                "it by a copy of the file, and run again"
-            ) from None
-        raise SetupError(f"cannot read {shown}: {e.strerror}") from None
-    try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            raise SetupError(
-                f"{shown} is {_kind(status.st_mode)}, not a regular file: editor-setup "
-                "reads and writes regular files only; remove it and run again"
-            )
-        if status.st_size > MAX_READ_BYTES:
-            raise SetupError(f"{shown} is over {MAX_READ_BYTES} bytes: not read")
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 16):
-            size += len(chunk)
-            if size > MAX_READ_BYTES:
-                raise SetupError(f"{shown} is over {MAX_READ_BYTES} bytes: not read")
-            chunks.append(chunk)
-        return b"".join(chunks), status
-    finally:
-        os.close(fd)
-
-
-def _kind(mode: int) -> str:
-    """What an entry of status ``mode`` is, for a message (not followed: a link is a link)."""
-    for test, kind in (
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISREG, "a regular file"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return kind
-    return "not a regular file"
 
 
 def op_params(folder_fd: int, shown: str) -> dict[str, str]:
@@ -417,121 +364,6 @@ def clangd_text(existing: str | None, settings: str, shown: str) -> str:
     return before + block + after
 
 
-class SetupError(Exception):
-    """A file editor-setup will not touch, and why; nothing was written."""
-
-
-@dataclass
-class _Target:
-    """One file to write: its folder (a descriptor), its name there, its new bytes, and the
-    status of the file it replaces (None: there is none)."""
-
-    folder_fd: int | None
-    name: str
-    data: bytes
-    replaces: os.stat_result | None
-    shown: str
-    message: str
-
-
-def _write(target: _Target) -> None:
-    """Writes ``target`` atomically: a new file beside it, renamed over it only if the file it
-    replaces is still the one read (else ``SetupError``: it changed meanwhile). Nothing is
-    written through a link, and a file that appeared meanwhile is not replaced."""
-    folder = target.folder_fd
-    assert folder is not None, "the folder is opened before writing"
-    mode = stat.S_IMODE(target.replaces.st_mode) if target.replaces is not None else 0o644
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    with _beside(folder, target.name, lambda t: os.open(t, flags, mode, dir_fd=folder)) as (
-        temporary,
-        fd,
-    ):
-        try:
-            view = memoryview(target.data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if target.replaces is not None:
-                os.fchmod(fd, mode)  # the user's mode, not the umask's
-        finally:
-            os.close(fd)
-        if target.replaces is None:
-            try:  # a link fails if the name appeared meanwhile: nothing is replaced
-                os.link(
-                    temporary,
-                    target.name,
-                    src_dir_fd=folder,
-                    dst_dir_fd=folder,
-                    follow_symlinks=False,
-                )
-            except FileExistsError:
-                raise SetupError(
-                    f"{target.shown} appeared while editor-setup ran: not replaced; run again"
-                ) from None
-            return
-        now = os.stat(target.name, dir_fd=folder, follow_symlinks=False)
-        then = target.replaces
-        if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns) != (
-            then.st_dev,
-            then.st_ino,
-            then.st_size,
-            then.st_mtime_ns,
-            then.st_ctime_ns,
-        ):
-            raise SetupError(
-                f"{target.shown} changed while editor-setup ran: not replaced; run again"
-            )
-        os.rename(temporary, target.name, src_dir_fd=folder, dst_dir_fd=folder)
-
-
-T = TypeVar("T")
-
-
-@contextlib.contextmanager
-def _beside(folder_fd: int, name: str, make: Callable[[str], T]) -> Iterator[tuple[str, T]]:
-    """A new entry under a temporary name beside ``name`` (``make`` creates it exclusively, so
-    a failure there leaves nothing of ours), for the caller to rename or link into place; the
-    temporary name is gone afterwards, whatever failed."""
-    # At most 255 bytes, whatever the name's length.
-    temporary = f".{name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    made = make(temporary)
-    try:
-        yield temporary, made
-    finally:
-        try:
-            os.unlink(temporary, dir_fd=folder_fd)
-        except FileNotFoundError:
-            pass
-
-
-def _subfolder(dir_fd: int, name: str, shown: str, create: bool) -> int | None:
-    """A descriptor of the real folder ``name`` in ``dir_fd`` (made if absent and ``create``;
-    else None when absent); a link or a file there raises ``SetupError``."""
-    if create:
-        try:
-            os.mkdir(name, 0o755, dir_fd=dir_fd)
-        except FileExistsError:
-            pass
-    try:
-        return os.open(
-            name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
-        )
-    except FileNotFoundError:
-        if create:
-            raise
-        return None
-    except OSError as e:
-        if e.errno not in (errno.ELOOP, errno.ENOTDIR):
-            raise SetupError(f"cannot open {shown}: {e.strerror}") from None
-        try:
-            what = _kind(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-        except OSError:
-            what = "not a folder"
-        raise SetupError(
-            f"{shown} is {what}: editor-setup writes its headers only into a real folder of "
-            "its own there; remove it and run again"
-        ) from None
-
-
 def _own_files(setup: Setup) -> dict[str, tuple[str, str]]:
     """The files of HEADERS by name: (text, the first line that says editor-setup wrote it)."""
     files = {_header_name(f): (text, HEADER_MARKER) for f, text in setup.params_headers.items()}
@@ -550,7 +382,7 @@ def _own_files(setup: Setup) -> dict[str, tuple[str, str]]:
 
 def _header_targets(
     directory: Path, setup: Setup, headers_fd: int | None, problems: list[str]
-) -> list[_Target]:
+) -> list[Target]:
     """The files to write in HEADERS; each one there must be editor-setup's (else a problem)."""
     targets = []
     for name, (text, marker) in _own_files(setup).items():
@@ -568,7 +400,7 @@ def _header_targets(
             continue
         replaces = read[1] if read else None
         # None: the folder, made when writing
-        targets.append(_Target(headers_fd, name, text.encode(), replaces, shown, f"wrote {shown}"))
+        targets.append(Target(headers_fd, name, text.encode(), replaces, shown, f"wrote {shown}"))
     for name in setup.links:
         shown = _shown(directory / HEADERS / name)
         if headers_fd is None:
@@ -579,19 +411,13 @@ def _header_targets(
             continue
         if not stat.S_ISLNK(mode):
             problems.append(
-                f"{shown} is {_kind(mode)}, not the link editor-setup makes: not replaced; "
+                f"{shown} is {kind_of(mode)}, not the link editor-setup makes: not replaced; "
                 "remove it and run again"
             )
     return targets
 
 
-def _link(folder_fd: int, name: str, target: str) -> None:
-    """Points the link ``name`` in ``folder_fd`` at ``target``, replacing a link there at once."""
-    with _beside(folder_fd, name, lambda t: os.symlink(target, t, dir_fd=folder_fd)) as made:
-        os.rename(made[0], name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
-
-
-def _clangd_target(directory: Path, dir_fd: int, setup: Setup) -> _Target:
+def _clangd_target(directory: Path, dir_fd: int, setup: Setup) -> Target:
     shown = _shown(directory / ".clangd")
     read = read_regular(dir_fd, ".clangd", shown)
     existing = None
@@ -609,12 +435,12 @@ def _clangd_target(directory: Path, dir_fd: int, setup: Setup) -> _Target:
         "`# >>> libsection editor-setup` and `# <<< libsection editor-setup` lines "
         "(your own settings are kept)"
     )
-    return _Target(
+    return Target(
         dir_fd, ".clangd", text.encode("utf-8"), read[1] if read else None, shown, message
     )
 
 
-def _compile_flags_target(directory: Path, dir_fd: int) -> _Target | None:
+def _compile_flags_target(directory: Path, dir_fd: int) -> Target | None:
     """A ``compile_flags.txt`` where there is none (any there already anchors the folder)."""
     try:
         os.stat(COMPILE_FLAGS, dir_fd=dir_fd, follow_symlinks=False)
@@ -622,7 +448,7 @@ def _compile_flags_target(directory: Path, dir_fd: int) -> _Target | None:
     except FileNotFoundError:
         shown = _shown(directory / COMPILE_FLAGS)
         message = f"wrote {shown} (clangd resolves .clangd's paths from its folder)"
-        return _Target(dir_fd, COMPILE_FLAGS, b"-xc++\n", None, shown, message)
+        return Target(dir_fd, COMPILE_FLAGS, b"-xc++\n", None, shown, message)
 
 
 def write(directory: Path) -> tuple[list[str], list[str]]:
@@ -638,7 +464,7 @@ def write(directory: Path) -> tuple[list[str], list[str]]:
         problems: list[str] = []
         shown_headers = _shown(directory / HEADERS)
         try:  # made only once nothing is refused
-            headers_fd = _subfolder(dir_fd, HEADERS, shown_headers, create=False)
+            headers_fd = subfolder(dir_fd, HEADERS, shown_headers, create=False)
         except SetupError as e:
             problems.append(str(e))
         targets = [] if problems else _header_targets(directory, setup, headers_fd, problems)
@@ -650,18 +476,18 @@ def write(directory: Path) -> tuple[list[str], list[str]]:
         if problems:
             raise SetupError("\n".join(problems))
         if headers_fd is None:
-            headers_fd = _subfolder(dir_fd, HEADERS, shown_headers, create=True)
+            headers_fd = subfolder(dir_fd, HEADERS, shown_headers, create=True)
         assert headers_fd is not None
         for target in targets:
             if target.folder_fd is None:
                 target.folder_fd = headers_fd
-            _write(target)
+            write_file(target)
         written = [t.message for t in targets]
         for name, folder in setup.links.items():
-            _link(headers_fd, name, folder)
+            link(headers_fd, name, folder)
             written.append(f"linked {_shown(directory / HEADERS / name)} to {_shown(folder)}")
         if anchor is not None:
-            _write(anchor)
+            write_file(anchor)
             written.append(anchor.message)
         return written, notices
     finally:

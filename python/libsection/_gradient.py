@@ -34,9 +34,11 @@ from typing import Any
 from pytensor.graph.basic import Apply, Constant, Variable
 from pytensor.link.c.op import COp
 
-from . import _backends, _core
-from ._memo import WeakMemo
-from ._node import NodeRunner, _COpAdapter, compile_node, make_c_thunk, make_thunk, pytensor_flags
+from . import _backends, _dropin
+from ._build import LinkError
+from ._dropin import ExternalCOp
+from ._node import BuiltByTheCore, COpAdapter
+from ._protocol import CODE_METHODS, RESHAPING_METHODS, own_method
 
 __all__ = ["DerivedGradient", "DerivedPushforward", "pullback", "pushforward", "width_for"]
 
@@ -47,19 +49,6 @@ UNKNOWN_WIDTH = 4
 inputs' static shapes."""
 
 _FLOATS = ("float32", "float64")
-# The c_* methods whose text a derivative cannot take from a Python override: it recompiles
-# the op's sections with other element macros, and an override's text would not have them.
-_CODE_METHODS = (
-    "c_code",
-    "c_code_cleanup",
-    "c_support_code",
-    "c_support_code_apply",
-    "c_init_code",
-    "c_init_code_apply",
-    "c_support_code_struct",
-    "c_init_code_struct",
-    "c_cleanup_code_struct",
-)
 
 
 def _dtype(variable) -> str | None:
@@ -89,16 +78,7 @@ def width_for(inputs, differentiated) -> int:
 def _own(op, name: str):
     """The op's own ``name`` method (``pullback``, ``L_op``, ``grad``, ...) when its class
     defines one, not libsection's drop-in nor PyTensor's default; else None."""
-    from pytensor.graph.op import Op
-
-    from .pytensor import ExternalCOp
-
-    method = getattr(type(op), name, None)
-    if method is None or method is getattr(ExternalCOp, name, None):
-        return None
-    if method is getattr(Op, name, None):
-        return None
-    return getattr(op, name)
+    return own_method(op, name, ExternalCOp)
 
 
 def pullback(op, inputs, outputs, cotangents) -> list:
@@ -148,12 +128,10 @@ def _disconnected(variable) -> bool:
 
 def _derivable(op) -> None:
     """Raises when the op's C code cannot be rebuilt on dual numbers: methods overridden in
-    Python that give it text of their own."""
-    from .pytensor import _RESHAPING_METHODS
-    from .pytensor import _own as overrides
-
+    Python that give it text of their own (which would not have the dual numbers' element
+    macros)."""
     cls = type(op)
-    own = [m for m in (*_CODE_METHODS, *_RESHAPING_METHODS) if overrides(cls, m)]
+    own = [m for m in (*CODE_METHODS, *RESHAPING_METHODS) if _dropin.overridden(cls, m)]
     if own:
         raise NotImplementedError(
             f"{cls.__name__} has no gradient of its own, and libsection cannot derive one from "
@@ -226,58 +204,22 @@ def _refused_inputs(op, inputs, output_types, differentiated, given) -> dict[int
     """The inputs whose derivatives the op's files hide (a cast of their data to a plain
     ``double``, SL306), each with the refusal: their gradient is not implemented, the others'
     is derived. Raises the refusal when a cast concerns every input (one of an output's data,
-    or of an array the files do not name)."""
-    from ._core import LinkError
-
-    try:
-        _derivative_node_op(op, inputs, output_types, differentiated, given, 1, "pullback")
-        return {}
-    except LinkError as every:
-        shared = every
-    refused = {}
-    for i, d in enumerate(differentiated):
-        if not d:
-            continue
-        alone = [k == i for k in range(len(differentiated))]
-        try:
-            _derivative_node_op(op, inputs, output_types, alone, given, 1, "pullback")
-        except LinkError as e:
-            # Each line after the first is one cast; one not of this input's data concerns all.
-            casts = str(e).splitlines()[1:]
-            if not all(f"`DTYPE_INPUT_{i}`" in line for line in casts):
-                raise shared from None
-            refused[i] = str(e)
-    return refused
+    or of an array the files do not name). The linker core tells which, as data."""
+    dual_outputs = [t.dtype in _FLOATS for t in output_types]
+    refusals = _dropin.derivative_refusals(op, differentiated, dual_outputs)
+    if refusals["every"]:
+        raise _link_error(refusals["all"])
+    return {i: refusal["message"] for i, refusal in refusals["inputs"].items()}
 
 
-def _derivative_node_op(forward, inputs, output_types, differentiated, cotangents, width, mode):
-    """The linker core's op computing ``forward``'s derivatives on ``inputs`` (its sections
-    expanded with dual numbers, in a driver); raises ``LinkError`` where its files hide values
-    from them."""
-    from .pytensor import _NODE_METHODS
-    from .pytensor import _own as overrides
-
-    _derivable(forward)
-    node = Apply(forward, list(inputs), [t() for t in output_types])
-    overridden = [m for m in _NODE_METHODS if overrides(type(forward), m) or m in forward.__dict__]
-    description = forward._op_description()
-    description.name = type(forward).__name__
-    return _core.derivative_node_op(
-        forward._sections,
-        description,
-        forward._options(),
-        pytensor_flags(),
-        _COpAdapter(forward, node),
-        overridden,
-        list(output_types),
-        list(differentiated),
-        list(cotangents),
-        width,
-        mode,
-    )
+def _link_error(refusal) -> Exception:
+    """The ``LinkError`` of a refusal (its message, at the files' lines, and its diagnostics)."""
+    error: Any = LinkError(refusal["message"])
+    error.diagnostics = refusal["diagnostics"]
+    return error
 
 
-class _Derivative(COp):
+class _Derivative(BuiltByTheCore, COp):
     """What the derived gradient and pushforward ops share: a node built by libsection's
     linker core from the forward op's sections (a differentiated module), run in every mode
     as a drop-in node is."""
@@ -313,14 +255,16 @@ class _Derivative(COp):
         return Apply(self.forward, list(node.inputs[:n]), [t() for t in self.output_types])
 
     def _node_op(self, python):
-        """The linker core's op of this node (the forward op's code on dual numbers)."""
-        n = len(self.differentiated)
-        return _derivative_node_op(
+        """The linker core's op of this node: the forward op's node op (``_dropin.node_op``)
+        on dual numbers, asked for the forward node's methods."""
+        _derivable(self.forward)
+        forward = COpAdapter(self.forward, self._forward_node(python.node))
+        return _dropin.derivative_node_op(
             self.forward,
-            python.node.inputs[:n],
+            forward,
             self.output_types,
-            self.differentiated,
-            self.cotangents,
+            list(self.differentiated),
+            list(self.cotangents),
             self.width,
             self.mode,
         )
@@ -330,21 +274,6 @@ class _Derivative(COp):
     def c_code(self, node, name, inputs, outputs, sub):
         # Its code is the linker core's (make_c_thunk), never PyTensor's C linker's.
         raise NotImplementedError(f"{self} is compiled by libsection's linker core")
-
-    def perform(self, node, inputs, output_storage):
-        compiled = _instances.get_or_make(node, lambda: compile_node(node))
-        results = compiled(*inputs)
-        if len(output_storage) == 1:
-            output_storage[0][0] = results
-        else:
-            for storage, value in zip(output_storage, results, strict=True):
-                storage[0] = value
-
-    def make_c_thunk(self, node, storage_map, compute_map, no_recycling):
-        return make_c_thunk(node, storage_map, compute_map)
-
-    def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
-        return make_thunk(NodeRunner(node, False), node, storage_map, compute_map)
 
     # ------------------------------------------------------------ its own derivatives
 
@@ -360,7 +289,7 @@ class _Derivative(COp):
             "differentiate to take derivatives of its gradient",
         )
 
-    def L_op(self, inputs, outputs, output_grads):
+    def L_op(self, inputs, outputs, output_grads):  # what PyTensor before 3.3 asks for
         return self.pullback(inputs, outputs, output_grads)
 
 
@@ -503,9 +432,11 @@ def _derived_pushforward(op, inputs, outputs, tangents) -> list:
     ]
     output_types = [y.type for y in outputs]
     # Refused here, where the product is asked for, not when the function compiles.
-    _derivative_node_op(
-        op, inputs, output_types, differentiated, [False] * len(outputs), 1, "pushforward"
+    refusals = _dropin.derivative_refusals(
+        op, differentiated, [t.dtype in _FLOATS for t in output_types]
     )
+    if refusals["all"] is not None:
+        raise _link_error(refusals["all"])
     values = [y for y in outputs if _dtype(y) in _FLOATS]
     results = iter(_pushforward_node(op, inputs, differentiated, given, output_types, values))
     return [next(results) if _dtype(y) in _FLOATS else disconnected_type() for y in outputs]
@@ -529,10 +460,6 @@ def _float_values(op, inputs, output_types, known) -> list:
         outputs = op.make_node(*inputs).outputs
         known = {**{j: outputs[j] for j in missing}, **known}
     return [known[j] for j, t in enumerate(output_types) if t.dtype in _FLOATS]
-
-
-# Compiled instances of derivative nodes whose perform was called directly.
-_instances: WeakMemo = WeakMemo()
 
 
 # ---------------------------------------------------------------- pruning unused gradients

@@ -2,7 +2,8 @@
 
 ``_jax_ffi_handler.cpp`` (beside this file) is built once per jaxlib, through the module cache
 like any module (its key covers the source, which names the jaxlib version, and jaxlib's
-header folder), loaded, and registered with XLA as the CPU target ``libsection_node``, a
+header folder), loaded as a support library of the linker core, handed ``instantiate``
+(``libsection_jax_connect``), and registered with XLA as the CPU target ``libsection_node``, a
 stateful handler. A node lowers to one ``jax.ffi.ffi_call`` of that target whose attributes
 name what it runs by values that mean the same in any process: the module's cache key, a
 token for the instance that traced it, the op's name, its params as JSON text, and the kinds,
@@ -14,13 +15,18 @@ from this process's cache; the executable holds it until XLA frees it, with the 
 how, ``_batched.ffi_batch`` makes it). No Python frame runs per call. When the target cannot
 be had (jaxlib without FFI headers, no compiler), the caller falls back to
 ``jax.pure_callback`` after one WARNING saying why.
+
+An op's exception under XLA (the FFI call's or the callback's) is reported to this module
+(``Failures.report``) before XLA turns it into its runtime error: ``original_error`` finds
+the exception itself in that record by data (the failures' numbers after a mark taken before
+the call, and the thread), never by the text of XLA's error, which is for people.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
-import re
 import threading
 import uuid
 import weakref
@@ -33,12 +39,12 @@ from . import _batched, _core
 
 __all__ = [
     "TARGET",
+    "Failures",
     "call_node",
-    "error_list",
+    "failure_mark",
     "instantiate",
     "original_error",
     "register_at_import",
-    "report_error",
     "target_ready",
 ]
 
@@ -68,7 +74,12 @@ def _build_and_register() -> None:
     code = resources.files("libsection").joinpath("_jax_ffi_handler.cpp").read_text()
     code = f"// for jaxlib {jaxlib.__version__}\n{code}"
     entries = ("libsection_jax_instantiate", "libsection_jax_execute")
-    symbols, _ = _core.load_support_library("jax_ffi_handler", code, [str(include)], entries)
+    symbols, _ = _core.load_support_library(
+        "jax_ffi_handler", code, [str(include)], [*entries, "libsection_jax_connect"]
+    )
+    # The handler's instantiate stage asks this module's `instantiate`, which it is handed here.
+    connect = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object)(symbols["libsection_jax_connect"])
+    connect(instantiate)
     # A stateful target: the handler registers its state's type itself, when XLA registers it.
     stages = {
         stage: jax.ffi.pycapsule(symbols[entry])
@@ -109,56 +120,101 @@ def _register() -> None:
                 _state["untold"] = True
 
 
-# Exceptions raised by ops under XLA (the FFI call or the callback), by the address of the list
-# holding them (the handler appends each, and its error names list and index): what
-# `original_error` looks up to raise the op's own exception instead of XLA's runtime error.
-class _Errors(list):
-    """A list the handler appends to; weakly referenced from the registry below."""
+class Failures:
+    """The exceptions raised by ops under XLA (an FFI call's or a callback's), each reported
+    here (``report``) on the thread that ran the op, before XLA turns it into its runtime
+    error: what ``original_error`` looks up to raise the op's own exception instead. Each is
+    numbered in the order it came; a caller marks the count before its call (``mark``) and
+    takes a later one after (``take``). Found by these numbers and the thread alone: the text
+    of XLA's error is for people and is never read. Bounded: the last 64 are kept."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._kept: list[tuple[int, int, BaseException, str]] = []  # number, thread, error, op
+
+    def report(self, error: BaseException, name: str) -> None:
+        with self._lock:
+            self._count += 1
+            failure = (self._count, threading.get_ident(), error, name)
+            self._kept = [*self._kept[-63:], failure]
+
+    def mark(self) -> int:
+        """The number of the last failure reported: ``take(since=mark)`` finds later ones."""
+        return self._count
+
+    def take(self, since: int) -> tuple[BaseException, str] | None:
+        """The latest failure after ``since`` with its op's name: one this thread ran if there
+        is one (XLA runs a CPU computation on its caller's thread), else one of another
+        thread's (XLA's own, when it runs the computation there); taken once, so no traceback
+        stays alive."""
+        here = threading.get_ident()
+        with self._lock:
+            later = [k for k, failure in enumerate(self._kept) if failure[0] > since]
+            if not later:
+                return None
+            own = [k for k in later if self._kept[k][1] == here]
+            _, _, error, name = self._kept.pop((own or later)[-1])
+        return error, name
 
 
-_error_lists: weakref.WeakValueDictionary[int, _Errors] = weakref.WeakValueDictionary()
-_MARKER = re.compile(r"\[libsection (\d+):(-?\d+)\] \S+ in (\S+): ")
+_failures = Failures()
 
 
-def error_list() -> _Errors:
-    """A new list for an op's exceptions, which ``original_error`` finds while it lives."""
-    errors = _Errors()
-    _error_lists[id(errors)] = errors
-    return errors
+def _reporter(name: str):
+    """What the handler (or the callback) hands an op's exception to: ``_failures.report``."""
+
+    def report(error: BaseException) -> None:
+        _failures.report(error, name)
+
+    return report
 
 
-def report_error(errors: _Errors, error: BaseException, name: str) -> str:
-    """Keeps ``error`` in ``errors`` and returns the text that makes XLA's runtime error lead
-    ``original_error`` to it: the handler's marker, for the callback path."""
-    if len(errors) >= 64:  # bounded, as the handler's
-        del errors[:32]
-    errors.append(error)
-    return f"[libsection {id(errors)}:{len(errors) - 1}] {type(error).__name__} in {name}: {error}"
+def failure_mark() -> int:
+    """A mark before a call: ``original_error(error, since=mark)`` looks only at later failures."""
+    return _failures.mark()
 
 
-def original_error(error: BaseException) -> BaseException | None:
-    """The op's own exception behind a JAX runtime error from the FFI target or the callback,
-    if any (once: the registry forgets it, so it keeps no traceback alive)."""
-    match = _MARKER.search(str(error))
-    if match is None:
+def reported_error(error: BaseException, name: str) -> str:
+    """Reports ``error`` (the callback path's) and returns the text XLA's runtime error gets,
+    as the handler's, for people: its class and the op, in UTF-8 (a lone surrogate, as a file
+    name os.fsdecode made may carry, is written as its escape: JAX crashes on a callback's
+    error whose message is not UTF-8)."""
+    _failures.report(error, name)
+    text = f"{type(error).__name__} in {name}: {error}"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def original_error(error: BaseException, since: int = 0) -> BaseException | None:
+    """The op's own exception behind ``error``, a JAX runtime error (XLA's, from the FFI target
+    or the callback), if any: the latest failure reported after ``since`` (``failure_mark``),
+    preferably on this thread; taken once: the record forgets it, so it keeps no traceback
+    alive. Any other exception (one raised while tracing, say) has none."""
+    if not _is_runtime_error(error):
         return None
-    errors = _error_lists.get(int(match.group(1)))
-    index = int(match.group(2))
-    if errors is None or not 0 <= index < len(errors) or errors[index] is None:
+    found = _failures.take(since)
+    if found is None:
         return None
-    own, errors[index] = errors[index], None
-    own.add_note(f"raised by {match.group(3)} in a JAX computation, called by XLA")
+    own, name = found
+    own.add_note(f"raised by {name} in a JAX computation, called by XLA")
     return own
 
 
+def _is_runtime_error(error: BaseException) -> bool:
+    """Whether ``error`` is the error XLA raises when a computation fails at run time."""
+    import jax.errors
+
+    return isinstance(error, jax.errors.JaxRuntimeError)
+
+
 class _Instance:
-    """What a call site runs: a node's CompiledOp, the list its errors go to, its module's
-    cache key, and the ``_core.Batched`` that runs a vmapped call's batch (or None)."""
+    """What a call site runs: a node's CompiledOp, what its errors are reported to, its
+    module's cache key, and the ``_core.Batched`` that runs a vmapped call's batch (or None)."""
 
-    __slots__ = ("__weakref__", "batched", "compiled", "errors", "key")
+    __slots__ = ("__weakref__", "batched", "compiled", "key", "report")
 
-    def __init__(self, compiled, errors, key: str, batched=None):
-        self.compiled, self.errors, self.key, self.batched = compiled, errors, key, batched
+    def __init__(self, compiled, report, key: str, batched=None):
+        self.compiled, self.report, self.key, self.batched = compiled, report, key, batched
 
 
 def _batch(compiled, name: str, in_ndims, out_ndims, batch: int):
@@ -185,7 +241,7 @@ def call_node(compiled, name: str, ins, outs, params, batch: int = 0):
 
     key = compiled.info["key"]
     batched = _batch(compiled, name, [n for n, _, _ in ins], [n for n, _, _ in outs], batch)
-    instance = _Instance(compiled, error_list(), key, batched)
+    instance = _Instance(compiled, _reporter(name), key, batched)
     token = uuid.uuid4().hex
     _live[token] = instance
     attributes = {
@@ -211,7 +267,7 @@ def call_node(compiled, name: str, ins, outs, params, batch: int = 0):
 
 def instantiate(key: str, token: str, name: str, params: str, in_ndims, out_ndims, batch: int):
     """Called by the handler when XLA instantiates a call site: ``(CompiledOp, native entry,
-    error list, Batched or None, its native entry or 0)`` of the instance the call names, this
+    report, Batched or None, its native entry or 0)`` of the instance the call names, this
     process's own or, for a computation exported from another process, one loaded from the
     module cache (with its ``Batched`` made here, from the call's ranks and ``batch``)."""
     live = _live.get(token)
@@ -226,12 +282,12 @@ def instantiate(key: str, token: str, name: str, params: str, in_ndims, out_ndim
                 f"with LIBSECTION_CACHE_DIR pointing at this cache, then call it again"
             )
         batched = _batch(compiled, name, in_ndims, out_ndims, batch)
-        live = _Instance(compiled, error_list(), key, batched)
+        live = _Instance(compiled, _reporter(name), key, batched)
     batch_entry = 0 if live.batched is None else _core.native_entry(live.batched)[4]
     return (
         live.compiled,
         _core.native_entry(live.compiled)[4],
-        live.errors,
+        live.report,
         live.batched,
         batch_entry,
     )

@@ -1,25 +1,29 @@
 // The XLA FFI handler that runs a libsection node inside a compiled JAX computation.
 //
-// Built at run time (once per jaxlib: its FFI headers are not available when libsection is
-// built) by libsection/_jax_ffi.py through the module cache, like any module, and loaded the
-// same way: the libsection_* entry points below let the loader check and initialise it.
+// A support library of the linker core (`support_library_module`): built at run time (once per
+// jaxlib: its FFI headers are not available when libsection is built) by libsection/_jax_ffi.py
+// through the module cache, like any module, after the prelude and the export macros
+// (LIBSECTION_EXPORT), and loaded the same way: the loader checks its ABI and runs its
+// `libsection_module_init`. Python then hands it the function that answers its instantiate
+// stage (`libsection_jax_connect`): the handler names no Python module.
 //
 // Two stages. Instantiate, once per call site when XLA makes an executable: the call's
 // attributes name what it runs by values that mean the same in every process (the module's
-// cache key, an instance token, the op's name, its params as text), and Python
-// (libsection._jax_ffi.instantiate) answers with the node's CompiledOp (the live one that
-// traced the call, or one loaded from the cache for a computation exported elsewhere), which
-// the executable's state holds until XLA frees the executable. Execute, per call: XLA hands the
-// node's inputs as dense row-major buffers and the result buffers to fill. The handler takes
+// cache key, an instance token, the op's name, its params as text), and the function Python
+// connected (libsection._jax_ffi.instantiate) answers with the node's CompiledOp (the live one
+// that traced the call, or one loaded from the cache for a computation exported elsewhere),
+// which the executable's state holds until XLA frees the executable. Execute, per call: XLA hands
+// the node's inputs as dense row-major buffers and the result buffers to fill. The handler takes
 // the GIL, wraps each input (each batch element under vmap) as a read-only NumPy array without
 // copying (a copy in the node's own dtype where JAX canonicalised it: float64 is float32 with
 // x64 off), calls the CompiledOp through its native entry (the one Numba calls), checks each
 // output against the node's dtype and the result buffer's shape, and copies it there. A Python
-// exception from the op becomes an FFI error whose message carries the exception's class, the
-// op's name and a token by which Python finds the exception itself. Under vmap, a node whose
-// module has a batch entry gets its whole batch in one call of its `Batched` instead (one C loop
-// over the rows, writing into the result buffers; see libsection/_batched.py ffi_batch), unless
-// the op destroys an input or JAX canonicalised a dtype (then the handler goes per element).
+// exception from the op is handed to the node's `report` (Python keeps it, to raise it in place
+// of XLA's error: found by data, never by this text) and becomes an FFI error whose message, for
+// people, names its class and the op. Under vmap, a node whose module has a batch entry gets its
+// whole batch in one call of its `Batched` instead (one C loop over the rows, writing into the
+// result buffers; see libsection/_batched.py ffi_batch), unless the op destroys an input or JAX
+// canonicalised a dtype (then the handler goes per element).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -33,9 +37,11 @@
 
 namespace ffi = xla::ffi;
 
-#define LIBSECTION_EXPORT extern "C" __attribute__((visibility("default")))
-
 namespace {
+
+// What answers the instantiate stage (libsection._jax_ffi.instantiate), set by
+// `libsection_jax_connect`; a strong reference, for the process's lifetime.
+PyObject* instantiate_function = nullptr;
 
 using Entry = int (*)(PyObject*, PyObject* const*, PyObject**);
 
@@ -56,13 +62,13 @@ struct Gil {
 };
 
 // What one call site of an executable runs, from its instantiation to the executable's end:
-// the node's CompiledOp, its native entry, the list the op's exceptions go to, and the node's
-// Batched with its native entry (null when a batch runs per element).
+// the node's CompiledOp, its native entry, the function the op's exceptions are reported to,
+// and the node's Batched with its native entry (null when a batch runs per element).
 struct NodeState {
   static ffi::TypeId id;  // set when _jax_ffi registers the type with XLA
   PyObject* op = nullptr;
   Entry entry = nullptr;
-  PyObject* errors = nullptr;
+  PyObject* report = nullptr;
   PyObject* batched = nullptr;
   Entry batch_entry = nullptr;
 
@@ -73,7 +79,7 @@ struct NodeState {
     if (!python_alive()) return;  // the process is ending: nothing left to release
     Gil gil;
     Py_XDECREF(op);
-    Py_XDECREF(errors);
+    Py_XDECREF(report);
     Py_XDECREF(batched);
   }
 };
@@ -167,9 +173,9 @@ struct DropRefs {
 };
 
 // Fetches the Python exception set now: its class name and text; the exception itself is
-// appended to `errors` (a list the Python side owns, so it can raise it), whose index is
-// returned (-1 when it could not be kept).
-Py_ssize_t fetch_exception(PyObject* errors, std::string& kind, std::string& text) {
+// handed to `report` (the node's, which Python keeps it with, to raise it in place of XLA's
+// error), when there is one.
+void fetch_exception(PyObject* report, std::string& kind, std::string& text) {
   PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
   PyErr_Fetch(&type, &value, &traceback);
   PyErr_NormalizeException(&type, &value, &traceback);
@@ -177,32 +183,31 @@ Py_ssize_t fetch_exception(PyObject* errors, std::string& kind, std::string& tex
   if (type) kind = reinterpret_cast<PyTypeObject*>(type)->tp_name;
   if (value) {
     if (traceback) PyException_SetTraceback(value, traceback);
+    // XLA's text is UTF-8: a lone surrogate (a file name os.fsdecode made) is written escaped.
     if (PyObject* s = PyObject_Str(value)) {
-      if (char const* u = PyUnicode_AsUTF8(s)) text = u;
+      if (PyObject* utf8 = PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace")) {
+        text = PyBytes_AS_STRING(utf8);
+        Py_DECREF(utf8);
+      }
       Py_DECREF(s);
     }
   }
   PyErr_Clear();
-  Py_ssize_t token = -1;
-  if (value && errors && PyList_Check(errors)) {
-    if (PyList_GET_SIZE(errors) >= 64) PyList_SetSlice(errors, 0, 32, nullptr);  // bounded
-    if (PyList_Append(errors, value) == 0) token = PyList_GET_SIZE(errors) - 1;
-    PyErr_Clear();
+  if (value && report) {
+    PyObject* done = PyObject_CallOneArg(report, value);
+    Py_XDECREF(done);
+    PyErr_Clear();  // a report that fails leaves XLA's error as it is
   }
   Py_XDECREF(type);
   Py_XDECREF(value);
   Py_XDECREF(traceback);
-  return token;
 }
 
-// The error XLA reports for the Python exception set now, with the marker by which
-// libsection._jax_ffi.original_error finds the exception in `errors`.
-ffi::Error python_error(PyObject* errors, std::string const& op_name) {
+// The error XLA reports for the Python exception set now, which `report` keeps.
+ffi::Error python_error(PyObject* report, std::string const& op_name) {
   std::string kind, text;
-  Py_ssize_t const token = fetch_exception(errors, kind, text);
-  std::string message = "[libsection " + std::to_string(reinterpret_cast<std::uintptr_t>(errors)) +
-                        ":" + std::to_string(token) + "] " + kind + " in " + op_name + ": " + text;
-  return ffi::Error::Internal(message);
+  fetch_exception(report, kind, text);
+  return ffi::Error::Internal(kind + " in " + op_name + ": " + text);
 }
 
 // Builds the Slot of every buffer; the batch shape comes from the first buffer.
@@ -416,9 +421,9 @@ PyObject* int_tuple(Span values) {
   return tuple;
 }
 
-// The instantiate stage: the CompiledOp this call site runs, from
+// The instantiate stage: the CompiledOp this call site runs, from the connected function,
 // libsection._jax_ffi.instantiate(module, instance, name, params, in_ndims, out_ndims, batch),
-// which returns (op, native entry address, error list, Batched or None, its entry address).
+// which returns (op, native entry address, report, Batched or None, its entry address).
 ffi::ErrorOr<std::unique_ptr<NodeState>> instantiate(std::string_view module,
                                                      std::string_view instance,
                                                      std::string_view name, std::string_view params,
@@ -430,19 +435,19 @@ ffi::ErrorOr<std::unique_ptr<NodeState>> instantiate(std::string_view module,
   Gil gil;
   std::string const op_name(name);
   PyObject* result = nullptr;
-  if (PyObject* home = PyImport_ImportModule("libsection._jax_ffi")) {
-    // "N": the call takes the tuples' references (null ones fail it, their exception kept).
-    result = PyObject_CallMethod(
-        home, "instantiate", "s#s#s#s#NNL", module.data(), static_cast<Py_ssize_t>(module.size()),
-        instance.data(), static_cast<Py_ssize_t>(instance.size()), name.data(),
-        static_cast<Py_ssize_t>(name.size()), params.data(), static_cast<Py_ssize_t>(params.size()),
-        int_tuple(in_ndims), int_tuple(out_ndims), static_cast<long long>(batch));
-    Py_DECREF(home);
-  }
+  if (!instantiate_function)
+    return ffi::Error(ffi::ErrorCode::kFailedPrecondition,
+                      "libsection: the handler was not connected (libsection_jax_connect)");
+  // "N": the call takes the tuples' references (null ones fail it, their exception kept).
+  result = PyObject_CallFunction(
+      instantiate_function, "s#s#s#s#NNL", module.data(), static_cast<Py_ssize_t>(module.size()),
+      instance.data(), static_cast<Py_ssize_t>(instance.size()), name.data(),
+      static_cast<Py_ssize_t>(name.size()), params.data(), static_cast<Py_ssize_t>(params.size()),
+      int_tuple(in_ndims), int_tuple(out_ndims), static_cast<long long>(batch));
   auto state = std::make_unique<NodeState>();
-  PyObject *op = nullptr, *entry = nullptr, *errors = nullptr, *batched = nullptr,
+  PyObject *op = nullptr, *entry = nullptr, *report = nullptr, *batched = nullptr,
            *batch_entry = nullptr;
-  if (!result || !PyArg_ParseTuple(result, "OOOOO", &op, &entry, &errors, &batched, &batch_entry)) {
+  if (!result || !PyArg_ParseTuple(result, "OOOOO", &op, &entry, &report, &batched, &batch_entry)) {
     Py_XDECREF(result);
     std::string kind, text;
     fetch_exception(nullptr, kind, text);
@@ -450,9 +455,9 @@ ffi::ErrorOr<std::unique_ptr<NodeState>> instantiate(std::string_view module,
   }
   state->entry = reinterpret_cast<Entry>(PyLong_AsVoidPtr(entry));
   Py_INCREF(op);
-  Py_INCREF(errors);
+  Py_INCREF(report);
   state->op = op;
-  state->errors = errors;
+  state->report = report;
   if (batched != Py_None) {
     state->batch_entry = reinterpret_cast<Entry>(PyLong_AsVoidPtr(batch_entry));
     Py_INCREF(batched);
@@ -483,7 +488,7 @@ struct Call {
   // to the last (it is then the op's, and must not change under it).
   std::vector<Reused> in_views, out_views;
 
-  ffi::Error failed() const { return python_error(node.errors, op_name); }
+  ffi::Error failed() const { return python_error(node.report, op_name); }
 };
 
 // Lays out every buffer of the call (Slot, batch) and returns the number of batch elements.
@@ -646,16 +651,22 @@ LIBSECTION_EXPORT XLA_FFI_Error* libsection_jax_execute(XLA_FFI_CallFrame* frame
   return libsection_node_execute(frame);
 }
 
-// What the loader asks of every libsection module. The handler library has no instances.
+// What the loader asks of a support library: its ABI, and its initialisation, which takes
+// NumPy's API table from the runtime's (as every module does).
 LIBSECTION_EXPORT int libsection_abi_version(void) { return LIBSECTION_MODULE_ABI; }
-LIBSECTION_EXPORT PyObject* libsection_module_init(const void*) {
-  if (_import_array() < 0) return NULL;
+LIBSECTION_EXPORT PyObject* libsection_module_init(const void* runtime) {
+  LIBSECTION_USE_RUNTIME_NUMPY(static_cast<const libsection_runtime*>(runtime));
   return Py_None;
 }
-LIBSECTION_EXPORT PyObject* libsection_init(void) { return Py_None; }
-LIBSECTION_EXPORT void* libsection_instance_new(PyObject**) {
-  PyErr_SetString(PyExc_TypeError, "the JAX handler library has no instances");
-  return NULL;
+
+// Python hands the handler the function that answers its instantiate stage (called with the
+// GIL held, through ctypes.pythonapi's convention): 0, or -1 with a Python exception set.
+LIBSECTION_EXPORT int libsection_jax_connect(PyObject* instantiate) {
+  if (!PyCallable_Check(instantiate)) {
+    PyErr_SetString(PyExc_TypeError, "libsection_jax_connect takes a callable");
+    return -1;
+  }
+  Py_INCREF(instantiate);
+  Py_XSETREF(instantiate_function, instantiate);
+  return 0;
 }
-LIBSECTION_EXPORT int libsection_instance_run(void*) { return -1; }
-LIBSECTION_EXPORT void libsection_instance_free(void*) {}

@@ -8,22 +8,26 @@
 - ``WeakMemo()``: weak keys; an entry lives as long as its key (a node, whose lifetime is
   the value's), so it needs no bound.
 
-``memoized(maxsize)`` keeps a function's results by its arguments under the ``Lru`` rule.
+``memoized(maxsize)`` keeps a function's results by its arguments under the ``Lru`` rule;
+``once`` keeps the one result of a function without arguments for good (what is made once per
+process: a class, a JAX primitive, a fact of the installed PyTensor).
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar, cast
 
-__all__ = ["Lru", "WeakMemo", "memoized"]
+__all__ = ["Lru", "WeakMemo", "memoized", "once"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 F = TypeVar("F", bound=Callable[..., object])
+T = TypeVar("T")
 
 _MISSING = object()
 
@@ -128,3 +132,21 @@ def memoized(maxsize: int) -> Callable[[F], F]:
         return cast(F, functools.lru_cache(maxsize=maxsize)(function))
 
     return wrap
+
+
+def once(function: Callable[[], T]) -> Callable[[], T]:
+    """``function()``'s result, made on the first call and kept for the process: one value
+    however many threads ask at once (a JAX primitive registered twice would be two). An
+    exception is not kept: the next call tries again."""
+    lock = threading.Lock()
+    made: list[T] = []
+
+    @functools.wraps(function)
+    def kept() -> T:
+        if not made:
+            with lock:
+                if not made:
+                    made.append(function())
+        return made[0]
+
+    return kept

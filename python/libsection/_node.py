@@ -23,34 +23,48 @@ from pytensor.scalar import ScalarType
 
 from . import _core
 from ._core import CompiledOp
-from ._memo import Lru
+from ._memo import Lru, once
+from ._protocol import PerNode
 
-__all__ = ["NodeRunner", "compile_node", "make_c_thunk", "make_thunk", "prepare_nodes", "store"]
+__all__ = [
+    "BuiltByTheCore",
+    "COpAdapter",
+    "NodeRunner",
+    "compile_node",
+    "make_c_thunk",
+    "make_thunk",
+    "node_params",
+    "prepare_function",
+    "prepare_nodes",
+    "pytensor_flags",
+    "store",
+]
+
+
+@once
+def _node_compile_error_class() -> type:
+    """libsection's ``CompileError`` that is also PyTensor's (``NodeCompileError``), so code
+    that catches either keeps working. PyTensor's class is imported only here, when a node
+    first fails: its module imports setuptools (0.2 s)."""
+    from pytensor.link.c.exceptions import CompileError as PyTensorCompileError
+
+    return type(
+        "NodeCompileError",
+        (_core.CompileError, PyTensorCompileError),
+        {"__module__": __name__, "__doc__": _node_compile_error_class.__doc__},
+    )
 
 
 def _node_compile_error(error: Any) -> Exception:
     """A node that did not compile (``error``, a ``_core.CompileError``, carries attributes its
-    stub does not declare): libsection's ``CompileError`` (``.diagnostics``,
-    ``.kept_dir``) that is also PyTensor's, so code that catches either keeps working.
-    PyTensor's class is imported only here: its module imports setuptools (0.2 s)."""
-    global NodeCompileError
-    if NodeCompileError is None:
-        from pytensor.link.c.exceptions import CompileError as PyTensorCompileError
-
-        NodeCompileError = type(
-            "NodeCompileError",
-            (_core.CompileError, PyTensorCompileError),
-            {"__module__": __name__, "__doc__": _node_compile_error.__doc__},
-        )
-    out: Any = NodeCompileError(str(error))
+    stub does not declare) as ``_node_compile_error_class()``, with ``.diagnostics`` and
+    ``.kept_dir``."""
+    out: Any = _node_compile_error_class()(str(error))
     out.diagnostics, out.kept_dir = error.diagnostics, error.kept_dir
     return out
 
 
-NodeCompileError: type | None = None
-
-
-class _COpAdapter:
+class COpAdapter:
     """A PyTensor op's ``c_*(node, ...)`` methods for one node, in the linker core's op
     interface (the same methods without ``node``), so the linker core builds the node from the
     description PyTensor's C backend would use. Ops that are not drop-ins (PyTensor's own, any
@@ -149,7 +163,7 @@ def _flags(setting: str) -> list[str]:
     return [*machine, "-ffp-contract=fast", *user]
 
 
-def _params(op, node):
+def node_params(op, node):
     """The node's params value and type, as PyTensor's C linker finds them; None without."""
     try:
         value = op.get_params(node)
@@ -166,7 +180,7 @@ def _params(op, node):
 def _node_op(op, node):
     """The node's op for the linker core: a drop-in op's own (its sections expanded in C++,
     Python asked only for what its class overrides), else the op's ``c_*`` methods."""
-    methods = _COpAdapter(op, node)
+    methods = COpAdapter(op, node)
     own_route = getattr(op, "_node_op", None)
     return own_route(methods) if own_route is not None else methods
 
@@ -179,7 +193,7 @@ def _node_graph(node):
         graph.add_input(v.type, str(v.name or f"input {i}")) for i, v in enumerate(node.inputs)
     ]
     constants, params_var = [], None
-    params = _params(op, node)
+    params = node_params(op, node)
     if params is not None:
         params_var = graph.add_constant(params[1], "params")
         constants.append(params[0])
@@ -235,6 +249,59 @@ def prepare_nodes(nodes, jobs: int | None = None) -> None:
         raise
 
 
+class BuiltByTheCore:
+    """An op class whose nodes libsection's linker core builds in every mode (the drop-in's
+    and its derivatives'): the C backend's thunk, the Python linker's and ``perform`` called
+    directly all run the node's compiled instance. The first such node of a function to get
+    its C thunk builds the modules of all of them (``prepare_function``)."""
+
+    def _runs_own_perform(self) -> bool:
+        """Whether the Python linker's thunk runs a ``perform`` of the op's class's own."""
+        return False
+
+    def perform(self, node, inputs, output_storage):
+        """Runs the op's own C code through libsection's linker core, so the Python linker and
+        Numba compute what the C backend does. Called directly, it keeps one compiled
+        instance per node (thunks made by the linkers get one each)."""
+        store(_performed(node)(*inputs), output_storage)
+
+    def make_c_thunk(self, node, storage_map, compute_map, no_recycling):
+        """The C backend's thunk, built by libsection's linker core (its compile cache,
+        precompiled header and no per-process probe) from the same description PyTensor's
+        CLinker would use; the VM calls it natively, as it calls CLinker's. The first such
+        node of a function builds the modules of all of them at once, compiled together."""
+        prepare_function(storage_map)
+        return make_c_thunk(node, storage_map, compute_map)
+
+    def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
+        """The Python linker's thunk: the node's own runner (its struct lives as long as the
+        thunk)."""
+        runner = NodeRunner(node, self._runs_own_perform())
+        return make_thunk(runner, node, storage_map, compute_map)
+
+
+# Storage maps (of functions being built) whose nodes were already built together. By id: a
+# reused id only costs a missed head start, never a wrong result.
+_prepared: Lru[tuple[int, int], bool] = Lru(256)
+
+
+def prepare_function(storage_map) -> None:
+    """PyTensor builds thunks one node after another; the storage map holds every variable
+    of the function, so the first node built by the linker core builds the modules of all
+    such nodes of the function (``BuiltByTheCore``), those not in the cache compiled together
+    (``prepare_nodes``)."""
+    key = (id(storage_map), len(storage_map))
+    if _prepared.get(key):
+        return
+    _prepared[key] = True
+    nodes = {
+        v.owner
+        for v in storage_map
+        if getattr(v, "owner", None) is not None and isinstance(v.owner.op, BuiltByTheCore)
+    }
+    prepare_nodes(nodes)
+
+
 def compile_node(node: Apply, storage: Sequence[list[Any]] | None = None) -> CompiledOp:
     r"""A fresh compiled instance of a node of a drop-in op (the module is built once per
     signature and cached on disk; each instance has its own struct).
@@ -270,6 +337,10 @@ def compile_node(node: Apply, storage: Sequence[list[Any]] | None = None) -> Com
         return _core.link(graph, constants, type(node.op).__name__, storage)
     except _core.CompileError as e:
         raise _node_compile_error(e) from None
+
+
+# Compiled instances of nodes whose op's perform was called directly (not through a thunk).
+_performed: PerNode = PerNode(compile_node)
 
 
 def make_c_thunk(node, storage_map, compute_map):

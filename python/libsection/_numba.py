@@ -98,6 +98,15 @@ def register(numba_funcify, op_class, own_perform) -> None:
         return node_function(node, own_perform(op))
 
 
+def register_batched(numba_funcify, op_class, own_perform) -> None:
+    """Registers ``op_class`` (``BatchedOp``, a drop-in op's ``Blockwise``) with PyTensor's
+    ``numba_funcify``: Numba calls the node's ``_core.Batched`` natively, once per batch."""
+
+    @numba_funcify.register(op_class)
+    def _funcify(op, node, **kwargs):
+        return node_function(node, False, native=op.batched(node))
+
+
 def node_function(node, own_perform: bool, native=None):
     """A nopython Numba function running ``node``: the compiled C code called natively, or the
     op's own ``perform`` (``own_perform``) called from native code. ``native``: what to call in

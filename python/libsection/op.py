@@ -29,6 +29,7 @@ from . import _batched, _core
 from ._build import BUILD_FLAGS, build, build_flags, checked_language
 from ._load import folder_of_class, load, relative_to_class
 from ._memo import Lru
+from ._protocol import BUILD_METHODS, RESHAPING_METHODS
 from ._traceback import cut_library_frames, entry_point
 from ._types import type_of
 
@@ -266,9 +267,8 @@ class ExternalCOp:
         self._dispatch = _core.Dispatcher(self._compiled_for_values)
 
 
-# The methods of PyTensor's COp this class calls, and the ones it has in its own sense.
-_HONOURED = frozenset(BUILD_FLAGS)
-_RESHAPING = ("get_c_macros", "format_c_function_args")
+# The methods of PyTensor's COp this class calls.
+_HONOURED = frozenset(BUILD_METHODS)
 
 
 def _refuse_unhonoured_methods(cls: type) -> None:
@@ -277,7 +277,7 @@ def _refuse_unhonoured_methods(cls: type) -> None:
     ignored = sorted(
         name
         for name in dir(cls)
-        if (name.startswith("c_") or name in _RESHAPING)
+        if (name.startswith("c_") or name in RESHAPING_METHODS)
         and name not in _HONOURED
         and not hasattr(ExternalCOp, name)
         and callable(getattr(cls, name, None))

@@ -1,17 +1,20 @@
-// `Batched`: a CompiledOp and the plan of its batches (what batch.c reads: the core dimensions
-// of each input and output, as a signature names them, and how batch dimensions broadcast).
-// Calling it runs the module's batch entry: one C loop over the rows, the instance taken once.
+// `Batched`: a CompiledOp and the plan of its batches (the linker's `BatchPlan`, which batch.c
+// reads). Calling it runs the module's batch entry: one C loop over the rows, the instance taken
+// once.
 #include "batched_op.hpp"
 
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <memory>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "c_entry.hpp"
 #include "compiled_op.hpp"
+#include "section/linker/generate/batch_plan.hpp"
 #include "vectorcall_type.hpp"
 
 namespace py = pybind11;
@@ -23,38 +26,13 @@ struct BatchedOp {
   PyObject_HEAD vectorcallfunc vectorcall;
   PyObject* compiled;  // the CompiledOp
   Py_ssize_t n_inputs, n_outputs;
-  std::vector<long long>* plan;
-  std::vector<std::string>* label_texts;
-  std::vector<char const*>* labels;  // into label_texts
+  BatchPlan* plan;
 };
 
 PyTypeObject batched_op_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
-/// The length of a plan for these inputs and outputs, and its dimension names; throws
-/// `ValueError` for a plan the runtime could misread.
-std::size_t check_plan(std::vector<long long> const& plan, Py_ssize_t n_in, Py_ssize_t n_out,
-                       std::size_t n_labels) {
-  auto bad = [](std::string const& why) { return py::value_error("Batched: plan " + why); };
-  if (plan.size() < 2) throw bad("too short");
-  long long const names = plan[1];
-  if (names < 0 || names > 64 || n_labels != static_cast<std::size_t>(2 + names))
-    throw bad("and labels disagree on the dimension names");
-  std::size_t at = 2;
-  for (Py_ssize_t c = 0; c < n_in + n_out; ++c) {
-    if (at >= plan.size()) throw bad("too short");
-    if (plan[at] < 0 || plan[at] > 64) throw bad("has a bad core ndim");
-    std::size_t const end = at + 1 + static_cast<std::size_t>(plan[at]);
-    if (end > plan.size()) throw bad("too short");
-    for (std::size_t k = at + 1; k < end; ++k)
-      if (plan[k] >= names) throw bad("names a dimension it does not have");
-    at = end + (c < n_in ? 1 : 0);  // an input's broadcast mask
-  }
-  if (at != plan.size()) throw bad("too long");
-  return at;
-}
-
 int run(BatchedOp* self, PyObject* const* inputs, PyObject** outputs) {
-  return run_batch(self->compiled, inputs, outputs, self->plan->data(), self->labels->data());
+  return run_batch(self->compiled, inputs, outputs, self->plan->values(), self->plan->labels());
 }
 
 PyObject* batched_call(PyObject* callable, PyObject* const* args, size_t nargsf,
@@ -62,8 +40,9 @@ PyObject* batched_call(PyObject* callable, PyObject* const* args, size_t nargsf,
   auto* self = reinterpret_cast<BatchedOp*>(callable);
   Py_ssize_t const nargs = PyVectorcall_NARGS(nargsf);
   if ((kwnames && PyTuple_GET_SIZE(kwnames)) || nargs != self->n_inputs) {
-    PyErr_Format(PyExc_TypeError, "%s takes %zd positional input%s, got %zd", (*self->labels)[0],
-                 self->n_inputs, self->n_inputs == 1 ? "" : "s", nargs);
+    PyErr_Format(PyExc_TypeError, "%s takes %zd positional input%s, got %zd",
+                 self->plan->op_name().c_str(), self->n_inputs, self->n_inputs == 1 ? "" : "s",
+                 nargs);
     return nullptr;
   }
   std::vector<PyObject*> outputs(static_cast<std::size_t>(self->n_outputs), nullptr);
@@ -80,7 +59,7 @@ PyObject* batched_call(PyObject* callable, PyObject* const* args, size_t nargsf,
 PyObject* batched_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   PyObject *compiled = nullptr, *plan_arg = nullptr, *labels_arg = nullptr;
   static char const* names[] = {"compiled", "plan", "labels", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:Batched", const_cast<char**>(names),
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O:Batched", const_cast<char**>(names),
                                    &compiled, &plan_arg, &labels_arg))
     return nullptr;
   try {
@@ -90,22 +69,27 @@ PyObject* batched_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
           "Batched: takes a CompiledOp whose module has a batch entry (every input and output "
           "an array or a scalar of a built-in type), not " +
           std::string(py::repr(compiled)));
-    auto plan = py::cast<std::vector<long long>>(plan_arg);
-    auto labels = py::cast<std::vector<std::string>>(labels_arg);
-    check_plan(plan, counts->first, counts->second, labels.size());
+    // A `BatchPlan`, or its layout as values and labels (checked as the runtime reads it).
+    std::unique_ptr<BatchPlan> plan;
+    if (labels_arg)
+      plan = std::make_unique<BatchPlan>(
+          BatchPlan::from_layout(py::cast<std::vector<long long>>(plan_arg),
+                                 py::cast<std::vector<std::string>>(labels_arg)));
+    else plan = std::make_unique<BatchPlan>(py::cast<BatchPlan const&>(plan_arg));
+    plan->check_counts(static_cast<std::size_t>(counts->first),
+                       static_cast<std::size_t>(counts->second));
     auto* self = reinterpret_cast<BatchedOp*>(type->tp_alloc(type, 0));
     if (!self) return nullptr;
     self->vectorcall = c_entry<batched_call>;
     self->compiled = Py_NewRef(compiled);
     self->n_inputs = counts->first;
     self->n_outputs = counts->second;
-    self->plan = new std::vector<long long>(std::move(plan));
-    self->label_texts = new std::vector<std::string>(std::move(labels));
-    self->labels = new std::vector<char const*>;
-    for (auto const& text : *self->label_texts) self->labels->push_back(text.c_str());
+    self->plan = plan.release();
     return reinterpret_cast<PyObject*>(self);
   } catch (py::cast_error const& e) {  // other exceptions: c_entry's
     PyErr_SetString(PyExc_TypeError, (std::string("Batched: ") + e.what()).c_str());
+  } catch (std::invalid_argument const& e) {
+    PyErr_SetString(PyExc_ValueError, (std::string("Batched: ") + e.what()).c_str());
   }
   return nullptr;
 }
@@ -114,15 +98,13 @@ void batched_dealloc(PyObject* object) {
   auto* self = reinterpret_cast<BatchedOp*>(object);
   Py_XDECREF(self->compiled);
   delete self->plan;
-  delete self->labels;
-  delete self->label_texts;
   Py_TYPE(object)->tp_free(object);
 }
 
 PyObject* batched_repr(PyObject* object) {
   auto* self = reinterpret_cast<BatchedOp*>(object);
-  return PyUnicode_FromFormat("<libsection batched op %s %s>", (*self->labels)[0],
-                              (*self->labels)[1]);
+  return PyUnicode_FromFormat("<libsection batched op %s %s>", self->plan->op_name().c_str(),
+                              self->plan->signature().c_str());
 }
 
 PyObject* batched_compiled(PyObject* object, void*) {
@@ -252,10 +234,9 @@ void add_batched_op_type(py::module_& m) {
   t.tp_name = "libsection._core.Batched";
   t.tp_basicsize = sizeof(BatchedOp);
   t.tp_doc =
-      "Batched(compiled, plan, labels): `compiled` (a CompiledOp with a batch entry) run once "
-      "per row of inputs with leading batch dimensions, in one C loop. `plan` and `labels` say "
-      "what the signature does (python/libsection/_batched.py makes them). Called with the "
-      "batch's inputs, returns its outputs (a tuple when there are several).";
+      "Batched(compiled, plan): `compiled` (a CompiledOp with a batch entry) run once per row "
+      "of inputs with leading batch dimensions, in one C loop, as `plan` (a BatchPlan) says. "
+      "Called with the batch's inputs, returns its outputs (a tuple when there are several).";
   t.tp_new = c_entry<batched_new>;
   t.tp_dealloc = batched_dealloc;
   t.tp_repr = batched_repr;

@@ -51,44 +51,62 @@ PythonEnvironment const& python_environment() {
 
 namespace {
 
+void const* runtime_table();
+
 using InitFn = PyObject* (*)(void const*);
 using GraphInitFn = PyObject* (*)();
 
-/// Loads the module of cache entry `key` from `verified_fd`, the descriptor its SHA-256 was
+/// The address of `name` in the library `handle` (of `path`); throws `LinkError` without it.
+void* library_symbol(void* handle, std::filesystem::path const& path, std::string const& name) {
+  void* s = ::dlsym(handle, name.c_str());
+  if (!s) throw LinkError(path.string() + " is not a libsection module: no " + name);
+  return s;
+}
+
+/// Opens the library of cache entry `key` from `verified_fd`, the descriptor its SHA-256 was
 /// checked through (`platform::descriptor_path`, `/proc/self/fd/N` on Linux, reopens that same
-/// file, whatever `path` names by now), so nothing can be swapped in between. The descriptor stays
-/// open: glibc knows the module by that name, and a reused number would make a later dlopen return
-/// this module again. A debug build is loaded by its path: gdb reads modules by the loader's name
-/// for them, and `/proc/self/fd/N` would name one of gdb's own descriptors.
-LoadedLibrary const& load_library(std::string const& key, std::filesystem::path const& path,
-                                  int verified_fd, bool by_path, void const* runtime,
-                                  std::string const& suffix) {
-  static std::map<std::string, LoadedLibrary> loaded;  // by cache key; guarded by the GIL
-  // The graphs of one library have entries of their own whose files are links to one file,
-  // which the dynamic loader loads once: its initialisation runs once.
-  static std::set<void*> initialised;
-  if (auto it = loaded.find(key); it != loaded.end()) return it->second;
+/// file, whatever `path` names by now), so nothing can be swapped in between; checks its module
+/// ABI and initialises it once per process (`libsection_module_init`, given the runtime's
+/// table). The descriptor stays open: glibc knows the library by that name, and a reused number
+/// would make a later dlopen return this library again. A debug build is loaded by its path:
+/// gdb reads modules by the loader's name for them, and `/proc/self/fd/N` would name one of
+/// gdb's own descriptors. The graphs of one library have entries of their own whose files are
+/// links to one file, which the dynamic loader loads once: its initialisation runs once.
+void* open_library(std::filesystem::path const& path, int verified_fd, bool by_path,
+                   void const* runtime) {
+  static std::set<void*> initialised;  // guarded by the GIL
   if (verified_fd < 0) throw LinkError("cannot load " + path.string() + ": it was not verified");
   int const fd = ::fcntl(verified_fd, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) throw LinkError("cannot load " + path.string() + ": " + std::strerror(errno));
   std::string const by_fd = by_path ? path.string() : section::platform::descriptor_path(fd);
-  LoadedLibrary lib;
-  lib.handle = ::dlopen(by_fd.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib.handle) {
+  void* handle = ::dlopen(by_fd.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
     std::string const why = ::dlerror();
     ::close(fd);
     throw LinkError("cannot load " + path.string() + " (through " + by_fd + "): " + why);
   }
-  auto symbol = [&](std::string const& name) {
-    void* s = ::dlsym(lib.handle, name.c_str());
-    if (!s) throw LinkError(path.string() + " is not a libsection module: no " + name);
-    return s;
-  };
-  auto abi = reinterpret_cast<int (*)()>(symbol("libsection_abi_version"));
+  auto abi = reinterpret_cast<int (*)()>(library_symbol(handle, path, "libsection_abi_version"));
   if (abi() != module_abi_version)
     throw LinkError(path.string() + " was built for module ABI " + std::to_string(abi()) +
                     ", this libsection loads ABI " + std::to_string(module_abi_version));
-  auto init = reinterpret_cast<InitFn>(symbol("libsection_module_init"));
+  auto init = reinterpret_cast<InitFn>(library_symbol(handle, path, "libsection_module_init"));
+  if (!initialised.count(handle)) {
+    if (!init(runtime)) throw py::error_already_set();
+    initialised.insert(handle);
+  }
+  return handle;
+}
+
+/// The library of a module's graph (`suffix`: which one, `graph_suffix`), loaded once per cache
+/// key (`open_library`), its graph initialised and its entry points found.
+LoadedLibrary const& load_library(std::string const& key, std::filesystem::path const& path,
+                                  int verified_fd, bool by_path, void const* runtime,
+                                  std::string const& suffix) {
+  static std::map<std::string, LoadedLibrary> loaded;  // by cache key; guarded by the GIL
+  if (auto it = loaded.find(key); it != loaded.end()) return it->second;
+  LoadedLibrary lib;
+  lib.handle = open_library(path, verified_fd, by_path, runtime);
+  auto symbol = [&](std::string const& name) { return library_symbol(lib.handle, path, name); };
   auto graph_init = reinterpret_cast<GraphInitFn>(symbol("libsection_init" + suffix));
   lib.instance_new = reinterpret_cast<NewFn>(symbol("libsection_instance_new" + suffix));
   lib.run = reinterpret_cast<RunFn>(symbol("libsection_instance_run" + suffix));
@@ -96,10 +114,6 @@ LoadedLibrary const& load_library(std::string const& key, std::filesystem::path 
   // Optional: a module whose inputs or outputs cannot take a batch's rows has none.
   lib.run_batch = reinterpret_cast<RunBatchFn>(
       ::dlsym(lib.handle, ("libsection_instance_run_batch" + suffix).c_str()));
-  if (!initialised.count(lib.handle)) {
-    if (!init(runtime)) throw py::error_already_set();
-    initialised.insert(lib.handle);
-  }
   if (!graph_init()) throw py::error_already_set();
   return loaded.emplace(key, lib).first->second;
 }
@@ -150,7 +164,7 @@ py::dict build_info(ModuleSource const& module, BuiltModule const& built) {
   info["inputs"] = module.input_types;
   info["outputs"] = module.output_types;
   info["compiled"] = built.compiled;
-  // Which graph of its library the module is (a library may hold several: `generate_batch`).
+  // Which graph of its library the module is (a library may hold several: `generate_together`).
   info["graph"] = built.entry.manifest->graph;
   info["graphs"] = built.entry.manifest->graphs;
   return info;
@@ -315,6 +329,38 @@ std::optional<LoadedModule> load_cached_module(std::string const& key, std::stri
     raise_python(e, sm);
   }
   return LoadedModule{lib, std::move(info)};
+}
+
+LoadedSupport load_support_library(ModuleSource const& module, SourceManager& sm,
+                                   std::vector<std::string> const& symbols) {
+  PythonEnvironment const& python = python_environment();
+  void const* runtime = runtime_table();
+  BuiltModule built;
+  build_without_gil(sm,
+                    [&](ModuleCache& cache) { built = build_module(module, python, cache, sm); });
+  LoadedSupport out;
+  try {
+    void* handle =
+        open_library(built.entry.library, built.entry.library_file.get(), built.debug, runtime);
+    for (auto const& name : symbols)
+      if (void* address = ::dlsym(handle, name.c_str()))
+        out.symbols[name] = reinterpret_cast<std::uintptr_t>(address);
+      else throw LinkError(module.name + " has no symbol " + name);
+  } catch (LinkError const& e) {
+    raise_python(e, sm);
+  }
+  out.info = build_info(module, built);
+  return out;
+}
+
+py::tuple load_support_code(std::string const& name, std::string const& code,
+                            std::vector<std::string> header_dirs,
+                            std::vector<std::string> const& symbols, std::string const& language) {
+  SourceManager sm;
+  auto loaded = load_support_library(
+      support_library_module(name, code, parse_language(language, name), std::move(header_dirs)),
+      sm, symbols);
+  return py::make_tuple(loaded.symbols, loaded.info);
 }
 
 }  // namespace section::python

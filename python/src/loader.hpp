@@ -5,6 +5,8 @@
 #include <pybind11/pybind11.h>
 
 #include <atomic>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +54,27 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm);
 /// such entry. Raises `LinkError` for an invalid key or an entry that says otherwise.
 std::optional<LoadedModule> load_cached_module(std::string const& key, std::string const& name,
                                                std::size_t n_inputs, std::size_t n_outputs);
+
+/// A support library loaded into this process: the addresses of the symbols asked for, and
+/// what was built (as `LoadedModule::info`).
+struct LoadedSupport {
+  std::map<std::string, std::uintptr_t> symbols;
+  pybind11::dict info;
+};
+
+/// Builds (or finds) and loads the support library `module` (`support_library_module`): its
+/// ABI checked and `libsection_module_init` run, as a module's, then the addresses of
+/// `symbols`, each of which it must export. Raises as `load_module` does.
+LoadedSupport load_support_library(ModuleSource const& module, SourceManager& sm,
+                                   std::vector<std::string> const& symbols);
+
+/// `load_support_library` of the support library `code` makes (`support_library_module`, in
+/// `language`, "c++" or "c"), as `_core.load_support_library` returns it:
+/// `({symbol: address}, info)`.
+pybind11::tuple load_support_code(std::string const& name, std::string const& code,
+                                  std::vector<std::string> header_dirs,
+                                  std::vector<std::string> const& symbols,
+                                  std::string const& language);
 
 /// Builds (or finds) `modules` in the cache, together where they can share a library
 /// (`build_modules`), the GIL released meanwhile; loads nothing. Raises as `load_module` does.

@@ -7,10 +7,12 @@
 
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "diagnostic_record.hpp"
 #include "link_errors.hpp"
 
 namespace py = pybind11;
@@ -260,6 +262,29 @@ bool has_pytensor_tensor_glue(py::handle value) {
          version[py::int_(0)].cast<long>() == pytensor_tensor_glue_version;
 }
 
+/// A drop-in node's op: `section`, asking `python` for the `overridden` methods only.
+COpPtr dropin_op(SectionOp section, py::object python, std::vector<std::string> const& overridden) {
+  return std::make_shared<DropInOp>(std::move(section), std::move(python),
+                                    std::set<std::string>(overridden.begin(), overridden.end()));
+}
+
+/// The section op of a drop-in node: its parsed sections, described, with `compile_args`.
+SectionOp dropin_section_op(LoadedSections const& loaded, OpDescription description,
+                            ExpandOptions options, std::vector<std::string> compile_args) {
+  BuildFlags flags;
+  flags.compile_args = std::move(compile_args);
+  return SectionOp(std::move(description), loaded.sources, loaded.set, std::move(options),
+                   std::move(flags));
+}
+
+/// A `DerivativeRefusal` as Python reads it: its message and its diagnostics.
+py::dict refusal_record(DerivativeRefusal const& refusal, SourceManager const& sm) {
+  py::dict out;
+  out["message"] = refusal.message;
+  out["diagnostics"] = py::cast(make_records(refusal.diagnostics, sm));
+  return out;
+}
+
 }  // namespace
 
 CTypePtr to_type(py::handle value) {
@@ -271,11 +296,60 @@ CTypePtr to_type(py::handle value) {
                               std::move(python));
 }
 
-COpPtr to_op(py::object op) { return std::make_shared<PythonOp>(std::move(op)); }
+std::vector<CTypePtr> to_types(std::vector<py::object> const& values) {
+  std::vector<CTypePtr> types;
+  for (auto const& value : values) types.push_back(to_type(value));
+  return types;
+}
 
-COpPtr dropin_op(SectionOp section, py::object python, std::vector<std::string> const& overridden) {
-  return std::make_shared<DropInOp>(std::move(section), std::move(python),
-                                    std::set<std::string>(overridden.begin(), overridden.end()));
+COpPtr to_op(py::object op) {
+  if (py::isinstance<NodeOp>(op)) return op.cast<NodeOp const&>().op;
+  return std::make_shared<PythonOp>(std::move(op));
+}
+
+NodeOp dropin_node_op(LoadedSections const& loaded, OpDescription description,
+                      ExpandOptions options, std::vector<std::string> compile_args,
+                      py::object python, std::vector<std::string> const& overridden) {
+  return NodeOp{dropin_op(dropin_section_op(loaded, std::move(description), std::move(options),
+                                            std::move(compile_args)),
+                          std::move(python), overridden)};
+}
+
+NodeOp derivative_node_op(LoadedSections const& loaded, OpDescription description,
+                          ExpandOptions options, std::vector<std::string> compile_args,
+                          py::object python, std::vector<std::string> const& overridden,
+                          std::vector<py::object> const& output_types,
+                          std::vector<bool> differentiated, std::vector<bool> cotangents, int width,
+                          std::string const& mode) {
+  SectionOp const section = dropin_section_op(loaded, std::move(description), std::move(options),
+                                              std::move(compile_args));
+  try {
+    DerivativeSpec spec = derivative_spec(mode, to_types(output_types), std::move(differentiated),
+                                          std::move(cotangents), width);
+    COpPtr const forward = dropin_op(section, std::move(python), overridden);
+    return NodeOp{derivative_op(section, forward, std::move(spec))};
+  } catch (LinkError const& e) {
+    raise_python(e, *loaded.sources);
+  } catch (std::invalid_argument const& e) {
+    throw py::value_error(e.what());
+  }
+}
+
+py::dict derivative_refusals_record(LoadedSections const& loaded, OpDescription description,
+                                    ExpandOptions options, std::vector<bool> const& differentiated,
+                                    std::vector<bool> const& dual_outputs) {
+  SectionOp const section =
+      dropin_section_op(loaded, std::move(description), std::move(options), {});
+  auto const refusals = derivative_refusals(section, differentiated, dual_outputs);
+  py::dict inputs;
+  for (auto const& [input, refusal] : refusals.inputs)
+    inputs[py::int_(input)] = refusal_record(refusal, *loaded.sources);
+  py::dict out;
+  out["all"] =
+      refusals.all ? py::object(refusal_record(*refusals.all, *loaded.sources)) : py::none();
+  out["every"] = refusals.every;
+  out["inputs"] = inputs;
+  return out;
 }
 
 }  // namespace section::python

@@ -11,6 +11,7 @@ on threads of its own, where sys.setprofile would see nothing)."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 
@@ -154,6 +155,48 @@ def test_a_bare_jitted_function_names_the_class_and_the_op(cache_dir):
     with pytest.raises(Exception, match=r"ValueError in VecMul: vec_mul: lengths differ") as e:
         f(np.ones(3), np.ones(4)).block_until_ready()
     assert isinstance(_jax_ffi.original_error(e.value), ValueError)
+
+
+# A file name the file system gave as bytes that are not UTF-8, as os.fsdecode leaves it (with a
+# lone surrogate): text XLA's error cannot quote.
+UNREADABLE_NAME = os.fsdecode(b"rows-\xff.csv")
+
+
+class VecMulOnAFileName(VecMul):
+    """VecMul whose perform fails naming a file it cannot find (UNREADABLE_NAME)."""
+
+    def perform(self, node, inputs, output_storage):
+        raise FileNotFoundError(f"no such file: {UNREADABLE_NAME}")
+
+
+def test_the_ops_error_is_found_by_data_not_by_xlas_text(cache_dir):
+    x, y = pt.dvector("x"), pt.dvector("y")
+    f = pytensor.function([x, y], VecMulOnAFileName()(x, y), mode="JAX")
+    with pytest.raises(FileNotFoundError, match="no such file: rows-") as caught:
+        f(np.ones(2), np.ones(2))
+    assert caught.value.args[0].endswith(UNREADABLE_NAME)
+
+
+def test_a_failure_on_the_callers_thread_is_its_own():
+    """Of the failures after a mark, the one reported on the caller's thread is taken, though
+    another thread's came later; an error that is not XLA's runtime error has none."""
+    import threading
+
+    failures = _jax_ffi.Failures()
+    mark = failures.mark()
+    own, other = ValueError("this thread's"), ValueError("another thread's")
+    failures.report(own, "Mine")
+    elsewhere = threading.Thread(target=failures.report, args=(other, "Theirs"))
+    elsewhere.start()
+    elsewhere.join()
+    assert failures.take(mark) == (own, "Mine")
+    assert failures.take(mark) == (other, "Theirs")  # none of this thread's left
+    assert failures.take(mark) is None  # each taken once
+    mark = _jax_ffi.failure_mark()
+    _jax_ffi.reported_error(own, "Mine")
+    assert _jax_ffi.original_error(TypeError("raised while tracing"), since=mark) is None
+    # Whatever XLA's text says: it is never read.
+    assert _jax_ffi.original_error(jax.errors.JaxRuntimeError("INTERNAL"), since=mark) is own
 
 
 def test_an_output_unlike_infer_shape_is_refused(cache_dir):

@@ -85,3 +85,44 @@ def test_a_memoized_function_keeps_its_bound_and_no_exception():
         with pytest.raises(ValueError):
             square(-1)
     assert calls[-2:] == [-1, -1]
+
+
+def test_once_makes_one_value_for_every_thread_and_keeps_no_failure():
+    import threading
+    import time
+
+    from libsection._memo import once
+
+    made = []
+    started = threading.Barrier(8)
+
+    @once
+    def value() -> object:
+        time.sleep(0.05)  # long enough for every thread to arrive while it is made
+        made.append(object())
+        return made[-1]
+
+    def ask(out: list) -> None:
+        started.wait()
+        out.append(value())
+
+    answers: list = []
+    threads = [threading.Thread(target=ask, args=(answers,)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and all(a is made[0] for a in answers)
+
+    tries = []
+
+    @once
+    def flaky() -> str:
+        tries.append(1)
+        if len(tries) == 1:
+            raise OSError("not yet")
+        return "made"
+
+    with pytest.raises(OSError):
+        flaky()
+    assert flaky() == "made" and flaky() == "made" and len(tries) == 2

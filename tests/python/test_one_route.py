@@ -105,7 +105,7 @@ def test_an_op_that_reshapes_every_string_is_asked_only_for_that(cache_dir):
 def test_both_routes_generate_the_same_module(name, monkeypatch, cache_dir):
     node = nodes()[name]
     ours, _ = _node._node_graph(node)
-    monkeypatch.setattr(_node, "_node_op", lambda op, node: _node._COpAdapter(op, node))
+    monkeypatch.setattr(_node, "_node_op", lambda op, node: _node.COpAdapter(op, node))
     theirs, _ = _node._node_graph(node)
     assert ours.source() == theirs.source()
 

@@ -516,7 +516,7 @@ TEST_SUITE("linker") {
     CHECK_FALSE(can_share_library(plain, other));
     ModuleSource const second = module("int helper(void) { return 2; }");
     REQUIRE(can_share_library(plain, second));
-    CHECK(generate_batch({&plain, &second}).whole_program);
+    CHECK(generate_together({&plain, &second}).whole_program);
   }
 
   TEST_CASE("graphs compiled together keep their own names, macros and entry points") {
@@ -561,7 +561,7 @@ TEST_SUITE("linker") {
     CHECK(graph_suffix(3, 5) == "_3");
 
     REQUIRE(can_share_library(a, b));
-    ModuleSource const both = generate_batch({&a, &b});
+    ModuleSource const both = generate_together({&a, &b});
     CHECK(both.graphs == 2);
     CHECK(both.op_names == std::vector<std::string>{"Written", "Written"});
     CHECK(both.name.rfind("m", 0) == 0);
@@ -588,7 +588,7 @@ TEST_SUITE("linker") {
     CHECK(both.text.find("init node_" + a.name + "_0") != std::string::npos);
     CHECK(both.text.find("init node_" + b.name + "_0") != std::string::npos);
     // The same members make the same text.
-    CHECK(generate_batch({&a, &b}).text == both.text);
+    CHECK(generate_together({&a, &b}).text == both.text);
 
     // Graphs that cannot share a library: another language or other flags.
     ModuleSource const c = module("", "", Language::c);
@@ -596,18 +596,18 @@ TEST_SUITE("linker") {
     ModuleSource flagged = b;
     flagged.compile_args.push_back("-DX=1");
     CHECK_FALSE(can_share_library(a, flagged));
-    CHECK_THROWS_AS(generate_batch({&a, &flagged}), std::invalid_argument);
-    CHECK_THROWS_AS(generate_batch({&a}), std::invalid_argument);
+    CHECK_THROWS_AS(generate_together({&a, &flagged}), std::invalid_argument);
+    CHECK_THROWS_AS(generate_together({&a}), std::invalid_argument);
     CHECK_FALSE(can_share_library(both, a));  // a module of several is no member
 
     // C has no namespaces: the graphs share their support code, exact duplicates once.
     ModuleSource const c2 = module("", "/* second */", Language::c);
-    ModuleSource const cs = generate_batch({&c, &c2});
+    ModuleSource const cs = generate_together({&c, &c2});
     CHECK(cs.language == Language::c);
     CHECK(cs.text.find(graph_namespace_prefix) == std::string::npos);
     CHECK(cs.text.find(c_module_prelude) != std::string::npos);
     ModuleSource const c3 = module("", "\n#define TWICE(x) (2 * (x))\n", Language::c);
-    CHECK(generate_batch({&c3, &c2}).text.find("#undef TWICE\n") != std::string::npos);
+    CHECK(generate_together({&c3, &c2}).text.find("#undef TWICE\n") != std::string::npos);
   }
 
   TEST_CASE("a library's undefined symbols are read from its ELF image, anything else refused") {

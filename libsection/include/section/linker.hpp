@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,14 @@ namespace section {
 class InputTypeError : public LinkError {
  public:
   using LinkError::LinkError;
+};
+
+/// A cast in an op's files that reads an array's elements through a plain floating type
+/// (SL306): its diagnostic, and the input whose data it reads (none for an output's, or an
+/// array the files do not name).
+struct HiddenValue {
+  Diagnostic diagnostic;
+  std::optional<std::size_t> input;
 };
 
 /// An op implemented by section files (an `ExternalCOp` without PyTensor).
@@ -51,6 +60,9 @@ class SectionOp final : public COp {
   /// main function's parameter) pass, as do lines with `// section-lint: ignore[SL306]`.
   std::vector<Diagnostic> values_hidden_from(std::vector<bool> const& dual_inputs,
                                              std::vector<bool> const& dual_outputs) const;
+  /// `values_hidden_from`'s casts, each with the input whose data it reads.
+  std::vector<HiddenValue> hidden_values(std::vector<bool> const& dual_inputs,
+                                         std::vector<bool> const& dual_outputs) const;
 
  private:
   OpDescription op_;
@@ -59,6 +71,30 @@ class SectionOp final : public COp {
   ExpandOptions options_;
   BuildFlags flags_;
 };
+
+/// Why the derivatives of an op cannot be derived from its C code: the message (the op, then
+/// each cast at its line) and the casts' diagnostics.
+struct DerivativeRefusal {
+  std::string message;
+  std::vector<Diagnostic> diagnostics;
+};
+
+/// What an op's files refuse of its derivatives, as data: `all`, the refusal of the derivative
+/// of every input marked (each cast), when anything is hidden; `every`, whether a cast concerns
+/// every input (of an output's data, or of an array the files do not name), which refuses the
+/// derivative whole; else `inputs`, by input, the casts of each input's data, which refuse that
+/// input's derivative only.
+struct DerivativeRefusals {
+  std::optional<DerivativeRefusal> all;
+  bool every = false;
+  std::map<std::size_t, DerivativeRefusal> inputs;
+};
+
+/// The refusals of the derivatives of `sections` for the inputs marked `dual_inputs` and the
+/// outputs marked `dual_outputs` (`SectionOp::hidden_values`).
+DerivativeRefusals derivative_refusals(SectionOp const& sections,
+                                       std::vector<bool> const& dual_inputs,
+                                       std::vector<bool> const& dual_outputs);
 
 /// The op computing `code`'s derivatives (`make_derivative_op`), `code` being `sections` or an
 /// op that asks it for its code (a drop-in's). Throws `LinkError` with the SL306 diagnostics
@@ -71,6 +107,29 @@ COpPtr derivative_op(SectionOp const& sections, COpPtr code, DerivativeSpec spec
 Graph single_op_graph(COpPtr op, std::vector<CTypePtr> const& inputs,
                       std::vector<CTypePtr> const& outputs,
                       std::shared_ptr<ParamsType const> params = nullptr);
+
+/// The single-apply graph of the op of `sections` (in `files`) for its signature (`op.inputs`
+/// and `op.outputs` set), `params` its params fields and `flags` what it adds to the build:
+/// what `build()` links and `check_op_compiles` checks, with its params type (null without
+/// params). Throws `std::invalid_argument` without a signature, `signature_error` for bad
+/// params or names.
+struct SectionGraph {
+  Graph graph;
+  std::shared_ptr<ParamsType const> params;
+};
+SectionGraph section_op_graph(OpDescription op, std::vector<NamedType> params,
+                              std::shared_ptr<SourceManager const> files, SectionSet sections,
+                              BuildFlags flags = {});
+
+/// `name(input types) -> output types`, as a `CompiledOp` is shown.
+std::string signature_text(std::string const& name, std::vector<CTypePtr> const& inputs,
+                           std::vector<CTypePtr> const& outputs);
+
+/// A derivative's spec from its parts, `mode` named (`"pullback"`, `"pushforward"`); throws
+/// `std::invalid_argument` for another name.
+DerivativeSpec derivative_spec(std::string const& mode, std::vector<CTypePtr> outputs,
+                               std::vector<bool> differentiated, std::vector<bool> cotangents,
+                               int width);
 
 /// The module of `graph`, as it is built: its text (`write_module`) and the compile flags the
 /// build decides from it (`decide_compile_flags`), which are part of its key. Throws

@@ -2,6 +2,7 @@
 #include "section/linker.hpp"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 
 #include "base/text.hpp"
@@ -9,7 +10,6 @@
 #include "parse/c_tokens.hpp"
 #include "parse/declarations.hpp"
 #include "parse/hidden_values.hpp"
-#include "section/chars.hpp"
 #include "section/expand.hpp"
 #include "section/names.hpp"
 
@@ -30,77 +30,12 @@ SectionOp::SectionOp(OpDescription op, std::shared_ptr<SourceManager const> sm, 
 
 namespace {
 
-/// One parameter of a C function as written: its text, whether it is a pointer or array, and
-/// whether its type is plainly a number (a typedef may hide a pointer, so only these count).
-struct WrittenParameter {
-  std::string text;
-  bool pointer = false;
-  bool number = false;
-  bool type_seen = false;
-};
-
-bool is_number_type_word(std::string_view word) {
-  static constexpr std::string_view words[] = {
-      "bool",    "char",     "short",    "int",       "long",     "float",     "double",
-      "signed",  "unsigned", "size_t",   "ptrdiff_t", "int8_t",   "int16_t",   "int32_t",
-      "int64_t", "uint8_t",  "uint16_t", "uint32_t",  "uint64_t", "Py_ssize_t"};
-  for (auto w : words)
-    if (word == w) return true;
-  return word.starts_with("npy_") || word.starts_with("DTYPE_");
-}
-
-/// The parameters between the parentheses of `decl`, split at the top-level commas.
-std::vector<WrittenParameter> written_parameters(std::string_view text,
-                                                 c_scan::Declaration const& decl) {
-  std::vector<WrittenParameter> out(1);
-  auto const inside = c_scan::tokenize(text, decl.parameters_begin + 1, decl.parameters_end - 1);
-  int depth = 0;
-  for (auto const& token : inside.tokens) {
-    std::string_view const spelling = text.substr(token.begin, token.end - token.begin);
-    if (spelling == "(" || spelling == "[" || spelling == "{" || spelling == "<") ++depth;
-    if (spelling == ")" || spelling == "]" || spelling == "}" || spelling == ">") --depth;
-    if (depth == 0 && spelling == ",") {
-      out.push_back({});
-      continue;
-    }
-    out.back().pointer = out.back().pointer || spelling == "*" || spelling == "[";
-    bool const qualifier = spelling == "const" || spelling == "volatile";
-    if (!qualifier && !out.back().type_seen) {  // the first word of its type decides
-      out.back().type_seen = true;
-      out.back().number = is_number_type_word(spelling);
-    }
-    if (!out.back().text.empty()) out.back().text += ' ';
-    out.back().text.append(spelling);
-  }
-  return out;
-}
-
-/// The parameters of the function `func_name` as a support section declares or defines it;
-/// nothing when none does (a header may declare it: the compiler then has the last word).
-std::optional<std::vector<WrittenParameter>> main_function_parameters(
-    SourceManager const& sm, SectionSet const& sections, std::string const& func_name) {
-  std::string const wanted = c_scan::main_function_name(func_name);
-  for (auto const& section : sections.sections) {
-    if (!may_declare_main_function(section.tag)) continue;
-    for (auto const& block : section.blocks) {
-      std::string_view const text = sm.file(block.body.file).text();
-      auto const body = c_scan::tokenize(text, block.body.begin, block.body.end);
-      for (auto const& decl : c_scan::functions_named(text, body.tokens, wanted)) {
-        if (!decl.parameter_count) continue;
-        if (*decl.parameter_count == 0) return std::vector<WrittenParameter>{};
-        return written_parameters(text, decl);
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 // A value passed as a scalar where the function takes an array (or the other way round) would
 // only show up as a compile error in generated code: say which input, and what it needs.
 void check_main_function_inputs(OpDescription const& spec, SourceManager const& sm,
                                 SectionSet const& sections, NodeContext const& ctx) {
   if (!spec.func_name) return;
-  auto const parameters = main_function_parameters(sm, sections, *spec.func_name);
+  auto const parameters = c_scan::main_function_parameters(sm, sections, *spec.func_name);
   if (!parameters) return;
   for (std::size_t i = 0; i < ctx.input_types.size() && i < parameters->size(); ++i) {
     CType const& type = *ctx.input_types[i];
@@ -118,16 +53,6 @@ void check_main_function_inputs(OpDescription const& spec, SourceManager const& 
                          type.describe() +
                          (parameter.pointer ? "; pass a NumPy array" : "; pass a number"));
   }
-}
-
-/// The name a written parameter declares: its last identifier (`PyArrayObject ** z` → `z`).
-std::string parameter_name(WrittenParameter const& p) {
-  std::string_view text = p.text;
-  std::size_t end = text.size();
-  while (end > 0 && !is_identifier_char(text[end - 1])) --end;
-  std::size_t begin = end;
-  while (begin > 0 && is_identifier_char(text[begin - 1])) --begin;
-  return std::string(text.substr(begin, end - begin));
 }
 
 /// What an array's name in the files is: input or output k (`INPUT_k`, `OUTPUT_k`, or the main
@@ -158,16 +83,16 @@ std::optional<ArrayRole> role_of(std::string const& array, std::size_t inputs,
 
 }  // namespace
 
-std::vector<Diagnostic> SectionOp::values_hidden_from(std::vector<bool> const& dual_inputs,
-                                                      std::vector<bool> const& dual_outputs) const {
+std::vector<HiddenValue> SectionOp::hidden_values(std::vector<bool> const& dual_inputs,
+                                                  std::vector<bool> const& dual_outputs) const {
   std::vector<Block> blocks;
   for (auto const& section : sections_.sections)
     blocks.insert(blocks.end(), section.blocks.begin(), section.blocks.end());
   std::vector<std::string> parameters;
   if (op_.func_name)
-    if (auto written = main_function_parameters(*sm_, sections_, *op_.func_name))
-      for (auto const& p : *written) parameters.push_back(parameter_name(p));
-  std::vector<Diagnostic> out;
+    if (auto written = c_scan::main_function_parameters(*sm_, sections_, *op_.func_name))
+      for (auto const& p : *written) parameters.push_back(p.name());
+  std::vector<HiddenValue> out;
   for (auto const& found : detail::find_hidden_values(*sm_, blocks)) {
     if (found.suppressed) continue;
     auto const role =
@@ -177,9 +102,19 @@ std::vector<Diagnostic> SectionOp::values_hidden_from(std::vector<bool> const& d
     std::string const macro = role ? std::string(role->input ? "DTYPE_INPUT_" : "DTYPE_OUTPUT_") +
                                          std::to_string(role->index)
                                    : std::string();
-    out.push_back(detail::hidden_value_diagnostic(found, macro));
-    out.back().severity = Severity::error;
+    HiddenValue hidden{detail::hidden_value_diagnostic(found, macro), std::nullopt};
+    hidden.diagnostic.severity = Severity::error;
+    if (role && role->input) hidden.input = role->index;
+    out.push_back(std::move(hidden));
   }
+  return out;
+}
+
+std::vector<Diagnostic> SectionOp::values_hidden_from(std::vector<bool> const& dual_inputs,
+                                                      std::vector<bool> const& dual_outputs) const {
+  std::vector<Diagnostic> out;
+  for (auto& hidden : hidden_values(dual_inputs, dual_outputs))
+    out.push_back(std::move(hidden.diagnostic));
   return out;
 }
 
@@ -206,18 +141,54 @@ OpCode SectionOp::generate(NodeContext const& node) const {
   return code;
 }
 
-COpPtr derivative_op(SectionOp const& sections, COpPtr code, DerivativeSpec spec) {
-  std::vector<bool> dual_outputs;
-  for (auto const& type : spec.outputs) {
+namespace {
+
+/// Which outputs of an op hold dual numbers in its derivative: the float ones.
+std::vector<bool> float_outputs(std::vector<CTypePtr> const& outputs) {
+  std::vector<bool> floats;
+  for (auto const& type : outputs) {
     auto const dtype = dtype_name(*type);
-    dual_outputs.push_back(dtype == "float32" || dtype == "float64");
+    floats.push_back(dtype == "float32" || dtype == "float64");
   }
-  auto hidden = sections.values_hidden_from(spec.differentiated, dual_outputs);
+  return floats;
+}
+
+/// The refusal the casts `diagnostics` make: the op, then each cast at its line.
+DerivativeRefusal derivative_refusal(SectionOp const& sections,
+                                     std::vector<Diagnostic> diagnostics) {
+  std::string message = sections.name() + ": its gradient cannot be derived from its C code";
+  for (auto const& d : diagnostics)
+    message += "\n" + location_text(d.range, sections.sources()) + ": error: " + d.message;
+  return {std::move(message), std::move(diagnostics)};
+}
+
+}  // namespace
+
+DerivativeRefusals derivative_refusals(SectionOp const& sections,
+                                       std::vector<bool> const& dual_inputs,
+                                       std::vector<bool> const& dual_outputs) {
+  auto const hidden = sections.hidden_values(dual_inputs, dual_outputs);
+  DerivativeRefusals refusals;
+  if (hidden.empty()) return refusals;
+  std::vector<Diagnostic> all;
+  std::map<std::size_t, std::vector<Diagnostic>> by_input;
+  for (auto const& h : hidden) {
+    all.push_back(h.diagnostic);
+    if (h.input) by_input[*h.input].push_back(h.diagnostic);
+    else refusals.every = true;
+  }
+  refusals.all = derivative_refusal(sections, std::move(all));
+  if (refusals.every) return refusals;
+  for (auto& [input, diagnostics] : by_input)
+    refusals.inputs.emplace(input, derivative_refusal(sections, std::move(diagnostics)));
+  return refusals;
+}
+
+COpPtr derivative_op(SectionOp const& sections, COpPtr code, DerivativeSpec spec) {
+  auto hidden = sections.values_hidden_from(spec.differentiated, float_outputs(spec.outputs));
   if (!hidden.empty()) {
-    std::string message = sections.name() + ": its gradient cannot be derived from its C code";
-    for (auto const& d : hidden)
-      message += "\n" + location_text(d.range, sections.sources()) + ": error: " + d.message;
-    throw LinkError(message, std::move(hidden));
+    auto refusal = derivative_refusal(sections, std::move(hidden));
+    throw LinkError(refusal.message, std::move(refusal.diagnostics));
   }
   return make_derivative_op(std::move(code), std::move(spec));
 }
@@ -241,20 +212,52 @@ ModuleSource generate_module(Graph const& graph) {
   return module;
 }
 
+SectionGraph section_op_graph(OpDescription op, std::vector<NamedType> params,
+                              std::shared_ptr<SourceManager const> files, SectionSet sections,
+                              BuildFlags flags) {
+  if (!op.inputs || !op.outputs)
+    throw std::invalid_argument("an op's graph needs its input and output types");
+  auto params_type = make_params_type(std::move(params));
+  op.has_params = params_type != nullptr;
+  if (params_type) op.params = params_type->spec();
+  auto const in = ctypes_for(*op.inputs), out = ctypes_for(*op.outputs);
+  auto section_op = std::make_shared<SectionOp>(
+      std::move(op), std::move(files), std::move(sections), ExpandOptions{}, std::move(flags));
+  return {single_op_graph(section_op, in, out, params_type), std::move(params_type)};
+}
+
+std::string signature_text(std::string const& name, std::vector<CTypePtr> const& inputs,
+                           std::vector<CTypePtr> const& outputs) {
+  std::string s = name + "(";
+  for (std::size_t i = 0; i < inputs.size(); ++i) s += (i ? ", " : "") + inputs[i]->describe();
+  s += ") -> ";
+  for (std::size_t i = 0; i < outputs.size(); ++i) s += (i ? ", " : "") + outputs[i]->describe();
+  return s;
+}
+
+DerivativeSpec derivative_spec(std::string const& mode, std::vector<CTypePtr> outputs,
+                               std::vector<bool> differentiated, std::vector<bool> cotangents,
+                               int width) {
+  DerivativeSpec spec;
+  if (mode == "pullback") spec.mode = DerivativeSpec::Mode::pullback;
+  else if (mode == "pushforward") spec.mode = DerivativeSpec::Mode::pushforward;
+  else throw std::invalid_argument("mode must be 'pullback' or 'pushforward', not '" + mode + "'");
+  spec.outputs = std::move(outputs);
+  spec.differentiated = std::move(differentiated);
+  spec.cotangents = std::move(cotangents);
+  spec.width = width;
+  return spec;
+}
+
 std::vector<Diagnostic> check_op_compiles(OpDescription op, std::vector<NamedType> params,
                                           std::shared_ptr<SourceManager const> files,
                                           SectionSet sections, PythonEnvironment const& python,
                                           ModuleCache const& cache, SourceManager& sm) {
   if (!op.inputs || !op.outputs)
     throw std::invalid_argument("a compile check needs the op's input and output types");
-  auto const params_type = make_params_type(std::move(params));
-  op.has_params = params_type != nullptr;
-  if (params_type) op.params = params_type->spec();
-  auto const in = ctypes_for(*op.inputs), out = ctypes_for(*op.outputs);
-  auto section_op =
-      std::make_shared<SectionOp>(std::move(op), std::move(files), std::move(sections));
-  ModuleSource const module = generate_module(single_op_graph(section_op, in, out, params_type));
-  return check_module(module, python, cache, sm);
+  auto const built =
+      section_op_graph(std::move(op), std::move(params), std::move(files), std::move(sections));
+  return check_module(generate_module(built.graph), python, cache, sm);
 }
 
 }  // namespace section

@@ -1,9 +1,11 @@
-// section-lint: reading file-scope declarations out of a token stream.
+// Reading file-scope declarations out of a token stream, and the main function's parameters.
 #include "parse/declarations.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+
+#include "section/chars.hpp"
 
 namespace section::c_scan {
 namespace {
@@ -336,6 +338,71 @@ std::vector<Declaration> functions_named(std::string_view text, std::span<Token 
         decl.name == name)
       out.push_back(std::move(decl));
   return out;
+}
+
+namespace {
+
+bool is_number_type_word(std::string_view word) {
+  static constexpr std::string_view words[] = {
+      "bool",    "char",     "short",    "int",       "long",     "float",     "double",
+      "signed",  "unsigned", "size_t",   "ptrdiff_t", "int8_t",   "int16_t",   "int32_t",
+      "int64_t", "uint8_t",  "uint16_t", "uint32_t",  "uint64_t", "Py_ssize_t"};
+  for (auto w : words)
+    if (word == w) return true;
+  return word.starts_with("npy_") || word.starts_with("DTYPE_");
+}
+
+}  // namespace
+
+std::string WrittenParameter::name() const {
+  std::string_view const written = text;
+  std::size_t end = written.size();
+  while (end > 0 && !is_identifier_char(written[end - 1])) --end;
+  std::size_t begin = end;
+  while (begin > 0 && is_identifier_char(written[begin - 1])) --begin;
+  return std::string(written.substr(begin, end - begin));
+}
+
+std::vector<WrittenParameter> written_parameters(std::string_view text, Declaration const& decl) {
+  std::vector<WrittenParameter> out(1);
+  auto const inside = tokenize(text, decl.parameters_begin + 1, decl.parameters_end - 1);
+  int depth = 0;
+  for (auto const& token : inside.tokens) {
+    std::string_view const spelling = text.substr(token.begin, token.end - token.begin);
+    if (spelling == "(" || spelling == "[" || spelling == "{" || spelling == "<") ++depth;
+    if (spelling == ")" || spelling == "]" || spelling == "}" || spelling == ">") --depth;
+    if (depth == 0 && spelling == ",") {
+      out.push_back({});
+      continue;
+    }
+    out.back().pointer = out.back().pointer || spelling == "*" || spelling == "[";
+    bool const qualifier = spelling == "const" || spelling == "volatile";
+    if (!qualifier && !out.back().type_seen) {  // the first word of its type decides
+      out.back().type_seen = true;
+      out.back().number = is_number_type_word(spelling);
+    }
+    if (!out.back().text.empty()) out.back().text += ' ';
+    out.back().text.append(spelling);
+  }
+  return out;
+}
+
+std::optional<std::vector<WrittenParameter>> main_function_parameters(
+    SourceManager const& sm, SectionSet const& sections, std::string const& func_name) {
+  std::string const wanted = main_function_name(func_name);
+  for (auto const& section : sections.sections) {
+    if (!may_declare_main_function(section.tag)) continue;
+    for (auto const& block : section.blocks) {
+      std::string_view const text = sm.file(block.body.file).text();
+      auto const body = tokenize(text, block.body.begin, block.body.end);
+      for (auto const& decl : functions_named(text, body.tokens, wanted)) {
+        if (!decl.parameter_count) continue;
+        if (*decl.parameter_count == 0) return std::vector<WrittenParameter>{};
+        return written_parameters(text, decl);
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace section::c_scan

@@ -1,5 +1,6 @@
-// What a block of file-scope C/C++ declares (functions, globals, types), by name: the linter
-// checks the main function with it, the linker reads its parameters.
+// What a block of file-scope C/C++ declares (functions, globals, types), by name, and the
+// parameters of the op's main function as its files write them: the linter checks the main
+// function with it, the linker reads its parameters.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "parse/c_tokens.hpp"
+#include "section/parse.hpp"
 
 namespace section::c_scan {
 
@@ -39,6 +41,28 @@ std::string main_function_name(std::string_view func_name);
 /// among `tokens` of `text`, in order.
 std::vector<Declaration> functions_named(std::string_view text, std::span<Token const> tokens,
                                          std::string_view name);
+
+/// One parameter of a C function as written: its text, whether it is a pointer or array, and
+/// whether its type is plainly a number (a typedef may hide a pointer, so only these count).
+struct WrittenParameter {
+  std::string text;
+  bool pointer = false;
+  bool number = false;
+  bool type_seen = false;
+  /// The name it declares: its last identifier (`PyArrayObject ** z` → `z`).
+  std::string name() const;
+};
+
+/// The parameters between the parentheses of the function declaration `decl` in `text`, split
+/// at the top-level commas.
+std::vector<WrittenParameter> written_parameters(std::string_view text, Declaration const& decl);
+
+/// The parameters of the op's main function `func_name` as a support section of `sections`
+/// (in `sm`'s files) declares or defines it; nothing when none does (a header may declare it:
+/// the compiler then has the last word).
+std::optional<std::vector<WrittenParameter>> main_function_parameters(SourceManager const& sm,
+                                                                      SectionSet const& sections,
+                                                                      std::string const& func_name);
 
 /// For each token index: the index of its matching bracket (`()`, `[]`, `{}`), or
 /// `tokens.size()` for an unmatched opener; non-brackets map to themselves.

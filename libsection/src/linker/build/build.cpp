@@ -132,15 +132,16 @@ void check_graph_symbols(PrivateDir const& work) {
 namespace {
 
 /// A module on its way into the cache, with its toolchain and its key, computed once: the key
-/// finds the entry, names the failed build's folder, and tells a batch's members apart.
-struct Planned {
+/// finds the entry, names the failed build's folder, and tells the members of a library compiled
+/// together apart.
+struct KeyedModule {
   ModuleSource const* module;
   Toolchain toolchain;
   std::string key;
 };
 
-Planned plan(ModuleSource const& module, PythonEnvironment const& python,
-             ModuleCache const& cache) {
+KeyedModule with_key(ModuleSource const& module, PythonEnvironment const& python,
+                     ModuleCache const& cache) {
   Toolchain tc = find_toolchain(cache.state(), module.language);
   std::string key = module_cache_key(module, tc, python);
   return {&module, std::move(tc), std::move(key)};
@@ -155,13 +156,13 @@ void record_module(ModuleManifest& manifest, ModuleSource const& module) {
 }
 
 /// What the manifest of a freshly compiled module records.
-ModuleManifest compiled_manifest(Planned const& planned, PythonEnvironment const& python,
+ModuleManifest compiled_manifest(KeyedModule const& keyed, PythonEnvironment const& python,
                                  CompileCommands const& commands, double seconds) {
-  ModuleSource const& module = *planned.module;
+  ModuleSource const& module = *keyed.module;
   ModuleManifest manifest;
   record_module(manifest, module);
   manifest.libsection_version = version;
-  manifest.compiler = planned.toolchain.identity;
+  manifest.compiler = keyed.toolchain.identity;
   manifest.compile_command = shell_quote(commands.compile);
   manifest.link_command = shell_quote(commands.link);
   manifest.python_abi = python.abi;
@@ -172,8 +173,8 @@ ModuleManifest compiled_manifest(Planned const& planned, PythonEnvironment const
 }
 
 /// One record per compile, after it, so it can carry the time (a cache hit says nothing).
-void log_compiled(Planned const& planned, double seconds) {
-  ModuleSource const& module = *planned.module;
+void log_compiled(KeyedModule const& keyed, double seconds) {
+  ModuleSource const& module = *keyed.module;
   char took[32];
   std::snprintf(took, sizeof took, "%.3f", seconds);
   std::string const what =
@@ -182,16 +183,15 @@ void log_compiled(Planned const& planned, double seconds) {
           : join_names(module.op_names) + "(" + join_names(module.input_types) + ") -> " +
                 join_names(module.output_types);
   log_record(LogLevel::info,
-             "compiled " + what + " in " + took + " s (" + planned.key.substr(0, 12) + ")",
-             seconds);
+             "compiled " + what + " in " + took + " s (" + keyed.key.substr(0, 12) + ")", seconds);
 }
 
-/// Compiles and links the planned module in `work`, the cache's folder for its entry.
-ModuleManifest compile_into(PrivateDir const& work, Planned const& planned,
+/// Compiles and links the module in `work`, the cache's folder for its entry.
+ModuleManifest compile_into(PrivateDir const& work, KeyedModule const& keyed,
                             PythonEnvironment const& python, ModuleCache& cache,
                             SourceManager& sm) {
-  ModuleSource const& module = *planned.module;
-  Toolchain const& tc = planned.toolchain;
+  ModuleSource const& module = *keyed.module;
+  Toolchain const& tc = keyed.toolchain;
   fs::path const source = work.path() / entry_file::source;
   fs::path const object = work.path() / entry_file::object;
   fs::path const library = work.path() / entry_file::library;
@@ -203,27 +203,27 @@ ModuleManifest compile_into(PrivateDir const& work, Planned const& planned,
   // Debug info names the source where the entry keeps it, not the work folder renamed away.
   if (tc.debug)
     commands.compile.push_back("-fdebug-prefix-map=" + work.path().string() + "=" +
-                               (cache.root() / "entries" / planned.key).string());
+                               (cache.root() / "entries" / keyed.key).string());
   auto const start = std::chrono::steady_clock::now();
   if (run_program(commands.compile, log) != 0)
-    report_failure(module, planned.key, cache, work, commands.compile, sm, tc.show_generated);
+    report_failure(module, keyed.key, cache, work, commands.compile, sm, tc.show_generated);
   if (run_program(commands.link, log) != 0)
-    report_failure(module, planned.key, cache, work, commands.link, sm, tc.show_generated);
+    report_failure(module, keyed.key, cache, work, commands.link, sm, tc.show_generated);
   work.remove(entry_file::object);
   if (module.graphs > 1) check_graph_symbols(work);
   double const seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  log_compiled(planned, seconds);
-  return compiled_manifest(planned, python, commands, seconds);
+  log_compiled(keyed, seconds);
+  return compiled_manifest(keyed, python, commands, seconds);
 }
 
-BuiltModule build_planned(Planned const& planned, PythonEnvironment const& python,
-                          ModuleCache& cache, SourceManager& sm) {
+BuiltModule build_keyed(KeyedModule const& keyed, PythonEnvironment const& python,
+                        ModuleCache& cache, SourceManager& sm) {
   BuiltModule result;
-  result.debug = planned.toolchain.debug;
+  result.debug = keyed.toolchain.debug;
   result.entry = cache.get_or_build(
-      planned.key,
-      [&](PrivateDir const& work) { return compile_into(work, planned, python, cache, sm); },
+      keyed.key,
+      [&](PrivateDir const& work) { return compile_into(work, keyed, python, cache, sm); },
       &result.compiled);
   return result;
 }
@@ -232,30 +232,30 @@ BuiltModule build_planned(Planned const& planned, PythonEnvironment const& pytho
 
 BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& python,
                          ModuleCache& cache, SourceManager& sm) {
-  return build_planned(plan(module, python, cache), python, cache, sm);
+  return build_keyed(with_key(module, python, cache), python, cache, sm);
 }
 
 namespace {
 
-/// Gives member `graph` of the library `batch` its own entry under `key`: the library's file
+/// Gives member `graph` of the library `together` its own entry under `key`: the library's file
 /// (a hard link, or a copy where links are refused) and a manifest naming its graph.
 void add_member_entry(ModuleSource const& member, std::string const& key, int graph,
-                      BuiltModule const& batch, ModuleCache& cache) {
+                      BuiltModule const& together, ModuleCache& cache) {
   cache.get_or_build(
       key,
       [&](PrivateDir const& work) {
-        int const fd = batch.entry.library_file.get();
+        int const fd = together.entry.library_file.get();
         if (!platform::link_descriptor(fd, work.fd(), entry_file::library)) {
           auto const bytes = ::lseek(fd, 0, SEEK_SET) == 0
-                                 ? detail::read_fd(fd, batch.entry.manifest->size)
+                                 ? detail::read_fd(fd, together.entry.manifest->size)
                                  : std::nullopt;
-          if (!bytes) throw LinkError("cannot read " + batch.entry.library.string());
+          if (!bytes) throw LinkError("cannot read " + together.entry.library.string());
           work.write(entry_file::library, *bytes);
         }
-        ModuleManifest manifest = *batch.entry.manifest;
+        ModuleManifest manifest = *together.entry.manifest;
         record_module(manifest, member);
         manifest.graph = graph;
-        manifest.library_key = batch.entry.key;
+        manifest.library_key = together.entry.key;
         return manifest;
       },
       nullptr, false);
@@ -267,47 +267,47 @@ void build_modules(std::vector<ModuleSource const*> const& members, PythonEnviro
                    ModuleCache& cache, SourceManager& sm) {
   // The members to compile, in groups that can share a library, each in the order of its keys
   // (so the same members make the same library whatever order they come in).
-  std::vector<std::vector<Planned>> groups;
+  std::vector<std::vector<KeyedModule>> groups;
   for (auto const* m : members) {
-    Planned planned = plan(*m, python, cache);
-    if (cache.find(planned.key)) continue;
+    KeyedModule keyed = with_key(*m, python, cache);
+    if (cache.find(keyed.key)) continue;
     auto group = std::find_if(groups.begin(), groups.end(), [&](auto const& g) {
       return can_share_library(*g.front().module, *m);
     });
     if (group == groups.end()) group = groups.emplace(groups.end());
     if (std::none_of(group->begin(), group->end(),
-                     [&](Planned const& e) { return e.key == planned.key; }))
-      group->push_back(std::move(planned));
+                     [&](KeyedModule const& e) { return e.key == keyed.key; }))
+      group->push_back(std::move(keyed));
   }
   std::optional<CompileError> first_error;
-  auto alone = [&](Planned const& planned) {
+  auto alone = [&](KeyedModule const& keyed) {
     try {
-      build_planned(planned, python, cache, sm);
+      build_keyed(keyed, python, cache, sm);
     } catch (CompileError const& e) {
       if (!first_error) first_error = e;
     }
   };
   for (auto& group : groups) {
     std::sort(group.begin(), group.end(),
-              [](Planned const& a, Planned const& b) { return a.key < b.key; });
+              [](KeyedModule const& a, KeyedModule const& b) { return a.key < b.key; });
     if (group.size() == 1) {
       alone(group.front());
       continue;
     }
     std::vector<ModuleSource const*> sources;
     for (auto const& e : group) sources.push_back(e.module);
-    ModuleSource const batch = generate_batch(sources);
-    Planned const planned_batch = plan(batch, python, cache);
+    ModuleSource const together = generate_together(sources);
+    KeyedModule const keyed_together = with_key(together, python, cache);
     std::optional<BuiltModule> built;
     // Whatever the members' own errors are, each reports them from its own module.
     auto apart = [&](std::string const& why) {
-      cache.failed().remove(planned_batch.key);
+      cache.failed().remove(keyed_together.key);
       log_record(LogLevel::info, "the " + std::to_string(group.size()) +
                                      " graphs did not compile together" + why +
                                      "; compiling them one by one");
     };
     try {
-      built = build_planned(planned_batch, python, cache, sm);
+      built = build_keyed(keyed_together, python, cache, sm);
     } catch (LinkError const& e) {
       apart(dynamic_cast<CompileError const*>(&e) ? "" : std::string(": ") + e.what());
     } catch (CacheError const& e) {

@@ -10,16 +10,7 @@
 // given (as ops reuse an output of the right shape) writes straight into the batch's output;
 // one that makes an array of its own has it checked and copied (`batch_output`).
 //
-// The plan (`plan`, int64 values, made by python/libsection/_batched.py):
-//   flags, the number of dimension names,
-//   per input:  its core ndim, its core dimensions, the mask of its batch dimensions that may
-//               broadcast at run time (PyTensor's rule; ignored without LIBSECTION_BATCH_STRICT)
-//   per output: its core ndim, its core dimensions
-// A core dimension is a dimension name's number (>= 0), or a fixed length l written -(l + 1).
-// `labels`: the op's name, its signature, then the name of each dimension.
-#define LIBSECTION_BATCH_WHOLE 1  /* the op takes the whole batch (vmap_method "broadcast_all") */
-#define LIBSECTION_BATCH_STRICT 2 /* a batch dimension broadcasts only where its mask says */
-
+// The plan is the linker's `BatchPlan`, laid out as batch_plan.h (before this file) says.
 typedef struct libsection_rt_batch {
   libsection_batch head; /* what a module's loop reads: first, so the two share an address */
   npy_intp rows, row;    /* how many rows, and the one running */
@@ -477,7 +468,7 @@ static int libsection_rt_batch_alloc(libsection_rt_batch* b, int n_cells) {
    dimensions start into `dims`, and each input's broadcast mask into `masks`. */
 static void libsection_rt_batch_read_plan(libsection_rt_batch* b, const long long* plan,
                                           const long long** dims, long long* masks) {
-  const long long* p = plan + 2;
+  const long long* p = plan + LIBSECTION_BATCH_CELLS;
   int c;
   for (c = 0; c < b->n_cells; ++c) {
     b->core_ndim[c] = (int)*p++;
@@ -587,13 +578,13 @@ static int libsection_rt_batch_prepare_output(libsection_rt_batch* b, int c, PyO
    exception. */
 static int libsection_rt_batch_prepare(libsection_rt_batch* b, PyObject* const* inputs,
                                        PyObject* const* outputs, const long long* plan) {
-  const long long* dims[64];
-  long long masks[64];
-  npy_intp names[64];
-  int named_by[64];
+  const long long* dims[LIBSECTION_BATCH_MAX];
+  long long masks[LIBSECTION_BATCH_MAX];
+  npy_intp names[LIBSECTION_BATCH_MAX];
+  int named_by[LIBSECTION_BATCH_MAX];
   int c, k;
   libsection_rt_batch_read_plan(b, plan, dims, masks);
-  for (k = 0; k < plan[1]; ++k) names[k] = -1;
+  for (k = 0; k < plan[LIBSECTION_BATCH_NAMES]; ++k) names[k] = -1;
   for (c = 0; c < b->n_in; ++c)
     if (libsection_rt_batch_input(b, c, inputs[c])) return -1;
   if (libsection_rt_batch_fits_numpy(b) ||
@@ -634,13 +625,13 @@ static int libsection_rt_run_batch(void* self, int (*rows)(void*, libsection_bat
   libsection_rt_batch b;
   int const n_cells = n_in + n_out;
   int c, failed = -1;
-  if (n_cells > 64 || plan[1] > 64) {
+  if (n_cells > LIBSECTION_BATCH_MAX || plan[LIBSECTION_BATCH_NAMES] > LIBSECTION_BATCH_MAX) {
     PyErr_Format(PyExc_ValueError, "%s: a batch of more than 64 inputs and outputs", labels[0]);
     return -1;
   }
   memset(&b, 0, sizeof b);
   if (libsection_rt_batch_alloc(&b, n_cells)) return -1;
-  b.flags = (int)plan[0];
+  b.flags = (int)plan[LIBSECTION_BATCH_FLAGS];
   b.n_in = n_in;
   b.cells = cells;
   b.labels = labels;

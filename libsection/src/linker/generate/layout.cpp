@@ -1,5 +1,6 @@
 // The layout every module shares, of one graph or several: what it starts and ends with, and
-// the module of several graphs (`generate_batch`), each graph's text as in its own module.
+// the module of several graphs compiled together (`generate_together`), and a support library's
+// (`support_library_module`), each graph's text as in its own module.
 #include "linker/generate/layout.hpp"
 
 #include <algorithm>
@@ -96,21 +97,21 @@ std::string member_text(std::string const& text, int k, bool scoped) {
 
 }  // namespace
 
-ModuleSource generate_batch(std::vector<ModuleSource const*> const& members) {
+ModuleSource generate_together(std::vector<ModuleSource const*> const& members) {
   if (members.size() < 2)
     throw std::invalid_argument("a module of several graphs needs at least two");
   ModuleSource const& first = *members.front();
-  ModuleSource batch;
-  batch.header_dirs = first.header_dirs;
-  batch.libraries = first.libraries;
-  batch.lib_dirs = first.lib_dirs;
-  batch.compile_args = first.compile_args;
-  batch.language = first.language;
-  batch.whole_program = first.whole_program;
-  batch.graphs = static_cast<int>(members.size());
+  ModuleSource together;
+  together.header_dirs = first.header_dirs;
+  together.libraries = first.libraries;
+  together.lib_dirs = first.lib_dirs;
+  together.compile_args = first.compile_args;
+  together.language = first.language;
+  together.whole_program = first.whole_program;
+  together.graphs = static_cast<int>(members.size());
   // C has no namespaces: there the graphs share their support code, exact duplicates dropped,
   // as in PyTensor's CLinker.
-  bool const scoped = batch.language == Language::cxx;
+  bool const scoped = together.language == Language::cxx;
   std::vector<std::string> includes, shared_support;
   std::string graphs;
   for (std::size_t k = 0; k < members.size(); ++k) {
@@ -119,9 +120,9 @@ ModuleSource generate_batch(std::vector<ModuleSource const*> const& members) {
       throw std::invalid_argument("module " + m.name + " cannot share a library with " +
                                   first.name);
     for (auto const& line : m.member.includes) add_unique(includes, line);
-    batch.op_names.insert(batch.op_names.end(), m.op_names.begin(), m.op_names.end());
+    together.op_names.insert(together.op_names.end(), m.op_names.begin(), m.op_names.end());
     std::string own = m.member.body;
-    replace_all(own, member_placeholder, graph_suffix(static_cast<int>(k), batch.graphs));
+    replace_all(own, member_placeholder, graph_suffix(static_cast<int>(k), together.graphs));
     graphs += "\n//////// graph " + std::to_string(k) + " (" + m.name + ")\n";
     std::string support;
     for (auto const& s : m.member.support) {
@@ -131,13 +132,26 @@ ModuleSource generate_batch(std::vector<ModuleSource const*> const& members) {
     graphs += member_text(support + own, static_cast<int>(k), scoped);
   }
   std::string text =
-      module_head(std::to_string(members.size()) + " graphs: " + join_names(batch.op_names),
-                  batch.language, includes, shared_support) +
+      module_head(std::to_string(members.size()) + " graphs: " + join_names(together.op_names),
+                  together.language, includes, shared_support) +
       graphs + module_entry_points();
   text = relocate_line_directives(text, module_file_name);
-  batch.name = "m" + detail::sha256_hex(text);
-  batch.text = std::move(text);
-  return batch;
+  together.name = "m" + detail::sha256_hex(text);
+  together.text = std::move(text);
+  return together;
+}
+
+ModuleSource support_library_module(std::string const& name, std::string const& code,
+                                    Language language, std::vector<std::string> header_dirs) {
+  ModuleSource module;
+  module.language = language;
+  module.text = std::string(module_prelude) + (language == Language::c ? c_module_prelude : "") +
+                embedded::export_h + "#define LIBSECTION_MODULE_ABI " +
+                std::to_string(module_abi_version) + "\n" + code;
+  module.name = name;
+  module.header_dirs = std::move(header_dirs);
+  module.op_names = {name};
+  return module;
 }
 
 }  // namespace section

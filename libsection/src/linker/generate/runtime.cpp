@@ -1,10 +1,11 @@
 // The runtime's source, assembled from the C files beside this one: the prelude, the node
-// table's kinds from `RuntimeVar::Kind`, the export macros, the batch loop (batch.c) and the
-// runtime's functions (runtime.c, which says what they do).
+// table's kinds from `RuntimeVar::Kind`, the export macros, the batch plan's layout (batch_plan.h),
+// the batch loop (batch.c) and the runtime's functions (runtime.c, which says what they do).
 #include <string>
 #include <utility>
 
 #include "linker/generate/batch.c.hpp"
+#include "linker/generate/batch_plan.h.hpp"
 #include "linker/generate/export.h.hpp"
 #include "linker/generate/runtime.c.hpp"
 #include "section/ctype.hpp"
@@ -44,7 +45,7 @@ std::string runtime_source() {
   return "// The libsection " LIBSECTION_VERSION " runtime\n#line 2 \"<libsection-runtime>\"\n" +
          std::string(module_prelude) + "#define LIBSECTION_RUNTIME_ABI " +
          std::to_string(module_abi_version) + "\n" + kind_names() + embedded::export_h +
-         embedded::batch_c + embedded::runtime_c;
+         embedded::batch_plan_h + embedded::batch_c + embedded::runtime_c;
 }
 
 }  // namespace section

@@ -56,7 +56,7 @@ BuiltModule build_module(ModuleSource const& module, PythonEnvironment const& py
                          ModuleCache& cache, SourceManager& sm);
 
 /// Finds the modules of `members` (modules of one graph each) in `cache`, and compiles those
-/// it does not find together where they can share a library (`generate_batch`): one compile
+/// it does not find together where they can share a library (`generate_together`): one compile
 /// and one link for all, about half the compiler time of one module each. Each member still
 /// gets its own entry, under its own key (the library, hard linked, and a manifest naming its
 /// graph), so a later `build_module` of any one of them finds it. When they do not compile

@@ -49,7 +49,7 @@ struct ModuleManifest {
   std::string python_abi;
   std::string numpy;  ///< NumPy's version and C-API version
   double build_seconds = 0;
-  /// The library may hold several graphs (`generate_batch`): this entry's is graph `graph` of
+  /// The library may hold several graphs (`generate_together`): this entry's is graph `graph` of
   /// `graphs`, whose symbols end in `graph_suffix(graph, graphs)`. `library_key` is the key
   /// the library was built under: this entry's own, or that of the module of several graphs
   /// (whose file this entry's is a hard link to, or a copy of).

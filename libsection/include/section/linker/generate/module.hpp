@@ -21,7 +21,7 @@ namespace section {
 inline constexpr int module_abi_version = 5;
 
 /// Stands for the suffix of a graph's own symbols until its module is laid out: nothing in a
-/// module of one graph, `_<k>` for graph k of a module of several (`generate_batch`).
+/// module of one graph, `_<k>` for graph k of a module of several (`generate_together`).
 inline constexpr char const* member_placeholder = "<<<<MEMBER_PLACEHOLDER>>>>";
 
 /// What the namespace of each graph's C++ code in a module of several starts with (the graph's
@@ -31,7 +31,7 @@ inline constexpr char const* graph_namespace_prefix = "libsection_graph_";
 /// The symbols' suffix of graph `graph` in a library of `graphs` graphs (see `ModuleSource`).
 std::string graph_suffix(int graph, int graphs);
 
-/// What a module of several graphs (`generate_batch`) takes from the module of one of them:
+/// What a module of several graphs (`generate_together`) takes from the module of one of them:
 /// its include lines and support code (shared by the graphs, duplicates dropped, as PyTensor's
 /// CLinker drops them), and the rest of its text, named, with `member_placeholder` where its
 /// symbols take their suffix.
@@ -69,14 +69,14 @@ struct ModuleSource {
   /// What the text is compiled as: C only when every op of the graph is declared C and the
   /// text is C (it then starts with `module_prelude` and `c_module_prelude`); part of the key.
   Language language = Language::cxx;
-  /// How many graphs the module holds: 1, or more for `generate_batch`'s.
+  /// How many graphs the module holds: 1, or more for `generate_together`'s.
   int graphs = 1;
   /// A module nothing outside needs a symbol of but its entry points (`whole_program_text`, no
   /// library linked, no LTO, no flag including a file): GCC compiles it with `-fwhole-program`,
   /// so the op's functions are compiled once, where they are called, and not a second time on
   /// their own. Part of the key.
   bool whole_program = false;
-  /// A module of one graph: what `generate_batch` takes of it.
+  /// A module of one graph: what `generate_together` takes of it.
   ModuleMember member;
 };
 
@@ -115,6 +115,14 @@ bool can_share_library(ModuleSource const& a, ModuleSource const& b);
 /// `can_share_library`), graph k with the symbols' suffix `_k`: one compile and one link for
 /// all of them. Their support code is shared, duplicates dropped. Throws
 /// `std::invalid_argument` for fewer than two members or members that cannot share.
-ModuleSource generate_batch(std::vector<ModuleSource const*> const& members);
+ModuleSource generate_together(std::vector<ModuleSource const*> const& members);
+
+/// The module of a support library: C++ (or C) `code` that is not generated from ops (the JAX
+/// handler), after the prelude (Python's and NumPy's headers) and the export macros
+/// (`LIBSECTION_EXPORT`), with `LIBSECTION_MODULE_ABI` defined; built, cached and verified as a
+/// module is. It exports `libsection_abi_version` and `libsection_module_init` (which gets the
+/// runtime's table) and its own entry points, no instance.
+ModuleSource support_library_module(std::string const& name, std::string const& code,
+                                    Language language, std::vector<std::string> header_dirs);
 
 }  // namespace section
