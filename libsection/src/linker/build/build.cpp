@@ -79,10 +79,11 @@ void check_graph_symbols(PrivateDir const& work) {
   }
 }
 
+/// `stopped`: why the compiler was stopped (its limits), else empty.
 [[noreturn]] void report_failure(ModuleSource const& module, std::string const& key,
                                  ModuleCache& cache, PrivateDir const& work,
                                  std::vector<std::string> const& command, SourceManager& sm,
-                                 bool show_generated) {
+                                 bool show_generated, std::string const& stopped) {
   // Keep what a user needs to reproduce the failure, outside the (discarded) work directory.
   // Keeping it is a courtesy: when it fails (a full disk, an unwritable failed/), the compile
   // error is still what is reported.
@@ -115,10 +116,11 @@ void check_graph_symbols(PrivateDir const& work) {
   CompiledSources const sources = compiled_sources(module.text, module_path, sm);
   auto diagnostics = parse_compiler_output(log, sm);
   std::string message = "compiling " + join_names(module.op_names) + " failed";
+  if (!stopped.empty()) message += ": " + stopped;
   std::string const errors = explain_compile_errors(diagnostics, sm, sources, show_generated);
   if (!errors.empty()) {
     message += errors;
-  } else {
+  } else if (stopped.empty()) {
     // No parsable error (a crash, a missing program): show the end of the log itself.
     std::string tail = log.size() > 2000 ? log.substr(log.size() - 2000) : log;
     message += "\n" + tail;
@@ -204,11 +206,18 @@ ModuleManifest compile_into(PrivateDir const& work, Planned const& planned,
   if (tc.debug)
     commands.compile.push_back("-fdebug-prefix-map=" + work.path().string() + "=" +
                                (cache.root() / "entries" / planned.key).string());
+  auto run = [&](std::vector<std::string> const& command) {
+    std::string stopped;
+    try {
+      if (run_program(command, log, tc.limits) == 0) return;
+    } catch (ProgramStopped const& e) {
+      stopped = e.what();
+    }
+    report_failure(module, planned.key, cache, work, command, sm, tc.show_generated, stopped);
+  };
   auto const start = std::chrono::steady_clock::now();
-  if (run_program(commands.compile, log) != 0)
-    report_failure(module, planned.key, cache, work, commands.compile, sm, tc.show_generated);
-  if (run_program(commands.link, log) != 0)
-    report_failure(module, planned.key, cache, work, commands.link, sm, tc.show_generated);
+  run(commands.compile);
+  run(commands.link);
   work.remove(entry_file::object);
   if (module.graphs > 1) check_graph_symbols(work);
   double const seconds =

@@ -13,9 +13,22 @@
 #include "section/linker/cache/cache.hpp"
 #include "section/linker/cache/manifest.hpp"
 #include "section/linker/generate/module.hpp"
+#include "section/settings.hpp"
 #include "section/source.hpp"
 
 namespace section {
+
+/// What a program `run_program` runs may take: wall-clock seconds (0: no limit; the setting that
+/// gives them, and what may make a program run that long, are told when they run out) and the
+/// bytes each of its processes may allocate (RLIMIT_DATA: heap and private mappings; 0: no
+/// limit).
+struct ProgramLimits {
+  double seconds = 0;
+  char const* seconds_setting = "";
+  char const* slow_because = "";
+  std::uintmax_t memory = 0;
+  std::string memory_text() const;  ///< `4 GiB`
+};
 
 /// The compiler and how it is run.
 struct Toolchain {
@@ -32,6 +45,8 @@ struct Toolchain {
   /// generated module's own lines as the compiler wrote them
   bool show_generated = false;
   Language language = Language::cxx;  ///< what it compiles: C++ (`$CXX`) or C (`$CC`)
+  ProgramLimits limits;               ///< each compiler run of a build
+  ProgramLimits check_limits;         ///< a compile check's compiler run
 };
 
 /// Finds the compiler: `CXX` (split on blanks, no shell; a leading `ccache`/`sccache`/`distcc`
@@ -108,9 +123,22 @@ CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& p
                                  std::filesystem::path const& library,
                                  std::optional<std::filesystem::path> const& pch = std::nullopt);
 
-/// Runs `argv` (no shell), appending its stdout and stderr to `log`. Returns the exit status
-/// (128 + signal when killed); throws `LinkError` when the program cannot be started.
-int run_program(std::vector<std::string> const& argv, std::filesystem::path const& log);
+/// The limits of a build's compiler runs, or of a compile check's (`check`), as the settings
+/// give them (LIBSECTION_COMPILE_TIMEOUT or LIBSECTION_CHECK_TIMEOUT, LIBSECTION_COMPILE_MEMORY).
+ProgramLimits compiler_limits(Settings const& settings, bool check = false);
+
+/// A program stopped by its limits: the message says which and the setting that gives it.
+class ProgramStopped : public LinkError {
+ public:
+  using LinkError::LinkError;
+};
+
+/// Runs `argv` (no shell), appending its stdout and stderr to `log`, within `limits`. Returns
+/// the exit status (128 + signal when killed); throws `LinkError` when the program cannot be
+/// started, `ProgramStopped` when it ran out of time (its process group is killed) or failed
+/// saying it ran out of the memory it may allocate.
+int run_program(std::vector<std::string> const& argv, std::filesystem::path const& log,
+                ProgramLimits const& limits = {});
 
 /// The file of `sm` named `path` (the last one added), else the regular file at `path` read
 /// from disk into `sm`; `no_file` when there is none.
