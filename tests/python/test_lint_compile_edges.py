@@ -1,7 +1,7 @@
 """The language server's compile check at its edges, driven over stdio by a real LSP client
-(pytest-lsp), and `section-lint --compile` beside it: a compiler run that does not end, or that
-eats memory, is stopped with one diagnostic saying what stopped it; a check that hangs holds up
-no other document's.
+(pytest-lsp), and `section-lint --compile` beside it: a folder's settings never choose a
+program the server runs; a compiler run that does not end, or that eats memory, is stopped
+with one diagnostic saying what stopped it; a check that hangs holds up no other document's.
 
 Nothing here waits on the clock: a hang is a FIFO or a gate (a file) the stand-in compiler
 waits for, and the limits are settings made small.
@@ -115,6 +115,63 @@ def section_lint(*args, cwd, **env):
         env={**BASE_ENV, **env},
         timeout=180,  # a hang guard
     )
+
+
+# ---- a folder's `python` is never run -----------------------------------------------------------
+
+# A cloned repository: its settings name a program of its own as the interpreter. Editors start
+# the server in the folder they open, so `./tools/py` is that folder's.
+CLONED = WORK / "cloned"
+MARKER = WORK / "the-folder-ran-code"
+(CLONED / "tools").mkdir(parents=True)
+(CLONED / "tools" / "py").write_text(f'#!/bin/sh\ntouch {MARKER}\nexec {sys.executable} "$@"\n')
+(CLONED / "tools" / "py").chmod(0o755)
+(CLONED / "section-lint.toml").write_text('python = "./tools/py"\n' + SIGNATURES)
+# A subfolder whose pyproject.toml names the program by its full path.
+(CLONED / "sub").mkdir()
+(CLONED / "sub" / "pyproject.toml").write_text(
+    f'[tool.section-lint]\npython = "{CLONED / "tools" / "py"}"\n'
+    + SIGNATURES.replace("[signatures", "[tool.section-lint.signatures")
+)
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=["/bin/sh", "-c", 'cd "$0" && exec "$1" server', str(CLONED), SECTION_LINT],
+        server_env=BASE_ENV,
+    )
+)
+async def cloned_client(lsp_client: LanguageClient):
+    MARKER.unlink(missing_ok=True)
+    await initialized(lsp_client, CLONED, {})  # the client names no interpreter
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("where", ["section-lint.toml", "sub/pyproject.toml"])
+async def test_a_folders_python_setting_is_not_run_and_one_notice_says_where_to_set_it(
+    cloned_client, where
+):
+    path = (CLONED / where).parent / "op.c"
+    path.write_text(BROKEN)
+    open_doc(cloned_client, path, BROKEN)
+    # The check runs, with the headers of python3 on PATH.
+    found = await diagnostics_where(cloned_client, path.as_uri(), compiler_said)
+    assert [d.range.start.line for d in compiler_said(found)] == [CALL_LINE]
+    assert not MARKER.exists(), f"the server ran the program {where} names"
+    (notice,) = [m.message for m in cloned_client.messages if "python" in m.message]
+    assert str(CLONED / where) in notice and "initializationOptions" in notice, notice
+    assert "--python" in notice
+
+
+def test_the_command_line_run_in_the_folder_still_reads_it():
+    # Running `section-lint --compile` in a folder is asking for its settings, as `make` is.
+    MARKER.unlink(missing_ok=True)
+    (CLONED / "op.c").write_text(GOOD)
+    run = section_lint("--compile", "op.c", cwd=CLONED)
+    assert "compile-" not in run.stdout, run.stdout
+    assert MARKER.exists()
 
 
 # ---- limits: time and memory --------------------------------------------------------------------

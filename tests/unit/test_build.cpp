@@ -151,6 +151,25 @@ TEST_SUITE("linker") {
                       limits) == 1);
   }
 
+  TEST_CASE("a program is never found through a relative PATH entry") {
+    TempDir dir;
+    fs::create_directories(dir.path / "bin");
+    fs::path const tool = dir.path / "bin" / "libsection-test-tool";
+    std::ofstream(tool) << "#!/bin/sh\n";
+    fs::permissions(tool, fs::perms::owner_all);
+    fs::path const was = fs::current_path();
+    char const* path = std::getenv("PATH");
+    std::string const old_path = path ? path : "";
+    fs::current_path(dir.path / "bin");  // a folder one opened, say
+    ::setenv("PATH", ":.:bin", 1);
+    CHECK_FALSE(find_on_path("libsection-test-tool"));
+    ::setenv("PATH", (dir.path / "bin").c_str(), 1);
+    CHECK(find_on_path("libsection-test-tool") == tool);
+    CHECK(find_on_path("./libsection-test-tool"));  // named with a slash: the caller's choice
+    ::setenv("PATH", old_path.c_str(), 1);
+    fs::current_path(was);
+  }
+
   TEST_CASE("the compiler comes from CXX, else the PATH, and its identity is remembered") {
     TempDir dir;
     fs::create_directories(dir.path / "bin");

@@ -60,7 +60,8 @@ struct Toolchain {
 Toolchain find_toolchain(PrivateDir const& state, Language language = Language::cxx);
 
 /// `program` if it names a file with a slash and is executable, else the first executable of
-/// that name in the folders of `PATH`; nothing when there is none.
+/// that name in the absolute folders of `PATH` (a relative one, `.` or empty, is skipped);
+/// nothing when there is none.
 std::optional<std::filesystem::path> find_on_path(std::string const& program);
 
 /// Clang has no precompiled headers of GCC's kind, no -fwhole-program, and links with lld.

@@ -21,7 +21,10 @@ std::optional<fs::path> find_on_path(std::string const& program) {
   char const* path = std::getenv("PATH");
   std::istringstream dirs(path ? path : "/usr/bin:/bin");
   for (std::string dir; std::getline(dirs, dir, ':');) {
-    fs::path const candidate = fs::path(dir.empty() ? "." : dir) / program;
+    // A relative entry (`.`, or an empty one) would find the program in the working folder,
+    // a repository's say (the language server runs in the one opened): skipped, as Go skips it.
+    if (dir.empty() || dir.front() != '/') continue;
+    fs::path const candidate = fs::path(dir) / program;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return std::nullopt;
