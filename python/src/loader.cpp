@@ -54,16 +54,17 @@ namespace {
 using InitFn = PyObject* (*)(void const*);
 using GraphInitFn = PyObject* (*)();
 
-/// Loads the module of cache entry `key` from `verified_fd`, the descriptor its SHA-256 was
-/// checked through (`platform::descriptor_path`, `/proc/self/fd/N` on Linux, reopens that same
-/// file, whatever `path` names by now), so nothing can be swapped in between. The descriptor stays
-/// open: glibc knows the module by that name, and a reused number would make a later dlopen return
-/// this module again. A debug build is loaded by its path: gdb reads modules by the loader's name
-/// for them, and `/proc/self/fd/N` would name one of gdb's own descriptors.
+/// Loads the module of cache entry `key` (the library's SHA-256 after it: an entry rebuilt for a
+/// changed header is another library under the same key) from `verified_fd`, the descriptor its
+/// SHA-256 was checked through (`platform::descriptor_path`, `/proc/self/fd/N` on Linux, reopens
+/// that same file, whatever `path` names by now), so nothing can be swapped in between. The
+/// descriptor stays open: glibc knows the module by that name, and a reused number would make a
+/// later dlopen return this module again. A debug build is loaded by its path: gdb reads modules by
+/// the loader's name for them, and `/proc/self/fd/N` would name one of gdb's own descriptors.
 LoadedLibrary const& load_library(std::string const& key, std::filesystem::path const& path,
                                   int verified_fd, bool by_path, void const* runtime,
                                   std::string const& suffix) {
-  static std::map<std::string, LoadedLibrary> loaded;  // by cache key; guarded by the GIL
+  static std::map<std::string, LoadedLibrary> loaded;  // by key and hash; guarded by the GIL
   // The graphs of one library have entries of their own whose files are links to one file,
   // which the dynamic loader loads once: its initialisation runs once.
   static std::set<void*> initialised;
@@ -104,10 +105,17 @@ LoadedLibrary const& load_library(std::string const& key, std::filesystem::path 
   return loaded.emplace(key, lib).first->second;
 }
 
-// The in-process memo: a module already verified and loaded is not hashed again. Bounded: a
+// The in-process memo: a module already verified and loaded is not hashed again, only the
+// headers of the user's folders it was built from, which may have changed since. Bounded: a
 // module it lets go of is found in the cache again (hashed and verified) and stays loaded.
 // Never destroyed: it holds Python objects, which must not be released after finalisation.
-using LoadedModules = BoundedCache<std::string, std::pair<std::filesystem::path, py::dict>>;
+struct KnownModule {
+  std::filesystem::path library;
+  py::dict info;
+  std::string loaded_as;  ///< `load_library`'s name for it
+  std::vector<SourceFileHash> headers;
+};
+using LoadedModules = BoundedCache<std::string, KnownModule>;
 constexpr std::size_t loaded_modules_kept = 1024;
 LoadedModules& loaded_modules() {
   static auto* memo = new LoadedModules(loaded_modules_kept);
@@ -248,13 +256,18 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   FileHandle verified_library;  // the module's bytes as verified; loaded through this
   bool debug = false;           // a build for gdb, loaded by path
   py::dict info;
+  std::string loaded_as;  // the key and the library's hash
+  std::vector<SourceFileHash> headers;
   auto& memo = loaded_modules();
   std::string const memo_as = memo_key(module);
-  if (auto const* known = memo_as.empty() ? nullptr : memo.find(memo_as)) {
-    library = known->first;
-    info = py::dict(known->second);
+  auto const* known = memo_as.empty() ? nullptr : memo.find(memo_as);
+  if (known && changed_header(known->headers).empty()) {
+    library = known->library;
+    info = py::dict(known->info);
     info["compiled"] = false;
     key = info["key"].cast<std::string>();
+    loaded_as = known->loaded_as;
+    headers = known->headers;
   } else {
     BuiltModule built;
     build_without_gil(sm,
@@ -264,11 +277,14 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
     verified_library = built.entry.library_file;
     info = build_info(module, built);
     debug = built.debug;
+    loaded_as = key + "/" + built.entry.manifest->sha256;
+    headers = built.entry.manifest->headers;
   }
   std::string const suffix = graph_suffix(info["graph"].cast<int>(), info["graphs"].cast<int>());
   LoadedLibrary const& lib =
-      load_library(key, library, verified_library.get(), debug, runtime, suffix);
-  if (!memo_as.empty()) memo.put(memo_as, std::make_pair(library, py::dict(info)));
+      load_library(loaded_as, library, verified_library.get(), debug, runtime, suffix);
+  if (!memo_as.empty())
+    memo.put(memo_as, KnownModule{library, py::dict(info), loaded_as, std::move(headers)});
   return {&lib, std::move(info)};
 }
 
@@ -309,8 +325,8 @@ std::optional<LoadedModule> load_cached_module(std::string const& key, std::stri
   info["graphs"] = m.graphs;
   LoadedLibrary const* lib = nullptr;
   try {
-    lib = &load_library(key, entry->library, entry->library_file.get(), false, runtime,
-                        graph_suffix(m.graph, m.graphs));
+    lib = &load_library(key + "/" + m.sha256, entry->library, entry->library_file.get(), false,
+                        runtime, graph_suffix(m.graph, m.graphs));
   } catch (LinkError const& e) {
     raise_python(e, sm);
   }

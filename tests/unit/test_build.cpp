@@ -151,6 +151,18 @@ TEST_SUITE("linker") {
                       limits) == 1);
   }
 
+  TEST_CASE("a compiler's dependency list is read as Make writes it") {
+    std::string const listed =
+        "module: /cache/tmp/w/source.cpp /home/me/my\\ op/inc/a.h \\\n"
+        " /home/me/op/cost$$.h /home/me/op/hash\\#.h\\\r\n /usr/include/python3.12/Python.h\n";
+    CHECK(dependency_file_paths(listed) ==
+          std::vector<std::string>{"/cache/tmp/w/source.cpp", "/home/me/my op/inc/a.h",
+                                   "/home/me/op/cost$.h", "/home/me/op/hash#.h",
+                                   "/usr/include/python3.12/Python.h"});
+    CHECK(dependency_file_paths("").empty());
+    CHECK(dependency_file_paths("module:").empty());
+  }
+
   TEST_CASE("a program is never found through a relative PATH entry") {
     TempDir dir;
     fs::create_directories(dir.path / "bin");

@@ -11,7 +11,9 @@
 
 #include "base/hash.hpp"
 #include "base/text.hpp"
+#include "base/utf8.hpp"
 #include "linker/build/compile.hpp"
+#include "linker/cache/files.hpp"
 #include "linker/cache/private_dir_detail.hpp"
 #include "section/log.hpp"
 #include "section/platform.hpp"
@@ -188,6 +190,38 @@ void log_compiled(Planned const& planned, double seconds) {
              seconds);
 }
 
+/// Whether `path` is in the folder `dir` or below it (both absolute and normal).
+bool inside(fs::path const& path, fs::path const& dir) {
+  auto const [d, p] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
+  return d == dir.end() || (d->empty() && std::next(d) == dir.end());
+}
+
+/// The headers of the user's folders the module in `work` was compiled from, with the SHA-256
+/// of their bytes: the compiler's dependency list less the module's source, what is in the
+/// cache (the precompiled header) and Python's and NumPy's headers, which the key covers. A
+/// header changed after the module's source was written (by the clock file times come from)
+/// may not be what was compiled: it gets no hash, and the entry counts as out of date next time.
+std::vector<SourceFileHash> user_headers(PrivateDir const& work, PythonEnvironment const& python,
+                                         ModuleCache const& cache) {
+  auto started = std::chrono::system_clock::time_point::min();
+  file_sha256(work.path() / entry_file::source, &started);
+  std::vector<fs::path> skipped = {fs::absolute(cache.root()).lexically_normal()};
+  for (auto const& dir : python.include_dirs)
+    skipped.push_back(fs::absolute(dir).lexically_normal());
+  std::vector<SourceFileHash> headers;
+  auto const listed = work.read(entry_file::dependencies).value_or("");
+  for (auto const& named : dependency_file_paths(listed)) {
+    fs::path const path = fs::absolute(named).lexically_normal();  // the compiler's working folder
+    if (std::any_of(skipped.begin(), skipped.end(), [&](auto const& d) { return inside(path, d); }))
+      continue;
+    auto changed = std::chrono::system_clock::time_point::max();
+    auto hash = file_sha256(path, &changed);
+    bool const kept = hash && !find_invalid_utf8(path.string()) && changed <= started;
+    headers.push_back({path.string(), kept ? *hash : std::string()});
+  }
+  return headers;
+}
+
 /// Compiles and links the planned module in `work`, the cache's folder for its entry.
 ModuleManifest compile_into(PrivateDir const& work, Planned const& planned,
                             PythonEnvironment const& python, ModuleCache& cache,
@@ -206,6 +240,10 @@ ModuleManifest compile_into(PrivateDir const& work, Planned const& planned,
   if (tc.debug)
     commands.compile.push_back("-fdebug-prefix-map=" + work.path().string() + "=" +
                                (cache.root() / "entries" / planned.key).string());
+  // The headers it reads, so that the entry knows them (ccache's direct mode).
+  commands.compile.insert(
+      commands.compile.end(),
+      {"-MMD", "-MT", "module", "-MF", (work.path() / entry_file::dependencies).string()});
   auto run = [&](std::vector<std::string> const& command) {
     std::string stopped;
     try {
@@ -219,11 +257,15 @@ ModuleManifest compile_into(PrivateDir const& work, Planned const& planned,
   run(commands.compile);
   run(commands.link);
   work.remove(entry_file::object);
+  auto headers = user_headers(work, python, cache);
+  work.remove(entry_file::dependencies);
   if (module.graphs > 1) check_graph_symbols(work);
   double const seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log_compiled(planned, seconds);
-  return compiled_manifest(planned, python, commands, seconds);
+  ModuleManifest manifest = compiled_manifest(planned, python, commands, seconds);
+  manifest.headers = std::move(headers);
+  return manifest;
 }
 
 BuiltModule build_planned(Planned const& planned, PythonEnvironment const& python,

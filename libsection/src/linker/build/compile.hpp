@@ -149,6 +149,10 @@ FileId file_named(std::string const& path, SourceManager& sm);
 /// (matched by path) become ranges there; others are added to `sm` from disk when readable.
 std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceManager& sm);
 
+/// The files a compiler's dependency output (`-MMD -MF`: Make's `target: file file \`) names,
+/// unescaped (`\ `, `\#`, `$$`), the target left out.
+std::vector<std::string> dependency_file_paths(std::string_view text);
+
 /// Where a failed compile's messages point: the module's own text, or the section files its
 /// `#line` directives name.
 struct CompiledSources {

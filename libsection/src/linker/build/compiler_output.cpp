@@ -129,6 +129,40 @@ std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceMana
   return out;
 }
 
+std::vector<std::string> dependency_file_paths(std::string_view text) {
+  std::vector<std::string> paths;
+  std::string word;
+  bool target = true;  // the first word, up to its colon
+  auto end_word = [&] {
+    if (target && !word.empty() && word.back() == ':') {
+      target = false;
+    } else if (!target && !word.empty()) {
+      paths.push_back(word);
+    }
+    word.clear();
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char const c = text[i];
+    char const next = i + 1 < text.size() ? text[i + 1] : '\0';
+    if (c == '\\' && (next == ' ' || next == '#')) {
+      word += next;
+      ++i;
+    } else if (c == '\\' && (next == '\n' || next == '\r')) {
+      end_word();
+      ++i;
+    } else if (c == '$' && next == '$') {
+      word += '$';
+      ++i;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      end_word();
+    } else {
+      word += c;
+    }
+  }
+  end_word();
+  return paths;
+}
+
 std::string shell_quote(std::vector<std::string> const& argv) {
   std::string out;
   for (auto const& a : argv) {
