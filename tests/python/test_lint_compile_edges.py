@@ -1,13 +1,15 @@
 """The language server's compile check at its edges, driven over stdio by a real LSP client
 (pytest-lsp), and `section-lint --compile` beside it: a folder's settings never choose a
 program the server runs; a compiler run that does not end, or that eats memory, is stopped
-with one diagnostic saying what stopped it; a check that hangs holds up no other document's.
+with one diagnostic saying what stopped it; a check that hangs holds up no other document's;
+a file whose name holds a newline keeps its errors.
 
 Nothing here waits on the clock: a hang is a FIFO or a gate (a file) the stand-in compiler
 waits for, and the limits are settings made small.
 """
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -319,3 +321,29 @@ async def test_a_document_whose_check_hangs_holds_up_no_other(gated_client):
     open_gate()
     found = await diagnostics_where(gated_client, held.as_uri(), compiler_said)
     assert [d.range.start.line for d in compiler_said(found)] == [CALL_LINE + 1]
+
+
+# ---- names ------------------------------------------------------------------------------------
+
+
+def test_the_compilers_errors_in_a_file_whose_name_holds_a_newline_keep_their_place(tmp_path):
+    name = "we\nird.c"
+    (tmp_path / name).write_text(BROKEN)
+    run = section_lint(
+        "--compile",
+        "--python",
+        sys.executable,
+        "--inputs",
+        "float64[:]",
+        "--outputs",
+        "float64[:]",
+        "--output-format",
+        "json",
+        name,
+        cwd=tmp_path,
+    )
+    errors = [d for d in json.loads(run.stdout) if d["code"].startswith("compile-")]
+    assert [(d["filename"], d["location"]["row"], d["location"]["column"]) for d in errors] == [
+        (name, CALL_LINE + 1, CALL_COLUMN + 1)
+    ], run.stdout
+    assert "not_declared_anywhere" in errors[0]["message"]

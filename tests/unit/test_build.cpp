@@ -151,6 +151,18 @@ TEST_SUITE("linker") {
                       limits) == 1);
   }
 
+  TEST_CASE("compiler messages about a file whose name holds a newline are in that file") {
+    SourceManager sm;
+    FileId const file = sm.add("ops/we\nird.c", "line one\nint x = oops;\n");
+    std::string const log = "ops/we\nird.c: In function 'f':\n"
+                            "ops/we\nird.c:2:9: error: 'oops' was not declared in this scope\n";
+    auto const ds = parse_compiler_output(log, sm);
+    REQUIRE(ds.size() == 1);
+    CHECK(ds[0].range.file == file);
+    CHECK(sm.line_column(file, ds[0].range.begin).line == 2);
+    CHECK(sm.line_column(file, ds[0].range.begin).column == 9);
+  }
+
   TEST_CASE("a compiler's dependency list is read as Make writes it") {
     std::string const listed =
         "module: /cache/tmp/w/source.cpp /home/me/my\\ op/inc/a.h \\\n"

@@ -97,8 +97,28 @@ FileId file_named(std::string const& path, SourceManager& sm) {
   return file;
 }
 
-std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceManager& sm) {
+namespace {
+
+/// The log with each newline inside the name of a file of `sm` made a NUL byte, which no path
+/// holds: the compiler writes such a name as it is, splitting its lines (`a<LF>b.c:3:5: error:`),
+/// and `#line` directives name the section files as they are named.
+std::string names_on_one_line(std::string log, SourceManager const& sm) {
+  for (FileId id = 0; id < sm.size(); ++id) {
+    std::string const& name = sm.file(id).path();
+    if (name.find('\n') == std::string::npos) continue;
+    std::string joined = name;
+    std::replace(joined.begin(), joined.end(), '\n', '\0');
+    for (auto at = log.find(name); at != std::string::npos; at = log.find(name, at + name.size()))
+      log.replace(at, name.size(), joined);
+  }
+  return log;
+}
+
+}  // namespace
+
+std::vector<Diagnostic> parse_compiler_output(std::string const& log_text, SourceManager& sm) {
   std::vector<Diagnostic> out;
+  std::string const log = names_on_one_line(log_text, sm);
   std::string_view const text(log);
   for (std::size_t begin = 0; begin < text.size();) {
     std::size_t end = text.find('\n', begin);
@@ -108,7 +128,9 @@ std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceMana
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     auto const m = read_compiler_line(line);
     if (!m) continue;
-    FileId const file = file_named(std::string(m->path), sm);
+    std::string path(m->path);
+    std::replace(path.begin(), path.end(), '\0', '\n');
+    FileId const file = file_named(path, sm);
     SourceRange range{};
     if (file != no_file) {
       auto const& f = sm.file(file);
