@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 pytest_lsp = pytest.importorskip("pytest_lsp")
+from lint_compile_texts import BROKEN, CALL_COLUMN, CALL_LINE, GOOD  # noqa: E402
 from lsprotocol import types  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
 from test_section_lint import SECTION_LINT  # noqa: E402
@@ -36,24 +37,6 @@ inputs = "float64[:]"
 outputs = "float64[:]"
 """
 
-# ops/square's code section; BROKEN calls a function nobody declares.
-GOOD = """\
-#section code
-
-{
-    npy_intp n = PyArray_DIMS(INPUT_0)[0];
-    Py_XDECREF(OUTPUT_0);
-    OUTPUT_0 = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(INPUT_0), TYPENUM_OUTPUT_0, 0);
-    if (NULL == OUTPUT_0) FAIL;
-    for (npy_intp i = 0; i < n; ++i) {
-        DTYPE_INPUT_0 v = *(DTYPE_INPUT_0*)PyArray_GETPTR1(INPUT_0, i);
-        *(DTYPE_OUTPUT_0*)PyArray_GETPTR1(OUTPUT_0, i) = v * v;
-    }
-}
-"""
-BROKEN = GOOD.replace("v * v;", "v * v;\n        not_declared_anywhere(v);")
-CALL_LINE = BROKEN.splitlines().index("        not_declared_anywhere(v);")
-CALL_COLUMN = len("        ")
 
 WORK = Path(tempfile.mkdtemp(prefix="section-lint-edges-"))
 # Python's and NumPy's headers come from this interpreter's folder, the `python3` on PATH.
