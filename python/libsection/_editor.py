@@ -119,6 +119,8 @@ def op_params(folder_fd: int, shown: str) -> dict[str, str]:
         tree = ast.parse(read[0].decode("utf-8"))
     except (SyntaxError, UnicodeDecodeError, ValueError):
         return {}
+    except (RecursionError, MemoryError) as e:  # nested deeper than CPython's parser goes
+        raise SetupError(f"{shown}: CPython cannot parse it ({e}), nor import it") from None
     found: dict[str, str] = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.ClassDef):

@@ -97,12 +97,14 @@ void* open_library(std::filesystem::path const& path, int verified_fd, bool by_p
   return handle;
 }
 
-/// The library of a module's graph (`suffix`: which one, `graph_suffix`), loaded once per cache
-/// key (`open_library`), its graph initialised and its entry points found.
+/// The library of a module's graph (`suffix`: which one, `graph_suffix`), loaded once per `key`
+/// (the cache key and the library's SHA-256 after it: an entry rebuilt for a changed header is
+/// another library under the same cache key; `open_library`), its graph initialised and its
+/// entry points found.
 LoadedLibrary const& load_library(std::string const& key, std::filesystem::path const& path,
                                   int verified_fd, bool by_path, void const* runtime,
                                   std::string const& suffix) {
-  static std::map<std::string, LoadedLibrary> loaded;  // by cache key; guarded by the GIL
+  static std::map<std::string, LoadedLibrary> loaded;  // by key and hash; guarded by the GIL
   if (auto it = loaded.find(key); it != loaded.end()) return it->second;
   LoadedLibrary lib;
   lib.handle = open_library(path, verified_fd, by_path, runtime);
@@ -118,10 +120,17 @@ LoadedLibrary const& load_library(std::string const& key, std::filesystem::path 
   return loaded.emplace(key, lib).first->second;
 }
 
-// The in-process memo: a module already verified and loaded is not hashed again. Bounded: a
+// The in-process memo: a module already verified and loaded is not hashed again, only the
+// headers of the user's folders it was built from, which may have changed since. Bounded: a
 // module it lets go of is found in the cache again (hashed and verified) and stays loaded.
 // Never destroyed: it holds Python objects, which must not be released after finalisation.
-using LoadedModules = BoundedCache<std::string, std::pair<std::filesystem::path, py::dict>>;
+struct KnownModule {
+  std::filesystem::path library;
+  py::dict info;
+  std::string loaded_as;  ///< `load_library`'s name for it
+  std::vector<SourceFileHash> headers;
+};
+using LoadedModules = BoundedCache<std::string, KnownModule>;
 constexpr std::size_t loaded_modules_kept = 1024;
 LoadedModules& loaded_modules() {
   static auto* memo = new LoadedModules(loaded_modules_kept);
@@ -262,13 +271,18 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
   FileHandle verified_library;  // the module's bytes as verified; loaded through this
   bool debug = false;           // a build for gdb, loaded by path
   py::dict info;
+  std::string loaded_as;  // the key and the library's hash
+  std::vector<SourceFileHash> headers;
   auto& memo = loaded_modules();
   std::string const memo_as = memo_key(module);
-  if (auto const* known = memo_as.empty() ? nullptr : memo.find(memo_as)) {
-    library = known->first;
-    info = py::dict(known->second);
+  auto const* known = memo_as.empty() ? nullptr : memo.find(memo_as);
+  if (known && changed_header(known->headers).empty()) {
+    library = known->library;
+    info = py::dict(known->info);
     info["compiled"] = false;
     key = info["key"].cast<std::string>();
+    loaded_as = known->loaded_as;
+    headers = known->headers;
   } else {
     BuiltModule built;
     build_without_gil(sm,
@@ -278,11 +292,14 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm) {
     verified_library = built.entry.library_file;
     info = build_info(module, built);
     debug = built.debug;
+    loaded_as = key + "/" + built.entry.manifest->sha256;
+    headers = built.entry.manifest->headers;
   }
   std::string const suffix = graph_suffix(info["graph"].cast<int>(), info["graphs"].cast<int>());
   LoadedLibrary const& lib =
-      load_library(key, library, verified_library.get(), debug, runtime, suffix);
-  if (!memo_as.empty()) memo.put(memo_as, std::make_pair(library, py::dict(info)));
+      load_library(loaded_as, library, verified_library.get(), debug, runtime, suffix);
+  if (!memo_as.empty())
+    memo.put(memo_as, KnownModule{library, py::dict(info), loaded_as, std::move(headers)});
   return {&lib, std::move(info)};
 }
 
@@ -323,8 +340,8 @@ std::optional<LoadedModule> load_cached_module(std::string const& key, std::stri
   info["graphs"] = m.graphs;
   LoadedLibrary const* lib = nullptr;
   try {
-    lib = &load_library(key, entry->library, entry->library_file.get(), false, runtime,
-                        graph_suffix(m.graph, m.graphs));
+    lib = &load_library(key + "/" + m.sha256, entry->library, entry->library_file.get(), false,
+                        runtime, graph_suffix(m.graph, m.graphs));
   } catch (LinkError const& e) {
     raise_python(e, sm);
   }

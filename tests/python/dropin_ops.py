@@ -199,6 +199,22 @@ class MisalignedOutRecipe(_Op):
         return Apply(self, [as_tensor_variable(x)], [pt.dvector()])
 
 
+class ComplexScaleRecipe(_Op):
+    """z = x * y for a complex vector x and a real one y: z is of x's complex dtype."""
+
+    __props__ = ()
+
+    def __init__(self):
+        self._load("data/dropin/complex_scale.c", "APPLY_SPECIFIC(complex_scale)")
+
+    def make_node(self, x, y):
+        x, y = as_tensor_variable(x), as_tensor_variable(y)
+        return Apply(self, [x, y], [pt.vector(dtype=x.dtype)])
+
+    def infer_shape(self, *args):  # (node, shapes) since PyTensor 3.3, (fgraph, ...) before
+        return [args[-1][0]]
+
+
 RECIPES = [
     ShiftRecipe,
     CounterRecipe,
@@ -209,6 +225,7 @@ RECIPES = [
     Scale0dRecipe,
     Scale0dWithPerformRecipe,
     MisalignedOutRecipe,
+    ComplexScaleRecipe,
 ]
 
 

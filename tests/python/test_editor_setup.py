@@ -246,6 +246,15 @@ def test_a_fifo_is_refused_without_waiting(tmp_path):
     refused(run_editor_setup(folder), "is a FIFO")
 
 
+def test_an_op_py_python_cannot_parse_is_one_line_naming_it(tmp_path):
+    folder = op_folder(tmp_path)
+    (folder / "op" / "op.py").write_text("x = " + " + ".join(["1"] * 200_000) + "\n")
+    run = run_editor_setup(folder)
+    refused(run, f"{folder / 'op' / 'op.py'}: CPython cannot parse it")
+    assert "Traceback" not in run.stderr and len(run.stderr.splitlines()) == 2, run.stderr
+    assert not (folder / ".clangd").exists()
+
+
 def test_a_users_clangd_keeps_its_settings_and_gets_ours_between_markers(tmp_path):
     folder = op_folder(tmp_path)
     own = "CompileFlags:\n  Add: [-DMY_OWN_SETTING]\n"

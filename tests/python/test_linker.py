@@ -425,6 +425,71 @@ def test_a_mistyped_main_function_is_told_as_the_op_s_not_its_generated_call(tmp
     assert told.replace(": error: ", ": note: ") in str(shown).splitlines()
 
 
+# A build that cannot end: it includes a FIFO no one writes, or a device of endless zeros. Run in
+# a process of its own, under a bound of its own on memory (in case the build's were missing).
+UNENDING_BUILD = """
+import json, os, resource, sys
+import libsection
+resource.setrlimit(resource.RLIMIT_DATA, (4 << 30, 4 << 30))
+src, included = sys.argv[1], sys.argv[2]
+with open(src, "w") as f:
+    f.write('#section support_code\\n#include "' + included + '"\\n' + sys.argv[3])
+try:
+    libsection.build(src, "APPLY_SPECIFIC(vector_add)", ["float64[:]"] * 2, ["float64[:]"])
+except libsection.CompileError as e:
+    kept = os.path.join(e.kept_dir, "command.txt")
+    print(json.dumps({"error": str(e), "kept": os.path.exists(kept)}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("included", "setting", "stopped"),
+    [
+        (
+            "fifo",
+            {"LIBSECTION_COMPILE_TIMEOUT": "2"},
+            "was stopped after 2 s, the limit LIBSECTION_COMPILE_TIMEOUT sets",
+        ),
+        (
+            "/dev/zero",
+            {"LIBSECTION_COMPILE_MEMORY": "512M"},
+            "ran out of the 512 MiB each compiler process may allocate, the limit "
+            "LIBSECTION_COMPILE_MEMORY sets",
+        ),
+    ],
+    ids=["fifo", "dev-zero"],
+)
+def test_a_build_that_cannot_end_is_stopped_and_told_as_its_compile_error(
+    tmp_path, included, setting, stopped
+):
+    import json
+    import os
+    import subprocess
+
+    if included == "fifo":
+        included = str(tmp_path / "never-written")
+        os.mkfifo(included)
+    env = {**os.environ, "LIBSECTION_CACHE_DIR": str(tmp_path / "cache"), **setting}
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", UNENDING_BUILD, str(tmp_path / "op.c"), included, MACRO_OP],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,  # a hang guard
+        )
+    finally:
+        if not included.startswith("/dev/"):
+            try:  # a compiler left reading the FIFO (were the build not stopped) ends
+                os.close(os.open(included, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader: it was stopped
+                pass
+    assert run.returncode == 0, run.stderr
+    said = json.loads(run.stdout)
+    assert said["error"].startswith("compiling op failed: `"), said["error"]
+    assert stopped in said["error"] and said["kept"], said["error"]
+
+
 def test_bad_type_strings_name_the_problem():
     with pytest.raises(ValueError, match=r"inputs\[1\]: .*flaot64"):
         build(VTV, VTV_FUNC, inputs=["float64[:]", "flaot64[:]"], outputs=["float64[:]"])

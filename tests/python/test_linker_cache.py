@@ -649,3 +649,99 @@ def test_a_module_asked_for_after_the_cache_directory_changed_is_in_the_new_cach
     assert entries(second) == entries(first)  # the same key, built anew in the second cache
     x = np.arange(3.0)
     assert np.array_equal(f(x, x), x * x)
+
+
+# ---- headers of the user's folders: their content is part of what an entry is ----------------
+
+HEADER_OP = """\
+#section support_code
+#include "offset.h"
+
+#section code
+Py_XDECREF(OUTPUT_0);
+OUTPUT_0 = (PyArrayObject*)PyArray_NewCopy(INPUT_0, NPY_CORDER);
+if (NULL == OUTPUT_0) FAIL;
+{
+    double* d = (double*)PyArray_DATA(OUTPUT_0);
+    for (npy_intp i = 0; i < PyArray_SIZE(OUTPUT_0); ++i) d[i] += OFFSET;
+}
+"""
+
+# Builds the op of `folder` in a process of its own: whether it compiled, and what it computes.
+HEADER_WORKER = """
+import json, logging, sys
+import numpy as np
+import libsection
+logging.basicConfig(level=logging.INFO)  # the cache says why it rebuilds
+folder = sys.argv[1]
+f = libsection.build([folder + "/op.c"], None, ["float64[:]"], ["float64[:]"],
+                     name="AddOffset", c_header_dirs=[folder + "/include"])
+print(json.dumps({"compiled": f.info["compiled"], "value": float(f(np.zeros(1))[0])}))
+"""
+
+
+def header_op(tmp_path, offset):
+    folder = tmp_path / "op"
+    (folder / "include").mkdir(parents=True, exist_ok=True)
+    (folder / "op.c").write_text(HEADER_OP)
+    (folder / "include" / "offset.h").write_text(f"#define OFFSET {offset}\n")
+    return folder
+
+
+def build_in_a_process(folder, env):
+    run = subprocess.run(
+        [sys.executable, "-c", HEADER_WORKER, str(folder)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout), run.stderr
+
+
+def test_a_header_edited_between_two_processes_builds_anew(cache_dir, tmp_path):
+    env = worker_env(cache_dir)
+    folder = header_op(tmp_path, 1.0)
+    assert build_in_a_process(folder, env)[0] == {"compiled": True, "value": 1.0}
+    # The header as it was: a hit, no compiler run.
+    assert build_in_a_process(folder, env)[0] == {"compiled": False, "value": 1.0}
+    (key,) = entries(cache_dir)
+
+    header_op(tmp_path, 2.0)
+    result, err = build_in_a_process(folder, env)
+    assert result == {"compiled": True, "value": 2.0}
+    assert "offset.h changed since it was built" in err and "corrupt" not in err
+    assert entries(cache_dir) == [key]  # the same key, its entry replaced
+    assert build_in_a_process(folder, env)[0] == {"compiled": False, "value": 2.0}
+    manifest = json.loads((cache_dir / "entries" / key / "manifest.json").read_text())
+    (header,) = manifest["headers"]  # the user's header only: not Python's, nor NumPy's
+    assert header["path"] == str(folder / "include" / "offset.h") and len(header["sha256"]) == 64
+
+
+def test_a_header_edited_between_two_builds_of_one_process_builds_anew(
+    cache_dir, tmp_path, monkeypatch
+):
+    import numpy as np
+
+    from libsection._build import build
+
+    monkeypatch.setenv("LIBSECTION_CACHE_DIR", str(cache_dir))
+    folder = header_op(tmp_path, 1.0)
+
+    def built():
+        f = build(
+            [folder / "op.c"],
+            None,
+            ["float64[:]"],
+            ["float64[:]"],
+            name="AddOffset",
+            c_header_dirs=[folder / "include"],
+        )
+        return f.info["compiled"], float(f(np.zeros(1))[0])
+
+    assert built() == (True, 1.0)
+    assert built() == (False, 1.0)
+    header_op(tmp_path, 2.0)
+    assert built() == (True, 2.0)
+    assert built() == (False, 2.0)

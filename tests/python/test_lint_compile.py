@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 pytest_lsp = pytest.importorskip("pytest_lsp")
+from lint_compile_texts import BROKEN, CALL_COLUMN, CALL_LINE, GOOD  # noqa: E402
 from lsprotocol import types  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
 from test_section_lint import SECTION_LINT  # noqa: E402
@@ -33,26 +34,6 @@ inputs = "float64[:]"
 outputs = "float64[:]"
 """
 
-# ops/square's code section, with a call of a function nobody declares, and an unused
-# suppression comment (the linter's SL901) on another line.
-GOOD = """\
-#section code
-
-{
-    npy_intp n = PyArray_DIMS(INPUT_0)[0];
-    Py_XDECREF(OUTPUT_0);
-    OUTPUT_0 = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(INPUT_0), TYPENUM_OUTPUT_0, 0);
-    if (NULL == OUTPUT_0) FAIL;
-    for (npy_intp i = 0; i < n; ++i) {
-        DTYPE_INPUT_0 v = *(DTYPE_INPUT_0*)PyArray_GETPTR1(INPUT_0, i);
-        *(DTYPE_OUTPUT_0*)PyArray_GETPTR1(OUTPUT_0, i) = v * v;
-    }
-    int unused = 0; // section-lint: ignore[SL501]
-}
-"""
-BROKEN = GOOD.replace("v * v;", "v * v;\n        not_declared_anywhere(v);")
-CALL_LINE = BROKEN.splitlines().index("        not_declared_anywhere(v);")
-CALL_COLUMN = len("        ")
 
 # The gate in front of the compiler (`--version` passes at once): each compile writes its pid
 # to started-N, then waits for the file `open`.

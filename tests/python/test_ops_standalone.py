@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import pickle
 import subprocess
 import sys
@@ -132,3 +134,66 @@ def test_compiling_is_logged_and_cache_hits_are_not(cache_dir, caplog):
     with caplog.at_level("INFO", logger="libsection"):
         load_op_module("vector_times_vector").VectorTimesVector()(x, y)  # cache hit: silent
     assert caplog.records == []
+
+
+# Every example op, built with warnings as errors: as C++, and declared C where it can be (an op
+# with params or struct sections cannot, and is told to stay C++).
+STRICT_BUILDS = """
+import sys, types
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import libsection
+from examples import EXAMPLES, load_op_module
+
+
+def declared_c(module):
+    # The module's op classes, declared C, their files named by full path.
+    classes = {}
+    for name, value in vars(module).items():
+        if isinstance(value, type) and issubclass(value, libsection.ExternalCOp):
+            files = value.func_files
+            files = [files] if isinstance(files, (str, Path)) else files
+            paths = [str(value.get_path(f)) for f in files]
+            classes[name] = type(name, (value,), {"language": "c", "func_files": paths})
+    return types.SimpleNamespace(**{**vars(module), **classes})
+
+
+for example in EXAMPLES:
+    module = load_op_module(example.folder)
+    for language, namespace in (("c++", module), ("c", declared_c(module))):
+        op = example.make(namespace)
+        assert op.language == language
+        try:
+            op(*example.inputs())
+        except libsection.CompileError as e:
+            print(f"{example.folder} ({language}): {e}")
+        except libsection.LinkError as e:
+            if language != "c" or 'language = "c++"' not in str(e):
+                raise
+"""
+
+
+def test_every_example_op_builds_under_wall_wextra_werror(tmp_path):
+    strict = "-Wall -Wextra -Werror"
+    env = {
+        **os.environ,
+        "LIBSECTION_CACHE_DIR": str(tmp_path / "cache"),
+        "LIBSECTION_CXXFLAGS": strict,
+        "LIBSECTION_CFLAGS": strict,
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", STRICT_BUILDS, str(OPS_DIR)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "", run.stdout
+    # Both languages were built, each module with the flags.
+    commands = [
+        json.loads(m.read_text())["compile_command"]
+        for m in (tmp_path / "cache" / "entries").glob("*/manifest.json")
+    ]
+    assert all(strict in c for c in commands)
+    assert {("-x c++" in c, "-x c " in c) for c in commands} == {(True, False), (False, True)}

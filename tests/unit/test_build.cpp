@@ -97,6 +97,103 @@ TEST_SUITE("linker") {
     CHECK(shell_quote({"g++", "-DX=1", "a b", "it's"}) == "g++ -DX=1 'a b' 'it'\\''s'");
   }
 
+  TEST_CASE("a program that outlives its time is stopped with every process it started") {
+    TempDir dir;
+    fs::create_directories(dir.path);
+    fs::path const log = dir.path / "log";
+    fs::path const child = dir.path / "child";
+    ProgramLimits limits;
+    limits.seconds = 0.2;
+    limits.seconds_setting = "LIBSECTION_CHECK_TIMEOUT";
+    limits.slow_because = "a FIFO?";
+    // The shell waits for a child of its own, as a compiler driver waits for cc1plus.
+    std::string const script = "sleep 1000 & echo $! > " + child.string() + "; wait";
+    CHECK_THROWS_WITH_AS(run_program({"/bin/sh", "-c", script}, log, limits),
+                         "`sh` was stopped after 0.2 s, the limit LIBSECTION_CHECK_TIMEOUT sets "
+                         "(a FIFO?)",
+                         ProgramStopped);
+    std::ifstream in(child);
+    long pid = 0;
+    in >> pid;
+    REQUIRE(pid > 0);
+    // Killed with its group: gone, or a zombie until whoever adopted it reaps it.
+    bool ended = false;
+    for (int i = 0; i < 2000 && !ended; ++i) {  // a hang guard of 20 s, in steps
+      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      ended = line.empty() || line.substr(line.rfind(')') + 2, 1) == "Z";
+      if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(ended);
+    // Within its time, a program's status is its own.
+    CHECK(run_program({"/bin/sh", "-c", "exit 4"}, log, limits) == 4);
+  }
+
+  TEST_CASE("a compiler that runs out of the memory it may allocate says so") {
+    auto const compiler = find_on_path("c++");
+    if (!compiler) return;
+    TempDir dir;
+    fs::create_directories(dir.path);
+    fs::path const source = dir.path / "zero.cpp";
+    std::ofstream(source) << "#include \"/dev/zero\"\n";
+    ProgramLimits limits;
+    limits.memory = std::uintmax_t{256} << 20;
+    CHECK_THROWS_WITH_AS(
+        run_program({compiler->string(), "-fsyntax-only", source.string()}, dir.path / "log",
+                    limits),
+        doctest::Contains("ran out of the 256 MiB each compiler process may allocate, the "
+                          "limit LIBSECTION_COMPILE_MEMORY sets"),
+        ProgramStopped);
+    // Other failures stay the program's own.
+    limits.memory = std::uintmax_t{1} << 30;
+    CHECK(run_program({"/bin/sh", "-c", "echo 'no memory problem here'; exit 1"}, dir.path / "log",
+                      limits) == 1);
+  }
+
+  TEST_CASE("compiler messages about a file whose name holds a newline are in that file") {
+    SourceManager sm;
+    FileId const file = sm.add("ops/we\nird.c", "line one\nint x = oops;\n");
+    std::string const log = "ops/we\nird.c: In function 'f':\n"
+                            "ops/we\nird.c:2:9: error: 'oops' was not declared in this scope\n";
+    auto const ds = parse_compiler_output(log, sm);
+    REQUIRE(ds.size() == 1);
+    CHECK(ds[0].range.file == file);
+    CHECK(sm.line_column(file, ds[0].range.begin).line == 2);
+    CHECK(sm.line_column(file, ds[0].range.begin).column == 9);
+  }
+
+  TEST_CASE("a compiler's dependency list is read as Make writes it") {
+    std::string const listed =
+        "module: /cache/tmp/w/source.cpp /home/me/my\\ op/inc/a.h \\\n"
+        " /home/me/op/cost$$.h /home/me/op/hash\\#.h\\\r\n /usr/include/python3.12/Python.h\n";
+    CHECK(dependency_file_paths(listed) ==
+          std::vector<std::string>{"/cache/tmp/w/source.cpp", "/home/me/my op/inc/a.h",
+                                   "/home/me/op/cost$.h", "/home/me/op/hash#.h",
+                                   "/usr/include/python3.12/Python.h"});
+    CHECK(dependency_file_paths("").empty());
+    CHECK(dependency_file_paths("module:").empty());
+  }
+
+  TEST_CASE("a program is never found through a relative PATH entry") {
+    TempDir dir;
+    fs::create_directories(dir.path / "bin");
+    fs::path const tool = dir.path / "bin" / "libsection-test-tool";
+    std::ofstream(tool) << "#!/bin/sh\n";
+    fs::permissions(tool, fs::perms::owner_all);
+    fs::path const was = fs::current_path();
+    char const* path = std::getenv("PATH");
+    std::string const old_path = path ? path : "";
+    fs::current_path(dir.path / "bin");  // a folder one opened, say
+    ::setenv("PATH", ":.:bin", 1);
+    CHECK_FALSE(find_on_path("libsection-test-tool"));
+    ::setenv("PATH", (dir.path / "bin").c_str(), 1);
+    CHECK(find_on_path("libsection-test-tool") == tool);
+    CHECK(find_on_path("./libsection-test-tool"));  // named with a slash: the caller's choice
+    ::setenv("PATH", old_path.c_str(), 1);
+    fs::current_path(was);
+  }
+
   TEST_CASE("the compiler comes from CXX, else the PATH, and its identity is remembered") {
     TempDir dir;
     fs::create_directories(dir.path / "bin");

@@ -1,6 +1,7 @@
 // Unit tests of the entry's format: the manifest, and the versions in every key.
 #include <doctest/doctest.h>
 
+#include "linker/cache/files.hpp"
 #include "linker_test.hpp"
 
 using namespace linker_test;
@@ -27,6 +28,8 @@ ModuleManifest full_manifest() {
   m.size = 1000;
   m.sha256 = std::string(64, 'f');
   m.created = 1700000000;
+  m.headers = {{"/home/me/op/include/offset.h", std::string(64, 'e')},
+               {"/home/me/op/edited while compiling.h", ""}};
   return m;
 }
 
@@ -60,6 +63,9 @@ TEST_SUITE("linker") {
     CHECK(read.manifest->graph == 2);
     CHECK(read.manifest->graphs == 3);
     CHECK(read.manifest->library_key == entry_key('b'));
+    REQUIRE(read.manifest->headers.size() == 2);
+    CHECK(read.manifest->headers[0].path == "/home/me/op/include/offset.h");
+    CHECK(read.manifest->headers[1].sha256.empty());
   }
 
   TEST_CASE("a damaged manifest is refused naming what is wrong, never thrown") {
@@ -77,7 +83,7 @@ TEST_SUITE("linker") {
          "manifest.json has no size in bytes"},
         {edited_manifest("\"size\": 1000", "\"size\": -1000"),
          "manifest.json has no size in bytes"},
-        {edited_manifest("\"sha256\": \"", "\"sha256\": 7, \"x\": \""),
+        {edited_manifest("\"sha256\": \"f", "\"sha256\": 7, \"x\": \"f"),
          "manifest.json has no sha256 text"},
         {edited_manifest("\"Add\"", "7"), "manifest.json has no ops list of text"},
         {edited_manifest("\"created\": 1700000000", "\"created\": 1.5"),
@@ -90,6 +96,10 @@ TEST_SUITE("linker") {
         {edited_manifest("\"graphs\": 3", "\"graphs\": 0"), "manifest.json names graph 2 of 0"},
         {edited_manifest("\"library_key\"", "\"library\""),
          "manifest.json has no library_key text"},
+        {edited_manifest("\"headers\": [", "\"headers\": [7, "),
+         "manifest.json has no headers list of files and their SHA-256"},
+        {edited_manifest("\"path\": \"/home/me/op/include/offset.h\"", "\"path\": null"),
+         "manifest.json has no headers list of files and their SHA-256"},
     };
     for (auto const& c : cases) {  // not a structured binding: clang 14 cannot capture one
       std::string const& text = c.first;
@@ -163,6 +173,48 @@ TEST_SUITE("linker") {
     REQUIRE(records.size() == 1);
     CHECK(contains(records[0].message, "was written in another format (manifest.json is in "
                                        "format 99"));
+  }
+
+  TEST_CASE("an entry built from a header that changed since is a miss and rebuilt") {
+    TempDir dir;
+    ModuleCache cache(dir.path / "cache");
+    fs::path const header = dir.path / "offset.h";
+    std::ofstream(header) << "#define OFFSET 1\n";
+    std::string const key = entry_key('6');
+    int builds = 0;
+    auto builder = [&](PrivateDir const& w) {
+      ++builds;
+      ModuleManifest m = write_library(w, "library bytes");
+      m.headers = {{header.string(), *file_sha256(header)}};
+      return m;
+    };
+    cache.get_or_build(key, builder);
+    CHECK(cache.find(key));  // as it was: a hit
+    CHECK(changed_header(cache.find(key)->manifest->headers).empty());
+
+    std::ofstream(header) << "#define OFFSET 2\n";
+    std::vector<LogRecord> records;
+    set_log_sink([&](LogRecord const& r) { records.push_back(r); });
+    CHECK_FALSE(cache.find(key));  // a miss, left in place for the rebuild
+    CHECK(fs::exists(dir.path / "cache" / "entries" / key));
+    bool built = false;
+    cache.get_or_build(key, builder, &built);
+    CHECK(built);
+    CHECK(builds == 2);
+    CHECK(cache.find(key));
+    fs::remove(header);  // gone: a miss too
+    CHECK_FALSE(cache.find(key));
+    set_log_sink({});
+    for (auto const& r : records) {
+      CAPTURE(r.message);
+      CHECK(r.level != LogLevel::warning);  // not damage
+    }
+    REQUIRE_FALSE(records.empty());
+    CHECK(contains(records[0].message, "is out of date (the header " + header.string() +
+                                           " changed since it was built)"));
+    // A FIFO in a header's place is not waited for.
+    ::mkfifo(header.c_str(), 0600);
+    CHECK(contains(changed_header({{header.string(), std::string(64, '0')}}), "is gone"));
   }
 
   TEST_CASE("the module ABI and the manifest format enter every cache key") {

@@ -25,9 +25,9 @@ class NoHeaders : public std::runtime_error {
 };
 
 constexpr char const* how_to_set =
-    ": set `python` (`--python`, `python = \"...\"` in section-lint.toml or [tool.section-lint], "
-    "or the language server's initializationOptions) to an interpreter with NumPy, or run "
-    "`python -m libsection editor-setup` in the op's folder";
+    ": set `python` (`--python`, the language server's initializationOptions, or for the "
+    "command line `python = \"...\"` in section-lint.toml or [tool.section-lint]) to an "
+    "interpreter with NumPy, or run `python -m libsection editor-setup` in the op's folder";
 
 /// The links editor-setup keeps in `.libsection-editor/` (`python`, `numpy`), in the folder
 /// `dir` or the nearest folder above it that has them.

@@ -1,8 +1,8 @@
-// The language server's compile checks on a worker thread, debounced and cancellable.
+// The language server's compile checks on worker threads, debounced and cancellable, one at a
+// time per document and several documents at once.
 #include "compile_worker.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <optional>
 
 #include "section/codes.hpp"
@@ -11,34 +11,40 @@
 namespace lint_server {
 namespace {
 
-/// Whether the running check is to stop: asked by the build while it waits for the compiler
-/// (`set_interrupt_check` takes a plain function; one worker per process).
-std::atomic<bool> interrupt_requested{false};
+/// The running check's stop flag on this thread, asked by the build while it waits for the
+/// compiler (`set_interrupt_check` takes a plain function, shared by every thread).
+thread_local std::atomic<bool> const* this_check_stop = nullptr;
 
-bool interrupted() { return interrupt_requested.load(); }
+bool interrupted() { return this_check_stop != nullptr && this_check_stop->load(); }
 
 }  // namespace
 
-CompileWorker::CompileWorker(CompileChecker check, Done done, std::chrono::milliseconds delay)
+unsigned CompileWorker::default_compilers() {
+  return std::clamp(std::thread::hardware_concurrency() / 2, 2u, 8u);
+}
+
+CompileWorker::CompileWorker(CompileChecker check, Done done, std::chrono::milliseconds delay,
+                             unsigned compilers)
     : check_(std::move(check)), done_(std::move(done)), delay_(delay) {
   section::set_interrupt_check(&interrupted);
-  thread_ = std::thread([this] { run(); });
+  for (unsigned i = 0; i < std::max(compilers, 1u); ++i) threads_.emplace_back([this] { run(); });
 }
 
 CompileWorker::~CompileWorker() {
   {
     std::lock_guard<std::mutex> const held(mutex_);
     stopping_ = true;
-    interrupt_requested = true;
+    for (auto& [uri, running] : running_) *running.stop = true;
   }
   wake_.notify_all();
-  thread_.join();
+  for (auto& thread : threads_) thread.join();
 }
 
 void CompileWorker::stop_running(std::string const& uri) {
-  if (running_ != uri) return;
-  dropped_ = true;
-  interrupt_requested = true;
+  auto const it = running_.find(uri);
+  if (it == running_.end()) return;
+  it->second.dropped = true;
+  *it->second.stop = true;
 }
 
 void CompileWorker::request(std::string const& uri, std::string path, std::string text,
@@ -58,12 +64,18 @@ void CompileWorker::forget(std::string const& uri) {
   pending_.erase(uri);
 }
 
+std::map<std::string, CompileWorker::Job>::iterator CompileWorker::next_job() {
+  auto next = pending_.end();
+  for (auto it = pending_.begin(); it != pending_.end(); ++it)
+    if (!running_.count(it->first) && (next == pending_.end() || it->second.due < next->second.due))
+      next = it;
+  return next;
+}
+
 void CompileWorker::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    auto const next = std::min_element(pending_.begin(), pending_.end(), [](auto& a, auto& b) {
-      return a.second.due < b.second.due;
-    });
+    auto const next = next_job();
     if (next == pending_.end()) {
       wake_.wait(lock);
       continue;
@@ -76,9 +88,8 @@ void CompileWorker::run() {
     std::string const uri = next->first;
     Job const job = std::move(next->second);
     pending_.erase(next);
-    running_ = uri;
-    dropped_ = false;
-    interrupt_requested = false;
+    auto const stop = running_[uri].stop;
+    this_check_stop = stop.get();
     lock.unlock();
     std::optional<Compiled> result;
     try {
@@ -91,11 +102,15 @@ void CompileWorker::run() {
           section::compile_check, std::string("not compile-checked: ") + e.what()));
     }
     lock.lock();
-    running_.clear();
-    if (!result || dropped_ || stopping_) continue;
-    lock.unlock();
-    done_(uri, std::move(*result));
-    lock.lock();
+    this_check_stop = nullptr;
+    // Still running while its result goes out, so the document's next check cannot overtake it.
+    if (result && !running_[uri].dropped && !stopping_) {
+      lock.unlock();
+      done_(uri, std::move(*result));
+      lock.lock();
+    }
+    running_.erase(uri);
+    wake_.notify_all();  // the document's next check may start
   }
 }
 

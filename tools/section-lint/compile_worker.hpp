@@ -1,11 +1,13 @@
-// The language server's compile checks, on a thread of their own so that the server keeps
-// answering while the compiler runs.
+// The language server's compile checks, on threads of their own so that the server keeps
+// answering while compilers run.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -28,15 +30,17 @@ struct Compiled {
 using CompileChecker = std::function<Compiled(std::string const& path, std::string const& text,
                                               std::string const& python)>;
 
-/// Runs compile checks one at a time: a document's check starts `delay` after its last request
-/// (saves in a row make one check), and a new request for a document stops its running check
-/// (the compiler's process group is killed). `done` gets each check that finished and was not
-/// superseded, on the worker's thread.
+/// Runs compile checks, up to `compilers` at once, one at a time per document: a document's
+/// check starts `delay` after its last request (saves in a row make one check), and a new
+/// request for a document stops its running check (the compiler's process group is killed).
+/// A check that hangs (until its time limit) holds up no other document's. `done` gets each
+/// check that finished and was not superseded, on the thread that ran it.
 class CompileWorker {
  public:
   using Done = std::function<void(std::string const& uri, Compiled)>;
-  CompileWorker(CompileChecker check, Done done, std::chrono::milliseconds delay);
-  ~CompileWorker();  ///< stops the running check, then the thread
+  CompileWorker(CompileChecker check, Done done, std::chrono::milliseconds delay,
+                unsigned compilers = default_compilers());
+  ~CompileWorker();  ///< stops the running checks, then the threads
   CompileWorker(CompileWorker const&) = delete;
   CompileWorker& operator=(CompileWorker const&) = delete;
 
@@ -44,12 +48,23 @@ class CompileWorker {
   /// The document was closed: its pending check is dropped, its running one stopped.
   void forget(std::string const& uri);
 
+  /// Half the CPUs, at least 2 and at most 8.
+  static unsigned default_compilers();
+
  private:
   struct Job {
     std::string path, text, python;
     std::chrono::steady_clock::time_point due;
   };
+  /// A running check: asked to stop (read by the compiler's wait, on the check's thread), and
+  /// whether its result is wanted.
+  struct Running {
+    std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
+    bool dropped = false;
+  };
   void run();
+  /// The pending job due first whose document has no check running (end: none).
+  std::map<std::string, Job>::iterator next_job();
   void stop_running(std::string const& uri);
 
   CompileChecker const check_;
@@ -58,10 +73,9 @@ class CompileWorker {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::map<std::string, Job> pending_;
-  std::string running_;    ///< the URI being checked
-  bool dropped_ = false;   ///< the running check's result is not wanted
-  bool stopping_ = false;  ///< the worker is ending
-  std::thread thread_;     ///< last: started once the rest is ready
+  std::map<std::string, Running> running_;  ///< by URI
+  bool stopping_ = false;                   ///< the worker is ending
+  std::vector<std::thread> threads_;        ///< last: started once the rest is ready
 };
 
 }  // namespace lint_server

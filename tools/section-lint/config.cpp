@@ -1,14 +1,19 @@
 #include "config.hpp"
 
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <sys/stat.h>
 #include <toml++/toml.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <memory>
 #include <string_view>
 #include <utility>
+
+#include "section/settings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -177,13 +182,27 @@ bool Config::ignored_for(fs::path const& path, std::string const& code) const {
 }
 
 std::optional<std::string> read_text(fs::path const& file) {
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return std::nullopt;
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // A folder's settings are untrusted: one that becomes a FIFO after the check must not hang
+  // the reader (O_NONBLOCK, checked through the descriptor), nor a huge one fill memory.
+  int const fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  std::unique_ptr<int, void (*)(int*)> const closed(new int(fd), [](int* f) {
+    ::close(*f);
+    delete f;
+  });
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::uintmax_t>(st.st_size) > section::max_file_bytes_setting())
+    return std::nullopt;
+  std::string text;
+  char buffer[1 << 16];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || text.size() + static_cast<std::size_t>(n) > section::max_file_bytes_setting())
+      return std::nullopt;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  return text;
 }
 
 std::optional<Config> read_config(fs::path const& file) {

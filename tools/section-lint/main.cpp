@@ -600,13 +600,16 @@ int server_mode(Options const& o, CLI::App const& app) {
     found.diagnostics = std::move(linted.diagnostics);
     auto const& config = config_for(each, finder, path);
     found.op = read_signature(each, app, config, config.signature_for(path));
+    if (config.python && o.python.empty()) found.untrusted_python = config.file.string();
     return found;
   };
   auto check = [&](std::string const& path, std::string const& text, std::string const& python) {
     Options each = o;
     if (!python.empty() && o.python.empty()) each.python = python;
     lint_config::ConfigFinder finder;
-    auto const& config = config_for(each, finder, path);
+    // The interpreter comes from the client or the command line only, never from the folder.
+    lint_config::Config config = config_for(each, finder, path);
+    config.python.reset();
     lint_server::Compiled compiled;
     std::vector<section::Diagnostic> read_again;  // the linter reported these
     section::add_source(compiled.sm, text, path, read_again);

@@ -496,8 +496,10 @@ class Server {
   /// says once how to turn it on.
   void compile(Document const& doc) {
     if (!worker_ || !compile_on_save_) return;
-    if (doc.findings && doc.findings->op.inputs && doc.findings->op.outputs)
+    if (doc.findings && doc.findings->op.inputs && doc.findings->op.outputs) {
+      if (python_.empty()) tell_untrusted_python(doc.findings->untrusted_python);
       return worker_->request(doc.uri, path_of(doc.uri), doc.text, python_);
+    }
     if (told_how_to_compile_ || !doc.error.empty()) return;
     told_how_to_compile_ = true;
     write_message(out_, {{"jsonrpc", "2.0"},
@@ -508,6 +510,24 @@ class Server {
                                            ": its op's signature is not configured (give "
                                            "inputs and outputs in a `signatures` entry of "
                                            "section-lint.toml or [tool.section-lint])"}}}});
+  }
+
+  /// Says once that a settings file's `python` is not run, and where to set it instead.
+  void tell_untrusted_python(std::string const& settings_file) {
+    if (settings_file.empty() || told_untrusted_python_) return;
+    told_untrusted_python_ = true;
+    write_message(
+        out_, {{"jsonrpc", "2.0"},
+               {"method", "window/showMessage"},
+               {"params",
+                {{"type", 2},  // a warning
+                 {"message", "section-lint: the `python` setting of " + settings_file +
+                                 " is not used: the language server runs no program a folder "
+                                 "names. Give the interpreter in your editor's settings "
+                                 "(initializationOptions {\"python\": \"...\"}) or as "
+                                 "`section-lint server --python PATH`; until then the compile "
+                                 "check takes the headers of .libsection-editor/ (editor-setup) "
+                                 "or of python3 on PATH"}}}});
   }
 
   /// A compile check's result (on the worker's thread): kept beside the linter's findings and
@@ -625,6 +645,7 @@ class Server {
   std::string python_;           ///< the client's `python` setting
   bool compile_on_save_ = true;  ///< the client's `compileOnSave`
   bool told_how_to_compile_ = false;
+  bool told_untrusted_python_ = false;
   std::mutex mutex_;
   std::optional<CompileWorker> worker_;  ///< last: ends first, while the rest is there
 };

@@ -21,6 +21,9 @@ struct Findings {
   /// What `--fix` would apply to the document (with `--unsafe-fixes`, the unsafe ones too): in
   /// order, none overlapping another.
   std::vector<section::FixIt> fix_all;
+  /// The settings file that names a `python` for the file, which the server does not run (a
+  /// folder one opens must not choose a program to run); empty when none does.
+  std::string untrusted_python;
 };
 
 /// Lints `text` as the file `path` with the settings that apply to it. Throws

@@ -32,6 +32,10 @@ std::string pid_namespace();
 /// Whether process `pid` is stopped (SIGSTOP, a debugger); false when unknown.
 bool is_stopped(long pid);
 
+/// A descriptor that becomes readable when the child process `pid` ends (Linux's pidfd), so a
+/// wait can sleep until then or a deadline; -1 when the system has none (the caller then polls).
+int process_descriptor(long pid);
+
 /// The CPU's model and feature flags, what `-march=native` resolves from (empty when unknown).
 std::string cpu_description();
 

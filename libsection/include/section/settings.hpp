@@ -33,6 +33,11 @@ struct Settings {
   std::vector<std::string> compiler_launcher;  ///< LIBSECTION_COMPILER_LAUNCHER
   bool precompiled_header = true;              ///< LIBSECTION_PCH=0 turns it off
   bool show_generated = false;                 ///< LIBSECTION_SHOW_GENERATED=1
+  /// Each compiler run of a build: stopped after this many seconds (0: never), its data
+  /// segment (RLIMIT_DATA) bounded to this many bytes (0: no bound).
+  double compile_timeout = 600;                             ///< LIBSECTION_COMPILE_TIMEOUT (s)
+  double check_timeout = 60;                                ///< LIBSECTION_CHECK_TIMEOUT (s)
+  std::uintmax_t compile_memory = std::uintmax_t{4} << 30;  ///< LIBSECTION_COMPILE_MEMORY
   // LIBSECTION_PROGRESS is checked with the others but read by Python's progress line.
 };
 

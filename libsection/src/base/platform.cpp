@@ -3,6 +3,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -91,6 +92,15 @@ bool is_stopped(long pid) {
   auto const close_paren = stat.rfind(')');
   return close_paren != std::string::npos && close_paren + 2 < stat.size() &&
          (stat[close_paren + 2] == 'T' || stat[close_paren + 2] == 't');
+}
+
+int process_descriptor(long pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+#else
+  (void)pid;
+  return -1;
+#endif
 }
 
 std::string cpu_description() {

@@ -27,6 +27,15 @@ constexpr std::array variables = {
     SettingVariable{"LIBSECTION_CFLAGS",
                     "flags added to the compile of every module compiled as C (an op declared "
                     "language = \"c\")"},
+    SettingVariable{"LIBSECTION_COMPILE_TIMEOUT",
+                    "seconds a compiler run of a build may take before it is stopped (default "
+                    "600; 0: no limit)"},
+    SettingVariable{"LIBSECTION_CHECK_TIMEOUT",
+                    "seconds a compile check (section-lint --compile, its server on save) may "
+                    "take before it is stopped (default 60; 0: no limit)"},
+    SettingVariable{"LIBSECTION_COMPILE_MEMORY",
+                    "the memory each compiler process may allocate (RLIMIT_DATA), bytes with "
+                    "an optional K, M or G suffix (default 4G; 0: no limit)"},
     SettingVariable{"LIBSECTION_LINKER",
                     "bfd, gold, lld or default (default: lld for clang, else gold when "
                     "installed)"},
@@ -59,7 +68,7 @@ bool zero_or_one(char const* name, char const* text, std::string const& meaning)
   return s == "1";
 }
 
-double seconds(char const* name, char const* text) {
+double seconds(char const* name, char const* text, char const* zero = "never wait") {
   std::string const s = text;
   std::size_t const dot = s.find('.');
   auto all_digits = [](std::string const& part) {
@@ -67,8 +76,8 @@ double seconds(char const* name, char const* text) {
            std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
   if (!all_digits(s.substr(0, dot)) || (dot != std::string::npos && !all_digits(s.substr(dot + 1))))
-    refuse(std::string(name) + "=`" + s +
-           "` is not a number of seconds (e.g. 60, 0.5; 0: never wait)");
+    refuse(std::string(name) + "=`" + s + "` is not a number of seconds (e.g. 60, 0.5; 0: " + zero +
+           ")");
   return std::strtod(text, nullptr);
 }
 
@@ -153,6 +162,12 @@ Settings read_settings() {
     if (s.linker != "bfd" && s.linker != "gold" && s.linker != "lld" && s.linker != "default")
       refuse("LIBSECTION_LINKER is `" + s.linker + "`: give bfd, gold, lld or default");
   }
+  if (char const* limit = value_of("LIBSECTION_COMPILE_TIMEOUT"))
+    s.compile_timeout = seconds("LIBSECTION_COMPILE_TIMEOUT", limit, "no limit");
+  if (char const* limit = value_of("LIBSECTION_CHECK_TIMEOUT"))
+    s.check_timeout = seconds("LIBSECTION_CHECK_TIMEOUT", limit, "no limit");
+  if (char const* limit = value_of("LIBSECTION_COMPILE_MEMORY"))
+    s.compile_memory = parse_size(limit, "LIBSECTION_COMPILE_MEMORY");
   s.compiler_launcher = compiler_words("LIBSECTION_COMPILER_LAUNCHER");
   char const* pch = value_of("LIBSECTION_PCH");
   s.precompiled_header =

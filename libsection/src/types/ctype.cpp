@@ -78,6 +78,12 @@ class TensorType final : public CType {
     if (!check_input) return RuntimeVar{RuntimeVar::Kind::object, 0, 0, {}, {}};
     return RuntimeVar{RuntimeVar::Kind::array, dtype_.typenum, ndim_, want(sub), label_of(sub)};
   }
+  std::vector<std::string> c_headers() const override {
+    // NumPy's complex numbers are read and written through npy_math.h (npy_creal, npy_csetreal),
+    // which PyTensor's tensors always include.
+    if (dtype_.name.rfind("complex", 0) == 0) return {"<numpy/npy_math.h>"};
+    return {};
+  }
   std::string c_code_cache_version() const override { return "tensor-3"; }
   std::string c_element_type() const override { return dtype_.c_type; }
   std::optional<DtypeInfo> dtype() const override { return dtype_; }
@@ -163,8 +169,11 @@ ScalarKind kind_of(DtypeInfo const& d) {
   if (d.name.rfind("uint", 0) == 0) return ScalarKind::unsigned_int;
   if (d.name.rfind("int", 0) == 0) return ScalarKind::signed_int;
   if (d.name == "float32" || d.name == "float64") return ScalarKind::floating;
+  // A 0-d array takes every dtype a tensor does, complex numbers too.
   throw std::invalid_argument("scalar dtype `" + d.name +
-                              "` is not supported (use bool, int*, uint* or float32/float64)");
+                              "` is not supported (use bool, int*, uint* or float32/float64, or "
+                              "a 0-d array, `" +
+                              d.name + "[]`)");
 }
 
 class ScalarType final : public CType {
@@ -307,8 +316,11 @@ CTypePtr pytensor_tensor_type(std::string element_type, std::string typenum, CTy
   auto const word = [](std::string const& s, char const* prefix) {
     return s.rfind(prefix, 0) == 0 && s.size() > 4 && is_c_identifier(s);
   };
-  // Both are pasted into C code: only the names PyTensor gives (`npy_float64`, `NPY_FLOAT64`).
-  if (!word(element_type, "npy_") || !word(typenum, "NPY_"))
+  // Both are pasted into C code: only the names PyTensor gives (`npy_float64`, `NPY_FLOAT64`;
+  // for complex numbers its own types, `pytensor_complex128`, which its support code defines).
+  bool const complex =
+      element_type == "pytensor_complex64" || element_type == "pytensor_complex128";
+  if (!(complex || word(element_type, "npy_")) || !word(typenum, "NPY_"))
     throw std::invalid_argument("not a NumPy element type and type number: `" + element_type +
                                 "`, `" + typenum + "`");
   if (!rest) throw std::invalid_argument("a PyTensor tensor type needs the type it wraps");

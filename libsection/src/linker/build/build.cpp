@@ -11,7 +11,9 @@
 
 #include "base/hash.hpp"
 #include "base/text.hpp"
+#include "base/utf8.hpp"
 #include "linker/build/compile.hpp"
+#include "linker/cache/files.hpp"
 #include "linker/cache/private_dir_detail.hpp"
 #include "section/log.hpp"
 #include "section/platform.hpp"
@@ -79,10 +81,11 @@ void check_graph_symbols(PrivateDir const& work) {
   }
 }
 
+/// `stopped`: why the compiler was stopped (its limits), else empty.
 [[noreturn]] void report_failure(ModuleSource const& module, std::string const& key,
                                  ModuleCache& cache, PrivateDir const& work,
                                  std::vector<std::string> const& command, SourceManager& sm,
-                                 bool show_generated) {
+                                 bool show_generated, std::string const& stopped) {
   // Keep what a user needs to reproduce the failure, outside the (discarded) work directory.
   // Keeping it is a courtesy: when it fails (a full disk, an unwritable failed/), the compile
   // error is still what is reported.
@@ -115,10 +118,11 @@ void check_graph_symbols(PrivateDir const& work) {
   CompiledSources const sources = compiled_sources(module.text, module_path, sm);
   auto diagnostics = parse_compiler_output(log, sm);
   std::string message = "compiling " + join_names(module.op_names) + " failed";
+  if (!stopped.empty()) message += ": " + stopped;
   std::string const errors = explain_compile_errors(diagnostics, sm, sources, show_generated);
   if (!errors.empty()) {
     message += errors;
-  } else {
+  } else if (stopped.empty()) {
     // No parsable error (a crash, a missing program): show the end of the log itself.
     std::string tail = log.size() > 2000 ? log.substr(log.size() - 2000) : log;
     message += "\n" + tail;
@@ -186,6 +190,38 @@ void log_compiled(KeyedModule const& keyed, double seconds) {
              "compiled " + what + " in " + took + " s (" + keyed.key.substr(0, 12) + ")", seconds);
 }
 
+/// Whether `path` is in the folder `dir` or below it (both absolute and normal).
+bool inside(fs::path const& path, fs::path const& dir) {
+  auto const [d, p] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
+  return d == dir.end() || (d->empty() && std::next(d) == dir.end());
+}
+
+/// The headers of the user's folders the module in `work` was compiled from, with the SHA-256
+/// of their bytes: the compiler's dependency list less the module's source, what is in the
+/// cache (the precompiled header) and Python's and NumPy's headers, which the key covers. A
+/// header changed after the module's source was written (by the clock file times come from)
+/// may not be what was compiled: it gets no hash, and the entry counts as out of date next time.
+std::vector<SourceFileHash> user_headers(PrivateDir const& work, PythonEnvironment const& python,
+                                         ModuleCache const& cache) {
+  auto started = std::chrono::system_clock::time_point::min();
+  file_sha256(work.path() / entry_file::source, &started);
+  std::vector<fs::path> skipped = {fs::absolute(cache.root()).lexically_normal()};
+  for (auto const& dir : python.include_dirs)
+    skipped.push_back(fs::absolute(dir).lexically_normal());
+  std::vector<SourceFileHash> headers;
+  auto const listed = work.read(entry_file::dependencies).value_or("");
+  for (auto const& named : dependency_file_paths(listed)) {
+    fs::path const path = fs::absolute(named).lexically_normal();  // the compiler's working folder
+    if (std::any_of(skipped.begin(), skipped.end(), [&](auto const& d) { return inside(path, d); }))
+      continue;
+    auto changed = std::chrono::system_clock::time_point::max();
+    auto hash = file_sha256(path, &changed);
+    bool const kept = hash && !find_invalid_utf8(path.string()) && changed <= started;
+    headers.push_back({path.string(), kept ? *hash : std::string()});
+  }
+  return headers;
+}
+
 /// Compiles and links the module in `work`, the cache's folder for its entry.
 ModuleManifest compile_into(PrivateDir const& work, KeyedModule const& keyed,
                             PythonEnvironment const& python, ModuleCache& cache,
@@ -204,17 +240,32 @@ ModuleManifest compile_into(PrivateDir const& work, KeyedModule const& keyed,
   if (tc.debug)
     commands.compile.push_back("-fdebug-prefix-map=" + work.path().string() + "=" +
                                (cache.root() / "entries" / keyed.key).string());
+  // The headers it reads, so that the entry knows them (ccache's direct mode).
+  commands.compile.insert(
+      commands.compile.end(),
+      {"-MMD", "-MT", "module", "-MF", (work.path() / entry_file::dependencies).string()});
+  auto run = [&](std::vector<std::string> const& command) {
+    std::string stopped;
+    try {
+      if (run_program(command, log, tc.limits) == 0) return;
+    } catch (ProgramStopped const& e) {
+      stopped = e.what();
+    }
+    report_failure(module, keyed.key, cache, work, command, sm, tc.show_generated, stopped);
+  };
   auto const start = std::chrono::steady_clock::now();
-  if (run_program(commands.compile, log) != 0)
-    report_failure(module, keyed.key, cache, work, commands.compile, sm, tc.show_generated);
-  if (run_program(commands.link, log) != 0)
-    report_failure(module, keyed.key, cache, work, commands.link, sm, tc.show_generated);
+  run(commands.compile);
+  run(commands.link);
   work.remove(entry_file::object);
+  auto headers = user_headers(work, python, cache);
+  work.remove(entry_file::dependencies);
   if (module.graphs > 1) check_graph_symbols(work);
   double const seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log_compiled(keyed, seconds);
-  return compiled_manifest(keyed, python, commands, seconds);
+  ModuleManifest manifest = compiled_manifest(keyed, python, commands, seconds);
+  manifest.headers = std::move(headers);
+  return manifest;
 }
 
 BuiltModule build_keyed(KeyedModule const& keyed, PythonEnvironment const& python,

@@ -76,7 +76,7 @@ std::vector<Diagnostic> check_module(ModuleSource const& module, PythonEnvironme
   auto command = module_compile(tc, python, module);
   command.insert(command.end(), {"-fsyntax-only", "-x", tc.language == Language::c ? "c" : "c++",
                                  source.string()});
-  int const status = run_program(command, work.path() / entry_file::log);
+  int const status = run_program(command, work.path() / entry_file::log, tc.check_limits);
   std::string const log = work.read(entry_file::log).value_or("");
   CompiledSources const sources = compiled_sources(module.text, module_file_name, sm);
   auto diagnostics = parse_compiler_output(log, sm);
@@ -93,6 +93,11 @@ std::vector<Diagnostic> check_module(ModuleSource const& module, PythonEnvironme
 PythonEnvironment python_headers(std::string const& interpreter, ModuleCache const& cache) {
   auto const program = find_on_path(interpreter);
   if (!program) throw LinkError("`" + interpreter + "` is not an executable (nor one on PATH)");
+  // Bounded in time as a build's compiler runs are; not in memory (NumPy's BLAS may reserve
+  // much at import), and it is the user's chosen interpreter, not a check of hostile text.
+  ProgramLimits limits = compiler_limits(read_settings_as<LinkError>());
+  limits.slow_because = "";
+  limits.memory = 0;
   CheckFolder folder{cache, cache.make_work_dir("python")};
   fs::path const log = folder.work.dir.path() / entry_file::log;
   // -P: a folder's own `numpy.py` or `sysconfig.py` is not imported in place of the real ones.
@@ -100,7 +105,7 @@ PythonEnvironment python_headers(std::string const& interpreter, ModuleCache con
       run_program({program->string(), "-P", "-c",
                    "import sysconfig, numpy; print(sysconfig.get_paths()['include']); "
                    "print(numpy.get_include())"},
-                  log);
+                  log, limits);
   std::string const said = folder.work.dir.read(entry_file::log).value_or("");
   std::istringstream lines(said);
   PythonEnvironment python;

@@ -13,9 +13,22 @@
 #include "section/linker/cache/cache.hpp"
 #include "section/linker/cache/manifest.hpp"
 #include "section/linker/generate/module.hpp"
+#include "section/settings.hpp"
 #include "section/source.hpp"
 
 namespace section {
+
+/// What a program `run_program` runs may take: wall-clock seconds (0: no limit; the setting that
+/// gives them, and what may make a program run that long, are told when they run out) and the
+/// bytes each of its processes may allocate (RLIMIT_DATA: heap and private mappings; 0: no
+/// limit).
+struct ProgramLimits {
+  double seconds = 0;
+  char const* seconds_setting = "";
+  char const* slow_because = "";
+  std::uintmax_t memory = 0;
+  std::string memory_text() const;  ///< `4 GiB`
+};
 
 /// The compiler and how it is run.
 struct Toolchain {
@@ -32,6 +45,8 @@ struct Toolchain {
   /// generated module's own lines as the compiler wrote them
   bool show_generated = false;
   Language language = Language::cxx;  ///< what it compiles: C++ (`$CXX`) or C (`$CC`)
+  ProgramLimits limits;               ///< each compiler run of a build
+  ProgramLimits check_limits;         ///< a compile check's compiler run
 };
 
 /// Finds the compiler: `CXX` (split on blanks, no shell; a leading `ccache`/`sccache`/`distcc`
@@ -45,7 +60,8 @@ struct Toolchain {
 Toolchain find_toolchain(PrivateDir const& state, Language language = Language::cxx);
 
 /// `program` if it names a file with a slash and is executable, else the first executable of
-/// that name in the folders of `PATH`; nothing when there is none.
+/// that name in the absolute folders of `PATH` (a relative one, `.` or empty, is skipped);
+/// nothing when there is none.
 std::optional<std::filesystem::path> find_on_path(std::string const& program);
 
 /// Clang has no precompiled headers of GCC's kind, no -fwhole-program, and links with lld.
@@ -108,9 +124,22 @@ CompileCommands compile_commands(Toolchain const& tc, PythonEnvironment const& p
                                  std::filesystem::path const& library,
                                  std::optional<std::filesystem::path> const& pch = std::nullopt);
 
-/// Runs `argv` (no shell), appending its stdout and stderr to `log`. Returns the exit status
-/// (128 + signal when killed); throws `LinkError` when the program cannot be started.
-int run_program(std::vector<std::string> const& argv, std::filesystem::path const& log);
+/// The limits of a build's compiler runs, or of a compile check's (`check`), as the settings
+/// give them (LIBSECTION_COMPILE_TIMEOUT or LIBSECTION_CHECK_TIMEOUT, LIBSECTION_COMPILE_MEMORY).
+ProgramLimits compiler_limits(Settings const& settings, bool check = false);
+
+/// A program stopped by its limits: the message says which and the setting that gives it.
+class ProgramStopped : public LinkError {
+ public:
+  using LinkError::LinkError;
+};
+
+/// Runs `argv` (no shell), appending its stdout and stderr to `log`, within `limits`. Returns
+/// the exit status (128 + signal when killed); throws `LinkError` when the program cannot be
+/// started, `ProgramStopped` when it ran out of time (its process group is killed) or failed
+/// saying it ran out of the memory it may allocate.
+int run_program(std::vector<std::string> const& argv, std::filesystem::path const& log,
+                ProgramLimits const& limits = {});
 
 /// The file of `sm` named `path` (the last one added), else the regular file at `path` read
 /// from disk into `sm`; `no_file` when there is none.
@@ -119,6 +148,10 @@ FileId file_named(std::string const& path, SourceManager& sm);
 /// Parses gcc/clang output (`file:line:col: error: message`). Locations in files held by `sm`
 /// (matched by path) become ranges there; others are added to `sm` from disk when readable.
 std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceManager& sm);
+
+/// The files a compiler's dependency output (`-MMD -MF`: Make's `target: file file \`) names,
+/// unescaped (`\ `, `\#`, `$$`), the target left out.
+std::vector<std::string> dependency_file_paths(std::string_view text);
 
 /// Where a failed compile's messages point: the module's own text, or the section files its
 /// `#line` directives name.

@@ -97,8 +97,28 @@ FileId file_named(std::string const& path, SourceManager& sm) {
   return file;
 }
 
-std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceManager& sm) {
+namespace {
+
+/// The log with each newline inside the name of a file of `sm` made a NUL byte, which no path
+/// holds: the compiler writes such a name as it is, splitting its lines (`a<LF>b.c:3:5: error:`),
+/// and `#line` directives name the section files as they are named.
+std::string names_on_one_line(std::string log, SourceManager const& sm) {
+  for (FileId id = 0; id < sm.size(); ++id) {
+    std::string const& name = sm.file(id).path();
+    if (name.find('\n') == std::string::npos) continue;
+    std::string joined = name;
+    std::replace(joined.begin(), joined.end(), '\n', '\0');
+    for (auto at = log.find(name); at != std::string::npos; at = log.find(name, at + name.size()))
+      log.replace(at, name.size(), joined);
+  }
+  return log;
+}
+
+}  // namespace
+
+std::vector<Diagnostic> parse_compiler_output(std::string const& log_text, SourceManager& sm) {
   std::vector<Diagnostic> out;
+  std::string const log = names_on_one_line(log_text, sm);
   std::string_view const text(log);
   for (std::size_t begin = 0; begin < text.size();) {
     std::size_t end = text.find('\n', begin);
@@ -108,7 +128,9 @@ std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceMana
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     auto const m = read_compiler_line(line);
     if (!m) continue;
-    FileId const file = file_named(std::string(m->path), sm);
+    std::string path(m->path);
+    std::replace(path.begin(), path.end(), '\0', '\n');
+    FileId const file = file_named(path, sm);
     SourceRange range{};
     if (file != no_file) {
       auto const& f = sm.file(file);
@@ -127,6 +149,40 @@ std::vector<Diagnostic> parse_compiler_output(std::string const& log, SourceMana
                                   bounded_message(m->message), range));
   }
   return out;
+}
+
+std::vector<std::string> dependency_file_paths(std::string_view text) {
+  std::vector<std::string> paths;
+  std::string word;
+  bool target = true;  // the first word, up to its colon
+  auto end_word = [&] {
+    if (target && !word.empty() && word.back() == ':') {
+      target = false;
+    } else if (!target && !word.empty()) {
+      paths.push_back(word);
+    }
+    word.clear();
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char const c = text[i];
+    char const next = i + 1 < text.size() ? text[i + 1] : '\0';
+    if (c == '\\' && (next == ' ' || next == '#')) {
+      word += next;
+      ++i;
+    } else if (c == '\\' && (next == '\n' || next == '\r')) {
+      end_word();
+      ++i;
+    } else if (c == '$' && next == '$') {
+      word += '$';
+      ++i;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      end_word();
+    } else {
+      word += c;
+    }
+  }
+  end_word();
+  return paths;
 }
 
 std::string shell_quote(std::vector<std::string> const& argv) {

@@ -14,9 +14,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double timed_run(std::vector<std::string> const& argv, fs::path const& log, int& status) {
+double timed_run(std::vector<std::string> const& argv, fs::path const& log,
+                 ProgramLimits const& limits, int& status) {
   auto const start = std::chrono::steady_clock::now();
-  status = run_program(argv, log);
+  status = run_program(argv, log, limits);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -63,7 +64,7 @@ bool build_pch(Toolchain const& tc, PythonEnvironment const& python, WorkDir con
   build.insert(build.end(),
                {"-x", kind, work_header.string(), "-o", work_header.string() + ".gch"});
   int status = 0;
-  timed_run(build, log, status);
+  timed_run(build, log, tc.limits, status);
   // No timing probes: they cost two more compiles on the first build, and a header GCC
   // cannot use is only slower (GCC then reads the header text beside it), never wrong.
   struct stat built {};

@@ -21,7 +21,10 @@ std::optional<fs::path> find_on_path(std::string const& program) {
   char const* path = std::getenv("PATH");
   std::istringstream dirs(path ? path : "/usr/bin:/bin");
   for (std::string dir; std::getline(dirs, dir, ':');) {
-    fs::path const candidate = fs::path(dir.empty() ? "." : dir) / program;
+    // A relative entry (`.`, or an empty one) would find the program in the working folder,
+    // a repository's say (the language server runs in the one opened): skipped, as Go skips it.
+    if (dir.empty() || dir.front() != '/') continue;
+    fs::path const candidate = fs::path(dir) / program;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return std::nullopt;
@@ -30,7 +33,8 @@ std::optional<fs::path> find_on_path(std::string const& program) {
 namespace {
 
 // One spawn per compiler binary ever: the answer is remembered next to the cache.
-std::string compiler_identity(fs::path const& compiler, PrivateDir const& state) {
+std::string compiler_identity(fs::path const& compiler, PrivateDir const& state,
+                              ProgramLimits const& limits) {
   struct stat st {};
   if (::stat(compiler.c_str(), &st) != 0)
     throw LinkError("cannot stat the compiler " + compiler.string() + ": " + std::strerror(errno));
@@ -41,7 +45,7 @@ std::string compiler_identity(fs::path const& compiler, PrivateDir const& state)
   if (auto text = state.read(remembered); text && !text->empty()) return *text;
 
   std::string const log = unique_name("version");
-  int const status = run_program({compiler.string(), "--version"}, state.path() / log);
+  int const status = run_program({compiler.string(), "--version"}, state.path() / log, limits);
   std::string first_line = state.read(log).value_or("");
   state.remove(log);
   first_line = first_line.substr(0, first_line.find('\n'));
@@ -146,7 +150,9 @@ Toolchain find_toolchain(PrivateDir const& state, Language language) {
   if (!tc.launcher.empty())
     tc.launcher[0] = resolve_program(tc.launcher[0], "LIBSECTION_COMPILER_LAUNCHER");
   tc.compiler = find_compiler(tc.launcher, language);
-  tc.identity = compiler_identity(tc.compiler[0], state);
+  tc.limits = compiler_limits(settings);
+  tc.check_limits = compiler_limits(settings, true);
+  tc.identity = compiler_identity(tc.compiler[0], state, tc.limits);
   for (std::size_t i = 1; i < tc.compiler.size(); ++i) tc.identity += " " + tc.compiler[i];
   bool native = false;
   tc.debug = settings.debug;

@@ -138,6 +138,9 @@ struct ModuleCache::Verified {
   std::optional<CacheEntry> entry;
   std::string problem;  // why the entry cannot be used; empty (and no entry): it does not exist
   bool other_format = false;  // only its manifest's format is another: a miss, not damage
+  bool out_of_date = false;   // a header it was built from changed since: a miss, not damage
+  /// Either kind of miss that is no damage: `get_or_build` replaces the entry.
+  bool replaceable() const { return other_format || out_of_date; }
 };
 
 ModuleCache::ModuleCache(fs::path const& root) : ModuleCache(root, true) {}
@@ -218,7 +221,17 @@ std::string library_problem(int fd, struct stat const& st, ModuleManifest const&
 
 }  // namespace
 
-ModuleCache::Verified ModuleCache::verified(std::string const& key) {
+std::string changed_header(std::vector<SourceFileHash> const& headers) {
+  // Paths the compiler named, outside the cache: the user's own files.
+  for (auto const& header : headers) {
+    auto const now = file_sha256(header.path);
+    if (!now) return "the header " + header.path + " it was built from is gone";
+    if (header.sha256 != *now) return "the header " + header.path + " changed since it was built";
+  }
+  return {};
+}
+
+ModuleCache::Verified ModuleCache::verified(std::string const& key, bool headers) {
   fs::path const dir_path = entries_.path() / key;
   int const dir_fd = open_dir_at(entries_.fd(), key);
   if (dir_fd < 0) {
@@ -255,6 +268,9 @@ ModuleCache::Verified ModuleCache::verified(std::string const& key) {
   FileHandle library(library_fd);
   if (problem = library_problem(library_fd, st, manifest); !problem.empty())
     return {std::nullopt, problem};
+  if (headers)
+    if (problem = changed_header(manifest.headers); !problem.empty())
+      return {std::nullopt, problem, false, true};
 
   CacheEntry entry;
   entry.key = key;
@@ -271,12 +287,13 @@ ModuleCache::Verified ModuleCache::verified(std::string const& key) {
 std::optional<CacheEntry> ModuleCache::find(std::string const& key) {
   if (!valid_key(key)) throw CacheError("invalid cache key `" + key + "`");
   auto found = verified(key);
-  // Another format is a miss, never loaded: `get_or_build` replaces it under the key's lock.
-  if (found.entry || found.problem.empty() || found.other_format) return std::move(found.entry);
+  // Another format or a changed header is a miss, never loaded: `get_or_build` replaces it
+  // under the key's lock.
+  if (found.entry || found.problem.empty() || found.replaceable()) return std::move(found.entry);
   // Damaged: look again under the key's lock (a builder may be replacing it), then drop it.
   FileLock lock = this->lock(key + ".lock", FileLock::Mode::exclusive);
   found = verified(key);
-  if (found.entry || found.problem.empty() || found.other_format) return std::move(found.entry);
+  if (found.entry || found.problem.empty() || found.replaceable()) return std::move(found.entry);
   log_record(LogLevel::warning, "cache entry " + (entries_.path() / key).string() +
                                     " is corrupt (" + found.problem + "); removing it");
   remove_entry(entries_, key);
@@ -296,6 +313,9 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
       log_record(LogLevel::info, "cache entry " + (entries_.path() / key).string() +
                                      " was written in another format (" + found.problem +
                                      "); rebuilding it");
+    else if (found.out_of_date)
+      log_record(LogLevel::info, "cache entry " + (entries_.path() / key).string() +
+                                     " is out of date (" + found.problem + "); rebuilding it");
     remove_entry(entries_, key);
   }
 
@@ -325,7 +345,7 @@ CacheEntry ModuleCache::get_or_build(std::string const& key, Builder const& buil
     throw;
   }
   if (built) *built = true;
-  auto found = verified(key);
+  auto found = verified(key, false);
   if (!found.entry)
     throw CacheError("cache entry " + (entries_.path() / key).string() +
                      " failed verification right after publishing: " + found.problem);

@@ -48,6 +48,19 @@ class FieldReader {
     };
     if (auto const* v = field(name, "count", count)) into = v->get<int>();
   }
+  void read(char const* name, std::vector<SourceFileHash>& into) {
+    auto const hashes = [](json const& v) {
+      if (!v.is_array()) return false;
+      for (auto const& item : v)
+        if (!item.is_object() || !item.contains("path") || !item["path"].is_string() ||
+            !item.contains("sha256") || !item["sha256"].is_string())
+          return false;
+      return true;
+    };
+    if (auto const* v = field(name, "list of files and their SHA-256", hashes))
+      for (auto const& item : *v)
+        into.push_back({item["path"].get<std::string>(), item["sha256"].get<std::string>()});
+  }
   void read(char const* name, double& into) {
     if (auto const* v = field(name, "in seconds", [](json const& v) { return v.is_number(); }))
       into = v->get<double>();
@@ -74,6 +87,8 @@ ManifestReading unusable(ManifestProblem::Kind kind, std::string message, int fo
 }  // namespace
 
 std::string ModuleManifest::to_json() const {
+  json files = json::array();
+  for (auto const& h : headers) files.push_back({{"path", h.path}, {"sha256", h.sha256}});
   json const object = {
       {"format", format},
       {"module", module},
@@ -90,12 +105,15 @@ std::string ModuleManifest::to_json() const {
       {"graph", graph},
       {"graphs", graphs},
       {"library_key", library_key},
+      {"headers", files},
       {"key", key},
       {"size", size},
       {"sha256", sha256},
       {"created", created},
   };
-  return object.dump(2) + "\n";
+  // A text field that is not UTF-8 (a path) is kept readable rather than failing the build; a
+  // header's such path has no hash (SourceFileHash), so nothing relies on it.
+  return object.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 ManifestReading ModuleManifest::parse(std::string_view text) {
@@ -141,6 +159,7 @@ ManifestReading ModuleManifest::parse(std::string_view text) {
   fields.read("graph", m.graph);
   fields.read("graphs", m.graphs);
   fields.read("library_key", m.library_key);
+  fields.read("headers", m.headers);
   if (!fields.problem().empty()) return unusable(Kind::damaged, fields.problem());
   if (m.graphs < 1 || m.graph >= m.graphs)
     return unusable(Kind::damaged, manifest_file + " names graph " + std::to_string(m.graph) +

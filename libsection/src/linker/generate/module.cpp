@@ -331,16 +331,16 @@ bool ModuleWriter::fill_runtime_block(RunBlock& b, std::size_t v, Sub const& sub
   if (input) {
     b.behavior =
         either("if (libsection_rt->extract(" + cell(n) + ", " + args + "))" + fail,
-               form == RowForm::array ? "*(PyObject**)&" + n + " = " + row + ";\n"
+               form == RowForm::array ? "LIBSECTION_ROW_VIEW(" + n + ", " + row + ");\n"
                                       : "memcpy(&" + n + ", " + data + ", sizeof " + n + ");\n");
     b.cleanup = (form == RowForm::none ? "" : "if (!__batch) ") +
                 ("libsection_rt->cleanup(" + args + ");\n");
     return true;
   }
   b.behavior = either("if (libsection_rt->extract_output(" + cell(n) + ", " + args + "))" + fail,
-                      form == RowForm::array
-                          ? "*(PyObject**)&" + n + " = " + row + ";\nPy_XINCREF(" + row + ");\n"
-                          : "memset(&" + n + ", 0, sizeof " + n + ");\n");
+                      form == RowForm::array ? "LIBSECTION_ROW_VIEW(" + n + ", " + row +
+                                                   ");\nPy_XINCREF(" + row + ");\n"
+                                             : "memset(&" + n + ", 0, sizeof " + n + ");\n");
   b.cleanup = either("if (libsection_rt->store_output(" + cell(n) + ", " + args +
                          ", __failure)) __failure = " + id + ";\n",
                      form == RowForm::array

@@ -162,11 +162,15 @@ typedef struct libsection_runtime {
   int (*batch_next)(libsection_batch* batch, int* failure);
   int (*batch_output)(libsection_batch* batch, int cell, PyObject** value, int failed);
 } libsection_runtime;
+// A row's view as the value of a variable of an array type (`PyArrayObject*`, or another pointer
+// its type declares): copied, not stored through a cast pointer, which `-Wstrict-aliasing`
+// reports and strict aliasing lets the compiler reorder.
+#define LIBSECTION_ROW_VIEW(var, view) memcpy(&(var), &(view), sizeof(PyObject*))
 // A row's output, after the op ran: nothing to do when the op wrote into the row view it was
 // given (the view's reference is dropped), else the runtime's check and copy.
-#define LIBSECTION_ROW_OUTPUT(var, batch, cell, failed)                          \
-  (*(PyObject**)&(var) == (batch)->views[cell]                                   \
-       ? (Py_DECREF((batch)->views[cell]), *(PyObject**)&(var) = NULL, 0)        \
+#define LIBSECTION_ROW_OUTPUT(var, batch, cell, failed)                   \
+  ((PyObject*)(var) == (batch)->views[cell]                               \
+       ? (Py_DECREF((batch)->views[cell]), (var) = NULL, 0)               \
        : libsection_rt->batch_output((batch), (cell), (PyObject**)&(var), (failed)))
 // A module takes NumPy's API table from the runtime, which imported it: the running NumPy's
 // table, whichever NumPy headers either was compiled with.

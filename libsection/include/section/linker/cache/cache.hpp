@@ -56,6 +56,11 @@ struct CacheReport {
   std::uintmax_t total_size = 0;  ///< entries and headers
 };
 
+/// Why a module built from `headers` is out of date: the first of them whose bytes changed
+/// since, or that is gone; empty when none did. Reads the user's files (never waiting on a
+/// FIFO), not the cache.
+std::string changed_header(std::vector<SourceFileHash> const& headers);
+
 class ModuleCache {
  public:
   /// `LIBSECTION_CACHE_DIR`, else `$XDG_CACHE_HOME/libsection`, else `~/.cache/libsection`.
@@ -95,7 +100,8 @@ class ModuleCache {
 
   /// A verified entry, or nothing. A corrupt entry (library missing, a symbolic link, wrong
   /// mode, size or hash, bad manifest) is removed under its lock; one whose manifest is in
-  /// another format is a miss, left for `get_or_build` to replace. Throws `CacheError` for an
+  /// another format, or one built from a header (`ModuleManifest::headers`) that has changed
+  /// since, is a miss, left for `get_or_build` to replace. Throws `CacheError` for an
   /// entry owned by another user.
   std::optional<CacheEntry> find(std::string const& key);
 
@@ -121,7 +127,9 @@ class ModuleCache {
  private:
   ModuleCache(std::filesystem::path const& root, bool create);
   struct Verified;
-  Verified verified(std::string const& key);
+  /// The entry of `key` checked; with `headers`, also whether the headers it was built from
+  /// are as they were (not right after its build, which saw them as they are).
+  Verified verified(std::string const& key, bool headers = true);
   /// `list`, its manifests read only when `read_manifests` (`gc` needs sizes and times).
   CacheReport scan(bool read_manifests) const;
   void remove_entry(PrivateDir const& parent, std::string const& name) const;

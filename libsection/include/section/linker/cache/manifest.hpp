@@ -13,14 +13,15 @@ namespace section {
 
 /// The manifest's format. Bumped whenever its fields change meaning or shape; it is part of
 /// every cache key, and an entry whose manifest has another format is rebuilt, never loaded.
-inline constexpr int manifest_format = 2;
+inline constexpr int manifest_format = 3;
 
 /// The files of an entry `<cache>/entries/<key>/` (a failed build keeps the source, the log and
 /// the command in `<cache>/failed/<key>/`).
 namespace entry_file {
 inline constexpr char const* library = "module.so";
 inline constexpr char const* source = "source.cpp";
-inline constexpr char const* object = "module.o";  ///< only while building
+inline constexpr char const* object = "module.o";        ///< only while building
+inline constexpr char const* dependencies = "module.d";  ///< the compiler's, only while building
 inline constexpr char const* log = "build.log";
 inline constexpr char const* manifest = "manifest.json";
 inline constexpr char const* command = "command.txt";  ///< failed builds only
@@ -35,6 +36,14 @@ struct ManifestProblem {
 };
 
 struct ManifestReading;
+
+/// A file outside the cache a module was compiled from (a header of the op's own folders), and
+/// the SHA-256 of its bytes as compiled: empty when it changed while the module compiled, or
+/// its name cannot be kept (not UTF-8), so the entry is never taken as up to date with it.
+struct SourceFileHash {
+  std::string path;
+  std::string sha256;
+};
 
 /// What `<cache>/entries/<key>/manifest.json` records.
 struct ModuleManifest {
@@ -56,6 +65,10 @@ struct ModuleManifest {
   int graph = 0;
   int graphs = 1;
   std::string library_key;
+  /// The headers of the user's folders the module includes (the compiler's dependency list,
+  /// less the Python and NumPy headers, which the key covers): an entry whose header changed
+  /// since is out of date, rebuilt, never loaded (ccache's direct mode).
+  std::vector<SourceFileHash> headers;
 
   // What the cache adds when it publishes the entry.
   std::string key;
