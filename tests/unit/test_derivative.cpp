@@ -1,6 +1,7 @@
 // Unit tests of derived gradients that need no Python: the derivative op's module (its element
-// macros, its driver, its language), what the forward module keeps, the refusal of casts that
-// hide values from derivatives (SL306), and what a compile error on dual numbers is told as.
+// macros, its compiles of the op's code, its driver, its language), what the forward module
+// keeps, the refusal of casts that hide values from derivatives (SL306), and what a compile
+// error on dual numbers is told as.
 #include <doctest/doctest.h>
 
 #include "linker_test.hpp"
@@ -91,9 +92,74 @@ TEST_SUITE("derivatives") {
     CHECK(has(m.text, "while (lsd_.next_pass()) {"));
     CHECK(has(m.text, "lsd_.check_values<libsection_dual_float64_3>(lsd_out_0, (PyObject*)V"));
     CHECK(has(m.text, "lsd_.contract<libsection_dual_float64_3>(lsd_out_0, (PyObject*)V"));
-    CHECK(has(m.text, "APPLY_SPECIFIC(total)(lsd_in_0, V"));  // the plain input as it is
-    CHECK(has(m.text, "namespace libsection {"));             // dual.h
+    CHECK(has(m.text, "lsd_state->pass(lsd_in_0, V"));  // the plain input as it is
+    CHECK(has(m.text, "namespace libsection {"));       // dual.h
     CHECK(m.op_names == std::vector<std::string>{"Total.pullback"});
+  }
+
+  TEST_CASE("a pullback's module holds the op's code on dual and on taped numbers") {
+    auto const op = load_op(vector_sum);
+    ModuleSource const m = derivative_module(op, pullback_spec(op, {true, false}, 3));
+    // Each compile in a namespace of its own, the op's code in `lsd_state::pass`.
+    CHECK(has(m.text, "namespace lsd_dual_"));
+    CHECK(has(m.text, "namespace lsd_taped_"));
+    CHECK(has(m.text, "typedef libsection::active<npy_float64> libsection_active_float64;"));
+    CHECK(has(m.text, "#define DTYPE_INPUT_0 libsection_active_float64\n"
+                      "#define TYPENUM_INPUT_0 libsection_active_float64_typenum()\n"
+                      "#define ITEMSIZE_INPUT_0 16\n"));
+    CHECK(has(m.text, "int pass(I0& lsd_in_0, I1& lsd_in_1, O0& lsd_out_0)"));
+    // The tape is the instance's; each call reads the settings and picks by the number of
+    // differentiated scalars, forward passes up to reverse_above(width).
+    CHECK(has(m.text, "libsection::tape lsd_tape_"));
+    CHECK(has(m.text, "if (lsd_settings.read())"));
+    CHECK(has(m.text, "((npy_intp)0 + PyArray_SIZE(V"));
+    CHECK(has(m.text, " <= " + std::to_string(reverse_above(3)) + ");"));
+    CHECK(has(m.text, "libsection::reverse_pass lsd_(lsd_tape_"));
+    CHECK(has(m.text, "lsd_.seed<libsection_active_float64>(lsd_out_0, (PyObject*)V"));
+    CHECK(has(m.text, "lsd_.sweep(\"Total.pullback\", \"op.c\")"));
+    CHECK(reverse_above(1) == 5);
+    CHECK(reverse_above(4) == 8);
+    CHECK(reverse_above(8) == 8);
+    // Forced to one method, a module holds that compile only.
+    DerivativeSpec forward = pullback_spec(op, {true, false}, 3);
+    forward.method = DerivativeSpec::Method::forward;
+    std::string const f = derivative_module(op, forward).text;
+    CHECK_FALSE(has(f, "namespace lsd_taped_"));
+    CHECK_FALSE(has(f, "libsection::tape lsd_tape_"));
+    DerivativeSpec reverse = pullback_spec(op, {true, false}, 3);
+    reverse.method = DerivativeSpec::Method::reverse;
+    std::string const r = derivative_module(op, reverse).text;
+    CHECK_FALSE(has(r, "namespace lsd_dual_"));
+    CHECK(has(r, "lsd_.usable(\"Total.pullback\", \"op.c\", true)"));
+  }
+
+  TEST_CASE("the op's struct sections are a struct each pass starts afresh") {
+    std::string const text =
+        "#section support_code_struct\n"
+        "DTYPE_OUTPUT_0 APPLY_SPECIFIC(memo);\n"
+        "int APPLY_SPECIFIC(total)(PyArrayObject* x, PyArrayObject* w, PyArrayObject** z) {\n"
+        "    if (!*z) *z = (PyArrayObject*)PyArray_EMPTY(0, NULL, TYPENUM_OUTPUT_0, 0);\n"
+        "    *(DTYPE_OUTPUT_0*)PyArray_DATA(*z) = APPLY_SPECIFIC(memo);\n"
+        "    return 0;\n"
+        "}\n"
+        "#section init_code_struct\n"
+        "APPLY_SPECIFIC(memo) = 1;\n"
+        "#section cleanup_code_struct\n"
+        "APPLY_SPECIFIC(memo) = 0;\n";
+    auto const op = load_op(text);
+    std::string const m = derivative_module(op, pullback_spec(op, {true, false}, 2)).text;
+    // The members, init and cleanup are lsd_state's, not the instance's.
+    auto const state = m.find("struct lsd_state {");
+    REQUIRE(state != std::string::npos);
+    auto const member = m.find("DTYPE_OUTPUT_0 APPLY_SPECIFIC(memo);", state);
+    CHECK(member != std::string::npos);
+    CHECK(has(m, "int init() {\n{\n"));
+    CHECK(has(m, "void cleanup() {\n{\n"));
+    // Each pass: a new state, its init, the pass, its cleanup.
+    CHECK(has(m, "lsd_state(new lsd_dual_"));
+    CHECK(has(m, "int lsd_failed = lsd_state->init();\n"
+                 "if (!lsd_failed) lsd_failed = lsd_state->pass(lsd_in_0, V"));
+    CHECK(has(m, "lsd_state->cleanup();\n"));
   }
 
   TEST_CASE("the op's own module is the same whether or not a derivative was made of it") {
@@ -126,6 +192,7 @@ TEST_SUITE("derivatives") {
     std::string const text = generate_module(g).text;
     CHECK(has(text, "lsd_.tangent(0, (PyObject*)V"));
     CHECK_FALSE(has(text, "while (lsd_.next_pass())"));
+    CHECK_FALSE(has(text, "namespace lsd_taped_"));  // forward mode only
     // The pass's values are checked against the op's own before its tangents are handed back.
     auto const check =
         text.find("lsd_.check_values<libsection_dual_float64_1>(lsd_out_0, (PyObject*)V");
@@ -154,6 +221,10 @@ TEST_SUITE("derivatives") {
     DerivativeSpec wide = pullback_spec(op, {true, false}, 2);
     wide.mode = DerivativeSpec::Mode::pushforward;
     CHECK_THROWS_AS(make_derivative_op(op.op, wide), std::invalid_argument);
+    DerivativeSpec taped = pullback_spec(op, {true, false}, 1);
+    taped.mode = DerivativeSpec::Mode::pushforward;
+    taped.method = DerivativeSpec::Method::reverse;
+    CHECK_THROWS_AS(make_derivative_op(op.op, taped), std::invalid_argument);
     // An integer input carries no derivative: refused when the module is written.
     auto const ints = load_op(vector_sum, "int64[:],float64[:]");
     CHECK_THROWS_WITH_AS(derivative_module(ints, pullback_spec(ints, {true, false}, 1)),

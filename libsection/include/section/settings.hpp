@@ -33,6 +33,10 @@ struct Settings {
   std::vector<std::string> compiler_launcher;  ///< LIBSECTION_COMPILER_LAUNCHER
   bool precompiled_header = true;              ///< LIBSECTION_PCH=0 turns it off
   bool show_generated = false;                 ///< LIBSECTION_SHOW_GENERATED=1
+  /// LIBSECTION_DERIVATIVE_MODE: `auto`, `forward` or `reverse`, and LIBSECTION_TAPE_MAX_BYTES:
+  /// checked here; a derivative module reads them again at each call (generate/driver.h).
+  std::string derivative_mode = "auto";
+  std::uintmax_t tape_max_bytes = std::uintmax_t{1} << 30;
   // LIBSECTION_PROGRESS is checked with the others but read by Python's progress line.
 };
 
