@@ -1,7 +1,8 @@
 // Unit tests of derived gradients that need no Python: the derivative op's module (its element
 // macros, its compiles of the op's code, its driver, its language), what the forward module
-// keeps, the refusal of casts that hide values from derivatives (SL306), and what a compile
-// error on dual numbers is told as.
+// keeps, the refusal of casts that hide values from derivatives (SL306) and of float arrays
+// made or converted with a fixed type number (SL307), and what a compile error on dual numbers
+// is told as.
 #include <doctest/doctest.h>
 
 #include "linker_test.hpp"
@@ -349,5 +350,96 @@ TEST_SUITE("lint SL306") {
     CHECK(ds[0].severity == Severity::warning);
     CHECK(has(ds[0].message, "write DTYPE_INPUT_i or DTYPE_OUTPUT_i of that array"));
     CHECK(lint_text(sm, text + "// section-lint: ignore-file[SL306]\n", "t.c", options).empty());
+  }
+}
+
+TEST_SUITE("lint SL307") {
+  TEST_CASE("float arrays made or converted with a fixed type number, found with their array") {
+    SourceManager sm;
+    FileId const file = sm.add(
+        "t.c",
+        "#section support_code_apply\n"
+        "void f(PyArrayObject* x, PyArrayObject** z) {\n"
+        "  *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_DOUBLE, 0);\n"
+        "  PyObject* t = PyArray_ZEROS(1, dims, NPY_FLOAT32, 0);\n"
+        "  OUTPUT_1 = (PyArrayObject*)PyArray_SimpleNew(1, dims, NPY_FLOAT64);\n"
+        "  *z = (PyArrayObject*)PyArray_Empty(1, d, PyArray_DescrFromType(NPY_FLOAT), 0);\n"
+        "  PyArrayObject* c = (PyArrayObject*)PyArray_FROM_OTF((PyObject*)x, NPY_DOUBLE, 0);\n"
+        "  PyArray_ContiguousFromAny(INPUT_2, NPY_FLOAT64, 1, 1);\n"
+        "  *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), TYPENUM_OUTPUT_0, 0);\n"
+        "  *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_INT64, 0);\n"
+        "  PyArray_FROM_OTF((PyObject*)x, TYPENUM_INPUT_0, NPY_ARRAY_IN_ARRAY);\n"
+        "}\n");
+    std::vector<Diagnostic> ds;
+    auto const parsed = parse_file(sm, file, ds);
+    auto const found = detail::find_hidden_values(sm, parsed.blocks);
+    std::vector<std::string> arrays, types, calls;
+    std::vector<bool> made;
+    for (auto const& f : found) {
+      arrays.push_back(f.array);
+      types.push_back(f.type);
+      calls.push_back(f.accessor);
+      made.push_back(f.kind == detail::HiddenValue::Kind::made);
+    }
+    CHECK(arrays == std::vector<std::string>{"z", "t", "OUTPUT_1", "z", "x", "INPUT_2"});
+    CHECK(types == std::vector<std::string>{"NPY_DOUBLE", "NPY_FLOAT32", "NPY_FLOAT64", "NPY_FLOAT",
+                                            "NPY_DOUBLE", "NPY_FLOAT64"});
+    CHECK(calls == std::vector<std::string>{"PyArray_EMPTY", "PyArray_ZEROS", "PyArray_SimpleNew",
+                                            "PyArray_Empty", "PyArray_FROM_OTF",
+                                            "PyArray_ContiguousFromAny"});
+    CHECK(made == std::vector<bool>{true, true, true, true, false, false});
+    // The range is the type number's, which the fix replaces.
+    CHECK(sm.line_column(file, found[0].range.begin).line == 3);
+    CHECK(sm.line_column(file, found[0].range.begin).column == 58);
+  }
+
+  TEST_CASE("a derivative is refused where an output is made or an input converted as float64") {
+    std::string const text =
+        "#section support_code_apply\n"
+        "int APPLY_SPECIFIC(total)(PyArrayObject* x, PyArrayObject* w, PyArrayObject** z) {\n"
+        "    PyArrayObject* xs = (PyArrayObject*)PyArray_FROM_OTF((PyObject*)x, NPY_DOUBLE, 0);\n"
+        "    PyArrayObject* ws = (PyArrayObject*)PyArray_FROM_OTF((PyObject*)w, NPY_DOUBLE, 0);\n"
+        "    PyArrayObject* scratch = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), "
+        "NPY_DOUBLE, 0);  // section-lint: ignore[SL307]\n"
+        "    *z = (PyArrayObject*)PyArray_EMPTY(0, NULL, NPY_DOUBLE, 0);\n"
+        "    return 0;\n"
+        "}\n";
+    auto const op = load_op(text);
+    try {
+      derivative_op(*op.op, op.op, pullback_spec(op, {true, false}, 1));
+      FAIL("expected a LinkError");
+    } catch (LinkError const& e) {
+      std::string const what = e.what();
+      CHECK(has(what, "op.c:3:72: error: `PyArray_FROM_OTF` converts `x` with `NPY_DOUBLE`"));
+      CHECK(has(what, "write `TYPENUM_INPUT_0` in place of `NPY_DOUBLE`, and read its elements "
+                      "as `DTYPE_INPUT_0`"));
+      CHECK(has(what, "op.c:6:49: error: `z` is made by `PyArray_EMPTY` with `NPY_DOUBLE`"));
+      CHECK(has(what, "write `TYPENUM_OUTPUT_0` in place of `NPY_DOUBLE`"));
+      CHECK_FALSE(has(what, "op.c:4:"));  // w carries no derivative
+      CHECK_FALSE(has(what, "op.c:5:"));  // the line says the scratch array is plain
+      REQUIRE(e.diagnostics().size() == 2);
+      CHECK(e.diagnostics()[0].code == "SL307");
+      CHECK(e.diagnostics()[0].severity == Severity::error);
+      REQUIRE(e.diagnostics()[1].fix);
+      CHECK(e.diagnostics()[1].fix->replacement == "TYPENUM_OUTPUT_0");
+    }
+  }
+
+  TEST_CASE("reported by the linter only for an op meant to be differentiated") {
+    std::string const text =
+        "#section support_code_apply\n"
+        "void APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) {\n"
+        "  *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_DOUBLE, 0);\n"
+        "}\n";
+    SourceManager sm;
+    CHECK(lint_text(sm, text, "t.c").empty());
+    LintOptions options;
+    options.op.differentiated = true;
+    auto const ds = lint_text(sm, text, "t.c", options);
+    REQUIRE(ds.size() == 1);
+    CHECK(ds[0].code == "SL307");
+    CHECK(ds[0].severity == Severity::warning);
+    CHECK(has(ds[0].message, "write TYPENUM_OUTPUT_i of that output in place of `NPY_DOUBLE`"));
+    CHECK_FALSE(ds[0].fix);
   }
 }
