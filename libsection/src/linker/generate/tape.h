@@ -85,17 +85,21 @@ class tape {
   std::size_t position(std::uint64_t id) const { return id ? (std::size_t)(id - base_) : 0; }
 
   // Adds each entry's adjoint times its partials to its operands', last to first; `adjoint`
-  // has `size()` elements, seeded by the caller. What goes to the entry just before is kept
+  // has `size()` elements, seeded by the caller; after it, an independent variable's element
+  // is its adjoint (the others are left partial). What goes to the entry just before is kept
   // in a register (`next`) until that entry's turn: most operations take the one before, and
   // a store and a load of it per entry would make the sweep wait on memory.
   void sweep(double* adjoint) const {
     double next = 0;
     for (std::size_t k = size_ - 1; k > 0; --k) {
       double const a = adjoint[k] + next;
-      adjoint[k] = a;  // its final adjoint (an input's is its gradient)
       next = 0;
-      if (a == 0) continue;  // nothing to pass on (and no NaN from 0 * inf)
       tape_entry const& e = entries_[k];
+      if ((e.arg[0] | e.arg[1]) == 0) {  // an independent variable: its adjoint is its gradient
+        adjoint[k] = a;
+        continue;
+      }
+      if (a == 0) continue;  // nothing to pass on (and no NaN from 0 * inf)
       double const a0 = e.partial[0] * a, a1 = e.partial[1] * a;
       if (e.arg[0] == k - 1) next += a0;
       else adjoint[e.arg[0]] += a0;
