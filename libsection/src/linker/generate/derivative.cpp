@@ -30,9 +30,11 @@ std::string const& derivative_header() {
   return text;
 }
 
-// A taped pass and its sweep cost about ten passes of the op on plain numbers; a forward pass
-// of W tangents about 1 + W (tests/unit/test_numbers.cpp's bench and bench/bench_gradient.py
-// measure both). Forward passes while they cost less, at least one.
+// A taped pass and its sweep cost some 3 to 10 calls of the op on plain numbers (more for an
+// op whose time is all arithmetic, as a recurrence over arrays), a forward pass of W tangents
+// at most 1 + W (less where the compiler vectorises the lanes): forward passes while they cost
+// less, at least one. Measured on a recurrence over N points at P = 2N: reverse mode overtakes
+// passes of 8 tangents between P = 8 and 12.
 int reverse_above(int width) { return width * std::max(1, 10 / (width + 1)); }
 
 namespace derivative {
