@@ -77,6 +77,25 @@ bool has(std::string const& text, std::string const& what) {
   return text.find(what) != std::string::npos;
 }
 
+/// The error refusing `op`'s pullback in the inputs `differentiated` marks.
+LinkError refusal(LoadedOp const& op, std::vector<bool> differentiated) {
+  try {
+    derivative_op(*op.op, op.op, pullback_spec(op, std::move(differentiated), 1));
+  } catch (LinkError const& e) {
+    return e;
+  }
+  FAIL("expected a LinkError");
+  return LinkError("");
+}
+
+/// The linter's diagnostics of `text`, for an op meant to be differentiated or not.
+std::vector<Diagnostic> lint_as(std::string const& text, bool differentiated) {
+  SourceManager sm;
+  LintOptions options;
+  options.op.differentiated = differentiated;
+  return lint_text(sm, text, "t.c", options);
+}
+
 }  // namespace
 
 TEST_SUITE("derivatives") {
@@ -246,10 +265,8 @@ TEST_SUITE("derivatives") {
     auto const op = load_op(text);
     // x is differentiated, w is not: the casts of x and of the output are refused, with the
     // macro to write; w's passes, and so does the line that says so.
-    try {
-      derivative_op(*op.op, op.op, pullback_spec(op, {true, false}, 1));
-      FAIL("expected a LinkError");
-    } catch (LinkError const& e) {
+    {
+      LinkError const e = refusal(op, {true, false});
       std::string const what = e.what();
       CHECK(has(what, "Total: its gradient cannot be derived from its C code"));
       CHECK(has(what, "op.c:3:18: error: `PyArray_DATA(x)` is read as plain `double`"));
@@ -340,16 +357,13 @@ TEST_SUITE("lint SL306") {
     std::string const text =
         "#section support_code_apply\n"
         "void APPLY_SPECIFIC(f)(PyArrayObject* x) { double* v = (double*)PyArray_DATA(x); }\n";
-    SourceManager sm;
-    CHECK(lint_text(sm, text, "t.c").empty());
-    LintOptions options;
-    options.op.differentiated = true;
-    auto const ds = lint_text(sm, text, "t.c", options);
+    CHECK(lint_as(text, false).empty());
+    auto const ds = lint_as(text, true);
     REQUIRE(ds.size() == 1);
     CHECK(ds[0].code == "SL306");
     CHECK(ds[0].severity == Severity::warning);
     CHECK(has(ds[0].message, "write DTYPE_INPUT_i or DTYPE_OUTPUT_i of that array"));
-    CHECK(lint_text(sm, text + "// section-lint: ignore-file[SL306]\n", "t.c", options).empty());
+    CHECK(lint_as(text + "// section-lint: ignore-file[SL306]\n", true).empty());
   }
 }
 
@@ -405,10 +419,8 @@ TEST_SUITE("lint SL307") {
         "    return 0;\n"
         "}\n";
     auto const op = load_op(text);
-    try {
-      derivative_op(*op.op, op.op, pullback_spec(op, {true, false}, 1));
-      FAIL("expected a LinkError");
-    } catch (LinkError const& e) {
+    {
+      LinkError const e = refusal(op, {true, false});
       std::string const what = e.what();
       CHECK(has(what, "op.c:3:72: error: `PyArray_FROM_OTF` converts `x` with `NPY_DOUBLE`"));
       CHECK(has(what, "write `TYPENUM_INPUT_0` in place of `NPY_DOUBLE`, and read its elements "
@@ -431,15 +443,13 @@ TEST_SUITE("lint SL307") {
         "void APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) {\n"
         "  *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_DOUBLE, 0);\n"
         "}\n";
-    SourceManager sm;
-    CHECK(lint_text(sm, text, "t.c").empty());
-    LintOptions options;
-    options.op.differentiated = true;
-    auto const ds = lint_text(sm, text, "t.c", options);
+    CHECK(lint_as(text, false).empty());
+    auto const ds = lint_as(text, true);
     REQUIRE(ds.size() == 1);
     CHECK(ds[0].code == "SL307");
     CHECK(ds[0].severity == Severity::warning);
     CHECK(has(ds[0].message, "write TYPENUM_OUTPUT_i of that output in place of `NPY_DOUBLE`"));
     CHECK_FALSE(ds[0].fix);
+    CHECK(lint_as(text + "// section-lint: ignore-file[SL307]\n", true).empty());
   }
 }
