@@ -514,10 +514,12 @@ def cache_dir() -> str:
 def derivative_node_op(loaded: LoadedSections, description: OpDescription, options: ExpandOptions, compile_args: collections.abc.Sequence[str], python: typing.Any, overridden: collections.abc.Sequence[str], output_types: collections.abc.Sequence[typing.Any], differentiated: collections.abc.Sequence[bool], cotangents: collections.abc.Sequence[bool], width: typing.SupportsInt | typing.SupportsIndex, mode: str) -> NodeOp:
     """
     The derivative op of a drop-in node (``dropin_node_op``'s arguments first): its C code
-    run on dual numbers. ``mode`` ``"pullback"``: inputs are the node's, then the cotangent of each
-    output ``cotangents`` marks, then the value of each of those outputs (checked against each
-    pass's); outputs the gradient of each input ``differentiated`` marks, ``width`` of them per
-    pass. ``"pushforward"`` (``width`` 1): inputs are the node's, then the
+    run on dual numbers (forward mode) and on taped numbers (reverse mode). ``mode``
+    ``"pullback"``: inputs are the node's, then the cotangent of each output ``cotangents`` marks,
+    then the value of each of those outputs (checked against each pass's); outputs the gradient of
+    each input ``differentiated`` marks, by forward passes of ``width`` of them or one taped pass,
+    as each call picks (``"pullback:forward"``, ``"pullback:reverse"``: a module of that mode
+    only). ``"pushforward"`` (``width`` 1): inputs are the node's, then the
     tangent of each differentiated input, then the value of each float output (checked against
     the pass's); outputs the tangent of each float output.
     ``output_types`` are the node's output types. Raises ``LinkError`` at the line of a cast that

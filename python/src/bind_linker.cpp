@@ -42,10 +42,12 @@ methods minus their ``node`` argument.)doc");
         py::arg("output_types"), py::arg("differentiated"), py::arg("cotangents"), py::arg("width"),
         py::arg("mode"),
         R"doc(The derivative op of a drop-in node (``dropin_node_op``'s arguments first): its C code
-run on dual numbers. ``mode`` ``"pullback"``: inputs are the node's, then the cotangent of each
-output ``cotangents`` marks, then the value of each of those outputs (checked against each
-pass's); outputs the gradient of each input ``differentiated`` marks, ``width`` of them per
-pass. ``"pushforward"`` (``width`` 1): inputs are the node's, then the
+run on dual numbers (forward mode) and on taped numbers (reverse mode). ``mode``
+``"pullback"``: inputs are the node's, then the cotangent of each output ``cotangents`` marks,
+then the value of each of those outputs (checked against each pass's); outputs the gradient of
+each input ``differentiated`` marks, by forward passes of ``width`` of them or one taped pass,
+as each call picks (``"pullback:forward"``, ``"pullback:reverse"``: a module of that mode
+only). ``"pushforward"`` (``width`` 1): inputs are the node's, then the
 tangent of each differentiated input, then the value of each float output (checked against
 the pass's); outputs the tangent of each float output.
 ``output_types`` are the node's output types. Raises ``LinkError`` at the line of a cast that

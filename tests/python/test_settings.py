@@ -29,6 +29,8 @@ BAD = [
     ("LIBSECTION_LOCK_TIMEOUT", "soon"),
     ("LIBSECTION_CACHE_MAX_BYTES", "big"),
     ("LIBSECTION_MAX_FILE_BYTES", "-1"),
+    ("LIBSECTION_DERIVATIVE_MODE", "sideways"),
+    ("LIBSECTION_TAPE_MAX_BYTES", "lots"),
 ]
 
 

@@ -1,6 +1,8 @@
 // Unit tests of derived gradients that need no Python: the derivative op's module (its element
-// macros, its driver, its language), what the forward module keeps, the refusal of casts that
-// hide values from derivatives (SL306), and what a compile error on dual numbers is told as.
+// macros, its compiles of the op's code, its driver, its language), what the forward module
+// keeps, the refusal of casts that hide values from derivatives (SL306) and of float arrays
+// made or converted with a fixed type number (SL307), and what a compile error on dual numbers
+// is told as.
 #include <doctest/doctest.h>
 
 #include "linker_test.hpp"
@@ -75,6 +77,25 @@ bool has(std::string const& text, std::string const& what) {
   return text.find(what) != std::string::npos;
 }
 
+/// The error refusing `op`'s pullback in the inputs `differentiated` marks.
+LinkError refusal(LoadedOp const& op, std::vector<bool> differentiated) {
+  try {
+    derivative_op(*op.op, op.op, pullback_spec(op, std::move(differentiated), 1));
+  } catch (LinkError const& e) {
+    return e;
+  }
+  FAIL("expected a LinkError");
+  return LinkError("");
+}
+
+/// The linter's diagnostics of `text`, for an op meant to be differentiated or not.
+std::vector<Diagnostic> lint_as(std::string const& text, bool differentiated) {
+  SourceManager sm;
+  LintOptions options;
+  options.op.differentiated = differentiated;
+  return lint_text(sm, text, "t.c", options);
+}
+
 }  // namespace
 
 TEST_SUITE("derivatives") {
@@ -91,9 +112,74 @@ TEST_SUITE("derivatives") {
     CHECK(has(m.text, "while (lsd_.next_pass()) {"));
     CHECK(has(m.text, "lsd_.check_values<libsection_dual_float64_3>(lsd_out_0, (PyObject*)V"));
     CHECK(has(m.text, "lsd_.contract<libsection_dual_float64_3>(lsd_out_0, (PyObject*)V"));
-    CHECK(has(m.text, "APPLY_SPECIFIC(total)(lsd_in_0, V"));  // the plain input as it is
-    CHECK(has(m.text, "namespace libsection {"));             // dual.h
+    CHECK(has(m.text, "lsd_state->pass(lsd_in_0, V"));  // the plain input as it is
+    CHECK(has(m.text, "namespace libsection {"));       // dual.h
     CHECK(m.op_names == std::vector<std::string>{"Total.pullback"});
+  }
+
+  TEST_CASE("a pullback's module holds the op's code on dual and on taped numbers") {
+    auto const op = load_op(vector_sum);
+    ModuleSource const m = derivative_module(op, pullback_spec(op, {true, false}, 3));
+    // Each compile in a namespace of its own, the op's code in `lsd_state::pass`.
+    CHECK(has(m.text, "namespace lsd_dual_"));
+    CHECK(has(m.text, "namespace lsd_taped_"));
+    CHECK(has(m.text, "typedef libsection::active<npy_float64> libsection_active_float64;"));
+    CHECK(has(m.text, "#define DTYPE_INPUT_0 libsection_active_float64\n"
+                      "#define TYPENUM_INPUT_0 libsection_active_float64_typenum()\n"
+                      "#define ITEMSIZE_INPUT_0 16\n"));
+    CHECK(has(m.text, "int pass(I0& lsd_in_0, I1& lsd_in_1, O0& lsd_out_0)"));
+    // The tape is the instance's; each call reads the settings and picks by the number of
+    // differentiated scalars, forward passes up to reverse_above(width).
+    CHECK(has(m.text, "libsection::tape lsd_tape_"));
+    CHECK(has(m.text, "if (lsd_settings.read())"));
+    CHECK(has(m.text, "((npy_intp)0 + PyArray_SIZE(V"));
+    CHECK(has(m.text, " <= " + std::to_string(reverse_above(3)) + ");"));
+    CHECK(has(m.text, "libsection::reverse_pass lsd_(lsd_tape_"));
+    CHECK(has(m.text, "lsd_.seed<libsection_active_float64>(lsd_out_0, (PyObject*)V"));
+    CHECK(has(m.text, "lsd_.sweep(\"Total.pullback\", \"op.c\")"));
+    CHECK(reverse_above(1) == 5);
+    CHECK(reverse_above(4) == 8);
+    CHECK(reverse_above(8) == 8);
+    // Forced to one method, a module holds that compile only.
+    DerivativeSpec forward = pullback_spec(op, {true, false}, 3);
+    forward.method = DerivativeSpec::Method::forward;
+    std::string const f = derivative_module(op, forward).text;
+    CHECK_FALSE(has(f, "namespace lsd_taped_"));
+    CHECK_FALSE(has(f, "libsection::tape lsd_tape_"));
+    DerivativeSpec reverse = pullback_spec(op, {true, false}, 3);
+    reverse.method = DerivativeSpec::Method::reverse;
+    std::string const r = derivative_module(op, reverse).text;
+    CHECK_FALSE(has(r, "namespace lsd_dual_"));
+    CHECK(has(r, "lsd_.usable(\"Total.pullback\", \"op.c\", true)"));
+  }
+
+  TEST_CASE("the op's struct sections are a struct each pass starts afresh") {
+    std::string const text =
+        "#section support_code_struct\n"
+        "DTYPE_OUTPUT_0 APPLY_SPECIFIC(memo);\n"
+        "int APPLY_SPECIFIC(total)(PyArrayObject* x, PyArrayObject* w, PyArrayObject** z) {\n"
+        "    if (!*z) *z = (PyArrayObject*)PyArray_EMPTY(0, NULL, TYPENUM_OUTPUT_0, 0);\n"
+        "    *(DTYPE_OUTPUT_0*)PyArray_DATA(*z) = APPLY_SPECIFIC(memo);\n"
+        "    return 0;\n"
+        "}\n"
+        "#section init_code_struct\n"
+        "APPLY_SPECIFIC(memo) = 1;\n"
+        "#section cleanup_code_struct\n"
+        "APPLY_SPECIFIC(memo) = 0;\n";
+    auto const op = load_op(text);
+    std::string const m = derivative_module(op, pullback_spec(op, {true, false}, 2)).text;
+    // The members, init and cleanup are lsd_state's, not the instance's.
+    auto const state = m.find("struct lsd_state {");
+    REQUIRE(state != std::string::npos);
+    auto const member = m.find("DTYPE_OUTPUT_0 APPLY_SPECIFIC(memo);", state);
+    CHECK(member != std::string::npos);
+    CHECK(has(m, "int init() {\n{\n"));
+    CHECK(has(m, "void cleanup() {\n{\n"));
+    // Each pass: a new state, its init, the pass, its cleanup.
+    CHECK(has(m, "lsd_state(new lsd_dual_"));
+    CHECK(has(m, "int lsd_failed = lsd_state->init();\n"
+                 "if (!lsd_failed) lsd_failed = lsd_state->pass(lsd_in_0, V"));
+    CHECK(has(m, "lsd_state->cleanup();\n"));
   }
 
   TEST_CASE("the op's own module is the same whether or not a derivative was made of it") {
@@ -126,6 +212,7 @@ TEST_SUITE("derivatives") {
     std::string const text = generate_module(g).text;
     CHECK(has(text, "lsd_.tangent(0, (PyObject*)V"));
     CHECK_FALSE(has(text, "while (lsd_.next_pass())"));
+    CHECK_FALSE(has(text, "namespace lsd_taped_"));  // forward mode only
     // The pass's values are checked against the op's own before its tangents are handed back.
     auto const check =
         text.find("lsd_.check_values<libsection_dual_float64_1>(lsd_out_0, (PyObject*)V");
@@ -154,6 +241,10 @@ TEST_SUITE("derivatives") {
     DerivativeSpec wide = pullback_spec(op, {true, false}, 2);
     wide.mode = DerivativeSpec::Mode::pushforward;
     CHECK_THROWS_AS(make_derivative_op(op.op, wide), std::invalid_argument);
+    DerivativeSpec taped = pullback_spec(op, {true, false}, 1);
+    taped.mode = DerivativeSpec::Mode::pushforward;
+    taped.method = DerivativeSpec::Method::reverse;
+    CHECK_THROWS_AS(make_derivative_op(op.op, taped), std::invalid_argument);
     // An integer input carries no derivative: refused when the module is written.
     auto const ints = load_op(vector_sum, "int64[:],float64[:]");
     CHECK_THROWS_WITH_AS(derivative_module(ints, pullback_spec(ints, {true, false}, 1)),
@@ -174,10 +265,8 @@ TEST_SUITE("derivatives") {
     auto const op = load_op(text);
     // x is differentiated, w is not: the casts of x and of the output are refused, with the
     // macro to write; w's passes, and so does the line that says so.
-    try {
-      derivative_op(*op.op, op.op, pullback_spec(op, {true, false}, 1));
-      FAIL("expected a LinkError");
-    } catch (LinkError const& e) {
+    {
+      LinkError const e = refusal(op, {true, false});
       std::string const what = e.what();
       CHECK(has(what, "Total: its gradient cannot be derived from its C code"));
       CHECK(has(what, "op.c:3:18: error: `PyArray_DATA(x)` is read as plain `double`"));
@@ -268,15 +357,99 @@ TEST_SUITE("lint SL306") {
     std::string const text =
         "#section support_code_apply\n"
         "void APPLY_SPECIFIC(f)(PyArrayObject* x) { double* v = (double*)PyArray_DATA(x); }\n";
-    SourceManager sm;
-    CHECK(lint_text(sm, text, "t.c").empty());
-    LintOptions options;
-    options.op.differentiated = true;
-    auto const ds = lint_text(sm, text, "t.c", options);
+    CHECK(lint_as(text, false).empty());
+    auto const ds = lint_as(text, true);
     REQUIRE(ds.size() == 1);
     CHECK(ds[0].code == "SL306");
     CHECK(ds[0].severity == Severity::warning);
     CHECK(has(ds[0].message, "write DTYPE_INPUT_i or DTYPE_OUTPUT_i of that array"));
-    CHECK(lint_text(sm, text + "// section-lint: ignore-file[SL306]\n", "t.c", options).empty());
+    CHECK(lint_as(text + "// section-lint: ignore-file[SL306]\n", true).empty());
+  }
+}
+
+TEST_SUITE("lint SL307") {
+  TEST_CASE("float arrays made or converted with a fixed type number, found with their array") {
+    SourceManager sm;
+    FileId const file = sm.add(
+        "t.c",
+        "#section support_code_apply\n"
+        "void f(PyArrayObject* x, PyArrayObject** z) {\n"
+        "  *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_DOUBLE, 0);\n"
+        "  PyObject* t = PyArray_ZEROS(1, dims, NPY_FLOAT32, 0);\n"
+        "  OUTPUT_1 = (PyArrayObject*)PyArray_SimpleNew(1, dims, NPY_FLOAT64);\n"
+        "  *z = (PyArrayObject*)PyArray_Empty(1, d, PyArray_DescrFromType(NPY_FLOAT), 0);\n"
+        "  PyArrayObject* c = (PyArrayObject*)PyArray_FROM_OTF((PyObject*)x, NPY_DOUBLE, 0);\n"
+        "  PyArray_ContiguousFromAny(INPUT_2, NPY_FLOAT64, 1, 1);\n"
+        "  *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), TYPENUM_OUTPUT_0, 0);\n"
+        "  *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_INT64, 0);\n"
+        "  PyArray_FROM_OTF((PyObject*)x, TYPENUM_INPUT_0, NPY_ARRAY_IN_ARRAY);\n"
+        "}\n");
+    std::vector<Diagnostic> ds;
+    auto const parsed = parse_file(sm, file, ds);
+    auto const found = detail::find_hidden_values(sm, parsed.blocks);
+    std::vector<std::string> arrays, types, calls;
+    std::vector<bool> made;
+    for (auto const& f : found) {
+      arrays.push_back(f.array);
+      types.push_back(f.type);
+      calls.push_back(f.accessor);
+      made.push_back(f.kind == detail::HiddenValue::Kind::made);
+    }
+    CHECK(arrays == std::vector<std::string>{"z", "t", "OUTPUT_1", "z", "x", "INPUT_2"});
+    CHECK(types == std::vector<std::string>{"NPY_DOUBLE", "NPY_FLOAT32", "NPY_FLOAT64", "NPY_FLOAT",
+                                            "NPY_DOUBLE", "NPY_FLOAT64"});
+    CHECK(calls == std::vector<std::string>{"PyArray_EMPTY", "PyArray_ZEROS", "PyArray_SimpleNew",
+                                            "PyArray_Empty", "PyArray_FROM_OTF",
+                                            "PyArray_ContiguousFromAny"});
+    CHECK(made == std::vector<bool>{true, true, true, true, false, false});
+    // The range is the type number's, which the fix replaces.
+    CHECK(sm.line_column(file, found[0].range.begin).line == 3);
+    CHECK(sm.line_column(file, found[0].range.begin).column == 58);
+  }
+
+  TEST_CASE("a derivative is refused where an output is made or an input converted as float64") {
+    std::string const text =
+        "#section support_code_apply\n"
+        "int APPLY_SPECIFIC(total)(PyArrayObject* x, PyArrayObject* w, PyArrayObject** z) {\n"
+        "    PyArrayObject* xs = (PyArrayObject*)PyArray_FROM_OTF((PyObject*)x, NPY_DOUBLE, 0);\n"
+        "    PyArrayObject* ws = (PyArrayObject*)PyArray_FROM_OTF((PyObject*)w, NPY_DOUBLE, 0);\n"
+        "    PyArrayObject* scratch = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), "
+        "NPY_DOUBLE, 0);  // section-lint: ignore[SL307]\n"
+        "    *z = (PyArrayObject*)PyArray_EMPTY(0, NULL, NPY_DOUBLE, 0);\n"
+        "    return 0;\n"
+        "}\n";
+    auto const op = load_op(text);
+    {
+      LinkError const e = refusal(op, {true, false});
+      std::string const what = e.what();
+      CHECK(has(what, "op.c:3:72: error: `PyArray_FROM_OTF` converts `x` with `NPY_DOUBLE`"));
+      CHECK(has(what, "write `TYPENUM_INPUT_0` in place of `NPY_DOUBLE`, and read its elements "
+                      "as `DTYPE_INPUT_0`"));
+      CHECK(has(what, "op.c:6:49: error: `z` is made by `PyArray_EMPTY` with `NPY_DOUBLE`"));
+      CHECK(has(what, "write `TYPENUM_OUTPUT_0` in place of `NPY_DOUBLE`"));
+      CHECK_FALSE(has(what, "op.c:4:"));  // w carries no derivative
+      CHECK_FALSE(has(what, "op.c:5:"));  // the line says the scratch array is plain
+      REQUIRE(e.diagnostics().size() == 2);
+      CHECK(e.diagnostics()[0].code == "SL307");
+      CHECK(e.diagnostics()[0].severity == Severity::error);
+      REQUIRE(e.diagnostics()[1].fix);
+      CHECK(e.diagnostics()[1].fix->replacement == "TYPENUM_OUTPUT_0");
+    }
+  }
+
+  TEST_CASE("reported by the linter only for an op meant to be differentiated") {
+    std::string const text =
+        "#section support_code_apply\n"
+        "void APPLY_SPECIFIC(f)(PyArrayObject* x, PyArrayObject** z) {\n"
+        "  *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_DOUBLE, 0);\n"
+        "}\n";
+    CHECK(lint_as(text, false).empty());
+    auto const ds = lint_as(text, true);
+    REQUIRE(ds.size() == 1);
+    CHECK(ds[0].code == "SL307");
+    CHECK(ds[0].severity == Severity::warning);
+    CHECK(has(ds[0].message, "write TYPENUM_OUTPUT_i of that output in place of `NPY_DOUBLE`"));
+    CHECK_FALSE(ds[0].fix);
+    CHECK(lint_as(text + "// section-lint: ignore-file[SL307]\n", true).empty());
   }
 }

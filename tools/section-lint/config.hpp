@@ -37,7 +37,7 @@ struct Config {
   /// An op's signature for the SL6 checks, as the command line's --inputs ... take it.
   struct Signature {
     std::optional<std::string> inputs, outputs, params, func_name, language;
-    std::optional<std::string> differentiated;  ///< `"true"`: SL306 is reported
+    std::optional<std::string> differentiated;  ///< `"true"`: SL306 and SL307 are reported
   };
   /// Glob to the signature of the op whose files match it (the first match wins).
   std::vector<std::pair<std::string, Signature>> signatures;

@@ -17,7 +17,8 @@ void add_op_options(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"c++", "c"}));
   app.add_flag("--differentiated", o.differentiated,
                "The op's gradient is derived from its C code (libsection does so for an op "
-               "without a gradient of its own): report values hidden from derivatives, SL306");
+               "without a gradient of its own): report values hidden from derivatives, SL306 "
+               "and SL307");
   app.add_flag("--compile", o.compile,
                "Also compile each op's files for its signature with the compiler's -fsyntax-only "
                "(as a build would, nothing built): its errors at your lines, as compile-error");

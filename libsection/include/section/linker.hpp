@@ -125,8 +125,8 @@ SectionGraph section_op_graph(OpDescription op, std::vector<NamedType> params,
 std::string signature_text(std::string const& name, std::vector<CTypePtr> const& inputs,
                            std::vector<CTypePtr> const& outputs);
 
-/// A derivative's spec from its parts, `mode` named (`"pullback"`, `"pushforward"`); throws
-/// `std::invalid_argument` for another name.
+/// A derivative's spec from its parts, `mode` named (`"pullback"`, `"pullback:forward"`,
+/// `"pullback:reverse"`, `"pushforward"`); throws `std::invalid_argument` for another name.
 DerivativeSpec derivative_spec(std::string const& mode, std::vector<CTypePtr> outputs,
                                std::vector<bool> differentiated, std::vector<bool> cotangents,
                                int width);

@@ -38,6 +38,10 @@ struct Settings {
   double compile_timeout = 600;                             ///< LIBSECTION_COMPILE_TIMEOUT (s)
   double check_timeout = 60;                                ///< LIBSECTION_CHECK_TIMEOUT (s)
   std::uintmax_t compile_memory = std::uintmax_t{4} << 30;  ///< LIBSECTION_COMPILE_MEMORY
+  /// LIBSECTION_DERIVATIVE_MODE: `auto`, `forward` or `reverse`, and LIBSECTION_TAPE_MAX_BYTES:
+  /// checked here; a derivative module reads them again at each call (generate/driver.h).
+  std::string derivative_mode = "auto";
+  std::uintmax_t tape_max_bytes = std::uintmax_t{1} << 30;
   // LIBSECTION_PROGRESS is checked with the others but read by Python's progress line.
 };
 

@@ -45,6 +45,14 @@ constexpr std::array variables = {
     SettingVariable{"LIBSECTION_PROGRESS",
                     "0: no progress line for compiles over a second; 1 or unset: on a terminal "
                     "or in a notebook"},
+    SettingVariable{"LIBSECTION_DERIVATIVE_MODE",
+                    "how a gradient derived from an op's C code is computed: auto (the default: "
+                    "forward passes for few differentiated scalars, reverse mode for many), "
+                    "forward or reverse"},
+    SettingVariable{"LIBSECTION_TAPE_MAX_BYTES",
+                    "the most memory a reverse-mode derived gradient's tape takes per call, "
+                    "bytes with an optional K, M or G suffix (default 1G); past it, forward "
+                    "passes"},
     SettingVariable{"LIBSECTION_SHOW_GENERATED",
                     "1: a compile error also lists the compiler's messages about the generated "
                     "module's own lines; 0 or unset: those are told in terms of your files"},
@@ -174,6 +182,18 @@ Settings read_settings() {
       !pch || zero_or_one("LIBSECTION_PCH", pch, "0 (no precompiled header) or 1");
   if (char const* progress = value_of("LIBSECTION_PROGRESS"))
     zero_or_one("LIBSECTION_PROGRESS", progress, "0 (no progress line) or 1");
+  // Read again by each derivative module at each call (generate/driver.h), by the same rules.
+  if (char const* mode = value_of("LIBSECTION_DERIVATIVE_MODE")) {
+    s.derivative_mode = mode;
+    if (s.derivative_mode != "auto" && s.derivative_mode != "forward" &&
+        s.derivative_mode != "reverse")
+      refuse("LIBSECTION_DERIVATIVE_MODE is `" + s.derivative_mode +
+             "`: give auto, forward or reverse");
+  }
+  if (char const* tape = value_of("LIBSECTION_TAPE_MAX_BYTES")) {
+    s.tape_max_bytes = parse_size(tape, "LIBSECTION_TAPE_MAX_BYTES");
+    if (s.tape_max_bytes == 0) refuse("LIBSECTION_TAPE_MAX_BYTES=0: give a positive size");
+  }
   char const* show = value_of("LIBSECTION_SHOW_GENERATED");
   s.show_generated = show && zero_or_one("LIBSECTION_SHOW_GENERATED", show,
                                          "1 (show errors in the generated module) or 0");

@@ -239,9 +239,14 @@ DerivativeSpec derivative_spec(std::string const& mode, std::vector<CTypePtr> ou
                                std::vector<bool> differentiated, std::vector<bool> cotangents,
                                int width) {
   DerivativeSpec spec;
-  if (mode == "pullback") spec.mode = DerivativeSpec::Mode::pullback;
-  else if (mode == "pushforward") spec.mode = DerivativeSpec::Mode::pushforward;
-  else throw std::invalid_argument("mode must be 'pullback' or 'pushforward', not '" + mode + "'");
+  if (mode == "pullback:forward") spec.method = DerivativeSpec::Method::forward;
+  else if (mode == "pullback:reverse") spec.method = DerivativeSpec::Method::reverse;
+  else if (mode != "pullback" && mode != "pushforward")
+    throw std::invalid_argument(
+        "mode must be 'pullback', 'pullback:forward', 'pullback:reverse' or 'pushforward', not '" +
+        mode + "'");
+  spec.mode =
+      mode == "pushforward" ? DerivativeSpec::Mode::pushforward : DerivativeSpec::Mode::pullback;
   spec.outputs = std::move(outputs);
   spec.differentiated = std::move(differentiated);
   spec.cotangents = std::move(cotangents);

@@ -1,6 +1,9 @@
 // SL306: an array's elements reached through a plain floating type, found with the C scanner:
 // a C cast `(double*)`, a C++ cast `static_cast<double*>`/`reinterpret_cast<double*>`, or a
 // C declaration `double* p = PyArray_DATA(x)`, whose operand reaches an array's data.
+// SL307: a float array made (`PyArray_EMPTY`, `PyArray_ZEROS`, `PyArray_SimpleNew`, ...) or
+// converted (`PyArray_FROM_OTF`, `PyArray_FROMANY`, `PyArray_ContiguousFromAny`, ...) with a
+// fixed floating type number (`NPY_DOUBLE`) among its arguments.
 #include "parse/hidden_values.hpp"
 
 #include <algorithm>
@@ -25,16 +28,17 @@ pointer type instead of the array's DTYPE macro: `(double*)PyArray_DATA(x)`,
 `double* p = PyArray_DATA(x);`.
 
 ## Why is this bad?
-libsection derives an op's gradient from its C code by compiling the code a second time with
-the DTYPE macros of its float inputs and outputs naming a dual number: a value and its
-derivatives. Written with the macros, the same code then computes the derivatives. A cast to
-plain `double` reads the elements of an array of dual numbers as if they were doubles: wrong
-values, and no compiler can see it. When it is asked for such an op's gradient, libsection
+libsection derives an op's gradient from its C code by compiling the code again with the
+DTYPE macros of its float inputs and outputs naming a number that carries derivatives: a dual
+number (a value and its derivatives) for forward mode, a taped number (a value and its place
+on the tape of the operations) for reverse mode. Written with the macros, the same code then
+computes the derivatives. A cast to plain `double` reads the elements of an array of such
+numbers as if they were doubles: wrong values, and no compiler can see it. When it is asked for such an op's gradient, libsection
 refuses the op at this line (where the array is one that carries derivatives) rather than
 return wrong derivatives.
 
-A value kept in a plain `double` variable needs no rule: a dual does not convert to `double`,
-so that is a compile error, which libsection tells at its line with the same advice.
+A value kept in a plain `double` variable needs no rule: these numbers do not convert to
+`double`, so that is a compile error, which libsection tells at its line with the same advice.
 
 ## Example
 ```c
@@ -56,6 +60,52 @@ honours too.
     .reported_by = Reporter::linter,
 };
 
+constexpr LintRule fixed_float_type_number{
+    .code = "SL307",
+    .name = "fixed-float-type-number",
+    .severity = Severity::warning,
+    .summary = "a float array made or converted with a fixed type number (`NPY_DOUBLE`), in an "
+               "op whose gradient is derived from its C code",
+    .documentation = R"md(## What it does
+In an op meant to be differentiated (`section-lint --differentiated`, or `differentiated = true`
+in a `signatures` entry of the settings), reports an array made or converted with a fixed
+floating type number instead of the array's TYPENUM macro: `PyArray_EMPTY(1, dims, NPY_DOUBLE,
+0)`, `PyArray_ZEROS`, `PyArray_SimpleNew`, `PyArray_New`, `PyArray_Empty` with
+`PyArray_DescrFromType(NPY_FLOAT64)`, and `PyArray_FROM_OTF(x, NPY_DOUBLE, flags)`,
+`PyArray_FROMANY`, `PyArray_ContiguousFromAny`, `PyArray_FromObject`, `PyArray_Cast`.
+
+## Why is this bad?
+libsection derives an op's gradient from its C code by compiling the code a second time with
+the DTYPE and TYPENUM macros of its float inputs and outputs naming a number that carries
+derivatives (a dual number, or a taped one), larger than a `double`. An output made as float64
+is then too small for the numbers the code writes into it: the code writes past its end and
+corrupts the heap. An input converted to float64 fails when the gradient runs (NumPy's
+`Cannot cast array data` error, naming no op): no cast drops derivatives. When it is asked for
+such an op's gradient, libsection refuses the op at this line (where the array is an output or
+an input that carries derivatives) before any code runs.
+
+## Example
+```c
+#section support_code_apply
+int APPLY_SPECIFIC(scale)(PyArrayObject* x, PyArrayObject** z) {
+    PyArrayObject* xs = (PyArrayObject*)PyArray_FROM_OTF((PyObject*)x, NPY_DOUBLE, NPY_ARRAY_IN_ARRAY);
+    *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), NPY_DOUBLE, 0);
+    ...
+```
+
+## Use instead
+```c
+    PyArrayObject* xs = (PyArrayObject*)PyArray_FROM_OTF((PyObject*)x, TYPENUM_INPUT_0, NPY_ARRAY_IN_ARRAY);
+    *z = (PyArrayObject*)PyArray_EMPTY(1, PyArray_DIMS(x), TYPENUM_OUTPUT_0, 0);
+```
+`TYPENUM_OUTPUT_0` is `NPY_FLOAT64` in the op's own module, so nothing changes there. A scratch
+array of plain numbers that never holds a value of the differentiated inputs may keep its type
+number with `// section-lint: ignore[SL307]` on its line, which the gradient's build honours
+too.
+)md",
+    .reported_by = Reporter::linter,
+};
+
 using c_scan::Token;
 using c_scan::TokenKind;
 
@@ -65,6 +115,26 @@ constexpr std::string_view plain_float_types[] = {"double",         "float",    
 constexpr std::string_view accessors[] = {
     "PyArray_DATA",    "PyArray_BYTES",   "PyArray_GETPTR1", "PyArray_GETPTR2",
     "PyArray_GETPTR3", "PyArray_GETPTR4", "PyArray_GetPtr",  "PyArray_MultiIndexGetItem"};
+// What makes an array (SL307): its type number is an argument, or a descriptor's argument.
+constexpr std::string_view makers[] = {
+    "PyArray_EMPTY",   "PyArray_ZEROS", "PyArray_SimpleNew",    "PyArray_New",
+    "PyArray_Empty",   "PyArray_Zeros", "PyArray_NewFromDescr", "PyArray_SimpleNewFromData",
+    "PyArray_FromDims"};
+// What converts an array to a type number (SL307): the array is the first argument.
+constexpr std::string_view converters[] = {"PyArray_FROM_OTF",
+                                           "PyArray_FROM_OT",
+                                           "PyArray_FROMANY",
+                                           "PyArray_ContiguousFromAny",
+                                           "PyArray_ContiguousFromObject",
+                                           "PyArray_CopyFromObject",
+                                           "PyArray_FromObject",
+                                           "PyArray_FromAny",
+                                           "PyArray_CheckFromAny",
+                                           "PyArray_Cast",
+                                           "PyArray_CastToType"};
+constexpr std::string_view float_type_numbers[] = {"NPY_DOUBLE",  "NPY_FLOAT64",    "NPY_FLOAT",
+                                                   "NPY_FLOAT32", "NPY_LONGDOUBLE", "NPY_HALF",
+                                                   "NPY_FLOAT16", "NPY_FLOAT96",    "NPY_FLOAT128"};
 // Words that may stand in a cast on the way to the accessor: `(double*)(char*)PyArray_DATA(x)`.
 constexpr std::string_view cast_words[] = {"char",     "void",   "const",    "volatile",
                                            "unsigned", "signed", "npy_byte", "npy_ubyte",
@@ -88,6 +158,8 @@ class HiddenValueScanner {
       else if (word == "static_cast" || word == "reinterpret_cast") cxx_cast(i, out);
       else if (one_of(word, plain_float_types) && (i == 0 || text(i - 1) != "("))
         declaration(i, out);
+      else if (one_of(word, makers)) fixed_type(i, HiddenValue::Kind::made, out);
+      else if (one_of(word, converters)) fixed_type(i, HiddenValue::Kind::converted, out);
     }
   }
 
@@ -188,7 +260,66 @@ class HiddenValueScanner {
       report(begin, pointer->first, value, out);
   }
 
-  bool suppressed_on_line(std::size_t offset) const {
+  /// The index after the parenthesis that closes the one at `open`.
+  std::size_t after_parentheses(std::size_t open) const {
+    int depth = 0;
+    for (std::size_t k = open; k < tokens().size(); ++k) {
+      if (text(k) == "(") ++depth;
+      if (text(k) == ")" && --depth == 0) return k + 1;
+    }
+    return tokens().size();
+  }
+
+  /// The array an allocation at `call` is assigned to: the name before the `=` in front of it,
+  /// past a cast (`*z = (PyArrayObject*)PyArray_EMPTY(...)`); empty when there is none.
+  std::string assigned_to(std::size_t call) const {
+    std::size_t k = call;
+    while (k > 0) {
+      std::string_view const w = text(k - 1);
+      if (w != "(" && w != ")" && w != "*" && w != "const" && w != "PyArrayObject" &&
+          w != "PyObject")
+        break;
+      --k;
+    }
+    if (k < 2 || text(k - 1) != "=" || tokens()[k - 2].kind != TokenKind::identifier) return {};
+    return std::string(text(k - 2));
+  }
+
+  /// The array a conversion at `call` converts: the last name of its first argument (`x` of
+  /// `(PyObject*)x`).
+  std::string converted(std::size_t call, std::size_t end) const {
+    std::string name;
+    int depth = 0;
+    for (std::size_t k = call + 1; k < end; ++k) {
+      std::string_view const w = text(k);
+      if (w == "(") ++depth;
+      if (w == ")") --depth;
+      if (depth == 1 && w == ",") break;
+      if (tokens()[k].kind == TokenKind::identifier && w != "PyObject" && w != "PyArrayObject")
+        name = w;
+    }
+    return name;
+  }
+
+  /// `call(..., NPY_DOUBLE, ...)`: a maker or a converter with a fixed float type number.
+  void fixed_type(std::size_t call, HiddenValue::Kind kind, std::vector<HiddenValue>& out) {
+    if (text(call + 1) != "(") return;
+    std::size_t const end = after_parentheses(call + 1);
+    for (std::size_t k = call + 2; k < end; ++k) {
+      if (!one_of(text(k), float_type_numbers)) continue;
+      HiddenValue v;
+      v.kind = kind;
+      v.range = {id_, tokens()[k].begin, tokens()[k].end};
+      v.type = text(k);
+      v.accessor = text(call);
+      v.array = kind == HiddenValue::Kind::made ? assigned_to(call) : converted(call, end);
+      v.suppressed = suppressed_on_line(tokens()[call].begin, "SL307");
+      out.push_back(std::move(v));
+      return;
+    }
+  }
+
+  bool suppressed_on_line(std::size_t offset, std::string_view code = "SL306") const {
     std::string_view const line = file_.line_text(offset);
     std::size_t const begin = static_cast<std::size_t>(line.data() - text_.data());
     for (auto const& c : body_.comments) {
@@ -197,7 +328,7 @@ class HiddenValueScanner {
       auto const at = comment.find("section-lint:");
       if (at == std::string_view::npos) continue;
       auto const list = comment.find("ignore[", at);
-      if (list != std::string_view::npos && comment.find("SL306", list) != std::string_view::npos)
+      if (list != std::string_view::npos && comment.find(code, list) != std::string_view::npos)
         return true;
     }
     return false;
@@ -219,7 +350,44 @@ std::vector<HiddenValue> find_hidden_values(SourceManager const& sm,
   return out;
 }
 
+namespace {
+
+/// SL307: what the array made or converted with a fixed type number becomes, and what to write.
+Diagnostic fixed_type_diagnostic(HiddenValue const& found, std::string const& use_instead) {
+  bool const made = found.kind == HiddenValue::Kind::made;
+  std::string macro = use_instead;
+  if (macro.starts_with("DTYPE_")) macro = "TYPENUM_" + macro.substr(6);
+  macro = macro.empty()
+              ? (made ? "TYPENUM_OUTPUT_i of that output" : "TYPENUM_INPUT_i of that input")
+              : "`" + macro + "`";
+  std::string const array = found.array.empty() ? "an array" : "`" + found.array + "`";
+  std::string const what =
+      made ? array + " is made by `" + found.accessor + "` with `" + found.type +
+                 "`: where libsection derives the op's gradient from its C code, a float "
+                 "output holds numbers that carry derivatives (larger than a `double`), which "
+                 "the code would write past the end of this array (a heap corruption)"
+           : "`" + found.accessor + "` converts " + array + " with `" + found.type +
+                 "`: where libsection derives the op's gradient from its C code, the elements of "
+                 "an input that carries derivatives are numbers that carry them, which no cast "
+                 "turns into plain floats (NumPy refuses it when the gradient runs)";
+  std::string elements;  // what to read a converted input's elements as
+  if (!made && use_instead.starts_with("DTYPE_"))
+    elements = ", and read its elements as `" + use_instead + "`";
+  Diagnostic d =
+      make_diagnostic(fixed_float_type_number,
+                      what + "; write " + macro + " in place of `" + found.type + "`" + elements +
+                          " (in the op's own module it is the array's type number)",
+                      found.range);
+  if (!use_instead.empty())
+    d.fix = FixIt{"write " + macro, found.range, macro.substr(1, macro.size() - 2),
+                  Applicability::unsafe};
+  return d;
+}
+
+}  // namespace
+
 Diagnostic hidden_value_diagnostic(HiddenValue const& found, std::string const& use_instead) {
+  if (found.kind != HiddenValue::Kind::cast) return fixed_type_diagnostic(found, use_instead);
   std::string const access = found.accessor == "->data" ? found.array + "->data"
                                                         : found.accessor + "(" + found.array + ")";
   std::string const macro = use_instead.empty() ? "DTYPE_INPUT_i or DTYPE_OUTPUT_i of that array"
@@ -228,15 +396,16 @@ Diagnostic hidden_value_diagnostic(HiddenValue const& found, std::string const& 
       element_read_as_plain_float,
       "`" + access + "` is read as plain `" + found.type +
           "`: where libsection derives the op's gradient from its C code, the elements of an "
-          "array that carries derivatives are dual numbers (a value and its derivatives), which "
-          "this cast would read wrong; write " +
+          "array that carries derivatives are numbers that carry them (dual or taped numbers), "
+          "which this cast would read wrong; write " +
           macro + " in place of `" + found.type +
           "` (in the op's own module it names the array's element type)",
       found.range);
 }
 
 std::span<LintRule const* const> hidden_value_rules() {
-  static constexpr LintRule const* rules[] = {&element_read_as_plain_float};
+  static constexpr LintRule const* rules[] = {&element_read_as_plain_float,
+                                              &fixed_float_type_number};
   return rules;
 }
 

@@ -115,13 +115,16 @@ std::optional<Note> cxx_meaning(Diagnostic const& d,
                 "is C++ unless the op is declared C, and the module of its derived gradient "
                 "always is",
                 d.range};
-  if (m.find("libsection_dual_") == std::string_view::npos &&
-      m.find("libsection::dual<") == std::string_view::npos)
-    return std::nullopt;
+  bool const number = m.find("libsection_dual_") != std::string_view::npos ||
+                      m.find("libsection::dual<") != std::string_view::npos ||
+                      m.find("libsection_active_") != std::string_view::npos ||
+                      m.find("libsection::active<") != std::string_view::npos;
+  if (!number) return std::nullopt;
   std::string text =
       "libsection derives this op's gradient by running its C code on dual numbers (a value "
-      "and its derivatives): here a value of a float input or output is one, and a dual does "
-      "not become a plain `double`, which would drop its derivatives";
+      "and its derivatives) and on taped numbers (a value and its place on a tape): here a "
+      "value of a float input or output is one, and such a number does not become a plain "
+      "`double`, which would drop its derivatives";
   for (auto const& note : d.notes) {
     auto const function = argument_function(note.message);
     if (!function) continue;
@@ -132,7 +135,7 @@ std::optional<Note> cxx_meaning(Diagnostic const& d,
                       "support_code_apply (or make it a template)",
                   d.range};
     return Note{text + ". `" + *function +
-                    "` has no derivative rule in libsection (its dual numbers have the C math "
+                    "` has no derivative rule in libsection (its numbers have the C math "
                     "functions exp, log, pow, sqrt, sin, lgamma, erf, fabs, ... and their npy_ "
                     "names): compute it from those, or give the op a pullback of its own",
                 d.range};

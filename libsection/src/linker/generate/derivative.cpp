@@ -1,27 +1,65 @@
 // The derivative op of an op (section/linker/generate/derivative.hpp). Its code is the op's own,
 // asked for the same apply with the element macros of the differentiated inputs and of the
-// float outputs naming dual numbers (generate/dual.h), inside a driver: dual copies of the
-// differentiated inputs, the op's code run once per pass (its `code_cleanup` after each), the
-// outputs' values checked against the op's own module's, their tangents contracted with the
-// cotangents (pullback) or handed back (pushforward). The op's support, struct and init code are
-// its own, with the same macros.
+// float outputs naming numbers that carry derivatives: dual numbers (forward mode,
+// generate/dual.h) and taped numbers (reverse mode, generate/tape.h), each compile in a
+// namespace of its own (`Numbers::space`), whose `lsd_state` struct holds the op's struct
+// sections and runs its code (`pass`), so that each pass starts from a fresh struct. The driver
+// (derivative_driver.cpp) makes the copies of the inputs, runs the passes, checks the outputs'
+// values against the op's own module's and hands back the gradient or the tangents.
 #include "section/linker/generate/derivative.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
+#include "linker/generate/derivative.hpp"
+#include "linker/generate/derivative_rules.h.hpp"
+#include "linker/generate/driver.h.hpp"
 #include "linker/generate/dual.h.hpp"
+#include "linker/generate/forward_driver.h.hpp"
 #include "linker/generate/layout.hpp"
+#include "linker/generate/number_dtype.h.hpp"
+#include "linker/generate/reverse_driver.h.hpp"
+#include "linker/generate/tape.h.hpp"
 
 namespace section {
 
-char const* const dual_header = embedded::dual_h;
+std::string const& derivative_header() {
+  static std::string const text = std::string(embedded::derivative_rules_h) + embedded::dual_h +
+                                  embedded::tape_h + embedded::number_dtype_h + embedded::driver_h +
+                                  embedded::forward_driver_h + embedded::reverse_driver_h;
+  return text;
+}
 
-namespace {
+// A taped pass and its sweep cost some 3 to 10 calls of the op on plain numbers (more for an
+// op whose time is all arithmetic, as a recurrence over arrays), a forward pass of W tangents
+// at most 1 + W (less where the compiler vectorises the lanes): forward passes while they cost
+// less, at least one. Measured on a recurrence over N points at P = 2N: reverse mode overtakes
+// passes of 8 tangents between P = 8 and 12.
+int reverse_above(int width) { return width * std::max(1, 10 / (width + 1)); }
+
+namespace derivative {
 
 bool is_float(std::optional<std::string> const& dtype) {
   return dtype == "float32" || dtype == "float64";
 }
+
+std::string Numbers::type(std::string const& dtype) const {
+  return taped ? "libsection_active_" + dtype
+               : "libsection_dual_" + dtype + "_" + std::to_string(width);
+}
+
+std::string Numbers::itemsize(std::string const& dtype) const {
+  int const scalar = dtype == "float32" ? 4 : 8;
+  return std::to_string(taped ? 16 : scalar * (width + 1));
+}
+
+}  // namespace derivative
+
+namespace {
+
+using derivative::is_float;
+using derivative::Numbers;
+using derivative::Variable;
 
 /// Whether the code holds a variable of `type` through a pointer (an array, an object), as the
 /// type declares it.
@@ -29,74 +67,90 @@ bool held_by_pointer(CType const& type) {
   return type.c_declare("v", {}, true).find('*') != std::string::npos;
 }
 
-std::string dual_name(std::string const& dtype, int width) {
-  return "libsection_dual_" + dtype + "_" + std::to_string(width);
-}
-
-/// The module's dual types (one name each, so macros never see a template's comma) and the
+/// The module's number types (one name each, so macros never see a template's comma) and the
 /// type numbers of their arrays.
-std::string dual_typedefs(int width) {
+std::string number_typedefs(std::vector<Numbers> const& kinds) {
   std::string out;
-  for (auto const& [dtype, c_type] :
-       {std::pair{"float64", "npy_float64"}, std::pair{"float32", "npy_float32"}}) {
-    std::string const name = dual_name(dtype, width);
-    out += "typedef libsection::dual<" + std::string(c_type) + ", " + std::to_string(width) + "> " +
-           name + ";\nstatic inline int " + name +
-           "_typenum(void) { return libsection::dual_dtype<" + name + ">::typenum(); }\n";
+  for (auto const& kind : kinds) {
+    for (auto const& [dtype, c_type] :
+         {std::pair{"float64", "npy_float64"}, std::pair{"float32", "npy_float32"}}) {
+      std::string const name = kind.type(dtype);
+      std::string const type = kind.taped ? "libsection::active<" + std::string(c_type) + ">"
+                                          : "libsection::dual<" + std::string(c_type) + ", " +
+                                                std::to_string(kind.width) + ">";
+      out += "typedef " + type + " " + name + ";\nstatic inline int " + name +
+             "_typenum(void) { return libsection::number_dtype<" + name + ">::typenum(); }\n";
+    }
   }
   return out;
 }
 
-/// One variable of the op as its code sees it in the derivative's module.
-struct Variable {
-  std::string name;  ///< what the op's code gets (`lsd_in_0`, or the input itself)
-  CType const* type = nullptr;
-  std::optional<std::string> dtype;
-  bool dual = false;   ///< its elements are dual numbers
-  bool array = false;  ///< held through a pointer
-};
-
-class DerivativeOp final : public COp {
- public:
-  DerivativeOp(COpPtr forward, DerivativeSpec spec)
-      : forward_(std::move(forward)), spec_(std::move(spec)) {}
-  std::string name() const override {
-    return forward_->name() +
-           (spec_.mode == DerivativeSpec::Mode::pullback ? ".pullback" : ".pushforward");
+/// The files the op's code comes from, as its `#line` directives name them (for messages).
+std::string files_of(OpCode const& code) {
+  std::vector<std::string> files;
+  for (std::string const* text :
+       {&code.code, &code.support_code_apply, &code.support_code_struct, &code.code_cleanup}) {
+    for (std::size_t at = text->find("#line "); at != std::string::npos;
+         at = text->find("#line ", at + 1)) {
+      std::size_t const open = text->find('"', at), end = text->find('\n', at);
+      std::size_t const close = open < end ? text->find('"', open + 1) : std::string::npos;
+      if (close == std::string::npos || close > end) continue;
+      std::string const file = text->substr(open + 1, close - open - 1);
+      bool const generated = file.empty() || file.front() == '<';  // `<libsection-module>`
+      if (!generated && std::find(files.begin(), files.end(), file) == files.end())
+        files.push_back(file);
+    }
   }
-  Language language() const override { return Language::cxx; }
-  OpCode generate(NodeContext const& ctx) const override;
+  std::string out;
+  for (auto const& f : files) out += (out.empty() ? "" : ", ") + f;
+  return out.empty() ? "its C code" : out;
+}
 
- private:
-  bool pullback() const { return spec_.mode == DerivativeSpec::Mode::pullback; }
-  std::vector<Variable> variables(NodeContext const& ctx, bool inputs) const;
-  NodeContext inner_context(NodeContext const& ctx, std::vector<Variable> const& in,
-                            std::vector<Variable> const& out) const;
-  std::string driver(NodeContext const& ctx, std::vector<Variable> const& in,
-                     std::vector<Variable> const& out, OpCode const& inner) const;
-  std::string setup(NodeContext const& ctx, std::vector<Variable> const& in,
-                    std::vector<Variable> const& out) const;
-  std::string contraction(NodeContext const& ctx, std::vector<Variable> const& out) const;
-  std::string checked_values(NodeContext const& ctx, std::vector<Variable> const& out) const;
-  std::string check_value(NodeContext const& ctx, Variable const& out, std::size_t j,
-                          std::string const& expected) const;
-  std::size_t float_outputs() const {
-    return static_cast<std::size_t>(
-        std::count_if(spec_.outputs.begin(), spec_.outputs.end(),
-                      [](auto& t) { return is_float(dtype_name(*t)); }));
-  }
-  std::string results(NodeContext const& ctx, std::vector<Variable> const& in,
-                      std::vector<Variable> const& out) const;
-  std::string where(std::string const& what) const {
-    return escape_for_c_string(forward_->name() + " " + what);
-  }
+/// `struct lsd_state`: the op's struct sections as its members, `init` and `cleanup` of its
+/// struct code, and `pass`, the op's code and code_cleanup on the variables it is given (each
+/// a template parameter, so that no type needs spelling).
+std::string state_struct(OpCode const& inner, std::size_t inputs, std::size_t outputs, bool params,
+                         std::string const& id) {
+  std::string types, parameters;
+  auto const add = [&](std::string const& t, std::string const& name) {
+    types += std::string(types.empty() ? "" : ", ") + "class " + t;
+    parameters += std::string(parameters.empty() ? "" : ", ") + t + "& " + name;
+  };
+  for (std::size_t i = 0; i < inputs; ++i) add("I" + std::to_string(i), Variable::inner_input(i));
+  for (std::size_t j = 0; j < outputs; ++j) add("O" + std::to_string(j), Variable::inner_output(j));
+  if (params) add("P", "lsd_params");
+  std::string const init =
+      params ? "template <class P> int init(P& lsd_params) {\n" : "int init() {\n";
+  return "struct lsd_state {\n" + inner.support_code_struct + "\n" + init + "{\n" +
+         inner.init_code_struct + "\n}\nreturn 0;\n}\nvoid cleanup() {\n{\n" +
+         inner.cleanup_code_struct + "\n}\n}\ntemplate <" + types + ">\nint pass(" + parameters +
+         ") {\nint __failure = 0;\n{\n" + inner.code + "\nlsd_end_" + id + ": ;\n" +
+         inner.code_cleanup + "\n}\nreturn __failure;\n}\n};\n";
+}
 
-  COpPtr forward_;
-  DerivativeSpec spec_;
-};
+}  // namespace
+
+namespace derivative {
+
+DerivativeOp::DerivativeOp(COpPtr forward, DerivativeSpec spec)
+    : forward_(std::move(forward)), spec_(std::move(spec)) {
+  if (!pullback() || spec_.method != DerivativeSpec::Method::reverse)
+    kinds_.push_back({false, pullback() ? spec_.width : 1, "lsd_dual_"});
+  if (pullback() && spec_.method != DerivativeSpec::Method::forward)
+    kinds_.push_back({true, 0, "lsd_taped_"});
+}
+
+std::string DerivativeOp::name() const {
+  return forward_->name() + (pullback() ? ".pullback" : ".pushforward");
+}
+
+std::size_t DerivativeOp::float_outputs() const {
+  return static_cast<std::size_t>(std::count_if(spec_.outputs.begin(), spec_.outputs.end(),
+                                                [](auto& t) { return is_float(dtype_name(*t)); }));
+}
 
 // The op's inputs (from the apply: the derivative's first inputs are the op's) or outputs (from
-// the spec), each named and typed as the op's code sees it here.
+// the spec), each named and typed as the driver holds it.
 std::vector<Variable> DerivativeOp::variables(NodeContext const& ctx, bool inputs) const {
   std::vector<Variable> out;
   std::size_t const n = inputs ? spec_.differentiated.size() : spec_.outputs.size();
@@ -107,7 +161,8 @@ std::vector<Variable> DerivativeOp::variables(NodeContext const& ctx, bool input
     v.array = held_by_pointer(*v.type);
     v.dual = inputs ? bool(spec_.differentiated[i]) : is_float(v.dtype);
     v.name = inputs && !v.dual ? ctx.inputs.at(i)
-                               : std::string(inputs ? "lsd_in_" : "lsd_out_") + std::to_string(i);
+             : inputs          ? Variable::inner_input(i)
+                               : Variable::inner_output(i);
     if (inputs && v.dual && !is_float(v.dtype))
       throw LinkError(forward_->name() + " input " + std::to_string(i) + " is " +
                       v.type->describe() +
@@ -121,23 +176,28 @@ std::vector<Variable> DerivativeOp::variables(NodeContext const& ctx, bool input
   return out;
 }
 
+// The context the op's code is asked with for `kind`: every variable a parameter of
+// `lsd_state::pass` (`lsd_in_0`, `lsd_out_0`, `lsd_params`), the element macros of those that
+// carry derivatives naming `kind`'s numbers, and a failure that ends the pass (its
+// `code_cleanup` still runs), then the driver.
 NodeContext DerivativeOp::inner_context(NodeContext const& ctx, std::vector<Variable> const& in,
-                                        std::vector<Variable> const& out) const {
+                                        std::vector<Variable> const& out,
+                                        Numbers const& kind) const {
   NodeContext inner;
   inner.node_name = ctx.node_name;
-  auto const add = [&](Variable const& v, std::string const& macro, bool input) {
-    (input ? inner.inputs : inner.outputs).push_back(v.name);
+  auto const add = [&](Variable const& v, std::string const& name, std::string const& macro,
+                       bool input) {
+    (input ? inner.inputs : inner.outputs).push_back(name);
     (input ? inner.input_types : inner.output_types).push_back(v.type);
     (input ? inner.input_dtypes : inner.output_dtypes).push_back(v.dtype);
     if (!v.dual) return;
-    int const itemsize = *v.dtype == "float32" ? 4 : 8;
-    std::string const dual = dual_name(*v.dtype, spec_.width);
-    inner.elements[macro] = {dual, dual + "_typenum()",
-                             std::to_string(itemsize * (spec_.width + 1))};
+    std::string const type = kind.type(*v.dtype);
+    inner.elements[macro] = {type, type + "_typenum()", kind.itemsize(*v.dtype)};
   };
-  for (std::size_t i = 0; i < in.size(); ++i) add(in[i], "INPUT_" + std::to_string(i), true);
-  for (std::size_t j = 0; j < out.size(); ++j) add(out[j], "OUTPUT_" + std::to_string(j), false);
-  // A failure in the op's code ends the pass (its `code_cleanup` still runs), then the driver.
+  for (std::size_t i = 0; i < in.size(); ++i)
+    add(in[i], Variable::inner_input(i), "INPUT_" + std::to_string(i), true);
+  for (std::size_t j = 0; j < out.size(); ++j)
+    add(out[j], Variable::inner_output(j), "OUTPUT_" + std::to_string(j), false);
   std::string const id = sub_value(ctx.sub, "id");
   std::string fail = sub_value(ctx.sub, "fail");
   std::string const to_label = "goto __label_" + id + ";";
@@ -147,6 +207,7 @@ NodeContext DerivativeOp::inner_context(NodeContext const& ctx, std::vector<Vari
   inner.sub = ctx.sub;
   inner.sub["fail"] = fail.replace(at, to_label.size(), "goto lsd_end_" + id + ";");
   inner.init_sub = ctx.init_sub;
+  if (ctx.sub.count("params")) inner.sub["params"] = inner.init_sub["params"] = "lsd_params";
   return inner;
 }
 
@@ -170,148 +231,35 @@ OpCode DerivativeOp::generate(NodeContext const& ctx) const {
     if (spec_.cotangents[j] && !out[j].dual)
       throw std::invalid_argument(name() + ": output " + std::to_string(j) +
                                   " is not float32 or float64 and has no cotangent");
-  OpCode inner = forward_->generate(inner_context(ctx, in, out));
   OpCode code;
-  static_cast<BuildFlags&>(code) = static_cast<BuildFlags const&>(inner);
-  code.support_code = {dual_header, dual_typedefs(spec_.width)};
-  code.support_code.insert(code.support_code.end(), inner.support_code.begin(),
-                           inner.support_code.end());
-  static_cast<ApplyCode&>(code) = static_cast<ApplyCode const&>(inner);
-  code.code_cleanup.clear();  // the op's runs after each of its passes
-  code.code = driver(ctx, in, out, inner);
+  code.support_code = {derivative_header(), number_typedefs(kinds_)};
+  std::string const id = sub_value(ctx.sub, "id");
+  std::string files;
+  for (auto const& kind : kinds_) {
+    OpCode const inner = forward_->generate(inner_context(ctx, in, out, kind));
+    if (&kind == &kinds_.front()) {
+      static_cast<BuildFlags&>(code) = static_cast<BuildFlags const&>(inner);
+      code.init_code = inner.init_code;
+      files = files_of(inner);
+    }
+    for (auto const& s : inner.support_code)
+      if (std::find(code.support_code.begin(), code.support_code.end(), s) ==
+          code.support_code.end())
+        code.support_code.push_back(s);
+    std::string const space = kind.space + id;
+    code.support_code_apply +=
+        "namespace " + space + " {\n" + inner.support_code_apply + "\n" +
+        state_struct(inner, in.size(), out.size(), ctx.sub.count("params") > 0, id) +
+        "}  // namespace " + space + "\n";
+    code.init_code_apply += "{\nusing namespace " + space + ";\n" + inner.init_code_apply + "\n}\n";
+  }
+  if (pullback() && spec_.method != DerivativeSpec::Method::forward)
+    code.support_code_struct = "libsection::tape lsd_tape_" + id + ";\n";
+  code.code = driver(ctx, in, out, files);
   return code;
 }
 
-std::string DerivativeOp::driver(NodeContext const& ctx, std::vector<Variable> const& in,
-                                 std::vector<Variable> const& out, OpCode const& inner) const {
-  std::string const id = sub_value(ctx.sub, "id");
-  std::string t = "{\n// libsection: the " +
-                  std::string(pullback() ? "vector-Jacobian" : "Jacobian-vector") +
-                  " product of the op below, from its own code run on dual numbers\n"
-                  "libsection::derivative<" +
-                  std::to_string(spec_.width) + "> lsd_;\n" + setup(ctx, in, out);
-  std::string const pass =
-      "{\n" + inner.code + "\nlsd_end_" + id + ": ;\n" + inner.code_cleanup + "\n}\n";
-  if (pullback())
-    t += "while (lsd_.next_pass()) {\n" + pass + "if (__failure) break;\n" + contraction(ctx, out) +
-         "}\n";
-  else
-    t += "do {\n" + pass + "if (__failure) break;\n" + checked_values(ctx, out) + "} while (0);\n";
-  return t + "if (!__failure) {\n" + results(ctx, in, out) + "}\nif (__failure) " +
-         sub_value(ctx.sub, "fail") + "\n}\n";
-}
-
-// The variables the op's code gets in place of its own, then the dual copies of the
-// differentiated inputs (and their tangents, for a pushforward).
-std::string DerivativeOp::setup(NodeContext const& ctx, std::vector<Variable> const& in,
-                                std::vector<Variable> const& out) const {
-  std::string declare, fill;
-  std::string const fail = sub_value(ctx.sub, "fail") + "\n";
-  std::size_t block = 0;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (!in[i].dual) continue;
-    std::string const dual = dual_name(*in[i].dtype, spec_.width);
-    std::string const& plain = ctx.inputs[i];
-    std::string const b = std::to_string(block);
-    std::string const tangent = pullback() ? "" : ctx.inputs.at(in.size() + block);
-    ++block;
-    if (in[i].array) {
-      declare += "PyArrayObject* " + in[i].name + " = NULL;\nlsd_.own(&" + in[i].name + ");\n";
-      fill += "if (!(" + in[i].name + " = lsd_.dual_array<" + dual + ">(" + plain + "))) " + fail;
-      if (!pullback()) fill += "if (lsd_.tangent(" + b + ", (PyObject*)" + tangent + ")) " + fail;
-    } else {
-      declare += dual + " " + in[i].name + ";\n";
-      fill += "lsd_.dual_scalar(" + in[i].name + ", (double)" + plain + ");\n";
-      if (!pullback()) fill += "lsd_.tangent(" + b + ", (double)" + tangent + ");\n";
-    }
-  }
-  for (auto const& v : out) {
-    if (v.array) {
-      declare += std::string(v.dtype ? "PyArrayObject* " : "PyObject* ") + v.name +
-                 " = NULL;\nlsd_.own(&" + v.name + ");\n";
-    } else {
-      std::string const type =
-          v.dual ? dual_name(*v.dtype, spec_.width) : dtype_info(*v.dtype)->c_type;
-      declare += type + " " + v.name + " = 0;\n";
-    }
-  }
-  return declare + fill;
-}
-
-// Inside a pass's loop: whether this pass's values of output `j` equal the op's own module's
-// (`expected`, an input of the derivative op). They differ only where the code reads or writes
-// the duals as plain floats, which makes the derivatives wrong too: refused, the loop left.
-std::string DerivativeOp::check_value(NodeContext const& ctx, Variable const& out, std::size_t j,
-                                      std::string const& expected) const {
-  std::string const failed = " {__failure = " + sub_value(ctx.sub, "id") + "; break;}\n";
-  std::string const what = "\"" + where("output " + std::to_string(j)) + "\"";
-  if (out.array)
-    return "if (lsd_.check_values<" + dual_name(*out.dtype, spec_.width) + ">(" + out.name +
-           ", (PyObject*)" + expected + ", " + what + "))" + failed;
-  return "if (lsd_.check_values(" + out.name + ", (double)" + expected + ", " + what + "))" +
-         failed;
-}
-
-// After each pass (pullback): this pass's values of each output with a cotangent checked
-// against the op's own (the input after the cotangents), its tangents contracted with the
-// cotangent into the gradient.
-std::string DerivativeOp::contraction(NodeContext const& ctx,
-                                      std::vector<Variable> const& out) const {
-  std::string t;
-  std::size_t cotangent = spec_.differentiated.size();
-  std::size_t value = cotangent + count(spec_.cotangents);
-  std::string const failed = " {__failure = " + sub_value(ctx.sub, "id") + "; break;}\n";
-  for (std::size_t j = 0; j < out.size(); ++j) {
-    if (!spec_.cotangents[j]) continue;
-    std::string const& g = ctx.inputs.at(cotangent++);
-    t += check_value(ctx, out[j], j, ctx.inputs.at(value++));
-    std::string const what = "\"" + where("output " + std::to_string(j)) + "\"";
-    if (out[j].array)
-      t += "if (lsd_.contract<" + dual_name(*out[j].dtype, spec_.width) + ">(" + out[j].name +
-           ", (PyObject*)" + g + ", " + what + "))" + failed;
-    else t += "lsd_.contract(" + out[j].name + ", (double)" + g + ");\n";
-  }
-  return t;
-}
-
-// After the pass (pushforward): its values of each float output checked against the op's own
-// (the inputs after the tangents).
-std::string DerivativeOp::checked_values(NodeContext const& ctx,
-                                         std::vector<Variable> const& out) const {
-  std::string t;
-  std::size_t value = spec_.differentiated.size() + count(spec_.differentiated);
-  for (std::size_t j = 0; j < out.size(); ++j)
-    if (out[j].dual) t += check_value(ctx, out[j], j, ctx.inputs.at(value++));
-  return t;
-}
-
-// The derivative op's outputs: the gradient of each differentiated input (pullback) or the
-// tangent of each float output (pushforward).
-std::string DerivativeOp::results(NodeContext const& ctx, std::vector<Variable> const& in,
-                                  std::vector<Variable> const& out) const {
-  std::string t;
-  std::string const failed = " __failure = " + sub_value(ctx.sub, "id") + ";\n";
-  std::size_t k = 0;
-  for (std::size_t i = 0; pullback() && i < in.size(); ++i) {
-    if (!in[i].dual) continue;
-    std::string const& result = ctx.outputs.at(k);
-    std::string const b = std::to_string(k++);
-    if (in[i].array)
-      t += "if (lsd_.gradient(&" + result + ", " + ctx.inputs[i] + ", " + b + "))" + failed;
-    else t += result + " = (" + dtype_info(*in[i].dtype)->c_type + ")lsd_.gradient(" + b + ");\n";
-  }
-  for (std::size_t j = 0; !pullback() && j < out.size(); ++j) {
-    if (!out[j].dual) continue;
-    std::string const& result = ctx.outputs.at(k++);
-    if (out[j].array)
-      t += "if (lsd_.output_tangent<" + dual_name(*out[j].dtype, spec_.width) + ">(" + out[j].name +
-           ", &" + result + ", \"" + where("output " + std::to_string(j)) + "\"))" + failed;
-    else t += result + " = (" + dtype_info(*out[j].dtype)->c_type + ")" + out[j].name + ".d[0];\n";
-  }
-  return t;
-}
-
-}  // namespace
+}  // namespace derivative
 
 COpPtr make_derivative_op(COpPtr forward, DerivativeSpec spec) {
   if (!forward) throw std::invalid_argument("a derivative op needs its op");
@@ -319,12 +267,15 @@ COpPtr make_derivative_op(COpPtr forward, DerivativeSpec spec) {
     throw std::invalid_argument("a derivative's width must be 1 to " + std::to_string(max_width));
   if (spec.mode == DerivativeSpec::Mode::pushforward && spec.width != 1)
     throw std::invalid_argument("a pushforward carries one tangent (width 1)");
+  if (spec.mode == DerivativeSpec::Mode::pushforward &&
+      spec.method == DerivativeSpec::Method::reverse)
+    throw std::invalid_argument("a pushforward is computed in forward mode");
   if (spec.cotangents.size() != spec.outputs.size())
     throw std::invalid_argument("a derivative needs one cotangent flag per output");
   if (std::none_of(spec.differentiated.begin(), spec.differentiated.end(),
                    [](bool b) { return b; }))
     throw std::invalid_argument("a derivative needs an input that carries derivatives");
-  return std::make_shared<DerivativeOp>(std::move(forward), std::move(spec));
+  return std::make_shared<derivative::DerivativeOp>(std::move(forward), std::move(spec));
 }
 
 }  // namespace section

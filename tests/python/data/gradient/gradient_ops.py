@@ -310,3 +310,87 @@ def forward_product(out, x, v):
     if hasattr(pytensor.gradient, "pushforward"):
         return pytensor.gradient.pushforward(out, x, v)
     return pytensor.gradient.Rop(out, x, v)
+
+
+# ---------------------------------------------------------------- the derived gradient's edges
+
+
+class _VectorOp(ExternalCOp):
+    """A drop-in op of one float vector whose output is ``output`` (``"vector"`` or
+    ``"scalar"``), from ``file`` and ``function``."""
+
+    __props__ = ()
+    file = ""
+    function = ""
+    output = "scalar"
+
+    def __init__(self):
+        super().__init__(self.file, f"APPLY_SPECIFIC({self.function})")
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        out = x.type() if self.output == "vector" else TensorType(x.type.dtype, shape=())()
+        return Apply(self, [x], [out])
+
+
+class FixedOutput(_VectorOp):
+    """3 x - 1 into an output made with a fixed NPY_DOUBLE."""
+
+    file, function, output = "fixed_output.c", "affine", "vector"
+
+
+class Memo(_VectorOp):
+    """sum_i x_i**2 exp(x_(i-1)) with a memo of its last input and result in its struct."""
+
+    file, function = "memo.c", "memo_sum"
+
+
+def memo_gradient(x):
+    """The gradient of ``Memo`` at ``x``, by hand."""
+    previous = np.concatenate([[0.0], x[:-1]])
+    following = np.concatenate([x[1:], [0.0]])
+    return 2 * x * np.exp(previous) + np.append(following[:-1] ** 2 * np.exp(x[:-1]), 0.0)
+
+
+class StaticMemo(_VectorOp):
+    """sum_i x_i**2 with a memo of its last input and result in static variables."""
+
+    file, function = "static_memo.c", "memo_squares"
+
+
+class FixedInput(ExternalCOp):
+    """sum(x * w), both converted with a fixed NPY_DOUBLE."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("fixed_input.c", "APPLY_SPECIFIC(dot)")
+
+    def make_node(self, x, w):
+        x, w = pt.as_tensor_variable(x), pt.as_tensor_variable(w)
+        return Apply(self, [x, w], [TensorType("float64", shape=())()])
+
+
+class Slopes(ExternalCOp):
+    """f(x) elementwise for the function numbered ``which`` (sqrt, pow(x, .5), cbrt, asin,
+    atan2(x, x)), given to its code as a constant integer input."""
+
+    __props__ = ("which",)
+
+    def __init__(self, which: int):
+        self.which = int(which)
+        super().__init__("slopes.c", "APPLY_SPECIFIC(slopes)")
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        return Apply(self, [x, pt.constant(self.which, dtype="int64")], [x.type()])
+
+
+SLOPES = {
+    0: pt.sqrt,
+    1: lambda x: x**0.5,
+    2: lambda x: pt.sign(x) * abs(x) ** (1 / 3),
+    3: pt.arcsin,
+}
+"""PyTensor's own graph of each of Slopes' functions but atan2 (whose gradient at (0, 0) is
+undefined), for its gradient."""

@@ -1,0 +1,255 @@
+// The driver of a derivative op (linker/generate/derivative.hpp): the code of its apply, which
+// runs the op's code (`lsd_state::pass` of one of its compiles) through the drivers of
+// generate/forward_driver.h and reverse_driver.h. A pullback of both compiles picks per call:
+// forward passes for few differentiated scalars, one taped pass and its sweep for many, and
+// forward passes again when the tape would outgrow its limit.
+#include <algorithm>
+#include <string>
+
+#include "linker/generate/derivative.hpp"
+#include "linker/generate/layout.hpp"
+
+namespace section::derivative {
+
+namespace {
+
+std::size_t count(std::vector<bool> const& flags) {
+  return static_cast<std::size_t>(std::count(flags.begin(), flags.end(), true));
+}
+
+/// What a check inside a pass's loop does when it fails: records the failure, leaves the loop.
+std::string failed(NodeContext const& ctx) {
+  return " {__failure = " + sub_value(ctx.sub, "id") + "; break;}\n";
+}
+
+std::string quoted(std::string const& text) { return "\"" + escape_for_c_string(text) + "\""; }
+
+}  // namespace
+
+std::string DerivativeOp::where(std::string const& what) const {
+  return quoted(forward_->name() + " " + what);
+}
+
+std::string DerivativeOp::driver(NodeContext const& ctx, std::vector<Variable> const& in,
+                                 std::vector<Variable> const& out, std::string const& files) const {
+  std::string const fail = sub_value(ctx.sub, "fail");
+  std::string t = "{\n// libsection: the " +
+                  std::string(pullback() ? "vector-Jacobian" : "Jacobian-vector") +
+                  " product of the op below, from its own code run on numbers that carry "
+                  "derivatives\n";
+  if (!pullback()) return t + forward_block(ctx, in, out) + "if (__failure) " + fail + "\n}\n";
+  t += "libsection::derivative_settings lsd_settings;\nif (lsd_settings.read()) " + fail + "\n";
+  if (!has(true)) return t + forward_block(ctx, in, out) + "if (__failure) " + fail + "\n}\n";
+  t += "bool lsd_forward = false;\n";
+  if (has(false))
+    t += "lsd_forward = lsd_settings.mode == libsection::derivative_settings::forward ||\n"
+         "  (lsd_settings.mode == libsection::derivative_settings::automatic && " +
+         scalar_count(ctx, in) + " <= " + std::to_string(reverse_above(spec_.width)) + ");\n";
+  t += "if (!lsd_forward) {\n" + reverse_block(ctx, in, out, files) + "}\n";
+  if (has(false)) t += "if (lsd_forward && !__failure) {\n" + forward_block(ctx, in, out) + "}\n";
+  return t + "if (__failure) " + fail + "\n}\n";
+}
+
+// The number of differentiated scalars of this call: the sizes of the differentiated inputs.
+std::string DerivativeOp::scalar_count(NodeContext const& ctx,
+                                       std::vector<Variable> const& in) const {
+  std::string t = "(npy_intp)0";
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (in[i].dual) t += in[i].array ? " + PyArray_SIZE(" + ctx.inputs[i] + ")" : " + 1";
+  return "(" + t + ")";
+}
+
+// Forward passes of dual numbers: ceil(P / W) for a pullback, one for a pushforward.
+std::string DerivativeOp::forward_block(NodeContext const& ctx, std::vector<Variable> const& in,
+                                        std::vector<Variable> const& out) const {
+  Numbers const& duals = kind(false);
+  std::string const one = pass(ctx, in, out, duals);
+  std::string t = "{\nlibsection::forward_passes<" + std::to_string(duals.width) + "> lsd_;\n" +
+                  setup(ctx, in, out, duals);
+  if (pullback())
+    t += "while (lsd_.next_pass()) {\n" + one + "if (__failure) break;\n" + contraction(ctx, out) +
+         "}\n";
+  else
+    t += "do {\n" + one + "if (__failure) break;\n" + checked_values(ctx, out, duals) +
+         "} while (0);\n";
+  return t + "if (!__failure) {\n" + results(ctx, in, out) + "}\n}\n";
+}
+
+// One taped pass, the outputs' values checked, their adjoints seeded with the cotangents, the
+// sweep and the gradient; or, when the tape outgrew its limit, `lsd_forward` for forward passes.
+std::string DerivativeOp::reverse_block(NodeContext const& ctx, std::vector<Variable> const& in,
+                                        std::vector<Variable> const& out,
+                                        std::string const& files) const {
+  Numbers const& taped = kind(true);
+  std::string const id = sub_value(ctx.sub, "id");
+  std::string const op = quoted(name()), from = quoted(files);
+  std::string const forced =
+      has(false) ? "lsd_settings.mode == libsection::derivative_settings::reverse" : "true";
+  std::string t = "{\nlibsection::reverse_pass lsd_(lsd_tape_" + id +
+                  ", lsd_settings.tape_max_bytes);\n" + setup(ctx, in, out, taped) + "do {\n" +
+                  pass(ctx, in, out, taped) + "if (__failure) break;\nif (lsd_.usable(" + op +
+                  ", " + from + ", " + forced + "))" + failed(ctx);
+  if (has(false)) t += "if (lsd_.full()) {\n  lsd_forward = true;\n  break;\n}\n";
+  t += seeds(ctx, out, forced) + "if (lsd_.sweep(" + op + ", " + from + "))" + failed(ctx) +
+       results(ctx, in, out) + "} while (0);\n}\n";
+  return t;
+}
+
+// The variables the op's code gets in place of its own, then the copies of the differentiated
+// inputs in `kind`'s numbers (and their tangents, for a pushforward).
+std::string DerivativeOp::setup(NodeContext const& ctx, std::vector<Variable> const& in,
+                                std::vector<Variable> const& out, Numbers const& kind) const {
+  std::string declare, fill;
+  std::string const fail = sub_value(ctx.sub, "fail") + "\n";
+  std::size_t block = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].dual) continue;
+    std::string const type = kind.type(*in[i].dtype);
+    std::string const& plain = ctx.inputs[i];
+    std::string const b = std::to_string(block);
+    std::string const tangent = pullback() ? "" : ctx.inputs.at(in.size() + block);
+    ++block;
+    if (in[i].array) {
+      declare += "PyArrayObject* " + in[i].name + " = NULL;\nlsd_.own(&" + in[i].name + ");\n";
+      fill += "if (!(" + in[i].name + " = lsd_." + (kind.taped ? "active" : "dual") + "_array<" +
+              type + ">(" + plain + "))) " + fail;
+      if (!pullback()) fill += "if (lsd_.tangent(" + b + ", (PyObject*)" + tangent + ")) " + fail;
+    } else {
+      declare += type + " " + in[i].name + ";\n";
+      fill += "lsd_." + std::string(kind.taped ? "active" : "dual") + "_scalar(" + in[i].name +
+              ", (double)" + plain + ");\n";
+      if (!pullback()) fill += "lsd_.tangent(" + b + ", (double)" + tangent + ");\n";
+    }
+  }
+  for (auto const& v : out) {
+    if (v.array) {
+      declare += std::string(v.dtype ? "PyArrayObject* " : "PyObject* ") + v.name +
+                 " = NULL;\nlsd_.own(&" + v.name + ");\n";
+    } else {
+      std::string const type = v.dual ? kind.type(*v.dtype) : dtype_info(*v.dtype)->c_type;
+      declare += type + " " + v.name + " = 0;\n";
+    }
+  }
+  return declare + fill;
+}
+
+// One pass of the op's code on `kind`'s numbers, its struct afresh: init_code_struct,
+// the code and code_cleanup, cleanup_code_struct (as an instance's life, in one pass).
+std::string DerivativeOp::pass(NodeContext const& ctx, std::vector<Variable> const& in,
+                               std::vector<Variable> const& out, Numbers const& kind) const {
+  std::string const id = sub_value(ctx.sub, "id");
+  std::string const state = kind.space + id + "::lsd_state";
+  std::string const params = ctx.sub.count("params") ? sub_value(ctx.sub, "params") : "";
+  std::string args;
+  for (auto const& v : in) args += (args.empty() ? "" : ", ") + v.name;
+  for (auto const& v : out) args += ", " + v.name;
+  if (!params.empty()) args += ", " + params;
+  return "{\n" + (kind.taped ? "libsection::tape_scope lsd_scope(lsd_tape_" + id + ");\n" : "") +
+         "std::unique_ptr<" + state + "> lsd_state(new " + state + "());\n" +
+         "int lsd_failed = lsd_state->init(" + params + ");\n" +
+         "if (!lsd_failed) lsd_failed = lsd_state->pass(" + args + ");\n" +
+         "lsd_state->cleanup();\nif (lsd_failed) __failure = " + id + ";\n}\n";
+}
+
+// Inside a pass's loop: whether this pass's values of output `j` equal the op's own module's
+// (`expected`, an input of the derivative op). They differ only where the code reads or writes
+// the numbers as plain floats, which makes the derivatives wrong too: refused, the loop left.
+std::string DerivativeOp::check_value(Variable const& out, std::size_t j,
+                                      std::string const& expected, Numbers const& kind,
+                                      std::string const& on_fail) const {
+  std::string const what = where("output " + std::to_string(j));
+  if (out.array)
+    return "if (lsd_.check_values<" + kind.type(*out.dtype) + ">(" + out.name + ", (PyObject*)" +
+           expected + ", " + what + "))" + on_fail;
+  return "if (lsd_.check_values(" + out.name + ", (double)" + expected + ", " + what + "))" +
+         on_fail;
+}
+
+// After each forward pass (pullback): this pass's values of each output with a cotangent
+// checked against the op's own (the input after the cotangents), its tangents contracted with
+// the cotangent into the gradient.
+std::string DerivativeOp::contraction(NodeContext const& ctx,
+                                      std::vector<Variable> const& out) const {
+  Numbers const& duals = kind(false);
+  std::string t;
+  std::size_t cotangent = spec_.differentiated.size();
+  std::size_t value = cotangent + count(spec_.cotangents);
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    if (!spec_.cotangents[j]) continue;
+    std::string const& g = ctx.inputs.at(cotangent++);
+    t += check_value(out[j], j, ctx.inputs.at(value++), duals, failed(ctx));
+    if (out[j].array)
+      t += "if (lsd_.contract<" + duals.type(*out[j].dtype) + ">(" + out[j].name + ", (PyObject*)" +
+           g + ", " + where("output " + std::to_string(j)) + "))" + failed(ctx);
+    else t += "lsd_.contract(" + out[j].name + ", (double)" + g + ");\n";
+  }
+  return t;
+}
+
+// After the taped pass: each output with a cotangent checked against the op's own, then its
+// elements' adjoints seeded with the cotangent. A taped pass records between the operations,
+// so a compiler contracting `a * b + c` (-ffp-contract=fast, PyTensor's flags) does so less
+// than in the op's own module: in a chaotic recurrence the rounding grows past the check's
+// tolerance. Where forward passes are at hand, a call whose values differ takes them (their
+// values are checked in turn).
+std::string DerivativeOp::seeds(NodeContext const& ctx, std::vector<Variable> const& out,
+                                std::string const& forced) const {
+  Numbers const& taped = kind(true);
+  std::string const on_fail = has(false) ? " {\n  if (" + forced +
+                                               ") __failure = " + sub_value(ctx.sub, "id") +
+                                               ";\n  else {\n    PyErr_Clear();\n    "
+                                               "lsd_forward = true;\n  }\n  break;\n}\n"
+                                         : failed(ctx);
+  std::string checks, t;
+  std::size_t cotangent = spec_.differentiated.size();
+  std::size_t value = cotangent + count(spec_.cotangents);
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    if (!spec_.cotangents[j]) continue;
+    std::string const& g = ctx.inputs.at(cotangent++);
+    checks += check_value(out[j], j, ctx.inputs.at(value++), taped, on_fail);
+    if (out[j].array)
+      t += "if (lsd_.seed<" + taped.type(*out[j].dtype) + ">(" + out[j].name + ", (PyObject*)" + g +
+           ", " + where("output " + std::to_string(j)) + "))" + failed(ctx);
+    else t += "if (lsd_.seed(" + out[j].name + ", (double)" + g + "))" + failed(ctx);
+  }
+  return checks + t;
+}
+
+// After the pass (pushforward): its values of each float output checked against the op's own
+// (the inputs after the tangents).
+std::string DerivativeOp::checked_values(NodeContext const& ctx, std::vector<Variable> const& out,
+                                         Numbers const& kind) const {
+  std::string t;
+  std::size_t value = spec_.differentiated.size() + count(spec_.differentiated);
+  for (std::size_t j = 0; j < out.size(); ++j)
+    if (out[j].dual) t += check_value(out[j], j, ctx.inputs.at(value++), kind, failed(ctx));
+  return t;
+}
+
+// The derivative op's outputs: the gradient of each differentiated input (pullback) or the
+// tangent of each float output (pushforward).
+std::string DerivativeOp::results(NodeContext const& ctx, std::vector<Variable> const& in,
+                                  std::vector<Variable> const& out) const {
+  std::string t;
+  std::string const failure = " __failure = " + sub_value(ctx.sub, "id") + ";\n";
+  std::size_t k = 0;
+  for (std::size_t i = 0; pullback() && i < in.size(); ++i) {
+    if (!in[i].dual) continue;
+    std::string const& result = ctx.outputs.at(k);
+    std::string const b = std::to_string(k++);
+    if (in[i].array)
+      t += "if (lsd_.gradient(&" + result + ", " + ctx.inputs[i] + ", " + b + "))" + failure;
+    else t += result + " = (" + dtype_info(*in[i].dtype)->c_type + ")lsd_.gradient(" + b + ");\n";
+  }
+  for (std::size_t j = 0; !pullback() && j < out.size(); ++j) {
+    if (!out[j].dual) continue;
+    std::string const& result = ctx.outputs.at(k++);
+    if (out[j].array)
+      t += "if (lsd_.output_tangent<" + kind(false).type(*out[j].dtype) + ">(" + out[j].name +
+           ", &" + result + ", " + where("output " + std::to_string(j)) + "))" + failure;
+    else t += result + " = (" + dtype_info(*out[j].dtype)->c_type + ")" + out[j].name + ".d[0];\n";
+  }
+  return t;
+}
+
+}  // namespace section::derivative

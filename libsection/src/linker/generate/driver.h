@@ -1,0 +1,206 @@
+// What the drivers of a differentiated module share (forward_driver.h, reverse_driver.h): the
+// Python references a call holds, the numbers' copies of the differentiated inputs and their
+// numbering (each input a block of scalars), the checks of the op's outputs (arrays of the
+// numbers, of the cotangents' shapes, their values those of the op's own module), the
+// cotangents as float64 arrays, the gradient accumulated per scalar and handed back, and the
+// settings a call reads (`derivative_settings`).
+//
+// C++ only. Embedded at build time (libsection/embed.cmake), these notes left out.
+#ifndef LIBSECTION_DRIVER_H
+#define LIBSECTION_DRIVER_H
+
+namespace libsection {
+
+// LIBSECTION_DERIVATIVE_MODE and LIBSECTION_TAPE_MAX_BYTES, read at each call (so that a
+// test or a session may change them between calls) with the rules base/settings.cpp checks
+// them with before any build; -1 with a ValueError naming the variable for a bad value.
+struct derivative_settings {
+  enum mode_t { automatic, forward, reverse } mode = automatic;
+  std::size_t tape_max_bytes = std::size_t(1) << 30;
+  int read() {
+    char const* m = std::getenv("LIBSECTION_DERIVATIVE_MODE");
+    if (m && *m) {
+      if (!std::strcmp(m, "auto")) mode = automatic;
+      else if (!std::strcmp(m, "forward")) mode = forward;
+      else if (!std::strcmp(m, "reverse")) mode = reverse;
+      else return refuse("LIBSECTION_DERIVATIVE_MODE", m, "auto, forward or reverse");
+    }
+    char const* b = std::getenv("LIBSECTION_TAPE_MAX_BYTES");
+    if (b && *b && parse_size(b))
+      return refuse("LIBSECTION_TAPE_MAX_BYTES", b,
+                    "a positive number of bytes with an optional K, M or G suffix");
+    return 0;
+  }
+
+ private:
+  int parse_size(char const* text) {
+    char* end = NULL;
+    unsigned long long value = std::strtoull(text, &end, 10);
+    if (end == text || *text < '0' || *text > '9') return -1;
+    int shift = (*end == 'K' || *end == 'k')   ? 10
+                : (*end == 'M' || *end == 'm') ? 20
+                : (*end == 'G' || *end == 'g') ? 30
+                                               : 0;
+    if (shift) ++end;
+    if (*end || value == 0 || value > (~0ULL >> (shift + 1))) return -1;
+    tape_max_bytes = (std::size_t)(value << shift);
+    return 0;
+  }
+  static int refuse(char const* name, char const* value, char const* wanted) {
+    PyErr_Format(PyExc_ValueError, "%s=%.60s: give %s", name, value, wanted);
+    return -1;
+  }
+};
+
+class driver {
+ public:
+  // `kind`: what the op's code computes with here ("dual numbers", "taped numbers").
+  explicit driver(char const* kind) : kind_(kind) {}
+  driver(driver const&) = delete;
+  driver& operator=(driver const&) = delete;
+  ~driver() {
+    for (PyObject** p : owned_) Py_XDECREF(*p);
+    for (PyObject* o : held_) Py_DECREF(o);
+  }
+  // An array the op's code may replace (its outputs): released at the end, whatever it is then.
+  template <class P>
+  void own(P** p) {
+    owned_.push_back((PyObject**)p);
+  }
+
+  // This pass's values of `out` against the op's own module's (`expected`): the same code on
+  // the same values, so they differ only where the code reads or writes the numbers as
+  // something else (a memcpy of n * sizeof(double), a stride divided by sizeof(double)),
+  // which would make the derivatives wrong too; -1 with an exception saying so.
+  template <class D>
+  int check_values(PyArrayObject* out, PyObject* expected, char const* what) {
+    PyArrayObject* values = float64_values(expected);
+    if (!values || check_output<D>(out, values, what)) return -1;
+    D const* y = contiguous<D>(out);
+    if (!y) return -1;
+    double const* e = (double const*)PyArray_DATA(values);
+    npy_intp const n = PyArray_SIZE(out);
+    for (npy_intp k = 0; k < n; ++k)
+      if (!same_value((double)y[k].v, e[k])) return values_differ(what, k, (double)y[k].v, e[k]);
+    return 0;
+  }
+  template <class D>
+  int check_values(D const& out, double expected, char const* what) {
+    return same_value((double)out.v, expected) ? 0
+                                               : values_differ(what, 0, (double)out.v, expected);
+  }
+  // The gradient of input block `b`, shaped and typed as `like` (the input): into `*into`.
+  int gradient(PyArrayObject** into, PyArrayObject* like, int b) {
+    PyArrayObject* out = (PyArrayObject*)PyArray_EMPTY(PyArray_NDIM(like), PyArray_DIMS(like),
+                                                       PyArray_TYPE(like), 0);
+    if (!out) return -1;
+    Py_XDECREF(*into);
+    *into = out;
+    double const* acc = acc_.data() + offsets_[b];
+    npy_intp const n = PyArray_SIZE(out);
+    if (PyArray_TYPE(out) == NPY_FLOAT32) {
+      for (npy_intp k = 0; k < n; ++k) ((npy_float32*)PyArray_DATA(out))[k] = (npy_float32)acc[k];
+    } else {
+      for (npy_intp k = 0; k < n; ++k) ((npy_float64*)PyArray_DATA(out))[k] = acc[k];
+    }
+    return 0;
+  }
+  double gradient(int b) const { return acc_[offsets_[b]]; }
+
+ protected:
+  PyObject* held(PyObject* o) {
+    if (o) held_.push_back(o);
+    return o;
+  }
+  // A new C-contiguous array of numbers holding `plain`'s values (no derivatives yet), its
+  // elements numbered as the next block; NULL with an exception.
+  template <class D>
+  PyArrayObject* number_array(PyArrayObject* plain) {
+    PyObject* values =
+        held(PyArray_FROMANY((PyObject*)plain, NPY_FLOAT64, 0, 0, NPY_ARRAY_CARRAY_RO));
+    int const typenum = number_dtype<D>::typenum();
+    if (!values || typenum == NPY_NOTYPE) return NULL;
+    PyArrayObject* out =
+        (PyArrayObject*)PyArray_EMPTY(PyArray_NDIM(plain), PyArray_DIMS(plain), typenum, 0);
+    if (!out) return NULL;
+    double const* v = (double const*)PyArray_DATA((PyArrayObject*)values);
+    D* x = (D*)PyArray_DATA(out);
+    npy_intp const n = PyArray_SIZE(out);
+    for (npy_intp k = 0; k < n; ++k) x[k] = D(v[k]);
+    add_block(n);
+    return out;
+  }
+  void add_block(npy_intp n) {
+    offsets_.push_back(total_);
+    counts_.push_back(n);
+    total_ += n;
+  }
+  PyArrayObject* float64_values(PyObject* given) {
+    return (PyArrayObject*)held(PyArray_FROMANY(given, NPY_FLOAT64, 0, 0, NPY_ARRAY_CARRAY_RO));
+  }
+  // The elements of an output of numbers in C order (a copy when it is not C-contiguous).
+  template <class D>
+  D const* contiguous(PyArrayObject* out) {
+    if (PyArray_IS_C_CONTIGUOUS(out)) return (D const*)PyArray_DATA(out);
+    PyObject* copy = held(PyArray_NewCopy(out, NPY_CORDER));
+    return copy ? (D const*)PyArray_DATA((PyArrayObject*)copy) : NULL;
+  }
+  // The op's output: an array of numbers (so made with TYPENUM_OUTPUT_i) of the cotangent's shape.
+  template <class D>
+  int check_output(PyArrayObject* out, PyArrayObject* like, char const* what) {
+    if (!out) {
+      PyErr_Format(PyExc_ValueError, "%s is NULL after the op's code ran", what);
+      return -1;
+    }
+    if (PyArray_TYPE(out) != number_dtype<D>::typenum()) {
+      PyObject* got = PyObject_Str((PyObject*)PyArray_DESCR(out));
+      PyErr_Format(PyExc_TypeError,
+                   "%s is an array of %s, not of the op's DTYPE_OUTPUT: its gradient is derived by "
+                   "running its C code "
+                   "on %s, so it must make its outputs with their TYPENUM_OUTPUT_i "
+                   "(PyArray_EMPTY(nd, dims, TYPENUM_OUTPUT_0, 0)), not a fixed NPY_ type",
+                   what, got ? PyUnicode_AsUTF8(got) : "?", kind_);
+      Py_XDECREF(got);
+      return -1;
+    }
+    if (like && !PyArray_SAMESHAPE(out, like)) {
+      PyErr_Format(
+          PyExc_ValueError, "%s has %ld elements in %d dimensions, its cotangent %ld in %d", what,
+          (long)PyArray_SIZE(out), PyArray_NDIM(out), (long)PyArray_SIZE(like), PyArray_NDIM(like));
+      return -1;
+    }
+    return 0;
+  }
+  // Equal, both NaN, or apart by rounding (a compiler contracting a*b+c differently): relative
+  // to the op's own value, so a huge wrong value (garbage read as a double) is not "close".
+  static bool same_value(double got, double expected) {
+    if (got == expected || (std::isnan(got) && std::isnan(expected))) return true;
+    double const gap = std::fabs(got - expected);
+    return gap <= 1e-6 * std::fabs(expected) || gap <= 1e-12;
+  }
+  int values_differ(char const* what, npy_intp k, double got, double expected) const {
+    char g[32], e[32];
+    std::snprintf(g, sizeof g, "%.17g", got);
+    std::snprintf(e, sizeof e, "%.17g", expected);
+    PyErr_Format(
+        PyExc_ValueError,
+        "%s: its gradient is derived by running its C code on %s, and there element %ld "
+        "of its value is %s where the op's own module computes %s. The code reads or writes the "
+        "values of a float input or output as something other than its DTYPE macro: a memcpy of "
+        "n * sizeof(double) (write n * sizeof(DTYPE_INPUT_0), or PyArray_NBYTES), a stride divided "
+        "by sizeof(double) (divide by PyArray_ITEMSIZE), a cast to a plain floating type. The "
+        "derived gradient would be wrong, so it is refused; or give the op a pullback of its own",
+        what, kind_, (long)k, g, e);
+    return -1;
+  }
+
+  char const* kind_;
+  std::vector<npy_intp> offsets_, counts_;  // per differentiated input: its first scalar, its size
+  npy_intp total_ = 0;
+  std::vector<double> acc_;  // the gradient, per scalar
+  std::vector<PyObject**> owned_;
+  std::vector<PyObject*> held_;
+};
+
+}  // namespace libsection
+#endif

@@ -1,0 +1,305 @@
+// clang-format off
+// The element type of reverse mode (generate/derivative.cpp): a taped number, a value and its
+// place on the tape of the pass that computed it, which the op's own C code computes with when
+// its `DTYPE_INPUT_i`/`DTYPE_OUTPUT_i` name it. Each elementary operation on taped numbers
+// (arithmetic, the math functions of derivative_rules.h) appends one entry to the tape: the
+// places of its operands and its partial derivative in each. A constant (a plain number, or a
+// result of constants only) records nothing. The backward sweep then runs the entries from the
+// last to the first, adding each result's adjoint times its partials to its operands' adjoints:
+// the whole gradient for the cost of one pass and one sweep, whatever the number of
+// differentiated scalars. An adjoint that is zero is skipped, so an infinite partial (sqrt at
+// 0) reaches no other element's gradient as 0 * inf = NaN.
+//
+// A taped number's `id` is its place on the tape plus the tape's generation (a new one each
+// pass) times 2^32: a number kept from an earlier pass (a memo in a static variable) is told
+// from this pass's, and marks the tape stale instead of adding its adjoint to a stranger.
+//
+// The tape's memory is bounded (`tape::begin`'s limit): past it the tape stops recording (the
+// values go on, the results are constants), says it is `full`, and the driver falls back on
+// forward passes. An entry is 24 bytes; the sweep adds 8 bytes of adjoint per entry.
+//
+// C++ only. Embedded at build time (libsection/embed.cmake), these notes left out.
+#ifndef LIBSECTION_TAPE_H
+#define LIBSECTION_TAPE_H
+#include <atomic>
+#include <cstdlib>
+
+namespace libsection {
+
+// One operation: the places of its (at most two) operands on the tape, 0 for none, and the
+// partial derivative of its result in each.
+struct tape_entry {
+  std::uint32_t arg[2];
+  double partial[2];
+};
+
+class tape;
+// The tape the numbers of this thread record on while a pass runs (tape_scope sets it).
+static thread_local tape* current_tape = nullptr;
+
+class tape {
+ public:
+  // Bytes per operation: its entry, and its adjoint in the sweep.
+  static constexpr std::size_t bytes_per_entry = sizeof(tape_entry) + sizeof(double);
+
+  tape() = default;
+  tape(tape const&) = delete;
+  tape& operator=(tape const&) = delete;
+  ~tape() { std::free(entries_); }
+
+  // A new pass of at most `max_bytes` (entries and adjoints): its storage is kept from the last.
+  void begin(std::size_t max_bytes) {
+    static std::atomic<std::uint32_t> generations{0};
+    base_ = (std::uint64_t)(++generations) << 32;
+    size_ = 1;  // place 0: no operand (its adjoint is where constants' partials go)
+    max_entries_ = std::min<std::size_t>(max_bytes / bytes_per_entry, UINT32_MAX);
+    full_ = no_memory_ = stale_ = false;
+    if (capacity_ > max_entries_) {  // kept from a pass under a larger limit
+      std::free(entries_);
+      entries_ = nullptr;
+      capacity_ = 0;
+    }
+    if (capacity_ == 0 && !grow()) return;
+    entries_[0] = tape_entry{{0, 0}, {0, 0}};
+  }
+  // The place of operand `id` on this tape; 0 for a constant, and for a number of an earlier
+  // pass, which makes the tape stale.
+  std::uint32_t place(std::uint64_t id) {
+    std::uint64_t const k = id - base_;
+    if (k < size_) return (std::uint32_t)k;
+    if (id != 0) stale_ = true;
+    return 0;
+  }
+  // A new entry: the id of its result (0 once the tape is full).
+  std::uint64_t record(std::uint32_t a, double pa, std::uint32_t b, double pb) {
+    if (size_ >= capacity_ && !grow()) return 0;
+    tape_entry& e = entries_[size_];
+    e.arg[0] = a;
+    e.arg[1] = b;
+    e.partial[0] = pa;
+    e.partial[1] = pb;
+    return base_ + size_++;
+  }
+  // An independent variable (a differentiated input's element): an entry of no operand.
+  std::uint64_t independent() { return record(0, 0.0, 0, 0.0); }
+  std::size_t position(std::uint64_t id) const { return id ? (std::size_t)(id - base_) : 0; }
+
+  // Adds each entry's adjoint times its partials to its operands', last to first; `adjoint`
+  // has `size()` elements, seeded by the caller; after it, an independent variable's element
+  // is its adjoint (the others are left partial). What goes to the entry just before is kept
+  // in a register (`next`) until that entry's turn: most operations take the one before, and
+  // a store and a load of it per entry would make the sweep wait on memory.
+  void sweep(double* adjoint) const {
+    double next = 0;
+    for (std::size_t k = size_ - 1; k > 0; --k) {
+      double const a = adjoint[k] + next;
+      next = 0;
+      tape_entry const& e = entries_[k];
+      if ((e.arg[0] | e.arg[1]) == 0) {  // an independent variable: its adjoint is its gradient
+        adjoint[k] = a;
+        continue;
+      }
+      if (a == 0) continue;  // nothing to pass on (and no NaN from 0 * inf)
+      double const a0 = e.partial[0] * a, a1 = e.partial[1] * a;
+      if (e.arg[0] == k - 1) next += a0;
+      else adjoint[e.arg[0]] += a0;
+      if (e.arg[1] == k - 1) next += a1;
+      else adjoint[e.arg[1]] += a1;
+    }
+    adjoint[0] += next;
+  }
+
+  std::size_t size() const { return size_; }
+  std::size_t max_entries() const { return max_entries_; }
+  bool full() const { return full_; }
+  bool no_memory() const { return no_memory_; }  // full before its limit: realloc failed
+  bool stale() const { return stale_; }
+  std::size_t capacity_bytes() const { return capacity_ * sizeof(tape_entry); }
+  // Gives back storage over `keep` bytes (a large pass's) between calls.
+  void trim(std::size_t keep) {
+    if (capacity_bytes() <= keep) return;
+    std::free(entries_);
+    entries_ = nullptr;
+    capacity_ = 0;
+  }
+
+ private:
+  bool grow() {
+    std::size_t const wanted = std::min(std::max<std::size_t>(2 * capacity_, 4096), max_entries_);
+    if (wanted <= capacity_) return !(full_ = true);
+    void* more = std::realloc(entries_, wanted * sizeof(tape_entry));
+    if (!more) return !(full_ = no_memory_ = true);
+    entries_ = (tape_entry*)more;
+    capacity_ = wanted;
+    return true;
+  }
+
+  tape_entry* entries_ = nullptr;
+  std::size_t size_ = 0, capacity_ = 0, max_entries_ = 0;
+  std::uint64_t base_ = 0;
+  bool full_ = false, no_memory_ = false, stale_ = false;
+};
+
+// The tape the numbers of this thread record on, while it lives.
+class tape_scope {
+ public:
+  explicit tape_scope(tape& t) : previous_(current_tape) { current_tape = &t; }
+  tape_scope(tape_scope const&) = delete;
+  tape_scope& operator=(tape_scope const&) = delete;
+  ~tape_scope() { current_tape = previous_; }
+
+ private:
+  tape* previous_;
+};
+
+template <class T>
+struct active {
+  static_assert(std::is_floating_point<T>::value, "a taped number's scalar is a floating type");
+  typedef T scalar;
+  T v;
+  std::uint64_t id;  // its place on the tape of its pass, with the pass's generation; 0: a constant
+  active() : id(0) {}
+  template <class A, if_plain<A> = 0>
+  active(A a) : v(static_cast<T>(a)), id(0) {}
+  template <class U, std::enable_if_t<!std::is_same<U, T>::value, int> = 0>
+  active(active<U> const& o) : v(static_cast<T>(o.v)), id(o.id) {}
+  template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>
+  explicit operator I() const { return static_cast<I>(v); }
+  template <class X> active& operator+=(X const& o) { return *this = *this + o; }
+  template <class X> active& operator-=(X const& o) { return *this = *this - o; }
+  template <class X> active& operator*=(X const& o) { return *this = *this * o; }
+  template <class X> active& operator/=(X const& o) { return *this = *this / o; }
+  active& operator++() { v += 1; return *this; }
+  active& operator--() { v -= 1; return *this; }
+  active operator++(int) { active old = *this; v += 1; return old; }
+  active operator--(int) { active old = *this; v -= 1; return old; }
+};
+template <class T> struct is_number<active<T>> : std::true_type {};
+
+// A result of `value` whose partial in `a` is `pa` (and in `b`, `pb`): recorded when an operand
+// is on the tape.
+template <class R>
+inline active<R> taped(R value, std::uint64_t a, double pa) {
+  active<R> r(value);
+  tape* t = current_tape;
+  if (a && t) r.id = t->record(t->place(a), pa, 0, 0.0);
+  return r;
+}
+template <class R>
+inline active<R> taped(R value, std::uint64_t a, double pa, std::uint64_t b, double pb) {
+  active<R> r(value);
+  tape* t = current_tape;
+  if ((a | b) && t) r.id = t->record(t->place(a), pa, t->place(b), pb);
+  return r;
+}
+
+template <class T> inline active<T> operator+(active<T> const& a) { return a; }
+template <class T> inline active<T> operator-(active<T> const& a) { return taped(T(-a.v), a.id, -1.0); }
+// A sum with a constant has the derivative of its other term: it keeps that term's place.
+template <class R>
+inline active<R> kept(R value, std::uint64_t id) {
+  active<R> r(value);
+  r.id = id;
+  return r;
+}
+template <class T, class U>
+inline active<std::common_type_t<T, U>> operator+(active<T> const& a, active<U> const& b) {
+  typedef std::common_type_t<T, U> R;
+  R const v = a.v + b.v;
+  if (!a.id || !b.id) return kept(v, a.id | b.id);
+  return taped(v, a.id, 1.0, b.id, 1.0);
+}
+template <class T, class U>
+inline active<std::common_type_t<T, U>> operator-(active<T> const& a, active<U> const& b) {
+  typedef std::common_type_t<T, U> R;
+  R const v = a.v - b.v;
+  if (!b.id) return kept(v, a.id);
+  return taped(v, a.id, 1.0, b.id, -1.0);
+}
+template <class T, class U>
+inline active<std::common_type_t<T, U>> operator*(active<T> const& a, active<U> const& b) {
+  typedef std::common_type_t<T, U> R;
+  return taped(R(a.v * b.v), a.id, double(b.v), b.id, double(a.v));
+}
+template <class T, class U>
+inline active<std::common_type_t<T, U>> operator/(active<T> const& a, active<U> const& b) {
+  typedef std::common_type_t<T, U> R;
+  R const q = R(a.v) / R(b.v);
+  return taped(q, a.id, double(R(1) / R(b.v)), b.id, double(-q / R(b.v)));
+}
+// A plain number on either side: the partial in the taped one only.
+template <class T, class A, if_plain<A> = 0>
+inline active<mixed<T, A>> operator+(active<T> const& a, A b) {
+  return kept(mixed<T, A>(a.v + b), a.id);
+}
+template <class T, class A, if_plain<A> = 0>
+inline active<mixed<T, A>> operator+(A b, active<T> const& a) { return a + b; }
+template <class T, class A, if_plain<A> = 0>
+inline active<mixed<T, A>> operator-(active<T> const& a, A b) {
+  return kept(mixed<T, A>(a.v - b), a.id);
+}
+template <class T, class A, if_plain<A> = 0>
+inline active<mixed<T, A>> operator-(A b, active<T> const& a) {
+  return taped(mixed<T, A>(b - a.v), a.id, -1.0);
+}
+template <class T, class A, if_plain<A> = 0>
+inline active<mixed<T, A>> operator*(active<T> const& a, A b) {
+  return taped(mixed<T, A>(a.v * b), a.id, double(b));
+}
+template <class T, class A, if_plain<A> = 0>
+inline active<mixed<T, A>> operator*(A b, active<T> const& a) { return a * b; }
+template <class T, class A, if_plain<A> = 0>
+inline active<mixed<T, A>> operator/(active<T> const& a, A b) {
+  typedef mixed<T, A> R;
+  return taped(R(a.v / b), a.id, double(R(1) / R(b)));
+}
+template <class T, class A, if_plain<A> = 0>
+inline active<mixed<T, A>> operator/(A b, active<T> const& a) {
+  typedef mixed<T, A> R;
+  R const q = R(b) / R(a.v);
+  return taped(q, a.id, double(-q / R(a.v)));
+}
+
+// The math functions of derivative_rules.h on taped numbers: the slope only for a taped one.
+#define LIBSECTION_ACTIVE_UNARY(name, value, slope)                   \
+  template <class T> inline active<T> name(active<T> const& a) {      \
+    T const x = a.v;                                                  \
+    T const y = value;                                                \
+    if (!a.id) return active<T>(y);                                   \
+    return taped(y, a.id, double(T(slope)));                          \
+  }
+LIBSECTION_UNARY_RULES(LIBSECTION_ACTIVE_UNARY)
+#undef LIBSECTION_ACTIVE_UNARY
+
+// Each binary function for (taped, taped), (taped, number) and (number, taped).
+#define LIBSECTION_ACTIVE_BINARY(name, value, dx, dy)                                      \
+  template <class T, class U>                                                              \
+  inline active<std::common_type_t<T, U>> name(active<T> const& a, active<U> const& b) {   \
+    typedef std::common_type_t<T, U> R;                                                    \
+    R const x = a.v, y = b.v, z = value;                                                   \
+    if (!(a.id | b.id)) return active<R>(z);                                               \
+    return taped(z, a.id, double(R(dx)), b.id, double(R(dy)));                             \
+  }                                                                                        \
+  template <class T, class A, if_plain<A> = 0>                                             \
+  inline active<mixed<T, A>> name(active<T> const& a, A bv) {                              \
+    typedef mixed<T, A> R;                                                                 \
+    R const x = a.v, y = R(bv), z = value;                                                 \
+    (void)y;                                                                               \
+    if (!a.id) return active<R>(z);                                                        \
+    return taped(z, a.id, double(R(dx)));                                                  \
+  }                                                                                        \
+  template <class T, class A, if_plain<A> = 0>                                             \
+  inline active<mixed<T, A>> name(A av, active<T> const& b) {                              \
+    typedef mixed<T, A> R;                                                                 \
+    R const x = R(av), y = b.v, z = value;                                                 \
+    (void)x;                                                                               \
+    if (!b.id) return active<R>(z);                                                        \
+    return taped(z, b.id, double(R(dy)));                                                  \
+  }
+LIBSECTION_BINARY_RULES(LIBSECTION_ACTIVE_BINARY)
+#undef LIBSECTION_ACTIVE_BINARY
+
+}  // namespace libsection
+
+LIBSECTION_STD_NAMES
+#endif

@@ -1,0 +1,158 @@
+"""Forward and reverse mode of derived gradients (issue 47): one module holds the op's code on
+dual numbers and on taped numbers, and each call picks (LIBSECTION_DERIVATIVE_MODE: auto, the
+default, forward passes for few differentiated scalars and reverse mode for many; `forward`
+and `reverse` force one). Both equal the hand-written gradients at several sizes, in each
+PyTensor mode; the tape is bounded by LIBSECTION_TAPE_MAX_BYTES (auto then falls back on
+forward passes, a forced reverse mode fails naming the op, its file and the limit).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+from libsection import _gradient
+from libsection.pytensor import pytensor_op
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "gradient"))
+from gradient_ops import (  # noqa: E402
+    Ema,
+    EmaHand,
+    Logistic,
+    LogisticHand,
+    PowerSum,
+    PowerSumHand,
+    SoftClip,
+    StaticMemo,
+    WeightedLogSumExp,
+    WeightedLogSumExpHand,
+    logistic_data,
+    softclip_graph,
+)
+
+pytestmark = pytest.mark.usefixtures("cache_dir")
+
+SETTINGS = ["forward", "reverse", "auto"]
+RTOL = 1e-10
+
+
+def _points(n: int):
+    rng = np.random.default_rng(n)
+    return rng.normal(size=n), rng.uniform(0.5, 2.0, size=n)
+
+
+@pytest.mark.parametrize("setting", SETTINGS)
+@pytest.mark.parametrize("n", [3, 40, 400])
+def test_every_mode_is_the_hand_written_gradient_at_several_sizes(monkeypatch, setting, n):
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", setting)
+    x, w, a = pt.dvector("x"), pt.dvector("w"), pt.dscalar("a")
+    xv, wv = _points(n)
+    got, hand = [], []
+    for ops, into in (((WeightedLogSumExp, Ema), got), ((WeightedLogSumExpHand, EmaHand), hand)):
+        lse, ema = ops[0]()(x, w), ops[1]()(x, pt.scalar_from_tensor(a))
+        cost = lse + pt.dot(ema, w)
+        into.extend(pytensor.function([x, w, a], pt.grad(cost, [x, w, a]), mode="CVM")(xv, wv, 0.3))
+    for g, h in zip(got, hand, strict=True):
+        np.testing.assert_allclose(g, h, rtol=RTOL, atol=1e-13)
+
+
+@pytest.mark.parametrize("setting", SETTINGS)
+def test_every_mode_against_central_differences(monkeypatch, setting):
+    # SoftClip: a code section, two outputs (an array and a number), branches on values.
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", setting)
+    x, limit = pt.dvector("x"), pt.dscalar("limit")
+    xv = np.linspace(-2.0, 2.5, 30)
+    probe = np.cos(np.arange(30.0))
+    y, mean = SoftClip()(x, pt.scalar_from_tensor(limit))
+    cost = pt.dot(y, probe) + 3 * pt.tensor_from_scalar(mean)
+    f = pytensor.function([x, limit], [cost, *pt.grad(cost, [x, limit])], mode="CVM")
+    _, dx, dlimit = f(xv, 2.2)
+    step = 1e-6
+    central = np.array(
+        [(f(xv + step * e, 2.2)[0] - f(xv - step * e, 2.2)[0]) / (2 * step) for e in np.eye(30)]
+    )
+    np.testing.assert_allclose(dx, central, rtol=1e-6, atol=1e-8)
+    y_ref, mean_ref = softclip_graph(x, limit)
+    ref = pt.dot(y_ref, probe) + 3 * mean_ref
+    hand = pytensor.function([x, limit], pt.grad(ref, [x, limit]), mode="FAST_COMPILE")(xv, 2.2)
+    np.testing.assert_allclose(dx, hand[0], rtol=RTOL, atol=1e-14)
+    assert dlimit == pytest.approx(hand[1], rel=RTOL)
+
+
+@pytest.mark.parametrize("setting", ["forward", "reverse"])
+@pytest.mark.parametrize("mode", ["FAST_COMPILE", "NUMBA"])
+def test_both_modes_in_every_backend(monkeypatch, setting, mode):
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", setting)
+    theta = pt.tensor("theta", dtype="float64", shape=(3,))
+    obs = logistic_data()
+    x, n, c = pt.dvector("x"), pt.lscalar("n"), pt.dscalar("c")
+    xv = np.array([0.5, -1.5, 2.0, 0.25, 1.25])
+    results = {}
+    for name, logistic, power in (
+        ("derived", Logistic(), PowerSum()),
+        ("hand", LogisticHand(), PowerSumHand()),
+    ):
+        ll = pytensor_op(logistic)(theta, obs)
+        ps = pytensor_op(power)(x, n, c)
+        f = pytensor.function(
+            [theta, x, n, c], [pt.grad(ll, theta), *pt.grad(ps, [x, c])], mode=mode
+        )
+        results[name] = f(np.array([0.7, 9.0, 0.6]), xv, 3, 1.7)
+    for d, h in zip(results["derived"], results["hand"], strict=True):
+        np.testing.assert_allclose(d, h, rtol=RTOL)
+
+
+def test_auto_runs_forward_passes_for_few_scalars_and_reverse_mode_for_many(monkeypatch):
+    # A static memo returns the first call's numbers: reverse mode tells them from this call's
+    # (they are on an earlier tape), one forward pass does not need to (its seeds are the same).
+    monkeypatch.delenv("LIBSECTION_DERIVATIVE_MODE", raising=False)
+    x = pt.dvector("x")
+    f = pytensor.function([x], pt.grad(StaticMemo()(x), x), mode="CVM")
+    (node,) = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, _gradient._Derivative)]
+    few = np.arange(1.0, node.op.width + 1)  # one forward pass
+    many = np.arange(1.0, 41.0)
+    for _ in range(2):
+        np.testing.assert_allclose(f(few), 2 * few)
+    f(many)
+    with pytest.raises(ValueError, match="kept from an earlier call"):
+        f(many)
+
+
+def test_a_tape_over_its_limit_falls_back_on_forward_passes(monkeypatch):
+    monkeypatch.setenv("LIBSECTION_TAPE_MAX_BYTES", "4K")
+    x, w = pt.dvector("x"), pt.dvector("w")
+    xv, wv = _points(500)  # some 3,000 operations: 96 KiB of tape
+    got = pytensor.function([x, w], pt.grad(WeightedLogSumExp()(x, w), [x, w]), mode="CVM")
+    hand = pytensor.function([x, w], pt.grad(WeightedLogSumExpHand()(x, w), [x, w]), mode="CVM")
+    for setting in ("auto", "forward"):
+        monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", setting)
+        for g, h in zip(got(xv, wv), hand(xv, wv), strict=True):
+            np.testing.assert_allclose(g, h, rtol=RTOL)
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "reverse")
+    with pytest.raises(MemoryError) as refused:
+        got(xv, wv)
+    message = str(refused.value)
+    assert "WeightedLogSumExp.pullback: its gradient is derived in reverse mode" in message
+    assert "logsumexp.c" in message
+    assert "32 bytes per operation" in message
+    assert "LIBSECTION_TAPE_MAX_BYTES=4096" in message
+    monkeypatch.setenv("LIBSECTION_TAPE_MAX_BYTES", "64M")  # the same module, a larger tape
+    for g, h in zip(got(xv, wv), hand(xv, wv), strict=True):
+        np.testing.assert_allclose(g, h, rtol=RTOL)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("LIBSECTION_DERIVATIVE_MODE", "sideways"), ("LIBSECTION_TAPE_MAX_BYTES", "lots")],
+)
+def test_a_bad_setting_is_refused_naming_it_when_the_gradient_runs(monkeypatch, name, value):
+    x, w = pt.dvector("x"), pt.dvector("w")
+    f = pytensor.function([x, w], pt.grad(WeightedLogSumExp()(x, w), x), mode="CVM")
+    monkeypatch.setenv(name, value)  # set after the build, which would have refused it
+    with pytest.raises(ValueError, match=rf"{name}={value}: give "):
+        f(*_points(5))

@@ -1,0 +1,211 @@
+// Unit tests of the numbers a differentiated module computes with, which need no Python: the
+// dual numbers of forward mode (generate/dual.h) and the taped numbers of reverse mode
+// (generate/tape.h), their derivative rules (generate/derivative_rules.h), the tape's sweep,
+// its limit and its check of numbers from an earlier pass.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "linker/generate/derivative_rules.h"
+#include "linker/generate/dual.h"
+#include "linker/generate/tape.h"
+
+namespace {
+
+using libsection::active;
+using libsection::dual;
+using libsection::tape;
+using libsection::tape_scope;
+typedef dual<double, 4> d4;
+typedef active<double> a64;
+
+double const inf = std::numeric_limits<double>::infinity();
+
+/// Four duals seeded with the unit tangents of four scalars (one pass of width 4).
+std::vector<d4> seeded(std::vector<double> const& values) {
+  std::vector<d4> x(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    x[i] = d4(values[i]);
+    x[i].d[i] = 1;
+  }
+  return x;
+}
+
+/// The gradient of `f` (a function of a vector of taped numbers to one) at `values`, by one
+/// taped pass and its sweep.
+template <class F>
+std::vector<double> taped_gradient(tape& t, std::vector<double> const& values, F f) {
+  t.begin(std::size_t(1) << 24);
+  tape_scope scope(t);
+  std::vector<a64> x(values.size());
+  std::vector<std::size_t> places;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    x[i] = a64(values[i]);
+    x[i].id = t.independent();
+    places.push_back(t.position(x[i].id));
+  }
+  a64 const y = f(x);
+  std::vector<double> adjoint(t.size(), 0.0);
+  adjoint[t.position(y.id)] = 1;
+  t.sweep(adjoint.data());
+  std::vector<double> out;
+  for (auto p : places) out.push_back(adjoint[p]);
+  return out;
+}
+
+template <class X>
+X sum_of_roots(std::vector<X> const& x) {
+  X s = 0;
+  for (auto const& v : x) s += std::sqrt(v);
+  return s;
+}
+
+bool same(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= 1e-12 * std::fabs(b);
+}
+
+}  // namespace
+
+TEST_SUITE("numbers") {
+  TEST_CASE("an infinite slope leaves the other scalars' derivatives alone, in both modes") {
+    std::vector<double> const x = {0, 1, 4, 9};
+    d4 const forward = sum_of_roots(seeded(x));
+    CHECK(forward.d[0] == inf);
+    CHECK(forward.d[1] == 0.5);
+    CHECK(forward.d[2] == 0.25);
+    CHECK(forward.d[3] == doctest::Approx(1.0 / 6));
+    tape t;
+    auto const reverse = taped_gradient(t, x, [](auto const& v) { return sum_of_roots(v); });
+    CHECK(reverse == std::vector<double>{inf, 0.5, 0.25, 1.0 / 6});
+    // pow(0, .5), cbrt(0), asin(1), atan2(0, 0): the one element's slope, the others' intact.
+    auto const edges = [](auto const& v) {
+      return std::pow(v[0], 0.5) + std::cbrt(v[1] - 1) + std::asin(v[2] - 3) +
+             std::atan2(v[3] - 9, v[3] - 9) + v[0] + v[1] + v[2] + v[3];
+    };
+    d4 const f = edges(seeded(x));
+    CHECK(f.d[0] == inf);
+    CHECK(f.d[1] == inf);
+    CHECK(f.d[2] == inf);
+    CHECK(std::isnan(f.d[3]));  // atan2 at (0, 0) has no derivative
+    auto const r = taped_gradient(t, x, edges);
+    CHECK(r[0] == inf);
+    CHECK(r[1] == inf);
+    CHECK(r[2] == inf);
+    CHECK(std::isnan(r[3]));
+    // Only the lanes of that element: a sum with a finite function of the others stays finite.
+    auto const mixed = [](auto const& v) { return std::sqrt(v[0]) + v[1] * v[2] * v[3]; };
+    d4 const m = mixed(seeded(x));
+    CHECK(m.d[0] == inf);
+    CHECK(m.d[1] == 36);
+    CHECK(taped_gradient(t, x, mixed) == std::vector<double>{inf, 36, 9, 4});
+    // An infinite partial whose result's adjoint is zero (the branch not taken) passes nothing.
+    auto const unused = [](auto const& v) { return std::max(std::sqrt(v[0]), 5.0) + v[1]; };
+    CHECK(unused(seeded(x)).d[0] == 0);
+    CHECK(taped_gradient(t, x, unused) == std::vector<double>{0, 1, 0, 0});
+  }
+
+  TEST_CASE("each math function's derivative is the same taped as on dual numbers") {
+    tape t;
+    for (double const at : {0.3, -0.7, 1.6, 2.5}) {
+#define LIBSECTION_CHECK_UNARY(name, ...)                                                         \
+  {                                                                                               \
+    dual<double, 1> a(at);                                                                        \
+    a.d[0] = 1;                                                                                   \
+    double const slope = libsection::name(a).d[0];                                                \
+    auto const g = taped_gradient(t, {at}, [](auto const& v) { return libsection::name(v[0]); }); \
+    INFO(#name " at " << at);                                                                     \
+    CHECK(same(g[0], slope));                                                                     \
+  }
+      LIBSECTION_UNARY_RULES(LIBSECTION_CHECK_UNARY)
+#undef LIBSECTION_CHECK_UNARY
+#define LIBSECTION_CHECK_BINARY(name, ...)                                                         \
+  {                                                                                                \
+    dual<double, 2> a(at), b(0.45);                                                                \
+    a.d[0] = 1;                                                                                    \
+    b.d[1] = 1;                                                                                    \
+    auto const z = libsection::name(a, b);                                                         \
+    auto const g =                                                                                 \
+        taped_gradient(t, {at, 0.45}, [](auto const& v) { return libsection::name(v[0], v[1]); }); \
+    INFO(#name " at " << at);                                                                      \
+    CHECK(same(g[0], z.d[0]));                                                                     \
+    CHECK(same(g[1], z.d[1]));                                                                     \
+  }
+      LIBSECTION_BINARY_RULES(LIBSECTION_CHECK_BINARY)
+#undef LIBSECTION_CHECK_BINARY
+    }
+  }
+
+  TEST_CASE("the tape records each operation of taped numbers, constants nothing") {
+    CHECK(sizeof(libsection::tape_entry) == 24);
+    CHECK(tape::bytes_per_entry == 32);
+    CHECK(sizeof(active<double>) == 16);
+    CHECK(sizeof(active<float>) == 16);
+    tape t;
+    t.begin(1 << 20);
+    tape_scope scope(t);
+    a64 x(2.0);
+    x.id = t.independent();
+    std::size_t const start = t.size();
+    a64 const c = a64(3.0) * 4.0 + std::exp(a64(1.0));  // constants only: no entry
+    CHECK(c.id == 0);
+    CHECK(t.size() == start);
+    a64 y = x + 1.0;  // the same derivative as x: no entry either
+    CHECK(y.id == x.id);
+    y = x * x;
+    CHECK(t.size() == start + 1);
+    y += c;  // a constant added: no entry
+    ++y;
+    CHECK(t.size() == start + 1);
+    y = std::sin(y) * x;
+    CHECK(t.size() == start + 3);
+    CHECK(y.v == doctest::Approx(std::sin(4.0 + c.v + 1) * 2));
+    // float and double mix as C mixes them, on one tape.
+    active<float> const f = active<float>(x) * 2.0f;
+    auto const m = f + y;
+    static_assert(std::is_same<decltype(m), active<double> const>::value, "float with double");
+    CHECK(t.size() == start + 5);
+  }
+
+  TEST_CASE("a number of an earlier pass marks the tape stale and adds nothing") {
+    tape t;
+    a64 kept;
+    {
+      t.begin(1 << 20);
+      tape_scope scope(t);
+      a64 x(1.5);
+      x.id = t.independent();
+      kept = x * x;  // a memo kept in a static variable
+      CHECK_FALSE(t.stale());
+    }
+    t.begin(1 << 20);
+    tape_scope scope(t);
+    a64 x(1.5);
+    x.id = t.independent();
+    a64 const y = x * kept;  // the memo's id is of the last pass
+    CHECK(t.stale());
+    CHECK(y.v == doctest::Approx(1.5 * 2.25));
+  }
+
+  TEST_CASE("a tape stops recording at its limit, the values going on") {
+    tape t;
+    t.begin(100 * tape::bytes_per_entry);
+    CHECK(t.max_entries() == 100);
+    tape_scope scope(t);
+    a64 x(1.0001);
+    x.id = t.independent();
+    a64 y = x;
+    for (int i = 0; i < 1000; ++i) y = y * x;
+    CHECK(t.full());
+    CHECK_FALSE(t.no_memory());
+    CHECK(t.size() <= 100);
+    CHECK(y.v == doctest::Approx(std::pow(1.0001, 1001)));
+    CHECK(y.id == 0);  // past the limit the results are constants
+    // A new pass under a larger limit records again, its storage kept.
+    t.begin(1 << 20);
+    a64 z(2.0);
+    z.id = t.independent();
+    CHECK((z * z).id != 0);
+    CHECK_FALSE(t.full());
+  }
+}
