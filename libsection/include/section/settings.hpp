@@ -33,6 +33,7 @@ struct Settings {
   std::vector<std::string> compiler_launcher;  ///< LIBSECTION_COMPILER_LAUNCHER
   bool precompiled_header = true;              ///< LIBSECTION_PCH=0 turns it off
   bool show_generated = false;                 ///< LIBSECTION_SHOW_GENERATED=1
+  bool release_gil = true;                     ///< LIBSECTION_RELEASE_GIL=0 turns it off
   // LIBSECTION_PROGRESS is checked with the others but read by Python's progress line.
 };
 

@@ -65,6 +65,7 @@ class DerivativeOp final : public COp {
            (spec_.mode == DerivativeSpec::Mode::pullback ? ".pullback" : ".pushforward");
   }
   Language language() const override { return Language::cxx; }
+  bool may_release_gil() const override { return forward_->may_release_gil(); }
   OpCode generate(NodeContext const& ctx) const override;
 
  private:

@@ -9,6 +9,7 @@
 
 #include "base/hash.hpp"
 #include "base/text.hpp"
+#include "linker/generate/gil.hpp"
 #include "linker/generate/layout.hpp"
 #include "linker/generate/prelude.h.hpp"
 #include "section/names.hpp"
@@ -123,7 +124,7 @@ class ModuleWriter {
  private:
   // ---- gathering
   void add_type_parts(CType const& type);
-  void add_op_parts(OpCode const& code, std::string const& op_name);
+  void add_op_parts(OpCode const& code);
   void add_build_flags(BuildFlags const& flags, std::string const& owner);
   std::string label_of(std::size_t v) const;
   // The storage cell of variable `name`: an element of the instance's `storage` array (one
@@ -203,8 +204,7 @@ void ModuleWriter::add_type_parts(CType const& t) {
   for (auto const& c : t.c_init_code()) add_unique(init_code_, c);
 }
 
-void ModuleWriter::add_op_parts(OpCode const& code, std::string const& op_name) {
-  add_build_flags(code, op_name);
+void ModuleWriter::add_op_parts(OpCode const& code) {
   for (auto const& s : code.support_code) add_unique(support_, s);
   for (auto const& c : code.init_code) add_unique(init_code_, c);
 }
@@ -419,7 +419,9 @@ void ModuleWriter::add_apply(std::size_t a) {
   int const init_id = next_init_id_++;
   std::string const what = escape_for_c_string(op_name + " (node " + std::to_string(a) + ")");
   OpCode code = apply.op->generate(apply_context(a, id, init_id, what));
-  add_op_parts(code, op_name);
+  add_build_flags(code, op_name);  // checked before anything reads them
+  bool const nogil = release_gil(code, op_name, apply.op->may_release_gil());
+  add_op_parts(code);
   support_apply_ += code.support_code_apply + "\n";
   init_apply_ += code.init_code_apply + "\n";
   struct_members_ += code.support_code_struct + "\n";
@@ -427,10 +429,12 @@ void ModuleWriter::add_apply(std::size_t a) {
   struct_cleanups_.push_back(code.cleanup_code_struct);
   struct_code_.push_back(code.support_code_struct + code.init_code_struct +
                          code.cleanup_code_struct);
-  run_blocks_.push_back({"", "// Op class " + op_name + "\n" + code.code + "\n",
-                         code.code_cleanup + "\n", id,
-                         "__failure = " + std::to_string(id) +
-                             ";\nlibsection_rt->set_cxx_error(\"" + what + "\");\n"});
+  run_blocks_.push_back(
+      {nogil ? nogil_plan(id) : "",
+       (nogil ? nogil_region(id) : "") + "// Op class " + op_name + "\n" + code.code + "\n",
+       code.code_cleanup + "\n", id,
+       "__failure = " + std::to_string(id) + ";\nlibsection_rt->set_cxx_error(\"" + what +
+           "\");\n"});
 }
 
 // ---- constants: members of the struct, extracted once by init() ----------------------------

@@ -1,0 +1,104 @@
+// An op's code run without the GIL (gil.hpp): what may run while the op's code runs (its code
+// and cleanup, its support code, its struct's members) read for the GIL, then rewritten.
+#include "linker/generate/gil.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "expand/line_directives.hpp"
+#include "parse/gil_uses.hpp"
+#include "section/log.hpp"
+#include "section/settings.hpp"
+
+namespace section {
+namespace {
+
+using c_scan::GilText;
+
+/// One of the op's texts, by the method that gave it (for messages).
+struct OpText {
+  std::string* text;
+  char const* method;
+  GilText::Scope scope;
+};
+
+std::vector<OpText> op_texts(OpCode& code) {
+  std::vector<OpText> out;
+  for (auto& s : code.support_code) out.push_back({&s, "c_support_code", GilText::Scope::file});
+  out.push_back({&code.support_code_apply, "c_support_code_apply", GilText::Scope::file});
+  out.push_back({&code.support_code_struct, "c_support_code_struct", GilText::Scope::members});
+  out.push_back({&code.code, "c_code", GilText::Scope::statements});
+  out.push_back({&code.code_cleanup, "c_code_cleanup", GilText::Scope::statements});
+  return out;
+}
+
+/// `file:line` of offset `at` of `text`, from its last `#line` directive before it; else the
+/// method's text and the line in it.
+std::string where(std::string_view text, std::size_t at, char const* method) {
+  std::string file = std::string("<") + method + ">";
+  std::size_t line = 1;  // the number of the line starting at `begin`
+  for (std::size_t begin = 0; begin <= text.size();) {
+    std::size_t const end = std::min(text.find('\n', begin), text.size());
+    if (at <= end) break;
+    std::string_view const this_line = text.substr(begin, end - begin);
+    if (auto path = detail::line_directive_path(this_line)) {
+      file = *path;
+      line = std::stoul(std::string(this_line.substr(this_line.find("#line") + 6)));
+    } else {
+      ++line;
+    }
+    begin = end + 1;
+  }
+  return file + ":" + std::to_string(line);
+}
+
+/// Logs `message` at DEBUG the first time this process sees it.
+void debug_once(std::string message) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (said.size() > 4096 || !said.insert(message).second) return;
+  }
+  log_record(LogLevel::debug, std::move(message));
+}
+
+/// `text` with each of `calls` (its own, in order) wrapped in LIBSECTION_WITH_GIL.
+void wrap_calls(std::string& text, std::vector<c_scan::GilCall> const& calls, std::size_t k) {
+  for (auto it = calls.rbegin(); it != calls.rend(); ++it) {
+    if (it->text != k) continue;
+    text.insert(it->end, ")");
+    text.insert(it->begin, "LIBSECTION_WITH_GIL(");
+  }
+}
+
+}  // namespace
+
+bool release_gil(OpCode& code, std::string const& op_name, bool op_allows) {
+  if (!op_allows || !read_settings_as<LinkError>().release_gil) return false;
+  std::vector<OpText> const texts = op_texts(code);
+  std::vector<GilText> read;
+  for (auto const& t : texts) read.push_back({*t.text, t.scope});
+  c_scan::GilUses const uses = c_scan::find_gil_uses(read, code.headers);
+  if (uses.keep) {
+    auto const& keep = *uses.keep;
+    std::string const at = keep.text < texts.size()
+                               ? where(*texts[keep.text].text, keep.at, texts[keep.text].method)
+                               : std::string("c_headers");
+    debug_once(op_name + " keeps the GIL while its code runs: " + at + ": " + keep.why +
+               " (release_gil = False on the op says so without this note)");
+    return false;
+  }
+  for (std::size_t k = 0; k < texts.size(); ++k) wrap_calls(*texts[k].text, uses.calls, k);
+  return true;
+}
+
+std::string nogil_plan(int id) { return "int __nogil_plan_" + std::to_string(id) + " = 0;\n"; }
+
+std::string nogil_region(int id) {
+  return "LIBSECTION_NOGIL_REGION(__nogil_plan_" + std::to_string(id) + ")\n";
+}
+
+}  // namespace section
