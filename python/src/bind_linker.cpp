@@ -319,7 +319,8 @@ py::object build_sections(
     std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
     bool check_input, std::string const& language, std::vector<std::string> c_headers,
     std::vector<std::string> c_header_dirs, std::vector<std::string> c_libraries,
-    std::vector<std::string> c_lib_dirs, std::vector<std::string> c_compile_args) {
+    std::vector<std::string> c_lib_dirs, std::vector<std::string> c_compile_args,
+    bool release_gil) {
   if (!loaded.set.ok())
     raise_python(LinkError(loaded.set.error->message, loaded.set.diagnostics), *loaded.sources);
   OpDescription spec;
@@ -329,6 +330,7 @@ py::object build_sections(
   spec.num_outputs = num_outputs;
   spec.check_input = check_input;
   spec.language = parse_language(language, name);
+  spec.release_gil = release_gil;
   spec.inputs = parse_type_strings(inputs, "inputs");
   spec.outputs = parse_type_strings(outputs, "outputs");
   std::vector<CTypePtr> const in = ctypes_for(*spec.inputs), out = ctypes_for(*spec.outputs);
@@ -389,10 +391,11 @@ void bind_builds(py::module_& m) {
         py::arg("c_header_dirs") = std::vector<std::string>{},
         py::arg("c_libraries") = std::vector<std::string>{},
         py::arg("c_lib_dirs") = std::vector<std::string>{},
-        py::arg("c_compile_args") = std::vector<std::string>{},
+        py::arg("c_compile_args") = std::vector<std::string>{}, py::arg("release_gil") = true,
         "Builds the op of loaded section files for the given input/output type strings; "
         "``language=\"c\"`` compiles it as C. The ``c_*`` lists are what the op adds to its "
-        "module's build, as PyTensor's methods of those names give them.");
+        "module's build, as PyTensor's methods of those names give them; "
+        "``release_gil=False`` keeps the GIL while its code runs.");
 
   m.def("load_support_library", &load_support_library, py::arg("name"), py::arg("code"),
         py::arg("header_dirs"), py::arg("symbols"), py::arg("language") = "c++",
