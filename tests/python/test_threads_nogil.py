@@ -22,8 +22,12 @@ from threads_ops import (
     SEEN,
     GateClassic,
     GateLog,
+    GaussLogLikeMeetingAsWritten,
+    Meet,
     Ticker,
     Ticks,
+    TicksBatched,
+    TicksScale,
     build_ticks,
     gate_calls_at_once,
     overlapping,
@@ -104,7 +108,105 @@ def test_threads_run_an_op_as_written_at_once_in_every_mode(mode, cache_dir):
     assert len(intervals) == 2 and overlapping(intervals), intervals
 
 
+# ---- what the op's code does while the GIL is released ------------------------------------
+
+
+def test_ops_that_allocate_raise_keep_state_and_call_numpy_run_at_once(cache_dir):
+    import threading
+
+    op = Meet()
+    good, bad = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 2.0])
+    op(good, GateLog(opened=True).address)  # built before the threads start; its first call
+    gate, inputs, taking = GateLog(), iter([good, bad]), threading.Lock()
+
+    def call():
+        with taking:
+            x = next(inputs)
+        return op(x, gate.address)
+
+    callers = Callers(call, 2)
+    gate.wait_until(lambda: gate.arrived == 2, "had 2 calls inside the op at once")
+    gate.open()
+    with pytest.raises(AssertionError):
+        callers.join()
+    # The error kept its class, raised from code that ran without the GIL.
+    [error] = callers.errors
+    assert type(error) is ValueError and "x[0] is negative" in str(error), repr(error)
+    # z = x * sum(x), z[0] the calls of its instance: the op's own (its second call) or a
+    # spare (its first).
+    [result] = [r for r in callers.results if r is not None]
+    np.testing.assert_array_equal(result[1:], [12.0, 18.0])
+    assert result[0] in (1.0, 2.0), result
+    # Each instance kept its state: called again, the two count on from where they were.
+    gate = GateLog()
+    again, _ = gate_calls_at_once(lambda address: op(good, address), 2, gate)
+    assert sorted(int(r[0]) for r in again) == [2, 3], again
+    assert overlapping(gate.intervals()), gate.intervals()
+
+
+def test_an_op_declared_c_runs_without_the_gil(cache_dir):
+    op = build_ticks(language="c")
+    assert seen_while(lambda address: op(address, SEEN)) == 1
+
+
+def test_a_batch_of_long_rows_gives_the_gil_up_on_each(cache_dir):
+    op = TicksBatched()
+    with Ticker() as ticker:
+        seen = op(np.full((3, 1), ticker.address), np.full((3, 1), SEEN))
+    np.testing.assert_array_equal(seen, [[1], [1], [1]])
+
+
+def test_a_derived_gradient_runs_without_the_gil(cache_dir):
+    from libsection.pytensor import pytensor_op
+
+    x, address = pt.dvector("x"), pt.lvector("address")
+    y = pytensor_op(TicksScale())(x, address)
+    grad = pytensor.function([x, address], pt.grad(y, x), mode="FAST_COMPILE")
+    assert "DerivedGradient" in [type(n.op).__name__ for n in grad.maker.fgraph.apply_nodes]
+    with Ticker() as ticker:
+        np.testing.assert_array_equal(grad([1.5], [ticker.address]), [2.0])
+    # The op's own call (its value, which the derivative checks its pass against), then the
+    # derivative's pass over the op's code on dual numbers: each saw the ticker.
+    assert list(ticker.array[1:3]) == [1, 1] and ticker.array[8] == 2, ticker.array
+
+
 # ---- nutpie -------------------------------------------------------------------------------
+
+
+def test_nutpie_chains_run_an_op_as_written_at_once(cache_dir):
+    # nutpie's chains call one compiled Numba function from threads of their own; the op holds
+    # no Py_BEGIN_ALLOW_THREADS, so their first calls meet inside it only if the linker released
+    # the GIL. The intervals are the chains' calls, logged inside the C code.
+    pm = pytest.importorskip("pymc")
+    pytest.importorskip("nutpie")
+    import threading
+    import warnings
+
+    from test_pymc_backends import Y, check_posterior
+
+    state = np.zeros(4 + 2 * 16, dtype=np.int64)
+    state[0] = threading.get_native_id()
+    op = GaussLogLikeMeetingAsWritten(state)
+    with pm.Model():
+        mu = pm.Normal("mu", 0, 10)
+        pm.Potential("likelihood", op(Y, mu))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PyMC's notes on Potential
+            idata = pm.sample(
+                draws=1000,
+                tune=500,
+                chains=2,
+                cores=2,
+                nuts_sampler="nutpie",
+                random_seed=7,
+                progressbar=False,
+                compute_convergence_checks=False,
+            )
+    assert idata.sample_stats.attrs["inference_library"] == "nutpie"
+    assert state[1] >= 2 and state[2] == 1, state[:4]  # two chains' threads met inside the op
+    assert overlapping(op.intervals()), op.intervals()
+    check_posterior(idata, "nutpie")
+
 
 
 # ---- what keeps the GIL -------------------------------------------------------------------

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytensor.tensor as pt
-from backend_ops import HANG_GUARD, GateState
+from backend_ops import GRADIENT, HANG_GUARD, GateState
 from pytensor.graph.basic import Apply
 from pytensor.tensor import as_tensor_variable
 
@@ -116,7 +116,7 @@ def jax_function(inputs, outputs):
 
 def ticks_files(unclassified: bool = False) -> list[str]:
     first = "ticks_unclassified.c" if unclassified else "ticks_plain.c"
-    return [f"data/threads/{first}", "data/threads/ticks.c"]
+    return [f"data/threads/{first}", "data/threads/ticks.c", "data/threads/ticks_op.c"]
 
 
 def build_ticks(unclassified: bool = False, **kwargs):
@@ -154,3 +154,125 @@ class Ticks(ExternalCOp):
 
     def infer_shape(self, *args):
         return [()]
+
+
+class Meet(libsection.ExternalCOp):
+    """data/threads/meet.c: z = x * sum(x) (NumPy's PyArray_Sum), z[0] the number of calls of
+    its instance (its struct), ValueError for x[0] < 0; calls wait at a gate (a GateLog)."""
+
+    func_files = ["data/threads/meet.c"]
+    func_name = "APPLY_SPECIFIC(meet)"
+
+    def output_types(self, x, address):
+        return ["float64[:]"]
+
+    def c_headers(self):
+        return ["<time.h>"]
+
+
+class TicksBatched(libsection.ExternalCOp):
+    """ticks_op.c over a batch of rows of one element each: (ticker address, ns to wait)."""
+
+    func_files = ticks_files()
+    func_name = "APPLY_SPECIFIC(ticks)"
+    gufunc_signature = "(a),(a)->(a)"
+
+    def output_types(self, address, wait_ns):
+        return ["int64[:]"]
+
+    def c_headers(self):
+        return ["<time.h>"]
+
+
+class TicksScale(libsection.ExternalCOp):
+    """data/threads/ticks_scale.c: y = 2 * x[0], logging in the ticker's array whether Python ran
+    in another thread during each call; its gradient is derived from its C code."""
+
+    func_files = ["data/threads/ticks.c", "data/threads/ticks_scale.c"]
+    func_name = "APPLY_SPECIFIC(ticks_scale)"
+
+    def output_types(self, x, address):
+        return ["float64[]"]
+
+    def c_headers(self):
+        return ["<time.h>"]
+
+
+class GaussLogLikeGradAsWritten(ExternalCOp):
+    """d/dmu of GaussLogLikeAsWritten, written alike (data/threads/)."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__(
+            "data/threads/gauss_loglike_grad_as_written.c", "APPLY_SPECIFIC(gauss_loglike_grad)"
+        )
+
+    def make_node(self, y, mu):
+        y, mu = as_tensor_variable(y), as_tensor_variable(mu)
+        return Apply(self, [y, mu], [pt.dscalar()])
+
+
+class GaussLogLikeAsWritten(ExternalCOp):
+    """backend_ops.GaussLogLike as PyTensor users write it: one loop, the output allocated when
+    there is none to reuse, no Py_BEGIN_ALLOW_THREADS (data/threads/gauss_loglike_as_written.c)."""
+
+    __props__ = ()
+    files = ("data/threads/gauss_loglike_as_written.c", "APPLY_SPECIFIC(gauss_loglike)")
+
+    def __init__(self):
+        super().__init__(*self.files)
+
+    def make_node(self, y, mu):
+        y = as_tensor_variable(y).astype("float64")
+        mu = as_tensor_variable(mu).astype("float64")
+        return Apply(self, [y, mu], [pt.dscalar()])
+
+    def _gradient(self, inputs, outputs, cotangents):
+        y, mu = inputs
+        [g] = cotangents
+        return [g * (mu - y), g * GaussLogLikeGradAsWritten()(y, mu)]
+
+
+class GaussLogLikeMeetingAsWritten(GaussLogLikeAsWritten):
+    """GaussLogLikeAsWritten whose first calls from two threads other than the test's meet
+    inside the op, logging each call's interval (gauss_loglike_meeting_as_written.c): `state`
+    is `[the test thread's native id, 0, 0, 0, (start, end) * 16]`, passed by its address."""
+
+    __props__ = ("address",)
+    files = (
+        "data/threads/gauss_loglike_meeting_as_written.c",
+        "APPLY_SPECIFIC(gauss_loglike_meeting)",
+    )
+
+    def __init__(self, state: np.ndarray):
+        self.state = state  # kept alive with the op
+        self.address = int(state.ctypes.data)
+        super().__init__()
+
+    def make_node(self, y, mu):
+        y = as_tensor_variable(y).astype("float64")
+        mu = as_tensor_variable(mu).astype("float64")
+        address = pt.constant(np.int64(self.address))
+        return Apply(self, [y, mu, address], [pt.dscalar()])
+
+    def c_headers(self, **kwargs):
+        return ["<sys/syscall.h>", "<time.h>", "<unistd.h>"]
+
+    def connection_pattern(self, node):
+        return [[True], [True], [False]]
+
+    def _gradient(self, inputs, outputs, cotangents):
+        from pytensor.gradient import DisconnectedType
+
+        y, mu, _ = inputs
+        [g] = cotangents
+        return [g * (mu - y), g * GaussLogLikeGradAsWritten()(y, mu), DisconnectedType()()]
+
+    def intervals(self) -> list[tuple[int, int]]:
+        n = min(int(self.state[3]), LOGGED_CALLS)
+        return [(int(self.state[4 + 2 * k]), int(self.state[5 + 2 * k])) for k in range(n)]
+
+
+for _cls in (GaussLogLikeAsWritten, GaussLogLikeMeetingAsWritten):
+    setattr(_cls, GRADIENT, _cls._gradient)
