@@ -110,10 +110,10 @@ TEST_SUITE("gil") {
   TEST_CASE("a call inside a wrapped call is not wrapped again; unevaluated operands are not") {
     Read const r = read_code(
         "Py_XDECREF(PyArray_Cast(a, NPY_INT64));\nn = sizeof(PyArray_EMPTY(0, 0, 0, 0));\n"
-        "Py_CLEAR(b);\n");
+        "Py_CLEAR(b);\nl = ::PyList_New(0);\n");
     CHECK(r.keep.empty());
-    CHECK(r.wrapped ==
-          std::vector<std::string>{"Py_XDECREF(PyArray_Cast(a, NPY_INT64))", "Py_CLEAR(b)"});
+    CHECK(r.wrapped == std::vector<std::string>{"Py_XDECREF(PyArray_Cast(a, NPY_INT64))",
+                                                "Py_CLEAR(b)", "::PyList_New(0)"});
   }
 
   TEST_CASE("a macro's body is read where it is used, and wrapped in its directive") {

@@ -102,9 +102,9 @@ class Scanner {
   void scan(Unit const& u);
   void call_at(Unit const& u, std::size_t i);
   bool declares(Unit const& u, std::size_t i) const;
-  void plain_call(Unit const& u, std::size_t i, std::size_t begin);
+  void plain_call(Unit const& u, std::size_t i, std::size_t begin, std::size_t paren);
   void member_call(Unit const& u, std::size_t i);
-  void qualified_call(Unit const& u, std::size_t i);
+  void qualified_call(Unit const& u, std::size_t i, std::size_t paren);
   void named_without_call(Unit const& u, std::size_t i);
   void paren_after(Unit const& u, std::size_t i);
   void paren_after_template(Unit const& u, std::size_t i);
@@ -114,7 +114,7 @@ class Scanner {
   void keep_at(std::size_t text, std::size_t at, std::string why);
   void check_macro_uses();
   void check_headers();
-  Context macro_context(std::string_view macro) const;
+  void set_macro_contexts();
 
   std::vector<Unit> units_;
   std::vector<std::pair<std::size_t, std::size_t>> include_at_;  // (text, offset)
@@ -314,15 +314,17 @@ void Scanner::collect_head(Unit const& u, std::size_t i) {
   while (k < u.tokens.size() &&
          one_of(spell(u, k), {"const", "noexcept", "override", "final", "volatile", "&"}))
     k = is(u, k + 1, "(") ? closing(u, k + 1) + 1 : k + 1;
-  if (is(u, k, "->"))
-    while (k < u.tokens.size() && !is(u, k, "{") && !is(u, k, ";")) ++k;
+  if (is(u, k, "->"))  // a trailing return type: a few names (bounded: hostile text is linear)
+    for (std::size_t n = 0; n < 64 && k < u.tokens.size() && !is(u, k, "{") && !is(u, k, ";"); ++n)
+      ++k;
   if (is(u, k, "{")) functions_.insert(name);
   else if (is(u, k, ";") || is(u, k, "=")) declared_.insert(name);
 }
 
 void Scanner::collect_typedef(Unit const& u, std::size_t i) {
   std::string_view name;
-  for (std::size_t k = i + 1; k < u.tokens.size() && !is(u, k, ";"); ++k) {
+  std::size_t const last = std::min(u.tokens.size(), i + 256);  // hostile text stays linear
+  for (std::size_t k = i + 1; k < last && !is(u, k, ";"); ++k) {
     if (is(u, k, "(") && is(u, k + 1, "*")) {  // `typedef int (*name)(int);`
       for (std::size_t j = k + 1; j < closing(u, k); ++j)
         if (ident(u, j)) name = spell(u, j);
@@ -336,8 +338,10 @@ void Scanner::collect_typedef(Unit const& u, std::size_t i) {
 
 void Scanner::collect_template(Unit const& u, std::size_t open) {
   int depth = 0;
-  for (std::size_t k = open; k < u.tokens.size(); ++k) {
+  std::size_t const last = std::min(u.tokens.size(), open + 256);  // hostile text stays linear
+  for (std::size_t k = open; k < last; ++k) {
     auto const s = spell(u, k);
+    if (s == "{" || s == ";") return;
     if (s == "<") ++depth;
     else if (s == ">" && --depth == 0) return;
     else if (one_of(s, {"class", "typename"}) && ident(u, k + 1)) types_.emplace(spell(u, k + 1));
@@ -423,9 +427,9 @@ void Scanner::call_at(Unit const& u, std::size_t i) {
   auto const before = i > 0 ? spell(u, i - 1) : std::string_view{};
   if (before == "operator") return;  // `operator op(` in a macro's body
   if (before == "." || before == "->") return member_call(u, i);
-  if (before == "::") return qualified_call(u, i);
+  if (before == "::") return qualified_call(u, i, i + 1);
   if (declares(u, i)) return;
-  plain_call(u, i, u.tokens[i].begin);
+  plain_call(u, i, u.tokens[i].begin, i + 1);
 }
 
 /// Whether `name(` at `i` declares rather than calls: a function's head at file or member
@@ -444,7 +448,7 @@ bool Scanner::declares(Unit const& u, std::size_t i) const {
          (type_name(spell(u, open - 1)) || is(u, open - 2, "::"));
 }
 
-void Scanner::plain_call(Unit const& u, std::size_t i, std::size_t begin) {
+void Scanner::plain_call(Unit const& u, std::size_t i, std::size_t begin, std::size_t paren) {
   std::string_view const written = spell(u, i);
   std::string_view const name = resolved(written);
   auto const use = python_name_use(name);
@@ -457,7 +461,7 @@ void Scanner::plain_call(Unit const& u, std::size_t i, std::size_t begin) {
                "the GIL cannot be taken back around it");
       return;
     }
-    std::size_t const end = u.tokens[closing(u, i + 1)].end;
+    std::size_t const end = u.tokens[closing(u, paren)].end;
     out_.calls.push_back({u.text, begin, end});
     wrapped_until_ = end;
     if (!u.macro.empty()) wrapped_macros_.insert(u.macro);
@@ -483,7 +487,7 @@ void Scanner::member_call(Unit const& u, std::size_t i) {
 }
 
 /// `A::B::f(`: the standard library's, the texts' own class or namespace, or `::f(`.
-void Scanner::qualified_call(Unit const& u, std::size_t i) {
+void Scanner::qualified_call(Unit const& u, std::size_t i, std::size_t paren) {
   std::size_t root = i - 1;  // the first `::`, after the first name (`std`, `A`)
   std::size_t first_name = none;
   while (root > 0) {
@@ -498,7 +502,7 @@ void Scanner::qualified_call(Unit const& u, std::size_t i) {
     if (name == 0 || !is(u, name - 1, "::")) break;
     root = name - 1;
   }
-  if (first_name == none) return plain_call(u, i, u.tokens[root].begin);  // `::f(`
+  if (first_name == none) return plain_call(u, i, u.tokens[root].begin, paren);  // `::f(`
   root = first_name + 1;
   auto const first = spell(u, first_name);
   auto const name = spell(u, i);
@@ -553,8 +557,8 @@ void Scanner::paren_after_template(Unit const& u, std::size_t i) {
       prior == "." || prior == "->" ||
       (prior == "template" && callee >= 2 && one_of(spell(u, callee - 2), {".", "->"}));
   if (member) return member_call(u, callee);
-  if (prior == "::") return qualified_call(u, callee);
-  if (!known_callee(u, name)) plain_call(u, callee, u.tokens[callee].begin);
+  if (prior == "::") return qualified_call(u, callee, i);
+  if (!known_callee(u, name)) plain_call(u, callee, u.tokens[callee].begin, i);
 }
 
 /// `(...)(` : `APPLY_SPECIFIC(f)(`, a cast's operand, a declaration's, or a call through an
@@ -609,25 +613,28 @@ void Scanner::check_macro_uses() {
   }
 }
 
-/// Where a macro's body stands: where its uses are, when they are all outside functions (a
-/// macro that writes definitions); in a function's body otherwise.
-Context Scanner::macro_context(std::string_view macro) const {
-  std::optional<Context> where;
+/// Where each macro's body stands: where its uses are, when they are all outside functions (a
+/// macro that writes definitions); in a function's body otherwise. One pass over the texts.
+void Scanner::set_macro_contexts() {
+  std::map<std::string_view, Context> where;
   for (auto const& u : units_) {
     if (!u.macro.empty()) continue;
     for (std::size_t i = 0; i < u.tokens.size(); ++i) {
-      if (spell(u, i) != macro) continue;
-      if (u.context[i] == Context::function || (where && *where != u.context[i]))
-        return Context::function;
-      where = u.context[i];
+      auto const name = spell(u, i);
+      if (!ident(u, i) || !macros_.count(name)) continue;
+      auto const [it, first] = where.emplace(name, u.context[i]);
+      if (!first && it->second != u.context[i]) it->second = Context::function;
     }
   }
-  return where.value_or(Context::function);
+  for (auto& u : units_) {
+    if (u.macro.empty()) continue;
+    auto const it = where.find(u.macro);
+    set_contexts(u, it == where.end() ? Context::function : it->second);
+  }
 }
 
 GilUses Scanner::run() && {
-  for (auto& u : units_)
-    if (!u.macro.empty()) set_contexts(u, macro_context(u.macro));
+  set_macro_contexts();
   for (auto const& u : units_) collect(u);
   for (auto const& u : units_) scan(u);
   check_macro_uses();

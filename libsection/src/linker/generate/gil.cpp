@@ -65,13 +65,26 @@ void debug_once(std::string message) {
   log_record(LogLevel::debug, std::move(message));
 }
 
-/// `text` with each of `calls` (its own, in order) wrapped in LIBSECTION_WITH_GIL.
+/// `text` with each of `calls` (its own) wrapped in LIBSECTION_WITH_GIL. A call may hold
+/// another (its arguments spanning a `#define` line whose body has one), so the insertions are
+/// made from the last position back, each shifting only what follows it.
 void wrap_calls(std::string& text, std::vector<c_scan::GilCall> const& calls, std::size_t k) {
-  for (auto it = calls.rbegin(); it != calls.rend(); ++it) {
-    if (it->text != k) continue;
-    text.insert(it->end, ")");
-    text.insert(it->begin, "LIBSECTION_WITH_GIL(");
+  struct Insert {
+    std::size_t at;
+    bool closes;
+  };
+  std::vector<Insert> inserts;
+  for (auto const& c : calls) {
+    if (c.text != k) continue;
+    inserts.push_back({c.begin, false});
+    inserts.push_back({c.end, true});
   }
+  // From the last position back; at one position, a call's `)` ends up before the next call's
+  // opening (it is inserted after it).
+  std::sort(inserts.begin(), inserts.end(), [](Insert const& a, Insert const& b) {
+    return a.at != b.at ? a.at > b.at : !a.closes && b.closes;
+  });
+  for (auto const& i : inserts) text.insert(i.at, i.closes ? ")" : "LIBSECTION_WITH_GIL(");
 }
 
 }  // namespace

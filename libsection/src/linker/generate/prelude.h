@@ -184,7 +184,7 @@ typedef struct libsection_runtime {
 // GIL back around the call when the thread gave it up. `libsection_released` is the thread's
 // state while its op's code runs without the GIL, NULL while it holds it (so a wrapped call
 // inside a wrapped call, or in code that never gave the GIL up, does nothing).
-static __thread PyThreadState* libsection_released;
+static __thread PyThreadState* libsection_released __attribute__((unused));
 typedef struct libsection_nogil {
   PyThreadState* state;  // given up by this block; NULL: the GIL was kept
   int* plan;             // a batch's rows: 0 to be decided by the first row, 1 give it up, -1 keep
@@ -195,14 +195,12 @@ typedef struct libsection_nogil {
 #define LIBSECTION_NOGIL_ROW_NS 2000
 static inline __attribute__((unused)) libsection_nogil libsection_nogil_begin(int* plan, int batch) {
   libsection_nogil r;
-  PyThreadState* me;
   r.state = NULL;
   r.plan = batch ? plan : NULL;
   if (r.plan && *r.plan < 0) return r;
-  me = PyThreadState_Get();
-  // Alone in the interpreter: nobody to give the GIL to, and giving it up costs a call's time.
-  if (PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me)) == me && !PyThreadState_Next(me))
-    return r;
+  // Alone in the interpreter (one thread state, this thread's): nobody to give the GIL to, and
+  // giving it up costs a call's time.
+  if (!PyThreadState_Next(PyInterpreterState_ThreadHead(PyInterpreterState_Get()))) return r;
   if (r.plan && *r.plan == 0) clock_gettime(CLOCK_MONOTONIC, &r.start);
   r.state = PyEval_SaveThread();
   libsection_released = r.state;
