@@ -65,17 +65,19 @@ std::string const classic =
 // An op whose code is `code`, saying `releases` to running it without the GIL.
 class CodeOp final : public COp {
  public:
-  CodeOp(std::string code, bool releases) : code_(std::move(code)), releases_(releases) {}
+  CodeOp(std::string code, bool releases, std::string support = {})
+      : code_(std::move(code)), support_(std::move(support)), releases_(releases) {}
   std::string name() const override { return "CodeOp"; }
   bool may_release_gil() const override { return releases_; }
   OpCode generate(NodeContext const& ctx) const override {
     OpCode code;
     code.code = code_ + "\n" + ctx.outputs[0] + " = " + ctx.inputs[0] + ";";
+    code.support_code = {support_};
     return code;
   }
 
  private:
-  std::string code_;
+  std::string code_, support_;
   bool releases_;
 };
 
@@ -244,5 +246,23 @@ TEST_SUITE("gil") {
           "CodeOp keeps the GIL while its code runs: ops/dot.c:13: calls `cblas_ddot`, which its "
           "code does not define (a library's function may call Python) (release_gil = False on "
           "the op says so without this note)");
+  }
+
+  TEST_CASE("support code two applies share is wrapped for the one that gives the GIL up") {
+    std::string const support = "static void drop(PyObject* p) { Py_XDECREF(p); }\n";
+    for (bool const released_first : {true, false}) {
+      CAPTURE(released_first);
+      auto const released = std::make_shared<CodeOp>("drop(NULL);", true, support);
+      auto const kept = std::make_shared<CodeOp>("drop(NULL); unknown();", true, support);
+      Graph g;
+      auto const d = parse_ctype("float64");
+      auto const x = g.add_input(d, "x");
+      auto const a = g.add_apply(released_first ? released : kept, {x}, {d});
+      g.add_output(g.add_apply(released_first ? kept : released, {a[0]}, {d})[0]);
+      ModuleSource const m = generate_module(g);
+      CHECK(count(m.text, "static void drop(PyObject* p)") == 1);
+      CHECK(count(m.text, "LIBSECTION_WITH_GIL(Py_XDECREF(p))") == 1);
+      CHECK(count(m.text, "LIBSECTION_NOGIL_REGION(__nogil") == 1);
+    }
   }
 }

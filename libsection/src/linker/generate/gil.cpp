@@ -65,19 +65,18 @@ void debug_once(std::string message) {
   log_record(LogLevel::debug, std::move(message));
 }
 
-/// `text` with each of `calls` (its own) wrapped in LIBSECTION_WITH_GIL. A call may hold
-/// another (its arguments spanning a `#define` line whose body has one), so the insertions are
-/// made from the last position back, each shifting only what follows it.
-void wrap_calls(std::string& text, std::vector<c_scan::GilCall> const& calls, std::size_t k) {
+/// `text` with each of `calls` wrapped in LIBSECTION_WITH_GIL. A call may hold another (its
+/// arguments spanning a `#define` line whose body has one), so the insertions are made from
+/// the last position back, each shifting only what follows it.
+std::string wrapped(std::string text, std::vector<WrappedCall> const& calls) {
   struct Insert {
     std::size_t at;
     bool closes;
   };
   std::vector<Insert> inserts;
-  for (auto const& c : calls) {
-    if (c.text != k) continue;
-    inserts.push_back({c.begin, false});
-    inserts.push_back({c.end, true});
+  for (auto const& [begin, end] : calls) {
+    inserts.push_back({begin, false});
+    inserts.push_back({end, true});
   }
   // From the last position back; at one position, a call's `)` ends up before the next call's
   // opening (it is inserted after it).
@@ -85,12 +84,15 @@ void wrap_calls(std::string& text, std::vector<c_scan::GilCall> const& calls, st
     return a.at != b.at ? a.at > b.at : !a.closes && b.closes;
   });
   for (auto const& i : inserts) text.insert(i.at, i.closes ? ")" : "LIBSECTION_WITH_GIL(");
+  return text;
 }
 
 }  // namespace
 
-bool release_gil(OpCode& code, std::string const& op_name, bool op_allows) {
-  if (!op_allows || !read_settings_as<LinkError>().release_gil) return false;
+ReleasedCode release_gil(OpCode& code, std::string const& op_name, bool op_allows) {
+  ReleasedCode out;
+  out.support_calls.resize(code.support_code.size());
+  if (!op_allows || !read_settings_as<LinkError>().release_gil) return out;
   std::vector<OpText> const texts = op_texts(code);
   std::vector<GilText> read;
   for (auto const& t : texts) read.push_back({*t.text, t.scope});
@@ -102,10 +104,34 @@ bool release_gil(OpCode& code, std::string const& op_name, bool op_allows) {
                                : std::string("c_headers");
     debug_once(op_name + " keeps the GIL while its code runs: " + at + ": " + keep.why +
                " (release_gil = False on the op says so without this note)");
-    return false;
+    return out;
   }
-  for (std::size_t k = 0; k < texts.size(); ++k) wrap_calls(*texts[k].text, uses.calls, k);
-  return true;
+  std::vector<std::vector<WrappedCall>> calls(texts.size());
+  for (auto const& c : uses.calls) calls[c.text].emplace_back(c.begin, c.end);
+  // The module-wide support texts come first (op_texts): the module wraps them; the apply's
+  // own are wrapped here.
+  std::size_t const shared = code.support_code.size();
+  for (std::size_t k = 0; k < texts.size(); ++k) {
+    if (k < shared) out.support_calls[k] = std::move(calls[k]);
+    else *texts[k].text = wrapped(std::move(*texts[k].text), calls[k]);
+  }
+  out.released = true;
+  return out;
+}
+
+void SharedSupport::add(std::string const& text, std::vector<WrappedCall> const& calls) {
+  if (text.empty()) return;  // left out, as PyTensor leaves it out
+  auto it = std::find_if(entries_.begin(), entries_.end(),
+                         [&](Entry const& e) { return e.text == text; });
+  if (it == entries_.end()) it = entries_.insert(entries_.end(), Entry{text, {}});
+  it->calls.insert(calls.begin(), calls.end());
+}
+
+std::vector<std::string> SharedSupport::texts() const {
+  std::vector<std::string> out;
+  for (auto const& e : entries_)
+    out.push_back(wrapped(e.text, std::vector<WrappedCall>(e.calls.begin(), e.calls.end())));
+  return out;
 }
 
 std::string nogil_plan(int id) { return "int __nogil_plan_" + std::to_string(id) + " = 0;\n"; }
