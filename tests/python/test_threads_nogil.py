@@ -208,7 +208,6 @@ def test_nutpie_chains_run_an_op_as_written_at_once(cache_dir):
     check_posterior(idata, "nutpie")
 
 
-
 # ---- what keeps the GIL -------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytensor.tensor as pt
-from backend_ops import GRADIENT, HANG_GUARD, GateState
+from backend_ops import GRADIENT, HANG_GUARD, GateState, GaussLogLikeMeeting, VecMul
 from pytensor.graph.basic import Apply
 from pytensor.tensor import as_tensor_variable
 
@@ -198,6 +198,13 @@ class TicksScale(libsection.ExternalCOp):
         return ["<time.h>"]
 
 
+class VecMulKept(VecMul):
+    """VecMul keeping the GIL while its code runs, as every op did before the linker released
+    it (bench/bench_threads.py compares the two)."""
+
+    release_gil = False
+
+
 class GaussLogLikeGradAsWritten(ExternalCOp):
     """d/dmu of GaussLogLikeAsWritten, written alike (data/threads/)."""
 
@@ -218,10 +225,9 @@ class GaussLogLikeAsWritten(ExternalCOp):
     there is none to reuse, no Py_BEGIN_ALLOW_THREADS (data/threads/gauss_loglike_as_written.c)."""
 
     __props__ = ()
-    files = ("data/threads/gauss_loglike_as_written.c", "APPLY_SPECIFIC(gauss_loglike)")
 
     def __init__(self):
-        super().__init__(*self.files)
+        super().__init__("data/threads/gauss_loglike_as_written.c", "APPLY_SPECIFIC(gauss_loglike)")
 
     def make_node(self, y, mu):
         y = as_tensor_variable(y).astype("float64")
@@ -234,33 +240,19 @@ class GaussLogLikeAsWritten(ExternalCOp):
         return [g * (mu - y), g * GaussLogLikeGradAsWritten()(y, mu)]
 
 
-class GaussLogLikeMeetingAsWritten(GaussLogLikeAsWritten):
-    """GaussLogLikeAsWritten whose first calls from two threads other than the test's meet
-    inside the op, logging each call's interval (gauss_loglike_meeting_as_written.c): `state`
-    is `[the test thread's native id, 0, 0, 0, (start, end) * 16]`, passed by its address."""
-
-    __props__ = ("address",)
-    files = (
-        "data/threads/gauss_loglike_meeting_as_written.c",
-        "APPLY_SPECIFIC(gauss_loglike_meeting)",
-    )
+class GaussLogLikeMeetingAsWritten(GaussLogLikeMeeting):
+    """backend_ops.GaussLogLikeMeeting as users write it (no Py_BEGIN_ALLOW_THREADS), logging
+    each call's interval (data/threads/gauss_loglike_meeting_as_written.c): `state` is
+    `[the test thread's native id, 0, 0, 0, (start, end) * 16]`, passed by its address."""
 
     def __init__(self, state: np.ndarray):
         self.state = state  # kept alive with the op
         self.address = int(state.ctypes.data)
-        super().__init__()
-
-    def make_node(self, y, mu):
-        y = as_tensor_variable(y).astype("float64")
-        mu = as_tensor_variable(mu).astype("float64")
-        address = pt.constant(np.int64(self.address))
-        return Apply(self, [y, mu, address], [pt.dscalar()])
-
-    def c_headers(self, **kwargs):
-        return ["<sys/syscall.h>", "<time.h>", "<unistd.h>"]
-
-    def connection_pattern(self, node):
-        return [[True], [True], [False]]
+        ExternalCOp.__init__(
+            self,
+            "data/threads/gauss_loglike_meeting_as_written.c",
+            "APPLY_SPECIFIC(gauss_loglike_meeting)",
+        )
 
     def _gradient(self, inputs, outputs, cotangents):
         from pytensor.gradient import DisconnectedType
