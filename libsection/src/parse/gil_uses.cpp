@@ -93,8 +93,9 @@ class Scanner {
   // ---- what the texts define
   void collect(Unit const& u);
   void collect_head(Unit const& u, std::size_t i);
+  std::size_t after_head(Unit const& u, std::size_t k) const;
   void collect_typedef(Unit const& u, std::size_t i);
-  void collect_template(Unit const& u, std::size_t i);
+  void collect_template(Unit const& u, std::size_t open);
   bool type_name(std::string_view s) const;
   bool known_callee(Unit const& u, std::string_view name) const;
   std::string_view resolved(std::string_view name) const;
@@ -310,15 +311,21 @@ void Scanner::collect_head(Unit const& u, std::size_t i) {
     name = compact(u, i, close);
     params = close + 1;
   }
-  std::size_t k = closing(u, params) + 1;
+  std::size_t const k = after_head(u, closing(u, params) + 1);
+  if (is(u, k, "{")) functions_.insert(name);
+  else if (is(u, k, ";") || is(u, k, "=")) declared_.insert(name);
+}
+
+/// The token after a function head's qualifiers (`const`, `noexcept(...)`, ...) and trailing
+/// return type, from `k`, the one after its parameter list.
+std::size_t Scanner::after_head(Unit const& u, std::size_t k) const {
   while (k < u.tokens.size() &&
          one_of(spell(u, k), {"const", "noexcept", "override", "final", "volatile", "&"}))
     k = is(u, k + 1, "(") ? closing(u, k + 1) + 1 : k + 1;
   if (is(u, k, "->"))  // a trailing return type: a few names (bounded: hostile text is linear)
     for (std::size_t n = 0; n < 64 && k < u.tokens.size() && !is(u, k, "{") && !is(u, k, ";"); ++n)
       ++k;
-  if (is(u, k, "{")) functions_.insert(name);
-  else if (is(u, k, ";") || is(u, k, "=")) declared_.insert(name);
+  return k;
 }
 
 void Scanner::collect_typedef(Unit const& u, std::size_t i) {
