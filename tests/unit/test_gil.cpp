@@ -239,8 +239,12 @@ TEST_SUITE("gil") {
     std::string const code = "#line 12 \"ops/dot.c\"\ndouble v = 0;\nv = cblas_ddot(v);";
     code_op_module(code);
     code_op_module(code);
+    // A `#line` whose number is out of range is no directive to go by.
+    code_op_module("#line 99999999999999999999999 \"x.c\"\nv = cblas_daxpy(v);");
     set_log_sink({});
-    REQUIRE(records.size() == 1);
+    REQUIRE(records.size() == 2);
+    CHECK(records[1].message.find("CodeOp keeps the GIL while its code runs: <c_code>:2: calls "
+                                  "`cblas_daxpy`") == 0);
     CHECK(records[0].level == LogLevel::debug);
     CHECK(records[0].message ==
           "CodeOp keeps the GIL while its code runs: ops/dot.c:13: calls `cblas_ddot`, which its "

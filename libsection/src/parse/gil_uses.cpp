@@ -64,9 +64,9 @@ bool builtin_type_word(std::string_view s) {
           "class",  "typename", "_Complex", "wchar_t", "char16_t", "char32_t", "char8_t"});
 }
 
-class Scanner {
+class GilScanner {
  public:
-  Scanner(std::span<GilText const> texts, std::span<std::string const> headers);
+  GilScanner(std::span<GilText const> texts, std::span<std::string const> headers);
   GilUses run() &&;
 
  private:
@@ -130,19 +130,19 @@ class Scanner {
   GilUses out_;
 };
 
-Scanner::Scanner(std::span<GilText const> texts, std::span<std::string const> headers)
+GilScanner::GilScanner(std::span<GilText const> texts, std::span<std::string const> headers)
     : headers_(headers) {
   for (std::size_t k = 0; k < texts.size(); ++k) add_text(k, texts[k]);
 }
 
-std::string Scanner::compact(Unit const& u, std::size_t first, std::size_t last) const {
+std::string GilScanner::compact(Unit const& u, std::size_t first, std::size_t last) const {
   std::string out;
   for (std::size_t k = first; k <= last && k < u.tokens.size(); ++k) out += spell(u, k);
   return out;
 }
 
 // The text's code, then one unit per macro body (a function-like macro's parameters apart).
-void Scanner::add_text(std::size_t k, GilText const& t) {
+void GilScanner::add_text(std::size_t k, GilText const& t) {
   TokenizedBody body = tokenize(t.text, 0, t.text.size());
   Unit code{k, t.text, std::move(body.tokens), {}, {}, {}, {}};
   Context const start = t.scope == GilText::Scope::file      ? Context::file
@@ -184,7 +184,7 @@ void Scanner::add_text(std::size_t k, GilText const& t) {
   }
 }
 
-void Scanner::set_contexts(Unit& u, Context start) const {
+void GilScanner::set_contexts(Unit& u, Context start) const {
   u.match = match_brackets(u.source, u.tokens);
   u.context.resize(u.tokens.size());
   std::vector<Context> stack{start};
@@ -201,7 +201,7 @@ void Scanner::set_contexts(Unit& u, Context start) const {
 
 /// Whether the tokens ending at `last` end a function's (or a lambda's) head: `)`, possibly
 /// followed by qualifiers (`const`, `noexcept`, `override`, ...).
-bool Scanner::ends_function_head(Unit const& u, std::size_t last) const {
+bool GilScanner::ends_function_head(Unit const& u, std::size_t last) const {
   std::size_t k = last;
   while (k != none && k < u.tokens.size()) {
     auto const s = spell(u, k);
@@ -223,7 +223,7 @@ bool Scanner::ends_function_head(Unit const& u, std::size_t last) const {
 }
 
 /// What the block opening at `open` is, in a context that is not a function's body.
-Context Scanner::brace_kind(Unit const& u, std::size_t open, Context outer) const {
+Context GilScanner::brace_kind(Unit const& u, std::size_t open, Context outer) const {
   if (open == 0) return Context::initializer;
   if (ends_function_head(u, open - 1)) return Context::function;
   if (is(u, open - 1, "}") && outer == Context::members) return Context::function;  // `: a{1} {`
@@ -239,7 +239,7 @@ Context Scanner::brace_kind(Unit const& u, std::size_t open, Context outer) cons
 
 /// What the block after the head `[start, open)` is: a namespace's (file scope), a type's
 /// members, a function's body (a trailing return type), or an initializer.
-Context Scanner::head_kind(Unit const& u, std::size_t start, std::size_t open) const {
+Context GilScanner::head_kind(Unit const& u, std::size_t start, std::size_t open) const {
   bool trailing_return = false, assigns = false, tag = false;
   for (std::size_t k = start; k < open; ++k) {
     auto const s = spell(u, k);
@@ -257,7 +257,7 @@ Context Scanner::head_kind(Unit const& u, std::size_t start, std::size_t open) c
 
 /// The `<` matching the `>` at `close`, when the two enclose template arguments; `none` when
 /// the `>` is a comparison.
-std::size_t Scanner::template_open(Unit const& u, std::size_t close) const {
+std::size_t GilScanner::template_open(Unit const& u, std::size_t close) const {
   int depth = 0;
   for (std::size_t j = close + 1, steps = 0; j-- > 0 && steps < 256; ++steps) {
     auto const s = spell(u, j);
@@ -271,7 +271,7 @@ std::size_t Scanner::template_open(Unit const& u, std::size_t close) const {
 
 // ---- what the texts define ------------------------------------------------------------------
 
-void Scanner::collect(Unit const& u) {
+void GilScanner::collect(Unit const& u) {
   for (std::size_t i = 0; i < u.tokens.size(); ++i) {
     if (!ident(u, i)) continue;
     auto const s = spell(u, i);
@@ -294,7 +294,7 @@ void Scanner::collect(Unit const& u) {
 
 /// `name(...)` at file or member scope: a function's definition (its body follows) or its
 /// declaration (`;` follows) when a type precedes it.
-void Scanner::collect_head(Unit const& u, std::size_t i) {
+void GilScanner::collect_head(Unit const& u, std::size_t i) {
   auto const word = spell(u, i);
   if (i == 0 || (word != "APPLY_SPECIFIC" &&
                  (not_a_callee(word) || unevaluated_word(word) || builtin_type_word(word))))
@@ -318,7 +318,7 @@ void Scanner::collect_head(Unit const& u, std::size_t i) {
 
 /// The token after a function head's qualifiers (`const`, `noexcept(...)`, ...) and trailing
 /// return type, from `k`, the one after its parameter list.
-std::size_t Scanner::after_head(Unit const& u, std::size_t k) const {
+std::size_t GilScanner::after_head(Unit const& u, std::size_t k) const {
   while (k < u.tokens.size() &&
          one_of(spell(u, k), {"const", "noexcept", "override", "final", "volatile", "&"}))
     k = is(u, k + 1, "(") ? closing(u, k + 1) + 1 : k + 1;
@@ -328,7 +328,7 @@ std::size_t Scanner::after_head(Unit const& u, std::size_t k) const {
   return k;
 }
 
-void Scanner::collect_typedef(Unit const& u, std::size_t i) {
+void GilScanner::collect_typedef(Unit const& u, std::size_t i) {
   std::string_view name;
   std::size_t const last = std::min(u.tokens.size(), i + 256);  // hostile text stays linear
   for (std::size_t k = i + 1; k < last && !is(u, k, ";"); ++k) {
@@ -343,7 +343,7 @@ void Scanner::collect_typedef(Unit const& u, std::size_t i) {
   if (!name.empty()) types_.emplace(name);
 }
 
-void Scanner::collect_template(Unit const& u, std::size_t open) {
+void GilScanner::collect_template(Unit const& u, std::size_t open) {
   int depth = 0;
   std::size_t const last = std::min(u.tokens.size(), open + 256);  // hostile text stays linear
   for (std::size_t k = open; k < last; ++k) {
@@ -355,7 +355,7 @@ void Scanner::collect_template(Unit const& u, std::size_t open) {
   }
 }
 
-bool Scanner::type_name(std::string_view s) const {
+bool GilScanner::type_name(std::string_view s) const {
   return builtin_type_word(s) || types_.count(s) || object_macros_.count(s) || is_library_type(s) ||
          is_api_value(s) || python_name_use(s) == NameUse::gil_free;
 }
@@ -363,7 +363,7 @@ bool Scanner::type_name(std::string_view s) const {
 /// A name whose call the linker can see through: defined by the texts, a macro of theirs whose
 /// body is read apart (not a parameter of the macro being read), a type (a cast or a
 /// constructor), or the standard library's.
-bool Scanner::known_callee(Unit const& u, std::string_view name) const {
+bool GilScanner::known_callee(Unit const& u, std::string_view name) const {
   if (std::find(u.params.begin(), u.params.end(), name) != u.params.end()) return false;
   if (object_macros_.count(name)) return false;  // called as what it expands to (`alias`)
   if (functions_.count(name) || macros_.count(name) || type_name(name)) return true;
@@ -372,7 +372,7 @@ bool Scanner::known_callee(Unit const& u, std::string_view name) const {
 
 /// What a call of `name` calls once macros that stand for one name are expanded; empty when a
 /// macro stands for more (or for itself).
-std::string_view Scanner::resolved(std::string_view name) const {
+std::string_view GilScanner::resolved(std::string_view name) const {
   for (int depth = 0; depth < 8; ++depth) {
     auto const alias = aliases_.find(name);
     if (alias == aliases_.end()) return name;
@@ -384,18 +384,18 @@ std::string_view Scanner::resolved(std::string_view name) const {
 
 // ---- judging --------------------------------------------------------------------------------
 
-void Scanner::keep(Unit const& u, std::size_t i, std::string why) {
+void GilScanner::keep(Unit const& u, std::size_t i, std::string why) {
   keep_at(u.text, i < u.tokens.size() ? u.tokens[i].begin : u.source.size(), std::move(why));
 }
 
 // The first reason in the order of the texts (a header of the module's, `no_text`, last).
-void Scanner::keep_at(std::size_t text, std::size_t at, std::string why) {
+void GilScanner::keep_at(std::size_t text, std::size_t at, std::string why) {
   auto& first = out_.keep;
   if (!first || text < first->text || (text == first->text && at < first->at))
     first = GilKeep{text, at, std::move(why)};
 }
 
-void Scanner::check_headers() {
+void GilScanner::check_headers() {
   auto const why = [](std::string const& header) {
     return "includes `" + header + "`, whose code the linker cannot see";
   };
@@ -406,7 +406,7 @@ void Scanner::check_headers() {
     if (!h.empty() && !is_library_header(h)) keep_at(GilKeep::no_text, 0, why(h));
 }
 
-void Scanner::scan(Unit const& u) {
+void GilScanner::scan(Unit const& u) {
   wrapped_until_ = 0;
   for (std::size_t i = 0; i < u.tokens.size(); ++i) {
     auto const s = spell(u, i);
@@ -427,7 +427,7 @@ void Scanner::scan(Unit const& u) {
   }
 }
 
-void Scanner::call_at(Unit const& u, std::size_t i) {
+void GilScanner::call_at(Unit const& u, std::size_t i) {
   if (u.tokens[i].begin < wrapped_until_) return;  // runs with the GIL, inside another call
   auto const name = spell(u, i);
   if (not_a_callee(name) || statement_word(name) || builtin_type_word(name)) return;
@@ -441,7 +441,7 @@ void Scanner::call_at(Unit const& u, std::size_t i) {
 
 /// Whether `name(` at `i` declares rather than calls: a function's head at file or member
 /// scope, or `T x(args)` with `T` a type (a declaration with a constructor's arguments).
-bool Scanner::declares(Unit const& u, std::size_t i) const {
+bool GilScanner::declares(Unit const& u, std::size_t i) const {
   if (i == 0) return false;
   auto const before = spell(u, i - 1);
   if (u.context[i] == Context::members && one_of(before, {":", ","}))
@@ -455,7 +455,7 @@ bool Scanner::declares(Unit const& u, std::size_t i) const {
          (type_name(spell(u, open - 1)) || is(u, open - 2, "::"));
 }
 
-void Scanner::plain_call(Unit const& u, std::size_t i, std::size_t begin, std::size_t paren) {
+void GilScanner::plain_call(Unit const& u, std::size_t i, std::size_t begin, std::size_t paren) {
   std::string_view const written = spell(u, i);
   std::string_view const name = resolved(written);
   auto const use = python_name_use(name);
@@ -485,7 +485,7 @@ void Scanner::plain_call(Unit const& u, std::size_t i, std::size_t begin, std::s
              "`, which its code does not define (a library's function may call Python)");
 }
 
-void Scanner::member_call(Unit const& u, std::size_t i) {
+void GilScanner::member_call(Unit const& u, std::size_t i) {
   auto const name = spell(u, i);
   if (functions_.count(name) || is_library_member(name)) return;
   keep(u, i,
@@ -494,7 +494,7 @@ void Scanner::member_call(Unit const& u, std::size_t i) {
 }
 
 /// `A::B::f(`: the standard library's, the texts' own class or namespace, or `::f(`.
-void Scanner::qualified_call(Unit const& u, std::size_t i, std::size_t paren) {
+void GilScanner::qualified_call(Unit const& u, std::size_t i, std::size_t paren) {
   std::size_t root = i - 1;  // the first `::`, after the first name (`std`, `A`)
   std::size_t first_name = none;
   while (root > 0) {
@@ -520,7 +520,7 @@ void Scanner::qualified_call(Unit const& u, std::size_t i, std::size_t paren) {
 
 /// A name of the API, or a function the texts only declare, named without a call: its address
 /// may be called later, anywhere, without the GIL.
-void Scanner::named_without_call(Unit const& u, std::size_t i) {
+void GilScanner::named_without_call(Unit const& u, std::size_t i) {
   auto const name = spell(u, i);
   if (i > 0 && (is(u, i - 1, ".") || is(u, i - 1, "->"))) return;
   bool const type = ident(u, i + 1) || is(u, i + 1, "*");  // `PyType_Slot slots[]`, `PyFoo* p`
@@ -533,7 +533,7 @@ void Scanner::named_without_call(Unit const& u, std::size_t i) {
 }
 
 // `(` after `)`, `]`, `}` or `>`: a call of what an expression gives, a template's, or none.
-void Scanner::paren_after(Unit const& u, std::size_t i) {
+void GilScanner::paren_after(Unit const& u, std::size_t i) {
   if (u.tokens[i].begin < wrapped_until_) return;
   auto const before = spell(u, i - 1);
   std::size_t const open = u.match[i - 1];
@@ -553,7 +553,7 @@ void Scanner::paren_after(Unit const& u, std::size_t i) {
 }
 
 /// `name<...>(`: a template's call (or a cast, or a type's constructor), or a comparison.
-void Scanner::paren_after_template(Unit const& u, std::size_t i) {
+void GilScanner::paren_after_template(Unit const& u, std::size_t i) {
   std::size_t const angle = template_open(u, i - 1);
   if (angle == none || angle == 0 || !ident(u, angle - 1)) return;  // a comparison
   std::size_t const callee = angle - 1;
@@ -570,7 +570,7 @@ void Scanner::paren_after_template(Unit const& u, std::size_t i) {
 
 /// `(...)(` : `APPLY_SPECIFIC(f)(`, a cast's operand, a declaration's, or a call through an
 /// expression (a function pointer).
-void Scanner::paren_after_group(Unit const& u, std::size_t i) {
+void GilScanner::paren_after_group(Unit const& u, std::size_t i) {
   std::size_t const open = u.match[i - 1];
   auto const head = open > 0 ? spell(u, open - 1) : std::string_view{};
   if (head == "APPLY_SPECIFIC") {
@@ -594,7 +594,7 @@ void Scanner::paren_after_group(Unit const& u, std::size_t i) {
 }
 
 /// Whether the group opening at `open` is a cast: only types and their punctuation inside.
-bool Scanner::cast_group(Unit const& u, std::size_t open) const {
+bool GilScanner::cast_group(Unit const& u, std::size_t open) const {
   std::size_t const close = closing(u, open);
   if (close == open + 1) return false;
   // `(T*)(x)`: a pointer type, whatever `T` is (no expression ends with `*` or `&`).
@@ -609,7 +609,7 @@ bool Scanner::cast_group(Unit const& u, std::size_t open) const {
   return true;
 }
 
-void Scanner::check_macro_uses() {
+void GilScanner::check_macro_uses() {
   for (auto const& u : units_) {
     if (!u.macro.empty()) continue;
     for (std::size_t i = 0; i < u.tokens.size(); ++i)
@@ -622,7 +622,7 @@ void Scanner::check_macro_uses() {
 
 /// Where each macro's body stands: where its uses are, when they are all outside functions (a
 /// macro that writes definitions); in a function's body otherwise. One pass over the texts.
-void Scanner::set_macro_contexts() {
+void GilScanner::set_macro_contexts() {
   std::map<std::string_view, Context> where;
   for (auto const& u : units_) {
     if (!u.macro.empty()) continue;
@@ -640,7 +640,7 @@ void Scanner::set_macro_contexts() {
   }
 }
 
-GilUses Scanner::run() && {
+GilUses GilScanner::run() && {
   set_macro_contexts();
   for (auto const& u : units_) collect(u);
   for (auto const& u : units_) scan(u);
@@ -655,7 +655,7 @@ GilUses Scanner::run() && {
 }  // namespace
 
 GilUses find_gil_uses(std::span<GilText const> texts, std::span<std::string const> headers) {
-  return Scanner(texts, headers).run();
+  return GilScanner(texts, headers).run();
 }
 
 }  // namespace section::c_scan

@@ -3,6 +3,7 @@
 #include "linker/generate/gil.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -43,9 +44,17 @@ std::string where(std::string_view text, std::size_t at, char const* method) {
     std::size_t const end = std::min(text.find('\n', begin), text.size());
     if (at <= end) break;
     std::string_view const this_line = text.substr(begin, end - begin);
-    if (auto path = detail::line_directive_path(this_line)) {
+    auto const path = detail::line_directive_path(this_line);
+    std::size_t directive_line = 0;  // 0: not a `#line N "path"` (or N out of range)
+    if (path) {
+      std::string_view const number = this_line.substr(this_line.find("#line") + 6);
+      auto const read =
+          std::from_chars(number.data(), number.data() + number.size(), directive_line);
+      if (read.ec != std::errc{}) directive_line = 0;
+    }
+    if (directive_line) {
       file = *path;
-      line = std::stoul(std::string(this_line.substr(this_line.find("#line") + 6)));
+      line = directive_line;
     } else {
       ++line;
     }
