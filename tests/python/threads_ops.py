@@ -11,7 +11,15 @@ import time
 
 import numpy as np
 import pytensor.tensor as pt
-from backend_ops import GRADIENT, HANG_GUARD, GateState, GaussLogLikeMeeting, VecMul
+from backend_ops import (
+    GRADIENT,
+    HANG_GUARD,
+    GateState,
+    GaussLogLike,
+    GaussLogLikeGrad,
+    GaussLogLikeMeeting,
+    VecMul,
+)
 from pytensor.graph.basic import Apply
 from pytensor.tensor import as_tensor_variable
 
@@ -205,34 +213,25 @@ class VecMulKept(VecMul):
     release_gil = False
 
 
-class GaussLogLikeGradAsWritten(ExternalCOp):
+class GaussLogLikeGradAsWritten(GaussLogLikeGrad):
     """d/dmu of GaussLogLikeAsWritten, written alike (data/threads/)."""
 
-    __props__ = ()
-
     def __init__(self):
-        super().__init__(
-            "data/threads/gauss_loglike_grad_as_written.c", "APPLY_SPECIFIC(gauss_loglike_grad)"
+        ExternalCOp.__init__(
+            self,
+            "data/threads/gauss_loglike_grad_as_written.c",
+            "APPLY_SPECIFIC(gauss_loglike_grad)",
         )
 
-    def make_node(self, y, mu):
-        y, mu = as_tensor_variable(y), as_tensor_variable(mu)
-        return Apply(self, [y, mu], [pt.dscalar()])
 
-
-class GaussLogLikeAsWritten(ExternalCOp):
+class GaussLogLikeAsWritten(GaussLogLike):
     """backend_ops.GaussLogLike as PyTensor users write it: one loop, the output allocated when
     there is none to reuse, no Py_BEGIN_ALLOW_THREADS (data/threads/gauss_loglike_as_written.c)."""
 
-    __props__ = ()
-
     def __init__(self):
-        super().__init__("data/threads/gauss_loglike_as_written.c", "APPLY_SPECIFIC(gauss_loglike)")
-
-    def make_node(self, y, mu):
-        y = as_tensor_variable(y).astype("float64")
-        mu = as_tensor_variable(mu).astype("float64")
-        return Apply(self, [y, mu], [pt.dscalar()])
+        ExternalCOp.__init__(
+            self, "data/threads/gauss_loglike_as_written.c", "APPLY_SPECIFIC(gauss_loglike)"
+        )
 
     def _gradient(self, inputs, outputs, cotangents):
         y, mu = inputs
