@@ -197,6 +197,7 @@ def build(
     c_libraries: Sequence[str] | None = None,
     c_lib_dirs: Sequence[str | os.PathLike[str]] | None = None,
     c_headers: Sequence[str] | None = None,
+    release_gil: bool = True,
 ) -> CompiledOp:
     r"""Compiles the op implemented by section ``files`` and returns it as a callable.
 
@@ -232,6 +233,8 @@ def build(
         c_lib_dirs: Folders searched for libraries (relative ones from the working
             directory).
         c_headers: Headers included before the op's code.
+        release_gil: ``False`` keeps the GIL while the op's code runs; by default the code
+            runs without it where the linker sees that is safe (README, "Threads").
 
     Returns:
         The compiled op: call it with one value per input; it returns the output (a tuple
@@ -275,6 +278,7 @@ def build(
             c_libraries=c_libraries,
             c_lib_dirs=c_lib_dirs,
             c_headers=c_headers,
+            release_gil=release_gil,
         )
 
 
@@ -292,6 +296,7 @@ def _build(
     num_outputs: int | None = None,
     check_input: bool = True,
     language: str = "c++",
+    release_gil: bool = True,
     **flags: object,
 ) -> CompiledOp:
     """``build()`` as task ``number`` of ``shown``; ``flags`` are its ``c_*`` lists."""
@@ -323,6 +328,7 @@ def _build(
             c_libraries=checked_flags["c_libraries"],
             c_lib_dirs=checked_flags["c_lib_dirs"],
             c_headers=checked_flags["c_headers"],
+            release_gil=bool(release_gil),
         )
 
 

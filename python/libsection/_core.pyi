@@ -273,6 +273,14 @@ class OpDescription:
     @outputs.setter
     def outputs(self, arg0: collections.abc.Sequence[TypeSpec] | None) -> None:
         ...
+    @property
+    def release_gil(self) -> bool:
+        """
+        Whether the op's code may run without the GIL where the linker sees that is safe (README, "Threads"); ``True`` by default.
+        """
+    @release_gil.setter
+    def release_gil(self, arg0: bool) -> None:
+        ...
 class NodeContext:
     """
     One application of an op: C names, dtypes and ``sub`` dicts (names as in the C++
@@ -503,9 +511,9 @@ class Dispatcher:
         """
         Call self as a function.
         """
-def build_sections(loaded: LoadedSections, inputs: collections.abc.Sequence[str], outputs: collections.abc.Sequence[str], func_name: str | None = None, params: collections.abc.Sequence[tuple[str, str, typing.Any]] = [], name: str = 'SectionOp', num_inputs: typing.SupportsInt | typing.SupportsIndex | None = None, num_outputs: typing.SupportsInt | typing.SupportsIndex | None = None, check_input: bool = True, language: str = 'c++', c_headers: collections.abc.Sequence[str] = [], c_header_dirs: collections.abc.Sequence[str] = [], c_libraries: collections.abc.Sequence[str] = [], c_lib_dirs: collections.abc.Sequence[str] = [], c_compile_args: collections.abc.Sequence[str] = []) -> typing.Any:
+def build_sections(loaded: LoadedSections, inputs: collections.abc.Sequence[str], outputs: collections.abc.Sequence[str], func_name: str | None = None, params: collections.abc.Sequence[tuple[str, str, typing.Any]] = [], name: str = 'SectionOp', num_inputs: typing.SupportsInt | typing.SupportsIndex | None = None, num_outputs: typing.SupportsInt | typing.SupportsIndex | None = None, check_input: bool = True, language: str = 'c++', c_headers: collections.abc.Sequence[str] = [], c_header_dirs: collections.abc.Sequence[str] = [], c_libraries: collections.abc.Sequence[str] = [], c_lib_dirs: collections.abc.Sequence[str] = [], c_compile_args: collections.abc.Sequence[str] = [], release_gil: bool = True) -> typing.Any:
     """
-    Builds the op of loaded section files for the given input/output type strings; ``language="c"`` compiles it as C. The ``c_*`` lists are what the op adds to its module's build, as PyTensor's methods of those names give them.
+    Builds the op of loaded section files for the given input/output type strings; ``language="c"`` compiles it as C. The ``c_*`` lists are what the op adds to its module's build, as PyTensor's methods of those names give them; ``release_gil=False`` keeps the GIL while its code runs.
     """
 def cache_dir() -> str:
     """

@@ -182,6 +182,9 @@ class ExternalCOp(BuiltByTheCore, COp):
     language = "c++"
     """What the section files are written in: ``"c++"`` (PyTensor's, the default) or ``"c"``,
     checked as C (section-lint's SL208 and SL209) and compiled as C."""
+    release_gil = True
+    """Run the C code without the GIL where the linker sees that is safe, taking it back around
+    each call of Python's or NumPy's API (README, "Threads"); ``False`` keeps it held."""
     vmap_method = "sequential"
     """How a batch (``Blockwise``, ``vectorize_graph``, ``jax.vmap``) runs the C code: once per
     row, in one C loop (``"sequential"``), or once for the whole batch, every input broadcast to
@@ -291,6 +294,7 @@ class ExternalCOp(BuiltByTheCore, COp):
         op = _core.OpDescription()
         op.name = type(self).__name__  # named by a bad `language`
         op.language = str(self.language)
+        op.release_gil = bool(getattr(self, "release_gil", True))
         op.has_params = self.params_type is not None
         op.params = self._params_spec()
         if check_input is None:

@@ -51,7 +51,9 @@ class ExternalCOp:
     ``_cop_num_outputs`` (NULL padding of the call), ``check_input`` (dtype macros), and
     ``params``, a ``{field: type string}`` dict whose values are the instance's attributes of
     those names, seen by the C code as ``params->field``, and ``language``, ``"c++"`` (the
-    default) or ``"c"``: files declared C are checked as C and their module compiled as C.
+    default) or ``"c"``: files declared C are checked as C and their module compiled as C;
+    ``release_gil = False`` keeps the GIL while the C code runs (by default it runs without it
+    where the linker sees that is safe, README "Threads").
     With ``gufunc_signature`` (``"(n),(n)->(n)"``), arrays with leading batch dimensions are
     broadcast as NumPy's gufuncs broadcast them and the C code runs over their rows in one C
     loop; ``vmap_method = "broadcast_all"`` says the C code takes the whole batch itself.
@@ -97,6 +99,7 @@ class ExternalCOp:
     check_input: bool = True
     params: dict[str, str] = {}
     language: str = "c++"
+    release_gil: bool = True
     gufunc_signature: str | None = None
     vmap_method: str = "sequential"
 
@@ -207,6 +210,7 @@ class ExternalCOp:
                 num_outputs=self._cop_num_outputs,
                 check_input=bool(self.check_input),
                 language=self.language,
+                release_gil=bool(self.release_gil),
                 c_compile_args=flags["c_compile_args"],
                 c_header_dirs=flags["c_header_dirs"],
                 c_libraries=flags["c_libraries"],

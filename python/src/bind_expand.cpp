@@ -84,6 +84,9 @@ List fields are copied on assignment: assign whole lists.)doc")
       .def_readwrite("params", &OpDescription::params)
       .def_readwrite("inputs", &OpDescription::inputs)
       .def_readwrite("outputs", &OpDescription::outputs)
+      .def_readwrite("release_gil", &OpDescription::release_gil,
+                     "Whether the op's code may run without the GIL where the linker sees that is "
+                     "safe (README, \"Threads\"); ``True`` by default.")
       .def_property(
           "language",
           [](OpDescription const& op) { return std::string(language_name(op.language)); },

@@ -131,10 +131,11 @@ void bind_builds(py::module_& m) {
         py::arg("c_header_dirs") = std::vector<std::string>{},
         py::arg("c_libraries") = std::vector<std::string>{},
         py::arg("c_lib_dirs") = std::vector<std::string>{},
-        py::arg("c_compile_args") = std::vector<std::string>{},
+        py::arg("c_compile_args") = std::vector<std::string>{}, py::arg("release_gil") = true,
         "Builds the op of loaded section files for the given input/output type strings; "
         "``language=\"c\"`` compiles it as C. The ``c_*`` lists are what the op adds to its "
-        "module's build, as PyTensor's methods of those names give them.");
+        "module's build, as PyTensor's methods of those names give them; "
+        "``release_gil=False`` keeps the GIL while its code runs.");
 
   m.def("load_support_library", &load_support_code, py::arg("name"), py::arg("code"),
         py::arg("header_dirs"), py::arg("symbols"), py::arg("language") = "c++",

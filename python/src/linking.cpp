@@ -140,7 +140,8 @@ py::object build_sections(
     std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
     bool check_input, std::string const& language, std::vector<std::string> c_headers,
     std::vector<std::string> c_header_dirs, std::vector<std::string> c_libraries,
-    std::vector<std::string> c_lib_dirs, std::vector<std::string> c_compile_args) {
+    std::vector<std::string> c_lib_dirs, std::vector<std::string> c_compile_args,
+    bool release_gil) {
   if (!loaded.set.ok())
     raise_python(LinkError(loaded.set.error->message, loaded.set.diagnostics), *loaded.sources);
   OpDescription op;
@@ -150,6 +151,7 @@ py::object build_sections(
   op.num_outputs = num_outputs;
   op.check_input = check_input;
   op.language = parse_language(language, name);
+  op.release_gil = release_gil;
   op.inputs = parse_type_strings(inputs, "inputs");
   op.outputs = parse_type_strings(outputs, "outputs");
   std::string const shown = signature_text(name, ctypes_for(*op.inputs), ctypes_for(*op.outputs));

@@ -62,7 +62,8 @@ pybind11::object link_cached(std::string const& key, std::string const& name, st
                              std::size_t n_outputs, std::vector<pybind11::object> const& constants);
 
 /// The op of the sections `loaded`, for the `inputs` and `outputs` type strings, linked: its
-/// description from the arguments (PyTensor's `ExternalCOp`'s, `language` "c++" or "c"),
+/// description from the arguments (PyTensor's `ExternalCOp`'s, `language` "c++" or "c",
+/// `release_gil` false to keep the GIL while its code runs),
 /// `params` its params fields `(name, type string, value)`, the `c_*` lists what it adds to
 /// its build (`section_op_graph`). Raises the Python form of the `LinkError` of sections that
 /// failed to load, of bad type strings or of the build.
@@ -73,7 +74,7 @@ pybind11::object build_sections(
     std::string const& name, std::optional<int> num_inputs, std::optional<int> num_outputs,
     bool check_input, std::string const& language, std::vector<std::string> c_headers,
     std::vector<std::string> c_header_dirs, std::vector<std::string> c_libraries,
-    std::vector<std::string> c_lib_dirs, std::vector<std::string> c_compile_args);
+    std::vector<std::string> c_lib_dirs, std::vector<std::string> c_compile_args, bool release_gil);
 
 /// Builds (or finds) the modules of `graphs` in the cache, those not in it compiled together
 /// where they can share a library; a graph whose code cannot be generated is left for its

@@ -139,7 +139,8 @@ void take_python_parts(py::object const& op, NodeContext const& ctx, OpCode& cod
 
 /// An op object from Python whose every `c_*` method (`take_python_parts`) is called; `c_code`
 /// is required. A string attribute `name` names it in messages (default: its class's name); one
-/// named `language`, `"c"` or `"c++"` (the default), declares its code's.
+/// named `language`, `"c"` or `"c++"` (the default), declares its code's; one named
+/// `release_gil`, false, keeps the GIL while its code runs.
 class PythonOp final : public COp {
  public:
   explicit PythonOp(py::object op) : op_(std::move(op)) {
@@ -155,6 +156,9 @@ class PythonOp final : public COp {
   Language language() const override {
     if (!py::hasattr(op_, "language")) return Language::cxx;
     return parse_language(py::str(op_.attr("language")).cast<std::string>(), name());
+  }
+  bool may_release_gil() const override {
+    return !py::hasattr(op_, "release_gil") || py::bool_(op_.attr("release_gil"));
   }
   OpCode generate(NodeContext const& ctx) const override {
     OpCode code;
@@ -180,6 +184,7 @@ class DropInOp final : public COp {
         overridden_(std::move(overridden)) {}
   std::string name() const override { return section_.name(); }
   Language language() const override { return section_.language(); }
+  bool may_release_gil() const override { return section_.may_release_gil(); }
   OpCode generate(NodeContext const& ctx) const override {
     std::optional<NodeContext> const reshaped = reshaped_context(ctx);
     Expansion e = section_.expansion(reshaped ? *reshaped : ctx);

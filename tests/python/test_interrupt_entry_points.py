@@ -46,6 +46,12 @@ SLEEPY = """\
 }
 """
 
+# The same op as PyTensor users write it, without Py_BEGIN_ALLOW_THREADS: the linker runs its
+# code without the GIL (the child starts a second thread, so there is one to give it to).
+SLEEPY_AS_WRITTEN = SLEEPY.replace("        Py_BEGIN_ALLOW_THREADS\n", "").replace(
+    "        Py_END_ALLOW_THREADS\n", ""
+)
+
 # One entry point, made ready (`make`) and called (`call`), in a process of its own.
 CHILD = textwrap.dedent(
     """
@@ -54,6 +60,9 @@ CHILD = textwrap.dedent(
 
     route, phase = sys.argv[1], sys.argv[2]
     SLEEPY = os.path.abspath("sleepy.c")
+    if os.environ.get("SECOND_THREAD"):  # another thread: the linker gives the GIL up
+        import threading, time
+        threading.Thread(target=lambda: time.sleep(3600), daemon=True).start()
 
     def make():
         import libsection
@@ -152,12 +161,15 @@ def wait_for(path: Path, child: subprocess.Popen, what: str) -> None:
         time.sleep(0.02)
 
 
-def interrupted(route: str, phase: str, tmp_path: Path) -> subprocess.CompletedProcess:
+def interrupted(
+    route: str, phase: str, tmp_path: Path, op: str = SLEEPY
+) -> subprocess.CompletedProcess:
     """Runs the child for `route`, sends SIGINT once the op's call (or its compiler) started,
     and returns how it ended."""
-    (tmp_path / "sleepy.c").write_text(SLEEPY)
+    (tmp_path / "sleepy.c").write_text(op)
     env = {
         **os.environ,
+        **({"SECOND_THREAD": "1"} if op is SLEEPY_AS_WRITTEN else {}),
         "LIBSECTION_CACHE_DIR": str(tmp_path / "cache"),
         "REAL_CXX": real_compiler(),
         "PYTENSOR_FLAGS": f"compiledir={tmp_path / 'pytensor'}",
@@ -184,10 +196,12 @@ def interrupted(route: str, phase: str, tmp_path: Path) -> subprocess.CompletedP
     return subprocess.CompletedProcess(child.args, child.returncode, out, err)
 
 
+@pytest.mark.parametrize("op", [SLEEPY, SLEEPY_AS_WRITTEN], ids=["op-releases", "linker-releases"])
 @pytest.mark.parametrize("route", ROUTES)
-def test_sigint_during_a_first_call_reaches_the_caller(route, tmp_path):
+def test_sigint_during_a_first_call_reaches_the_caller(route, op, tmp_path):
     skip_missing(route)
-    done = interrupted(route, "call", tmp_path)
+    assert op is SLEEPY or "Py_BEGIN_ALLOW_THREADS" not in op
+    done = interrupted(route, "call", tmp_path, op)
     assert "terminate called" not in done.stderr, done.stderr[-3000:]
     assert done.returncode == 3, (done.stdout, done.stderr[-3000:])
     assert done.stdout.split("\n")[1:3] == [

@@ -85,9 +85,11 @@ TEST_SUITE("linker") {
     CHECK(l7 < l6);
     CHECK(l6 < l1);
     CHECK(m.text.find("/* cleanup Mul */") < m.text.find("/* cleanup Add */"));
-    // Add's failure code jumps to its own label, with its own id.
-    CHECK(m.text.find("{__failure = 6; if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "
-                      "\"Add (node 0): C code failed without setting a Python exception\"); "
+    // Add's failure code jumps to its own label, with its own id (the GIL taken back around
+    // its calls of the API: the op's code runs without it).
+    CHECK(m.text.find("{__failure = 6; if (!LIBSECTION_WITH_GIL(PyErr_Occurred())) "
+                      "LIBSECTION_WITH_GIL(PyErr_SetString(PyExc_RuntimeError, "
+                      "\"Add (node 0): C code failed without setting a Python exception\")); "
                       "goto __label_6;}") != std::string::npos);
     // Outputs sync only on success; support code appears once; placeholders are gone.
     CHECK(count(m.text, "if (!__failure) {") == 1);

@@ -54,6 +54,7 @@ class SectionOp final : public COp {
   SourceManager const& sources() const { return *sm_; }
   BuildFlags const& flags() const { return flags_; }
   Language language() const override { return op_.language; }
+  bool may_release_gil() const override { return op_.release_gil; }
   /// Where its files read an array's elements through a plain floating type (SL306, as
   /// errors) when the inputs marked `dual_inputs` and outputs marked `dual_outputs` hold dual
   /// numbers: arrays the files show to be others (a plain input, through `INPUT_k` or the

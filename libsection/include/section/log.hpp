@@ -1,6 +1,7 @@
 // Notices from the linker core (compiles, the one-time setup, lock waits, damaged cache entries).
-// They go to one sink: stderr by default (the command-line tools), Python's `logging` when the
-// core runs inside libsection._core, so a notebook can capture or silence them.
+// They go to one sink: stderr by default (the command-line tools; DEBUG records left out),
+// Python's `logging` when the core runs inside libsection._core, so a notebook can capture or
+// silence them.
 #pragma once
 
 #include <functional>

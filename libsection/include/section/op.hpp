@@ -45,6 +45,8 @@ struct OpDescription {
   /// Its gradient is derived from its C code (a differentiated module): the linter reports
   /// values hidden from derivatives (SL306).
   bool differentiated = false;
+  /// Its code may run without the GIL where the linker sees that is safe (`release_gil`).
+  bool release_gil = true;
 };
 
 /// What the `DTYPE_`, `TYPENUM_` and `ITEMSIZE_` macros of a variable expand to, where its

@@ -10,7 +10,9 @@ namespace {
 std::mutex sink_mutex;
 std::shared_ptr<LogSink const> current_sink;  // null: stderr
 
+// Notices only: DEBUG records are for a sink that asks for them (Python's `logging`).
 void to_stderr(LogRecord const& record) {
+  if (record.level == LogLevel::debug) return;
   std::fprintf(stderr, "libsection: %s\n", record.message.c_str());
 }
 

@@ -56,6 +56,9 @@ constexpr std::array variables = {
     SettingVariable{"LIBSECTION_SHOW_GENERATED",
                     "1: a compile error also lists the compiler's messages about the generated "
                     "module's own lines; 0 or unset: those are told in terms of your files"},
+    SettingVariable{"LIBSECTION_RELEASE_GIL",
+                    "0: every op's code runs with the GIL held, as written; 1 or unset: without "
+                    "it where the linker sees that is safe (README, \"Threads\")"},
 };
 
 /// The variable's value; nullptr when unset or empty (both mean the default).
@@ -197,6 +200,9 @@ Settings read_settings() {
   char const* show = value_of("LIBSECTION_SHOW_GENERATED");
   s.show_generated = show && zero_or_one("LIBSECTION_SHOW_GENERATED", show,
                                          "1 (show errors in the generated module) or 0");
+  char const* release = value_of("LIBSECTION_RELEASE_GIL");
+  s.release_gil = !release || zero_or_one("LIBSECTION_RELEASE_GIL", release,
+                                          "1 (ops' code runs without the GIL where safe) or 0");
   return s;
 }
 

@@ -41,6 +41,7 @@ class DerivativeOp final : public COp {
   DerivativeOp(COpPtr forward, DerivativeSpec spec);
   std::string name() const override;
   Language language() const override { return Language::cxx; }
+  bool may_release_gil() const override { return forward_->may_release_gil(); }
   OpCode generate(NodeContext const& ctx) const override;
 
  private:

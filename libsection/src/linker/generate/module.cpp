@@ -9,6 +9,7 @@
 
 #include "base/hash.hpp"
 #include "base/text.hpp"
+#include "linker/generate/gil.hpp"
 #include "linker/generate/layout.hpp"
 #include "linker/generate/prelude.h.hpp"
 #include "section/names.hpp"
@@ -123,7 +124,7 @@ class ModuleWriter {
  private:
   // ---- gathering
   void add_type_parts(CType const& type);
-  void add_op_parts(OpCode const& code, std::string const& op_name);
+  void add_op_parts(OpCode const& code, ReleasedCode const& gil);
   void add_build_flags(BuildFlags const& flags, std::string const& owner);
   std::string label_of(std::size_t v) const;
   // The storage cell of variable `name`: an element of the instance's `storage` array (one
@@ -167,7 +168,8 @@ class ModuleWriter {
   std::map<std::string, std::size_t> cell_of_;  // by C name: its index in `cells_`
   ModuleSource module_;
   // Support code: the types' first, then the ops'; exact duplicates dropped, as PyTensor does.
-  std::vector<std::string> headers_, support_, init_code_;
+  std::vector<std::string> headers_, init_code_;
+  SharedSupport support_;
   std::vector<RunBlock> run_blocks_;
   std::vector<RuntimeVar> runtime_vars_;  // the node table: variables whose glue is the runtime's
   // Per input and output cell, its node table entry (`&libsection_vars[k]`), which the batch
@@ -199,13 +201,13 @@ void ModuleWriter::add_type_parts(CType const& t) {
   add_build_flags(
       {t.c_headers(), t.c_header_dirs(), t.c_libraries(), t.c_lib_dirs(), t.c_compile_args()},
       "type " + t.describe());
-  for (auto const& s : t.c_support_code()) add_unique(support_, s);
+  for (auto const& s : t.c_support_code()) support_.add(s);
   for (auto const& c : t.c_init_code()) add_unique(init_code_, c);
 }
 
-void ModuleWriter::add_op_parts(OpCode const& code, std::string const& op_name) {
-  add_build_flags(code, op_name);
-  for (auto const& s : code.support_code) add_unique(support_, s);
+void ModuleWriter::add_op_parts(OpCode const& code, ReleasedCode const& gil) {
+  for (std::size_t k = 0; k < code.support_code.size(); ++k)
+    support_.add(code.support_code[k], gil.support_calls.at(k));
   for (auto const& c : code.init_code) add_unique(init_code_, c);
 }
 
@@ -419,7 +421,10 @@ void ModuleWriter::add_apply(std::size_t a) {
   int const init_id = next_init_id_++;
   std::string const what = escape_for_c_string(op_name + " (node " + std::to_string(a) + ")");
   OpCode code = apply.op->generate(apply_context(a, id, init_id, what));
-  add_op_parts(code, op_name);
+  add_build_flags(code, op_name);  // checked before anything reads them
+  ReleasedCode const gil = release_gil(code, op_name, apply.op->may_release_gil());
+  bool const nogil = gil.released;
+  add_op_parts(code, gil);
   support_apply_ += code.support_code_apply + "\n";
   init_apply_ += code.init_code_apply + "\n";
   struct_members_ += code.support_code_struct + "\n";
@@ -427,10 +432,12 @@ void ModuleWriter::add_apply(std::size_t a) {
   struct_cleanups_.push_back(code.cleanup_code_struct);
   struct_code_.push_back(code.support_code_struct + code.init_code_struct +
                          code.cleanup_code_struct);
-  run_blocks_.push_back({"", "// Op class " + op_name + "\n" + code.code + "\n",
-                         code.code_cleanup + "\n", id,
-                         "__failure = " + std::to_string(id) +
-                             ";\nlibsection_rt->set_cxx_error(\"" + what + "\");\n"});
+  run_blocks_.push_back(
+      {nogil ? nogil_plan(id) : "",
+       (nogil ? nogil_region(id) : "") + "// Op class " + op_name + "\n" + code.code + "\n",
+       code.code_cleanup + "\n", id,
+       "__failure = " + std::to_string(id) + ";\nlibsection_rt->set_cxx_error(\"" + what +
+           "\");\n"});
 }
 
 // ---- constants: members of the struct, extracted once by init() ----------------------------
@@ -611,7 +618,7 @@ ModuleSource ModuleWriter::named(std::string t, std::string body) && {
   module_.text = std::move(t);
   replace_all(body, hash_placeholder, module_.name);
   module_.member.body = std::move(body);
-  module_.member.support = support_;
+  module_.member.support = support_.texts();
   for (auto v : graph_.inputs()) module_.input_types.push_back(vars_[v].type->describe());
   for (auto v : graph_.outputs()) module_.output_types.push_back(vars_[v].type->describe());
   return std::move(module_);
@@ -641,7 +648,7 @@ ModuleSource ModuleWriter::write() && {
     if (auto line = include_line(h); !line.empty()) module_.member.includes.push_back(line);
   std::string own = body();
   std::string text = module_head(join_names(module_.op_names), module_.language,
-                                 module_.member.includes, support_) +
+                                 module_.member.includes, support_.texts()) +
                      own + module_entry_points();
   return std::move(*this).named(std::move(text), std::move(own));
 }

@@ -18,6 +18,7 @@
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+#include <time.h>
 // What C++ modules have always had (ops may rely on it), in the precompiled header: parsed
 // in each module's compile it cost 10% of a small one.
 #ifdef __cplusplus
@@ -180,6 +181,68 @@ typedef struct libsection_runtime {
 #else
 #define LIBSECTION_USE_RUNTIME_NUMPY(rt) (PyArray_API = (rt)->numpy_api)
 #endif
+// An op's code without the GIL (linker/generate/gil.cpp): its block opens with
+// LIBSECTION_NOGIL_REGION, which gives the GIL up when another thread could take it and takes
+// it back however the block is left (its end, a goto, a return, an exception); each call of
+// Python's or NumPy's API in the op's code is wrapped in LIBSECTION_WITH_GIL, which takes the
+// GIL back around the call when the thread gave it up. `libsection_released` is the thread's
+// state while its op's code runs without the GIL, NULL while it holds it (so a wrapped call
+// inside a wrapped call, or in code that never gave the GIL up, does nothing).
+static __thread PyThreadState* libsection_released __attribute__((unused));
+typedef struct libsection_nogil {
+  PyThreadState* state;  // given up by this block; NULL: the GIL was kept
+  int* plan;             // a batch's rows: 0 to be decided by the first row, 1 give it up, -1 keep
+  struct timespec start;
+} libsection_nogil;
+// A batch gives the GIL up for each row when its first row took at least this long: for a
+// shorter one, taking it back costs more than the other threads gain.
+#define LIBSECTION_NOGIL_ROW_NS 2000
+static inline __attribute__((unused)) libsection_nogil libsection_nogil_begin(int* plan, int batch) {
+  libsection_nogil r;
+  r.state = NULL;
+  r.plan = batch ? plan : NULL;
+  if (r.plan && *r.plan < 0) return r;
+  // Alone in the interpreter (one thread state, this thread's): nobody to give the GIL to, and
+  // giving it up costs a call's time.
+  if (!PyThreadState_Next(PyInterpreterState_ThreadHead(PyInterpreterState_Get()))) return r;
+  if (r.plan && *r.plan == 0) clock_gettime(CLOCK_MONOTONIC, &r.start);
+  r.state = PyEval_SaveThread();
+  libsection_released = r.state;
+  return r;
+}
+static inline __attribute__((unused)) void libsection_nogil_end(libsection_nogil* r) {
+  if (!r->state) return;
+  libsection_released = NULL;
+  if (r->plan && *r->plan == 0) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long const ns = (now.tv_sec - r->start.tv_sec) * 1000000000LL + (now.tv_nsec - r->start.tv_nsec);
+    *r->plan = ns >= LIBSECTION_NOGIL_ROW_NS ? 1 : -1;
+  }
+  PyEval_RestoreThread(r->state);
+}
+static inline __attribute__((unused)) PyThreadState* libsection_gil_take(void) {
+  PyThreadState* state = libsection_released;
+  if (state) {
+    libsection_released = NULL;
+    PyEval_RestoreThread(state);
+  }
+  return state;
+}
+static inline __attribute__((unused)) void libsection_gil_give(PyThreadState** state) {
+  if (!*state) return;
+  PyEval_SaveThread();
+  libsection_released = *state;
+}
+// `plan`: an int of the run function, 0 before its first row. Valid C and C++ (GCC's and
+// Clang's `cleanup` attribute; a statement expression, whose value is the wrapped call's, void
+// for a statement such as Py_CLEAR).
+#define LIBSECTION_NOGIL_REGION(plan) \
+  libsection_nogil libsection_region_ __attribute__((cleanup(libsection_nogil_end), unused)) = \
+      libsection_nogil_begin(&(plan), __batch != NULL);
+#define LIBSECTION_WITH_GIL(...) \
+  ({ PyThreadState* libsection_held_ __attribute__((cleanup(libsection_gil_give), unused)) = \
+         libsection_gil_take(); __VA_ARGS__; })
 // So `import_array()`, which PyTensor's TensorType puts in every module's init code, has
 // nothing left to import when it runs: NumPy's `_import_array` it expands to was 15% of a
 // small module's compile. A block, as NumPy's is, so a call without `;` still compiles.

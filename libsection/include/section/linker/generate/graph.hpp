@@ -56,6 +56,9 @@ class COp {
   virtual OpCode generate(NodeContext const& node) const = 0;
   /// What its code is written in: C++ unless the op declares C (`language = "c"`).
   virtual Language language() const { return Language::cxx; }
+  /// Whether its code may run without the GIL where the linker sees that is safe (README,
+  /// "Threads"); an op says no with `release_gil = False`.
+  virtual bool may_release_gil() const { return true; }
 };
 
 using COpPtr = std::shared_ptr<COp const>;

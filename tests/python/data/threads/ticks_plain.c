@@ -1,0 +1,2 @@
+#section support_code
+#define MOVED(m) (m)
