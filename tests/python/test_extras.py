@@ -23,7 +23,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from test_wheel import BUILD_DIR, run, wheels  # noqa: F401  (wheels: the fixture)
+from test_wheel import run
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -43,11 +43,6 @@ ON_THIS_STACK = [
     )
     if importlib.util.find_spec(module) is not None or e == "notebook"
 ]
-
-pytestmark = pytest.mark.skipif(
-    not (BUILD_DIR / "CMakeCache.txt").is_file(),
-    reason=f"no build tree at {BUILD_DIR} (./dev test makes it)",
-)
 
 
 def blocks():
@@ -149,7 +144,7 @@ def run_blocks(python: Path, workdir: Path, installed: set[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("extra", ON_THIS_STACK)
-def test_the_extra_installs_and_runs_the_readme_blocks_that_need_it(extra, wheels, tmp_path):  # noqa: F811
+def test_the_extra_installs_and_runs_the_readme_blocks_that_need_it(extra, wheels, tmp_path):
     _, repaired = wheels
     python = fresh_venv(tmp_path / "venv", f"libsection[{extra}]", repaired.parent)
     # The extra's own requirements and the ones it includes (`libsection[pytensor]`).
@@ -170,7 +165,7 @@ def test_the_extra_installs_and_runs_the_readme_blocks_that_need_it(extra, wheel
     assert any(needs == extra for needs, *_ in blocks()), f"no README block needs [{extra}]"
 
 
-def test_blocks_marked_with_an_extra_fail_without_it(wheels, tmp_path):  # noqa: F811
+def test_blocks_marked_with_an_extra_fail_without_it(wheels, tmp_path):
     _, repaired = wheels
     python = fresh_venv(tmp_path / "venv", "libsection", repaired.parent)
     work = tmp_path / "work"

@@ -23,19 +23,11 @@ import subprocess
 import sys
 import tarfile
 import textwrap
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
-from user_install import (
-    ROOT,
-    TOOLS,
-    base_python,
-    check_an_op_builds_and_runs,
-    fresh_clone,
-    fresh_venv,
-)
+from user_install import ROOT, TOOLS, check_an_op_builds_and_runs, tool
 from user_install import run as run_as_user
 
 # The libraries the manylinux policy lets a wheel take from the system: the C and C++ runtimes.
@@ -69,24 +61,6 @@ def needed_libraries(binary: Path) -> list[str]:
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
 
 
-@pytest.fixture(scope="module")
-def user_wheel(tmp_path_factory):
-    """The sdist of a fresh clone, the wheel `pip wheel` builds from it in a fresh venv, and
-    that venv's Python."""
-    work = tmp_path_factory.mktemp("user-wheel")
-    source = fresh_clone(work / "libsection")
-    run_as_user([sys.executable, "-m", "build", "--sdist", "-o", work / "dist", source], cwd=work)
-    (sdist,) = (work / "dist").glob("libsection-*.tar.gz")
-    python = fresh_venv(base_python(), work / "venv")
-    start = time.monotonic()
-    run_as_user(
-        [python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", work / "built", sdist], cwd=work
-    )
-    print(f"\ncold `pip wheel` of the sdist: {time.monotonic() - start:.0f} s")
-    (wheel,) = (work / "built").glob("libsection-*.whl")
-    return sdist, wheel, python
-
-
 def test_the_sdist_holds_the_sources_and_no_build_tree(user_wheel):
     sdist, _, _ = user_wheel
     with tarfile.open(sdist) as packed:
@@ -100,53 +74,6 @@ def test_the_wheel_of_the_sdist_installs_and_builds_and_runs_an_op(user_wheel, t
     _, wheel, python = user_wheel
     run_as_user([python, "-m", "pip", "install", "-q", wheel], cwd=tmp_path)
     check_an_op_builds_and_runs(python, tmp_path)
-
-
-@pytest.fixture(scope="module")
-def wheels(user_wheel, tmp_path_factory):
-    """The user's wheel, its repaired form, and the pinned NumPy's wheel beside them."""
-    work = tmp_path_factory.mktemp("wheel")
-    repaired = work / "repaired"
-    _, wheel, _ = user_wheel
-    run(
-        [tool("auditwheel"), "repair", wheel, "-w", repaired],
-        timeout=300,
-        env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"),
-    )
-    numpy = importlib.metadata.version("numpy")
-    fetched = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            f"numpy=={numpy}",
-            "--no-deps",
-            "--only-binary=:all:",
-            "-d",
-            repaired,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if fetched.returncode != 0:
-        pytest.skip(
-            f"numpy=={numpy} wheel not available to pip (offline?): {fetched.stderr[-300:]}"
-        )
-    (fixed,) = repaired.glob("libsection-*.whl")
-    return wheel, fixed
-
-
-def tool(name: str) -> str:
-    """A program deps/requirements.txt installs beside this Python."""
-    path = Path(sys.executable).parent / name
-    if not path.is_file():
-        pytest.fail(
-            f"{name} not found beside {sys.executable}: deps/install.sh installs it "
-            "(deps/requirements.txt)"
-        )
-    return str(path)
 
 
 @pytest.fixture(scope="module")

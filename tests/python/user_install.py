@@ -15,6 +15,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 # Python versions no stack runs (deps/stack-*.txt) that test_user_install.py installs on and
 # runs an op with, numpy only; pyproject.toml lists them beside the stacks' versions.
@@ -152,3 +154,14 @@ def check_an_op_builds_and_runs(python: Path, user_dir: Path) -> str:
         shown = run([python.parent / name, "--version"], cwd=user_dir, env=env).stdout
         assert shown.strip() == f"{name} {version}", shown
     return version
+
+
+def tool(name: str) -> str:
+    """A program deps/requirements.txt installs beside this Python."""
+    path = Path(sys.executable).parent / name
+    if not path.is_file():
+        pytest.fail(
+            f"{name} not found beside {sys.executable}: deps/install.sh installs it "
+            "(deps/requirements.txt)"
+        )
+    return str(path)
