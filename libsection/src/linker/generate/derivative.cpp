@@ -211,16 +211,16 @@ NodeContext DerivativeOp::inner_context(NodeContext const& ctx, std::vector<Vari
   return inner;
 }
 
-std::size_t count(std::vector<bool> const& flags) {
+std::size_t count_set(std::vector<bool> const& flags) {
   return static_cast<std::size_t>(std::count(flags.begin(), flags.end(), true));
 }
 
 OpCode DerivativeOp::generate(NodeContext const& ctx) const {
   std::size_t const n = spec_.differentiated.size();
-  std::size_t const duals = count(spec_.differentiated);
+  std::size_t const duals = count_set(spec_.differentiated);
   // After the op's inputs: the cotangents and values of the outputs with a cotangent
   // (pullback), or the tangents of the differentiated inputs and the float outputs' values.
-  std::size_t const extra = pullback() ? 2 * count(spec_.cotangents) : duals + float_outputs();
+  std::size_t const extra = pullback() ? 2 * count_set(spec_.cotangents) : duals + float_outputs();
   if (ctx.inputs.size() != n + extra || ctx.input_types.size() != n + extra)
     throw std::invalid_argument(name() + ": expected " + std::to_string(n + extra) + " inputs");
   std::vector<Variable> const in = variables(ctx, true), out = variables(ctx, false);

@@ -12,6 +12,9 @@ namespace section::derivative {
 
 bool is_float(std::optional<std::string> const& dtype);
 
+/// How many of `flags` are set (differentiated inputs, outputs with a cotangent).
+std::size_t count_set(std::vector<bool> const& flags);
+
 /// One compile of the op's code in the derivative's module: on dual numbers of `width`
 /// tangents (forward mode) or on taped numbers (reverse mode), in namespace `space` + the
 /// apply's id.

@@ -13,10 +13,6 @@ namespace section::derivative {
 
 namespace {
 
-std::size_t count(std::vector<bool> const& flags) {
-  return static_cast<std::size_t>(std::count(flags.begin(), flags.end(), true));
-}
-
 /// What a check inside a pass's loop does when it fails: records the failure, leaves the loop.
 std::string failed(NodeContext const& ctx) {
   return " {__failure = " + sub_value(ctx.sub, "id") + "; break;}\n";
@@ -173,7 +169,7 @@ std::string DerivativeOp::contraction(NodeContext const& ctx,
   Numbers const& duals = kind(false);
   std::string t;
   std::size_t cotangent = spec_.differentiated.size();
-  std::size_t value = cotangent + count(spec_.cotangents);
+  std::size_t value = cotangent + count_set(spec_.cotangents);
   for (std::size_t j = 0; j < out.size(); ++j) {
     if (!spec_.cotangents[j]) continue;
     std::string const& g = ctx.inputs.at(cotangent++);
@@ -202,7 +198,7 @@ std::string DerivativeOp::seeds(NodeContext const& ctx, std::vector<Variable> co
                                          : failed(ctx);
   std::string checks, t;
   std::size_t cotangent = spec_.differentiated.size();
-  std::size_t value = cotangent + count(spec_.cotangents);
+  std::size_t value = cotangent + count_set(spec_.cotangents);
   for (std::size_t j = 0; j < out.size(); ++j) {
     if (!spec_.cotangents[j]) continue;
     std::string const& g = ctx.inputs.at(cotangent++);
@@ -220,7 +216,7 @@ std::string DerivativeOp::seeds(NodeContext const& ctx, std::vector<Variable> co
 std::string DerivativeOp::checked_values(NodeContext const& ctx, std::vector<Variable> const& out,
                                          Numbers const& kind) const {
   std::string t;
-  std::size_t value = spec_.differentiated.size() + count(spec_.differentiated);
+  std::size_t value = spec_.differentiated.size() + count_set(spec_.differentiated);
   for (std::size_t j = 0; j < out.size(); ++j)
     if (out[j].dual) t += check_value(out[j], j, ctx.inputs.at(value++), kind, failed(ctx));
   return t;
