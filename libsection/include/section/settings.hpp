@@ -42,7 +42,7 @@ struct Settings {
   /// checked here; a derivative module reads them again at each call (generate/driver.h).
   std::string derivative_mode = "auto";
   std::uintmax_t tape_max_bytes = std::uintmax_t{1} << 30;
-  bool release_gil = true;                     ///< LIBSECTION_RELEASE_GIL=0 turns it off
+  bool release_gil = true;  ///< LIBSECTION_RELEASE_GIL=0 turns it off
   // LIBSECTION_PROGRESS is checked with the others but read by Python's progress line.
 };
 

@@ -71,6 +71,8 @@ char const* value_of(char const* name) {
 
 /// The words of a variable naming compiler arguments, each checked as any compiler argument.
 std::vector<std::string> compiler_words(char const* name);
+void read_compiler_settings(Settings& s);
+void read_derivative_settings(Settings& s);
 
 /// A 0 or 1 switch that is set: whether it is 1.
 bool zero_or_one(char const* name, char const* text, std::string const& meaning) {
@@ -166,6 +168,25 @@ Settings read_settings() {
   s.max_file_bytes = max_file_bytes_setting();
   char const* debug = value_of("LIBSECTION_DEBUG");
   s.debug = debug && zero_or_one("LIBSECTION_DEBUG", debug, "1 (build for gdb: -O0 -g) or 0");
+  read_compiler_settings(s);
+  if (char const* progress = value_of("LIBSECTION_PROGRESS"))
+    zero_or_one("LIBSECTION_PROGRESS", progress, "0 (no progress line) or 1");
+  read_derivative_settings(s);
+  char const* show = value_of("LIBSECTION_SHOW_GENERATED");
+  s.show_generated = show && zero_or_one("LIBSECTION_SHOW_GENERATED", show,
+                                         "1 (show errors in the generated module) or 0");
+  char const* release = value_of("LIBSECTION_RELEASE_GIL");
+  s.release_gil = !release || zero_or_one("LIBSECTION_RELEASE_GIL", release,
+                                          "1 (ops' code runs without the GIL where safe) or 0");
+  return s;
+}
+
+std::span<SettingVariable const> setting_variables() { return variables; }
+
+namespace {
+
+/// How a module is compiled: the compiler's flags, linker, limits and launcher.
+void read_compiler_settings(Settings& s) {
   s.cxxflags = compiler_words("LIBSECTION_CXXFLAGS");
   s.cflags = compiler_words("LIBSECTION_CFLAGS");
   if (char const* linker = value_of("LIBSECTION_LINKER")) {
@@ -183,8 +204,10 @@ Settings read_settings() {
   char const* pch = value_of("LIBSECTION_PCH");
   s.precompiled_header =
       !pch || zero_or_one("LIBSECTION_PCH", pch, "0 (no precompiled header) or 1");
-  if (char const* progress = value_of("LIBSECTION_PROGRESS"))
-    zero_or_one("LIBSECTION_PROGRESS", progress, "0 (no progress line) or 1");
+}
+
+/// How a gradient derived from an op's C code is computed.
+void read_derivative_settings(Settings& s) {
   // Read again by each derivative module at each call (generate/driver.h), by the same rules.
   if (char const* mode = value_of("LIBSECTION_DERIVATIVE_MODE")) {
     s.derivative_mode = mode;
@@ -197,18 +220,7 @@ Settings read_settings() {
     s.tape_max_bytes = parse_size(tape, "LIBSECTION_TAPE_MAX_BYTES");
     if (s.tape_max_bytes == 0) refuse("LIBSECTION_TAPE_MAX_BYTES=0: give a positive size");
   }
-  char const* show = value_of("LIBSECTION_SHOW_GENERATED");
-  s.show_generated = show && zero_or_one("LIBSECTION_SHOW_GENERATED", show,
-                                         "1 (show errors in the generated module) or 0");
-  char const* release = value_of("LIBSECTION_RELEASE_GIL");
-  s.release_gil = !release || zero_or_one("LIBSECTION_RELEASE_GIL", release,
-                                          "1 (ops' code runs without the GIL where safe) or 0");
-  return s;
 }
-
-std::span<SettingVariable const> setting_variables() { return variables; }
-
-namespace {
 
 std::vector<std::string> compiler_words(char const* name) {
   auto words = split_blanks(value_of(name));
