@@ -189,6 +189,23 @@ TEST_SUITE("gil") {
     CHECK(r.wrapped.empty());
   }
 
+  TEST_CASE("libsection's own texts are read for what they define, not for their calls") {
+    // A derivative's numbers: an X-macro calls its parameter `F`, which alone would keep the
+    // GIL; the op's code calls the functions those texts define.
+    std::string const library =
+        "#define RULES(F) F(exp, std::exp(x)) F(log, std::log(x))\n"
+        "#define DEFINE(name, value) inline double lsd_##name(double x) { return value; }\n"
+        "RULES(DEFINE)\n"
+        "inline double lsd_twice(double x) { return lsd_exp(x) + lsd_exp(x); }\n";
+    std::string const code = "{ double y = lsd_twice(1.0); (void)y; }\n";
+    std::vector<GilText> texts{{code, GilText::Scope::statements}, {library, GilText::Scope::file}};
+    CHECK(find_gil_uses(texts, {}).keep.has_value());  // read as the op's own: kept
+    texts[1].library = true;
+    GilUses const uses = find_gil_uses(texts, {});
+    CHECK_FALSE(uses.keep.has_value());
+    CHECK(uses.calls.empty());
+  }
+
   TEST_CASE("a header the linker cannot read keeps the GIL; the standard ones do not") {
     CHECK(read_support("#include <math.h>\n#include <numpy/npy_math.h>\n").keep.empty());
     CHECK(read_support("#include \"kernels.h\"\n").keep ==

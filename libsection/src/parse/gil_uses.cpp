@@ -121,6 +121,7 @@ class GilScanner {
   std::vector<std::pair<std::size_t, std::size_t>> include_at_;  // (text, offset)
   std::vector<std::string> includes_;
   std::span<std::string const> headers_;
+  std::vector<bool> library_;  // per text: libsection's own, whose calls are not judged
   std::set<std::string, std::less<>> functions_, declared_, types_, macros_, object_macros_;
   // An object-like macro's body when it is one name (`DTYPE_INPUT_0` is `npy_float64`), else
   // empty: a call of the macro is a call of that name.
@@ -132,7 +133,10 @@ class GilScanner {
 
 GilScanner::GilScanner(std::span<GilText const> texts, std::span<std::string const> headers)
     : headers_(headers) {
-  for (std::size_t k = 0; k < texts.size(); ++k) add_text(k, texts[k]);
+  for (std::size_t k = 0; k < texts.size(); ++k) {
+    add_text(k, texts[k]);
+    library_.push_back(texts[k].library);
+  }
 }
 
 std::string GilScanner::compact(Unit const& u, std::size_t first, std::size_t last) const {
@@ -643,7 +647,8 @@ void GilScanner::set_macro_contexts() {
 GilUses GilScanner::run() && {
   set_macro_contexts();
   for (auto const& u : units_) collect(u);
-  for (auto const& u : units_) scan(u);
+  for (auto const& u : units_)
+    if (!library_[u.text]) scan(u);
   check_macro_uses();
   check_headers();
   std::sort(out_.calls.begin(), out_.calls.end(), [](GilCall const& a, GilCall const& b) {

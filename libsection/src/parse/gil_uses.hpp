@@ -20,6 +20,8 @@ struct GilText {
   enum class Scope { file, members, statements };
   std::string_view text;
   Scope scope = Scope::file;
+  /// libsection's own text, which calls no Python: read for what it defines, not its calls.
+  bool library = false;
 };
 
 /// A call that needs the GIL: `[begin, end)` of `texts[text]`, from the callee's name (or the

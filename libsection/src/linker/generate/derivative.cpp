@@ -232,7 +232,7 @@ OpCode DerivativeOp::generate(NodeContext const& ctx) const {
       throw std::invalid_argument(name() + ": output " + std::to_string(j) +
                                   " is not float32 or float64 and has no cotangent");
   OpCode code;
-  code.support_code = {derivative_header(), number_typedefs(kinds_)};
+  code.library_code = {derivative_header(), number_typedefs(kinds_)};
   std::string const id = sub_value(ctx.sub, "id");
   std::string files;
   for (auto const& kind : kinds_) {

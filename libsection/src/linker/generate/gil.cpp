@@ -23,6 +23,7 @@ struct OpText {
   std::string* text;
   char const* method;
   GilText::Scope scope;
+  bool library = false;
 };
 
 std::vector<OpText> op_texts(OpCode& code) {
@@ -32,6 +33,7 @@ std::vector<OpText> op_texts(OpCode& code) {
   out.push_back({&code.support_code_struct, "c_support_code_struct", GilText::Scope::members});
   out.push_back({&code.code, "c_code", GilText::Scope::statements});
   out.push_back({&code.code_cleanup, "c_code_cleanup", GilText::Scope::statements});
+  for (auto& s : code.library_code) out.push_back({&s, "libsection", GilText::Scope::file, true});
   return out;
 }
 
@@ -104,7 +106,7 @@ ReleasedCode release_gil(OpCode& code, std::string const& op_name, bool op_allow
   if (!op_allows || !read_settings_as<LinkError>().release_gil) return out;
   std::vector<OpText> const texts = op_texts(code);
   std::vector<GilText> read;
-  for (auto const& t : texts) read.push_back({*t.text, t.scope});
+  for (auto const& t : texts) read.push_back({*t.text, t.scope, t.library});
   c_scan::GilUses const uses = c_scan::find_gil_uses(read, code.headers);
   if (uses.keep) {
     auto const& keep = *uses.keep;
@@ -122,7 +124,7 @@ ReleasedCode release_gil(OpCode& code, std::string const& op_name, bool op_allow
   std::size_t const shared = code.support_code.size();
   for (std::size_t k = 0; k < texts.size(); ++k) {
     if (k < shared) out.support_calls[k] = std::move(calls[k]);
-    else *texts[k].text = wrapped(std::move(*texts[k].text), calls[k]);
+    else if (!texts[k].library) *texts[k].text = wrapped(std::move(*texts[k].text), calls[k]);
   }
   out.released = true;
   return out;

@@ -30,6 +30,10 @@ struct BuildFlags {
 
 /// The C code one op contributes for one apply (the reference's `c_*` methods).
 struct OpCode : ApplyCode, BuildFlags {
+  /// libsection's own module-wide texts the op's code needs (a derivative's numbers and
+  /// drivers), before `support_code`: they call no Python, so the GIL's scan reads them for
+  /// what they define only.
+  std::vector<std::string> library_code;
   std::vector<std::string> support_code;  ///< module-wide, deduplicated
   std::string code;
 };
