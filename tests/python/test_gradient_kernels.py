@@ -270,9 +270,9 @@ def jax_derived_gradients(monkeypatch) -> list:
 def test_jax_differentiates_only_what_jax_perturbs(monkeypatch):
     """jax.grad of the celerite log-likelihood in one scalar coefficient, its N-length data held
     constant three ways (arguments outside argnums, jax.lax.stop_gradient, values closed over):
-    the derived gradient differentiates that coefficient alone (one pass, not one per 4 of its
-    3N + 4 scalars), and its value is PyTensor's gradient and central differences. Each other
-    set JAX differentiates gets a pullback of its own."""
+    the derived gradient differentiates that coefficient alone, not the 3N data scalars too,
+    and its value is PyTensor's gradient and central differences. Each other set JAX
+    differentiates gets a pullback of its own."""
     jax = pytest.importorskip("jax", reason="JAX is installed on the py312 stack only")
     pytest.importorskip("pymc", reason="PyMC is installed on the py312 stack only")
     from pymc.sampling.jax import get_jaxified_graph
