@@ -19,10 +19,11 @@ drop-in ops.
   node's dtypes; otherwise it (or the callback) calls the op per batch element.
 - Derivatives: the op is a ``jax.custom_jvp`` whose tangent is the ``libsection_pushforward``
   primitive (``_jax_ad``): linear in the input tangents, transposed to the op's own PyTensor
-  gradient graph (its pullback) converted to JAX. An input whose gradient the op leaves
-  undefined (``grad_not_implemented``, ``grad_undefined``) may be anything JAX does not
-  differentiate (the data of PyMC's black-box likelihood); a differentiated value reaching it
-  is an error, at trace time, naming the op and the input.
+  gradient graph (its pullback) in the inputs JAX perturbs (the tangents that are not symbolic
+  zeros), converted to JAX: an input JAX holds constant costs no derivative. An input whose
+  gradient the op leaves undefined (``grad_not_implemented``, ``grad_undefined``) may be
+  anything JAX does not differentiate (the data of PyMC's black-box likelihood); a
+  differentiated value reaching it is an error, at trace time, naming the op and the input.
 - ``jax.jit`` traces the call once per input-shape signature and caches the result.
 """
 

@@ -12,6 +12,7 @@ derivative exists exactly where PyTensor's ``pt.grad(pt.grad(...))`` does.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -36,20 +37,24 @@ def _input_name(node, i: int) -> str:
 class Pullback:
     """The op's PyTensor gradient graph (its pullback: output cotangents to input cotangents,
     through ``pytensor.gradient.grad`` with the cotangents as known gradients), rewritten as
-    PyTensor's JAX mode rewrites it and converted to JAX. Built on first need, outside any
+    PyTensor's JAX mode rewrites it and converted to JAX, once per set of inputs JAX
+    differentiates (``wrt``): the graph of those inputs' gradients only, so an input JAX holds
+    constant (data, ``stop_gradient``, an argument outside ``argnums``) costs nothing, and a
+    derived gradient differentiates only ``wrt``. Each is built on first need, outside any
     trace, so that no function it makes holds a tracer; an op PyTensor cannot differentiate
     raises there, every time, naming the op."""
 
     def __init__(self, node, name: str):
         self.node, self.name = node, name
-        self.function = None
-        self.failure: tuple[type[BaseException], str] | None = None
-        self.wrt: tuple[int, ...] = ()  # float inputs with a gradient (possibly zero)
-        self.null: dict[int, str] = {}  # float inputs whose gradient the op leaves undefined
-        self.known: tuple[int, ...] = ()  # float outputs (those with cotangents)
+        # float inputs (those JAX may differentiate) and float outputs (those with cotangents)
+        self.floats = tuple(i for i, v in enumerate(node.inputs) if not _integer(v.type.dtype))
+        self.known = tuple(j for j, v in enumerate(node.outputs) if not _integer(v.type.dtype))
+        self._functions: dict[tuple[int, ...], Any] = {}  # wrt -> the graph in JAX
+        self._failures: dict[tuple[int, ...], tuple[type[BaseException], str]] = {}
+        self._null: dict[tuple[int, ...], dict[int, str]] = {}  # inputs left undefined
 
-    def build(self) -> None:
-        if self.function is not None or self.failure is not None:
+    def build(self, wrt: tuple[int, ...]) -> None:
+        if wrt in self._functions or wrt in self._failures:
             return
         from concurrent.futures import ThreadPoolExecutor
 
@@ -58,19 +63,19 @@ class Pullback:
         # the graph's constants, which must be neither that trace's tracers nor typed with
         # that mesh, since every later trace reuses them.
         with ThreadPoolExecutor(1, thread_name_prefix="libsection-gradient") as pool:
-            pool.submit(self._build_or_fail).result()
+            pool.submit(self._build_or_fail, wrt).result()
 
-    def _build_or_fail(self) -> None:
+    def _build_or_fail(self, wrt: tuple[int, ...]) -> None:
         try:
-            self._build()
+            self._build(wrt)
         except Exception as e:
-            self.failure = (
+            self._failures[wrt] = (
                 type(e),
                 f"libsection: JAX cannot differentiate {self.name}: PyTensor builds no "
                 f"gradient for it ({type(e).__name__}: {e})",
             )
 
-    def _build(self) -> None:
+    def _build(self, wrt: tuple[int, ...]) -> None:
         import pytensor.gradient
         from pytensor.compile.mode import get_mode
         from pytensor.graph.fg import FunctionGraph
@@ -81,76 +86,74 @@ class Pullback:
         node = self.node
         inputs = [v.type() for v in node.inputs]
         outputs = node.op.make_node(*inputs).outputs
-        floats = [i for i, v in enumerate(inputs) if not _integer(v.type.dtype)]
-        known = tuple(j for j, v in enumerate(outputs) if not _integer(v.type.dtype))
-        cotangents = [outputs[j].type() for j in known]
+        cotangents = [outputs[j].type() for j in self.known]
+        # Only the gradients of `wrt`: PyTensor builds no graph for the others, and a derived
+        # gradient node is narrowed to them (the rewrite that prunes unused gradients).
         grads: list = pytensor.gradient.grad(  # type: ignore[assignment]
             cost=None,
-            wrt=[inputs[i] for i in floats],
-            known_grads=dict(zip([outputs[j] for j in known], cotangents, strict=True)),
+            wrt=[inputs[i] for i in wrt],
+            known_grads=dict(zip([outputs[j] for j in self.known], cotangents, strict=True)),
             disconnected_inputs="ignore",
             return_disconnected="zero",
             null_gradients="return",
         )
         null = {
             i: g.type.why_null
-            for i, g in zip(floats, grads, strict=True)
+            for i, g in zip(wrt, grads, strict=True)
             if isinstance(g.type, NullType)
         }
-        wrt = tuple(i for i in floats if i not in null)
-        grads = [g for i, g in zip(floats, grads, strict=True) if i not in null]
+        if null:  # an error where JAX differentiates the input (`differentiated`)
+            self._null[wrt] = null
+            return
         # The forward outputs are at hand where the pullback runs: use them rather than
         # running the op again.
         free_outputs = [o.type() for o in outputs]
         grads = graph_replace(grads, dict(zip(outputs, free_outputs, strict=True)), strict=False)
-        if grads:
-            fgraph = FunctionGraph([*inputs, *free_outputs, *cotangents], grads, clone=True)
-            get_mode("JAX").optimizer(fgraph)
-            converted = jax_funcify(fgraph)
-        else:
-            converted = lambda *args: ()  # noqa: E731
-        self.function, self.null, self.wrt, self.known = converted, null, wrt, known
+        fgraph = FunctionGraph([*inputs, *free_outputs, *cotangents], grads, clone=True)
+        get_mode("JAX").optimizer(fgraph)
+        self._functions[wrt] = jax_funcify(fgraph)
 
     def differentiated(self, perturbed) -> tuple[int, ...]:
         """The inputs among ``perturbed`` (indices of inputs with a tangent) the pushforward
-        takes: float inputs with a gradient. A perturbed input whose gradient the op leaves
-        undefined is an error here, at trace time."""
-        if not perturbed:
+        takes, its ``wrt``: the float ones, whose gradient graph is built here. A perturbed
+        input whose gradient the op leaves undefined is an error here, at trace time."""
+        wrt = tuple(i for i in perturbed if i in self.floats)
+        if not wrt:
             return ()
-        self.build()
-        self.raise_failure()
-        for i in perturbed:
-            if i in self.null:
+        self.build(wrt)
+        self.raise_failure(wrt)
+        null = self._null.get(wrt, {})
+        for i in wrt:
+            if i in null:
                 from pytensor.gradient import NullTypeGradError
 
                 raise NullTypeGradError(
                     f"libsection: JAX differentiates {self.name}'s {_input_name(self.node, i)}, "
-                    f"whose gradient the op leaves undefined ({self.null[i]}). Leave that input "
+                    f"whose gradient the op leaves undefined ({null[i]}). Leave that input "
                     f"out of what JAX differentiates (a constant, a non-differentiated argument "
                     f"or jax.lax.stop_gradient)"
                 )
-        return tuple(i for i in perturbed if i in self.wrt)
+        return wrt
 
-    def raise_failure(self) -> None:
-        if self.failure is not None:
-            kind, message = self.failure
+    def raise_failure(self, wrt: tuple[int, ...]) -> None:
+        if wrt in self._failures:
+            kind, message = self._failures[wrt]
             try:
                 error = kind(message)
             except Exception:
                 error = NotImplementedError(message)
             raise error
 
-    def cotangents(self, xs, ys, gs, wanted):
-        """The input cotangents of ``wanted`` (indices into ``wrt``'s inputs) for the output
+    def cotangents(self, xs, ys, gs, wrt):
+        """The cotangents of the inputs ``wrt`` (as ``differentiated`` gave them) for the output
         cotangents ``gs`` (one per ``known`` output), each with its input's dtype and shape."""
         import jax.numpy as jnp
 
-        grads = self.function(*xs, *ys, *gs)
+        grads = self._functions[wrt](*xs, *ys, *gs)
         grads = grads if isinstance(grads, (tuple, list)) else (grads,)
-        by_input = dict(zip(self.wrt, grads, strict=True))
         return [
-            jnp.broadcast_to(jnp.asarray(by_input[i], dtype=xs[i].dtype), jnp.shape(xs[i]))
-            for i in wanted
+            jnp.broadcast_to(jnp.asarray(g, dtype=xs[i].dtype), jnp.shape(xs[i]))
+            for i, g in zip(wrt, grads, strict=True)
         ]
 
 

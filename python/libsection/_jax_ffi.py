@@ -240,6 +240,7 @@ def call_node(compiled, name: str, ins, outs, params, batch: int = 0):
     import jax
 
     key = compiled.info["key"]
+    name = _module_op_name(compiled, name)
     batched = _batch(compiled, name, [n for n, _, _ in ins], [n for n, _, _ in outs], batch)
     instance = _Instance(compiled, _reporter(name), key, batched)
     token = uuid.uuid4().hex
@@ -263,6 +264,15 @@ def call_node(compiled, name: str, ins, outs, params, batch: int = 0):
 
     call.instance = instance  # type: ignore[attr-defined]
     return call
+
+
+def _module_op_name(compiled, name: str) -> str:
+    """The name the module of ``compiled`` knows its op by (its manifest's, which
+    ``_core.link_cached`` checks in another process): a derivative's module names the op it
+    differentiates (``Logistic.pullback``), where ``name`` is its node op's class. ``name``
+    when the module holds several ops."""
+    ops = compiled.info.get("ops") or []
+    return ops[0] if len(ops) == 1 else name
 
 
 def instantiate(key: str, token: str, name: str, params: str, in_ndims, out_ndims, batch: int):

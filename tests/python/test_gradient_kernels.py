@@ -250,6 +250,74 @@ def test_jax_value_and_grad_of_both_kernels_is_the_hand_written_gradient():
             np.testing.assert_allclose(got, expected, rtol=1e-8)
 
 
+def jax_derived_gradients(monkeypatch) -> list:
+    """Records the ``differentiated`` marks of every derived gradient node JAX converts (each
+    pullback graph's ``DerivedGradient``, converted by libsection's JAX function)."""
+    from libsection import _gradient, _jax
+
+    seen: list = []
+    convert = _jax.jax_function
+
+    def recording(node, own_perform):
+        if isinstance(node.op, _gradient.DerivedGradient):
+            seen.append(node.op.differentiated)
+        return convert(node, own_perform)
+
+    monkeypatch.setattr(_jax, "jax_function", recording)
+    return seen
+
+
+def test_jax_differentiates_only_what_jax_perturbs(monkeypatch):
+    """jax.grad of the celerite log-likelihood in one scalar coefficient, its N-length data held
+    constant three ways (arguments outside argnums, jax.lax.stop_gradient, values closed over):
+    the derived gradient differentiates that coefficient alone, not the 3N data scalars too,
+    and its value is PyTensor's gradient and central differences. Each other set JAX
+    differentiates gets a pullback of its own."""
+    jax = pytest.importorskip("jax", reason="JAX is installed on the py312 stack only")
+    pytest.importorskip("pymc", reason="PyMC is installed on the py312 stack only")
+    from pymc.sampling.jax import get_jaxified_graph
+
+    jax.config.update("jax_enable_x64", True)
+    seen = jax_derived_gradients(monkeypatch)
+    coefficients = celerite_coefficients(1, 1)
+    data = celerite_data(40, seed=3)
+    names = CELERITE_INPUTS + CELERITE_DATA
+    ins = [pt.dvector(name) for name in names]
+    ll = pytensor_op(Celerite())(*ins)
+    fn = get_jaxified_graph(ins, [ll])
+    args = (*coefficients, *data)
+    a = names.index("a_complex")
+
+    def value(*xs):
+        return fn(*xs)[0]
+
+    data_at = tuple(names.index(name) for name in CELERITE_DATA)
+
+    def held(*xs):  # every input differentiated, the data behind stop_gradient
+        return value(*[jax.lax.stop_gradient(x) if i in data_at else x for i, x in enumerate(xs)])
+
+    grads = [
+        jax.jit(jax.grad(value, argnums=a))(*args),
+        jax.grad(held, argnums=(a, *data_at))(*args)[0],
+        jax.grad(lambda x: value(*args[:a], x, *args[a + 1 :]))(args[a]),
+    ]
+    only_a = tuple(i == a for i in range(len(names)))
+    assert seen == [only_a], seen  # one pullback, converted once, for the three
+
+    expected = pytensor.function(ins, pt.grad(ll, ins[a]))(*args)
+    up, down = list(args), list(args)
+    up[a], down[a] = args[a] + STEP, args[a] - STEP
+    central = (Celerite()(*up) - Celerite()(*down)) / (2 * STEP)
+    for got in grads:
+        np.testing.assert_allclose(got, expected, rtol=1e-9)
+        np.testing.assert_allclose(got, central, rtol=1e-6)
+
+    # Another set JAX differentiates (a coefficient and the times): its own narrowed node.
+    t = names.index("t")
+    jax.jit(jax.grad(value, argnums=(a, t)))(*args)
+    assert seen[1:] == [tuple(i in (a, t) for i in range(len(names)))], seen
+
+
 # ---------------------------------------------------------------- the radial-velocity model
 
 

@@ -30,8 +30,12 @@ from backend_ops import GaussLogLike, GaussLogLikeNoDataGrad, VecMul
 from jax_ops import Kepler, jaxify, kepler_reference
 
 from libsection import _jax_ffi
+from libsection.pytensor import pytensor_op
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "data" / "gradient"))
+from gradient_ops import LogisticHand  # noqa: E402
+
 KINDS = ["mode", "pymc"]
 MEAN = np.array([0.3, 1.1, 2.5, 4.0])
 ECC = 0.4
@@ -481,6 +485,65 @@ def test_an_exported_computation_says_which_module_it_lacks(tmp_path):
     assert "error" in there
     assert "Kepler's module" in there["error"] or "ScaleByParam's module" in there["error"]
     assert str(empty) in there["error"] and "LIBSECTION_CACHE_DIR" in there["error"]
+
+
+EXPORT_DERIVED = """
+import json, sys
+sys.path.insert(0, "data/gradient")
+import numpy as np, pytensor.tensor as pt
+import jax, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+from gradient_ops import Logistic, logistic_data
+from jax_ops import jaxify
+from libsection import _jax_ffi
+from libsection.pytensor import pytensor_op
+theta, obs = pt.dvector("theta"), pt.dvector("obs")
+loglik = jaxify({kind!r}, [theta, obs], [pytensor_op(Logistic())(theta, obs)])
+
+def program(t, o):  # the gradient libsection derives, in reverse and forward mode
+    return loglik(t, o), jax.grad(loglik)(t, o), jax.jvp(lambda s: loglik(s, o), (t,), (t / 2,))[1]
+
+check = jax.export.DisabledSafetyCheck.custom_call(_jax_ffi.TARGET)
+args = (np.array([0.7, 9.0, 0.6]), logistic_data())
+exported = jax.export.export(jax.jit(program), disabled_checks=[check])(*args)
+open({path!r}, "wb").write(exported.serialize())
+out = [np.asarray(o).tolist() for o in program(*args)]
+print(json.dumps({{"args": [a.tolist() for a in args], "out": out}}))
+"""
+
+RUN_EXPORTED_ARGS = """
+import json
+import numpy as np
+import jax
+jax.config.update("jax_enable_x64", True)
+import libsection  # registers libsection's XLA target: nothing else of the op is imported
+exported = jax.export.deserialize(bytearray(open({path!r}, "rb").read()))
+args = [np.array(a) for a in json.loads(open({args!r}).read())]
+try:
+    print(json.dumps({{"out": [np.asarray(o).tolist() for o in exported.call(*args)]}}))
+except Exception as e:
+    print(json.dumps({{"error": f"{{type(e).__name__}}: {{e}}"}}))
+"""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_exported_derived_gradient_runs_in_a_fresh_process(kind, tmp_path):
+    # The derivative's module is found by the op it differentiates (Logistic.pullback), as its
+    # manifest names it, not by the class of its node.
+    cache, blob, args = tmp_path / "cache", tmp_path / "program.bin", tmp_path / "args.json"
+    env = {"LIBSECTION_CACHE_DIR": str(cache)}
+    here = run_script(EXPORT_DERIVED.format(kind=kind, path=str(blob)), env=env)
+    args.write_text(json.dumps(here["args"]))
+    there = run_script(RUN_EXPORTED_ARGS.format(path=str(blob), args=str(args)), env=env)
+    assert "error" not in there, there["error"]
+    for got, expected in zip(there["out"], here["out"], strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=0)
+    theta, obs = (np.array(a) for a in here["args"])
+    t = pt.dvector("theta")
+    ll = pytensor_op(LogisticHand())(t, obs)  # the same log-likelihood, its gradient in C
+    hand = pytensor.function([t], pt.grad(ll, t), mode="CVM")(theta)
+    np.testing.assert_allclose(here["out"][1], hand, rtol=1e-9)
+    np.testing.assert_allclose(here["out"][2], hand @ (theta / 2), rtol=1e-9)
 
 
 def test_the_call_names_nothing_of_this_process(cache_dir):

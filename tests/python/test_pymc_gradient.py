@@ -42,6 +42,11 @@ def model(op) -> pm.Model:
 
 
 def posterior(op, sampler: str) -> dict[str, np.ndarray]:
+    # numpyro's chains under jax.vmap, on one device: its default ("parallel", jax.pmap) needs
+    # a device per chain, which a process has only when importing pymc.sampling.jax set XLA's
+    # host device count before JAX started (not after an earlier test started it: numpyro then
+    # warns, an error under the suite's warning filter).
+    kwargs = {"nuts": {"chain_method": "vectorized"}} if sampler == "numpyro" else {}
     with model(op):
         idata = pm.sample(
             draws=DRAWS,
@@ -52,6 +57,7 @@ def posterior(op, sampler: str) -> dict[str, np.ndarray]:
             progressbar=False,
             nuts_sampler=sampler,
             compute_convergence_checks=False,
+            **kwargs,
         )
     return {name: np.asarray(idata.posterior[name]) for name in TRUTH}
 
