@@ -52,3 +52,25 @@ class OwnOutputUnnamed(OwnOutput):
     """OwnOutput whose signature does not give the output's length: the first row's sets it."""
 
     gufunc_signature = "(n)->(m)"
+
+
+class AddRows(libsection.ExternalCOp):
+    """z = x + y for vectors of one length: its C code trusts its signature's `n`."""
+
+    func_files = ["data/batched/add_rows.c"]
+    func_name = "APPLY_SPECIFIC(add_rows)"
+    gufunc_signature = "(n),(n)->(n)"
+
+    def output_types(self, x, y):
+        return [x]
+
+
+class Divmod0d(libsection.ExternalCOp):
+    """q, r = divmod(x, y) on 0-d arrays, with no gufunc_signature: PyTensor's Blockwise (or
+    `pt.vectorize`) gives it one."""
+
+    func_files = ["data/batched/divmod_0d.c"]
+    func_name = "APPLY_SPECIFIC(divmod_0d)"
+
+    def output_types(self, x, y):
+        return [x, x]
