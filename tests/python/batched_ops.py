@@ -74,3 +74,24 @@ class Divmod0d(libsection.ExternalCOp):
 
     def output_types(self, x, y):
         return [x, x]
+
+
+class RowSum(libsection.ExternalCOp):
+    """The sum of a vector, a number: "(n)->()"."""
+
+    func_files = ["data/batched/row_sum.c"]
+    gufunc_signature = "(n)->()"
+
+    def output_types(self, x):
+        return ["float64"]
+
+
+class ScaleRow(libsection.ExternalCOp):
+    """z = k x, "(n),()->(n)", whose C code takes k as a 0-d array."""
+
+    func_files = ["data/batched/scale_row.c"]
+    func_name = "APPLY_SPECIFIC(scale_row)"
+    gufunc_signature = "(n),()->(n)"
+
+    def output_types(self, x, k):
+        return [x]

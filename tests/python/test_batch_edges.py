@@ -1,7 +1,6 @@
-"""FAILING until issue 49's batch rows are done (after the Python package's restructuring,
-issue 48): a standalone op's gufunc signature checked on every call, a 0-d op vectorized in
-every mode, and a `perform` stub recognised as one. Not marked xfail on purpose: each test
-states the behaviour the fix must give."""
+"""The edges of batches (issue 49): a standalone op's gufunc signature checked on every call,
+with or without batch dimensions, as NumPy's gufuncs check theirs; an op on 0-d arrays or on
+numbers vectorized in every mode; and a `perform` stub recognised as one."""
 
 from __future__ import annotations
 
@@ -67,6 +66,17 @@ def test_calls_the_signature_allows_still_run(tmp_path):
     x = [1.0, 2.0, 3.0, 4.0]
     assert call_add_rows(x, x, tmp_path / "cache") == {"value": [2.0, 4.0, 6.0, 8.0]}
     assert call_add_rows([x, x], x, tmp_path / "cache") == {"value": [[2.0, 4.0, 6.0, 8.0]] * 2}
+
+
+def test_one_row_gives_what_a_single_call_gives(cache_dir):
+    """Without batch dimensions the op runs as a batch of one row (the signature checked):
+    its arrays are its own, a 0-d array stays one, a scalar output is a number."""
+    from batched_ops import RowSum, ScaleRow
+
+    total = RowSum()(np.arange(4.0))
+    assert type(total) is np.float64 and total == 6.0, repr(total)
+    np.testing.assert_array_equal(RowSum()(np.arange(6.0).reshape(2, 3)), [3.0, 12.0])
+    np.testing.assert_array_equal(ScaleRow()(np.arange(3.0), np.array(2.0)), [0.0, 2.0, 4.0])
 
 
 # ---------------------------------------------------------------- a 0-d op under pt.vectorize
