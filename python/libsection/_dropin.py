@@ -23,7 +23,7 @@ from ._build import checked_language
 from ._load import load_texts, raise_for, relative_to_class
 from ._memo import Lru
 from ._node import BuiltByTheCore, pytensor_flags
-from ._protocol import NODE_METHODS, RESHAPING_METHODS, dtype_of
+from ._protocol import NODE_METHODS, RESHAPING_METHODS, dtype_of, perform_only_raises
 
 __all__ = [
     "ExternalCOp",
@@ -451,8 +451,9 @@ class ExternalCOp(BuiltByTheCore, COp):
 
 
 def own_perform(op: Any) -> bool:
-    """Whether the op's class has its own ``perform`` (which then runs, as PyTensor runs it)."""
-    return overridden(type(op), "perform")
+    """Whether the op's class has its own ``perform`` (which then runs, as PyTensor runs it); a
+    ``perform`` that only raises is the stub of a C-only op, not one."""
+    return overridden(type(op), "perform") and not perform_only_raises(type(op).perform)
 
 
 # ---- the node op ------------------------------------------------------------------------------

@@ -76,6 +76,16 @@ class Divmod0d(libsection.ExternalCOp):
         return [x, x]
 
 
+class TwiceNumber(libsection.ExternalCOp):
+    """z = 2 x on numbers (a `code` section): in PyTensor its node has scalar types, which no
+    batch entry takes, so a batch of it runs per element."""
+
+    func_files = ["data/batched/twice_number.c"]
+
+    def output_types(self, x):
+        return [x]
+
+
 class RowSum(libsection.ExternalCOp):
     """The sum of a vector, a number: "(n)->()"."""
 

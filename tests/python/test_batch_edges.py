@@ -97,9 +97,24 @@ def test_a_0d_op_vectorizes_in_every_mode(mode, cache_dir):
         warnings.simplefilter("ignore", UserWarning)
         f = pytensor.function([x, y], [q, r], mode=mode)
     a, b = np.array([7.0, -7.0, 5.5]), np.array([2.0, 2.0, 0.5])
+    nodes = f.maker.fgraph.toposort()
+    assert not [n for n in nodes if isinstance(n.op, Blockwise)], nodes  # one C loop
     got_q, got_r = f(a, b)
     np.testing.assert_array_equal(got_q, np.floor(a / b))
     np.testing.assert_array_equal(got_r, a - b * np.floor(a / b))
+
+
+@pytest.mark.parametrize("mode", ["CVM", "NUMBA", "FAST_COMPILE"])
+def test_an_op_on_numbers_vectorizes_per_element_in_every_mode(mode, cache_dir):
+    """Its node takes PyTensor scalars, which no batch entry takes: Blockwise runs it."""
+    from batched_ops import TwiceNumber
+
+    x = pt.dvector("x")
+    z = pt.vectorize(pytensor_op(TwiceNumber()), signature="()->()")(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        f = pytensor.function([x], z, mode=mode)
+    np.testing.assert_array_equal(f(np.array([7.0, -7.0, 5.5])), [14.0, -14.0, 11.0])
 
 
 # ---------------------------------------------------------------- the README's perform stub
