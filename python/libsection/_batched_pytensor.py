@@ -31,6 +31,7 @@ from ._protocol import (
     gradient_method,
     tensors_only,
 )
+from ._traceback import entry_point
 
 __all__ = ["BatchedOp", "register"]
 
@@ -111,9 +112,11 @@ class BatchedOp(Op):
         tied_inputs = ["(" + ",".join(dims) + ")" for dims in inputs]
         return ",".join(tied_inputs) + "->" + ",".join(tied_outputs)
 
+    @entry_point
     def perform(self, node, inputs, output_storage):
         store(_performed(node)(*inputs), output_storage)
 
+    @entry_point
     def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
         """The node's own ``Batched``, run on the VM's storage: natively through ``cthunk``
         (CLinker's convention) in the C VM, through the Python thunk otherwise."""

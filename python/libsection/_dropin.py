@@ -24,6 +24,7 @@ from ._load import load_texts, raise_for, relative_to_class
 from ._memo import Lru
 from ._node import BuiltByTheCore, pytensor_flags
 from ._protocol import NODE_METHODS, RESHAPING_METHODS, dtype_of, perform_only_raises
+from ._traceback import entry_point
 
 __all__ = [
     "ExternalCOp",
@@ -196,6 +197,7 @@ class ExternalCOp(BuiltByTheCore, COp):
         working directory for a class defined in a notebook cell or at a prompt)."""
         return relative_to_class(cls, Path(f))
 
+    @entry_point
     def __init__(
         self, func_files: str | Path | list[str | Path], func_name: str | None = None
     ) -> None:

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from . import _core
 from ._core import Diagnostic, LoadedSections
+from ._traceback import entry_point
 
 __all__ = [
     "LoadError",
@@ -151,6 +152,7 @@ def _file_paths(files: PathLike | bytes | Iterable[PathLike | bytes]) -> list[tu
     return [_file_path(f) for f in files]
 
 
+@entry_point
 def load(
     files: PathLike | bytes | Iterable[PathLike | bytes], extra_tags: Iterable[str] = ()
 ) -> LoadedSections:
@@ -198,6 +200,7 @@ def load_texts(
     return loaded
 
 
+@entry_point
 def load_sections(files: PathLike | bytes | Iterable[PathLike | bytes]) -> dict[str, str]:
     r"""The merged sections of files, exactly as the reference's ``code_sections``.
 
