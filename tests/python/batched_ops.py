@@ -105,3 +105,15 @@ class ScaleRow(libsection.ExternalCOp):
 
     def output_types(self, x, k):
         return [x]
+
+
+class CheckedLogUnnamed(libsection.ExternalCOp):
+    """ops/checked_log (log x, a ValueError for x <= 0) whose signature leaves the output's
+    length to the first row: a failing first row has made no output."""
+
+    func_files = ["../../ops/checked_log/checkedLog.c"]
+    func_name = "APPLY_SPECIFIC(checked_log)"
+    gufunc_signature = "(n)->(m)"
+
+    def output_types(self, x):
+        return [x]

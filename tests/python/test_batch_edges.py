@@ -79,6 +79,36 @@ def test_one_row_gives_what_a_single_call_gives(cache_dir):
     np.testing.assert_array_equal(ScaleRow()(np.arange(3.0), np.array(2.0)), [0.0, 2.0, 4.0])
 
 
+FAILING_FIRST_ROW = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from batched_ops import CheckedLogUnnamed
+for x in ([1.0, -1.0], [[1.0, -1.0]]):  # one row, then a batch whose first row fails
+    try:
+        CheckedLogUnnamed()(np.array(x))
+    except ValueError as e:
+        print(e)
+"""
+
+
+def test_a_row_that_fails_before_making_its_output_is_its_error(cache_dir):
+    """An output left to the first row has no view; the row's failure is the op's error."""
+    run = subprocess.run(
+        [sys.executable, "-c", FAILING_FIRST_ROW, str(TESTS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, f"the calls ended with status {run.returncode}: {run.stderr}"
+    said = run.stdout.splitlines()
+    assert said == [
+        "checked_log: x[1] = -1 is not positive; log is undefined there",
+        "CheckedLogUnnamed: row 0 of the batch (index (0,)): checked_log: x[1] = -1 is not "
+        "positive; log is undefined there",
+    ], said
+
+
 # ---------------------------------------------------------------- a 0-d op under pt.vectorize
 
 pytensor = pytest.importorskip("pytensor")
