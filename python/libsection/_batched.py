@@ -99,20 +99,18 @@ def standalone_call(op: Any, inputs: tuple) -> Any | None:
         return None
     from ._types import tensor, type_of
 
+    # Without a batch, each input is what it is in a plain call (a 0-d array stays one, a str
+    # is the plain call's TypeError); a row of a "()" input is a number (as the op is called
+    # on one), of the others an array.
+    plain = None if batch else [type_of(v) for v in inputs]
     for i, (a, dims) in enumerate(zip(arrays, core_in, strict=True)):
         if a.ndim < len(dims):
             raise ValueError(
                 f"{name}: input {i} has {a.ndim} dimensions; its core dimensions in the "
                 f"gufunc_signature {signature!r} need {len(dims)}"
             )
-    # A row of a "()" input is a number (as the op is called on one), of the others an array;
-    # without a batch, each input is what it is in a plain call (a 0-d array stays one).
     pairs = zip(arrays, core_in, strict=True)
-    types = (
-        [tensor(a.dtype, len(d)) if d else a.dtype.name for a, d in pairs]
-        if batch
-        else [type_of(v) for v in inputs]
-    )
+    types = plain or [tensor(a.dtype, len(d)) if d else a.dtype.name for a, d in pairs]
     compiled = op.compiled(*types)
     for j, (described, dims) in enumerate(zip(compiled.info["outputs"], core_out, strict=True)):
         got = _core.parse_type(described).ndim
