@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from . import _core
 from ._core import Diagnostic, LoadedSections
-from ._traceback import entry_point
+from ._traceback import about_the_users_op, entry_point
 
 __all__ = [
     "LoadError",
@@ -49,6 +49,7 @@ class LoadError(NamedTuple):
     path: str
 
 
+@about_the_users_op
 class SectionError(ValueError):
     r"""A section file the reference loaders would refuse.
 
