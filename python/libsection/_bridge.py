@@ -103,7 +103,7 @@ def pytensor_op(standalone: StandaloneOp) -> COp:
     r"""A PyTensor op running the same section files as a standalone ``libsection.ExternalCOp``.
 
     Its ``make_node`` takes the output types from the standalone op's ``output_types``; 0-d
-    tensor inputs become PyTensor scalars (the C code receives a number, as standalone), but
+    tensor inputs become PyTensor scalars (the C code receives a number, as standalone), except
     where the op's C function takes an array (``PyArrayObject*``) for one; the
     standalone op's params become a ``ParamsType`` of the same fields. Gradients and shapes
     come from the standalone class when it defines them in PyTensor's terms (``pullback``,
