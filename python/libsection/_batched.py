@@ -77,9 +77,12 @@ def batched(compiled, signature: str, name: str, *, whole: bool = False, masks=N
 
 
 def standalone_call(op: Any, inputs: tuple) -> Any | None:
-    """The standalone op's batched call for these inputs (a ``_core.Batched``, which the op's
-    dispatcher keeps for their types), or None when the op has no ``gufunc_signature`` or no
-    input has dimensions beyond its core ones (then the op is called as it is)."""
+    """The standalone op's call for these inputs' types when it has a ``gufunc_signature``: a
+    ``_core.Batched``, which the op's dispatcher keeps for their types, so that every call
+    checks its arrays' core dimensions against the signature, as NumPy's gufuncs do (inputs
+    without batch dimensions are a batch of one row, the op called on them as they are). None
+    without a signature, or when the signature has no core dimension and no input a batch
+    dimension (nothing to check: the op is called as it is)."""
     signature = getattr(op, "gufunc_signature", None)
     if signature is None:
         return None
@@ -91,20 +94,23 @@ def standalone_call(op: Any, inputs: tuple) -> Any | None:
             f"got {len(inputs)}"
         )
     arrays = [np.asarray(v) for v in inputs]
-    if not any(a.ndim > len(dims) for a, dims in zip(arrays, core_in, strict=True)):
+    batch = any(a.ndim > len(dims) for a, dims in zip(arrays, core_in, strict=True))
+    if not batch and not any(core_in + core_out):
         return None
-    from ._types import tensor
+    from ._types import tensor, type_of
 
+    # Without a batch, each input is what it is in a plain call (a 0-d array stays one, a str
+    # is the plain call's TypeError); a row of a "()" input is a number (as the op is called
+    # on one), of the others an array.
+    plain = None if batch else [type_of(v) for v in inputs]
     for i, (a, dims) in enumerate(zip(arrays, core_in, strict=True)):
         if a.ndim < len(dims):
             raise ValueError(
                 f"{name}: input {i} has {a.ndim} dimensions; its core dimensions in the "
                 f"gufunc_signature {signature!r} need {len(dims)}"
             )
-    # A row of a "()" input is a number (as the op is called on one), of the others an array.
-    types = [
-        tensor(a.dtype, len(d)) if d else a.dtype.name for a, d in zip(arrays, core_in, strict=True)
-    ]
+    pairs = zip(arrays, core_in, strict=True)
+    types = plain or [tensor(a.dtype, len(d)) if d else a.dtype.name for a, d in pairs]
     compiled = op.compiled(*types)
     for j, (described, dims) in enumerate(zip(compiled.info["outputs"], core_out, strict=True)):
         got = _core.parse_type(described).ndim

@@ -5,7 +5,9 @@ PyTensor vectorizes an op by wrapping it in ``Blockwise``. Whatever made the ``B
 (``vectorize_graph``, ``pt.vectorize``, a gradient's own batched nodes, PyMC's
 ``vectorize_over_posterior``, a user), a rewrite in every mode's rewrite database
 (``libsection_batched``, after the graph's other rewrites) puts a ``BatchedOp`` in its place
-when the core op is a drop-in op without a Python ``perform`` of its own: the same inputs,
+when the core op is a drop-in op without a Python ``perform`` of its own (a ``perform`` that
+only raises is none) and its core node's types are tensors (a PyTensor scalar has no batch
+entry: ``Blockwise`` runs such a node per element): the same inputs,
 outputs, shapes and gradient (``Blockwise``'s), and a thunk that runs the node's ``_core.Batched``
 (python/libsection/_batched.py): PyTensor's VM calls it natively (CVM), the Python linker once
 per batch (FAST_COMPILE), Numba's code once per batch (NUMBA), and JAX through the op's XLA FFI
@@ -27,7 +29,9 @@ from ._protocol import (
     blockwise_core_node,
     call_infer_shape,
     gradient_method,
+    tensors_only,
 )
+from ._traceback import entry_point
 
 __all__ = ["BatchedOp", "register"]
 
@@ -108,9 +112,11 @@ class BatchedOp(Op):
         tied_inputs = ["(" + ",".join(dims) + ")" for dims in inputs]
         return ",".join(tied_inputs) + "->" + ",".join(tied_outputs)
 
+    @entry_point
     def perform(self, node, inputs, output_storage):
         store(_performed(node)(*inputs), output_storage)
 
+    @entry_point
     def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
         """The node's own ``Batched``, run on the VM's storage: natively through ``cthunk``
         (CLinker's convention) in the C VM, through the Python thunk otherwise."""
@@ -143,6 +149,8 @@ def register(op_class, own_perform) -> None:
             return None
         if not isinstance(op.core_op, op_class) or own_perform(op.core_op):
             return None
+        if not tensors_only(blockwise_core_node(op, node)):
+            return None  # no batch entry (a PyTensor scalar): Blockwise runs it per element
         return BatchedOp(op.core_op, op.signature).make_node(*node.inputs).outputs
 
     # After the graph's own rewrites (and before Numba's Blockwise rewrite, at 100), in the

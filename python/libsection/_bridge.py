@@ -103,7 +103,8 @@ def pytensor_op(standalone: StandaloneOp) -> COp:
     r"""A PyTensor op running the same section files as a standalone ``libsection.ExternalCOp``.
 
     Its ``make_node`` takes the output types from the standalone op's ``output_types``; 0-d
-    tensor inputs become PyTensor scalars (the C code receives a number, as standalone); the
+    tensor inputs become PyTensor scalars (the C code receives a number, as standalone), except
+    where the op's C function takes an array (``PyArrayObject*``) for one; the
     standalone op's params become a ``ParamsType`` of the same fields. Gradients and shapes
     come from the standalone class when it defines them in PyTensor's terms (``pullback``,
     ``L_op`` or ``grad``; ``pushforward`` or ``R_op``; ``infer_shape``;
@@ -233,10 +234,12 @@ def _bridge_class(standalone_cls):
             return ParamsType(**{n: pytensor_type(t) for n, t in standalone_cls.params.items()})
 
         def make_node(self, *inputs):
+            takes = self._main_function_takes()
             variables = []
-            for x in inputs:
+            for i, x in enumerate(inputs):
                 v = x if isinstance(x, Variable) else as_tensor_variable(x)
-                if isinstance(v.type, TensorType) and v.type.ndim == 0:
+                array = i < len(takes) and takes[i] == "array"
+                if isinstance(v.type, TensorType) and v.type.ndim == 0 and not array:
                     v = scalar_from_tensor(v)
                 variables.append(v)
             types = [type_string(v.type) for v in variables]
@@ -252,6 +255,13 @@ def _bridge_class(standalone_cls):
                 )
             ]
             return Apply(self, variables, [t() for t in typed])
+
+        def _main_function_takes(self) -> list[str]:
+            """Per input, what the op's C function takes (``_core.main_function_takes``):
+            where it takes an array, a 0-d tensor stays one."""
+            if self.func_name is None:
+                return []
+            return _core.main_function_takes(self._sections, self.func_name) or []
 
         def __reduce__(self):
             return pytensor_op, (self.standalone,)

@@ -6,7 +6,7 @@ import collections.abc
 from libsection import CompileError
 from libsection import LinkError
 import typing
-__all__: list[str] = ['BatchPlan', 'Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'derivative_refusals', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_gufunc_signature', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'raise_expansion_errors', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['BatchPlan', 'Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'derivative_refusals', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'main_function_takes', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_gufunc_signature', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'raise_expansion_errors', 'relocate_line_directives', 'single_node_context']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -584,6 +584,10 @@ def load_support_library(name: str, code: str, header_dirs: collections.abc.Sequ
 def load_texts(texts: collections.abc.Sequence[str], names: collections.abc.Sequence[str], extra_tags: collections.abc.Sequence[str] = []) -> LoadedSections:
     """
     Merges section-file texts held in memory (e.g. an unpickled op's func_codes) as load_sections merges files.
+    """
+def main_function_takes(loaded: LoadedSections, func_name: str) -> list[str] | None:
+    """
+    What the op's main function `func_name` takes, per parameter as its sections write it: 'array', 'number' or 'other'; None when no section declares it.
     """
 def marker_style(text: str) -> str:
     """

@@ -23,7 +23,8 @@ from ._build import checked_language
 from ._load import load_texts, raise_for, relative_to_class
 from ._memo import Lru
 from ._node import BuiltByTheCore, pytensor_flags
-from ._protocol import NODE_METHODS, RESHAPING_METHODS, dtype_of
+from ._protocol import NODE_METHODS, RESHAPING_METHODS, dtype_of, perform_only_raises
+from ._traceback import entry_point
 
 __all__ = [
     "ExternalCOp",
@@ -196,6 +197,7 @@ class ExternalCOp(BuiltByTheCore, COp):
         working directory for a class defined in a notebook cell or at a prompt)."""
         return relative_to_class(cls, Path(f))
 
+    @entry_point
     def __init__(
         self, func_files: str | Path | list[str | Path], func_name: str | None = None
     ) -> None:
@@ -451,8 +453,9 @@ class ExternalCOp(BuiltByTheCore, COp):
 
 
 def own_perform(op: Any) -> bool:
-    """Whether the op's class has its own ``perform`` (which then runs, as PyTensor runs it)."""
-    return overridden(type(op), "perform")
+    """Whether the op's class has its own ``perform`` (which then runs, as PyTensor runs it); a
+    ``perform`` that only raises is the stub of a C-only op, not one."""
+    return overridden(type(op), "perform") and not perform_only_raises(type(op).perform)
 
 
 # ---- the node op ------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from ._jax_ad import Pullback, pushforward_primitive
 from ._jax_shapes import shape_function
 from ._node import NodeRunner, compile_node, node_params
 from ._protocol import blockwise_check_broadcast
+from ._traceback import entry_point
 
 __all__ = ["jax_function", "register", "register_batched"]
 
@@ -53,6 +54,7 @@ def register(jax_funcify, op_class, own_perform) -> None:
     the op's own errors (``raise_own_errors``)."""
 
     @jax_funcify.register(op_class)
+    @entry_point
     def _funcify(op, node=None, **kwargs):
         return jax_function(node, own_perform(op))
 
@@ -327,6 +329,7 @@ def register_batched(jax_funcify, op_class, own_perform) -> None:
     under vmap its FFI handler gets the whole batch, and runs it in the C loop."""
 
     @jax_funcify.register(op_class)
+    @entry_point
     def _funcify(op, node=None, **kwargs):
         import jax.numpy as jnp
 

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from . import _core
 from ._core import Diagnostic, LoadedSections
+from ._traceback import about_the_users_op, entry_point
 
 __all__ = [
     "LoadError",
@@ -48,6 +49,7 @@ class LoadError(NamedTuple):
     path: str
 
 
+@about_the_users_op
 class SectionError(ValueError):
     r"""A section file the reference loaders would refuse.
 
@@ -151,6 +153,7 @@ def _file_paths(files: PathLike | bytes | Iterable[PathLike | bytes]) -> list[tu
     return [_file_path(f) for f in files]
 
 
+@entry_point
 def load(
     files: PathLike | bytes | Iterable[PathLike | bytes], extra_tags: Iterable[str] = ()
 ) -> LoadedSections:
@@ -198,6 +201,7 @@ def load_texts(
     return loaded
 
 
+@entry_point
 def load_sections(files: PathLike | bytes | Iterable[PathLike | bytes]) -> dict[str, str]:
     r"""The merged sections of files, exactly as the reference's ``code_sections``.
 

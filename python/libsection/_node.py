@@ -25,6 +25,7 @@ from . import _core
 from ._core import CompiledOp
 from ._memo import Lru, once
 from ._protocol import PerNode
+from ._traceback import entry_point
 
 __all__ = [
     "BuiltByTheCore",
@@ -259,12 +260,14 @@ class BuiltByTheCore:
         """Whether the Python linker's thunk runs a ``perform`` of the op's class's own."""
         return False
 
+    @entry_point
     def perform(self, node, inputs, output_storage):
         """Runs the op's own C code through libsection's linker core, so the Python linker and
         Numba compute what the C backend does. Called directly, it keeps one compiled
         instance per node (thunks made by the linkers get one each)."""
         store(_performed(node)(*inputs), output_storage)
 
+    @entry_point
     def make_c_thunk(self, node, storage_map, compute_map, no_recycling):
         """The C backend's thunk, built by libsection's linker core (its compile cache,
         precompiled header and no per-process probe) from the same description PyTensor's
@@ -273,6 +276,7 @@ class BuiltByTheCore:
         prepare_function(storage_map)
         return make_c_thunk(node, storage_map, compute_map)
 
+    @entry_point
     def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
         """The Python linker's thunk: the node's own runner (its struct lives as long as the
         thunk)."""

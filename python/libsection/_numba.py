@@ -24,6 +24,7 @@ import numpy as np
 from . import _core
 from ._memo import Lru
 from ._node import NodeRunner, compile_node
+from ._traceback import entry_point
 
 # NumPy objects the generated code points at (dtypes, scalar types, ndarray): kept alive here,
 # for good (compiled functions hold their addresses).
@@ -94,6 +95,7 @@ def register(numba_funcify, op_class, own_perform) -> None:
     calls it, as PyTensor would)."""
 
     @numba_funcify.register(op_class)
+    @entry_point
     def _funcify(op, node, **kwargs):
         return node_function(node, own_perform(op))
 
@@ -103,6 +105,7 @@ def register_batched(numba_funcify, op_class, own_perform) -> None:
     ``numba_funcify``: Numba calls the node's ``_core.Batched`` natively, once per batch."""
 
     @numba_funcify.register(op_class)
+    @entry_point
     def _funcify(op, node, **kwargs):
         return node_function(node, False, native=op.batched(node))
 

@@ -10,6 +10,7 @@ standalone op, which runs without PyTensor, can read the names.
 
 from __future__ import annotations
 
+import dis
 import inspect
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -35,6 +36,8 @@ __all__ = [
     "has_pullback",
     "infer_shape_arguments",
     "own_method",
+    "perform_only_raises",
+    "tensors_only",
 ]
 
 # ---- the c_* methods ----------------------------------------------------------------------
@@ -86,6 +89,18 @@ def own_method(op: Any, name: str, *ours: type) -> Callable[..., Any] | None:
     return getattr(op, name)
 
 
+def perform_only_raises(method: Any) -> bool:
+    """Whether a ``perform`` is the stub PyTensor's abstract ``perform`` makes C-only ops write
+    (``raise NotImplementedError``): its code raises and has no way to return, so it is no
+    Python implementation. Read from the bytecode, which needs no source file."""
+    code = getattr(getattr(method, "__func__", method), "__code__", None)
+    if code is None:
+        return False
+    names = {instruction.opname for instruction in dis.get_instructions(code)}
+    ends = {"RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE"}
+    return "RAISE_VARARGS" in names and not names & ends
+
+
 # ---- shapes ---------------------------------------------------------------------------------
 
 
@@ -134,6 +149,14 @@ def dtype_of(variable: Any) -> str | None:
     from pytensor.graph.type import HasDataType
 
     return variable.type.dtype if isinstance(variable.type, HasDataType) else None
+
+
+def tensors_only(node: Any) -> bool:
+    """Whether every input and output of ``node`` is a PyTensor tensor: the types a module's
+    batch entry takes (a ``ScalarType``, a generic object do not have one)."""
+    from pytensor.tensor.type import TensorType
+
+    return all(isinstance(v.type, TensorType) for v in [*node.inputs, *node.outputs])
 
 
 # ---- Blockwise's internals --------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import ParamSpec, TypeVar
 
-__all__ = ["cut_library_frames", "entry_point"]
+__all__ = ["about_the_users_op", "cut_library_frames", "entry_point"]
 
 _PACKAGE = str(Path(__file__).resolve().parent) + os.sep
 
@@ -28,12 +28,25 @@ def _ours(entry: TracebackType) -> bool:
     return entry.tb_frame.f_code.co_filename.startswith(_PACKAGE)
 
 
+# The package's own errors about the user's op, besides the linker core's: each module above
+# names its own (`about_the_users_op`), so this one imports none of them.
+_OWN_ERRORS: list[type[BaseException]] = []
+
+E = TypeVar("E", bound=type[BaseException])
+
+
+def about_the_users_op(error_class: E) -> E:
+    """Marks an error class of the package's as one about the user's op (a class decorator):
+    it leaves an entry point without the library's frames."""
+    _OWN_ERRORS.append(error_class)
+    return error_class
+
+
 def _about_the_users_op(error: BaseException, innermost: TracebackType | None) -> bool:
     """libsection's own errors, and whatever the user's code raised (an op's output_types)."""
     from . import _core
-    from ._load import SectionError
 
-    own = (_core.CompileError, _core.LinkError, SectionError)
+    own: tuple[type[BaseException], ...] = (_core.CompileError, _core.LinkError, *_OWN_ERRORS)
     return isinstance(error, own) or (innermost is not None and not _ours(innermost))
 
 

@@ -5,6 +5,7 @@
 #include "bindings.hpp"
 #include "diagnostic_record.hpp"
 #include "loaded.hpp"
+#include "parse/declarations.hpp"
 #include "section/parse.hpp"
 
 namespace py = pybind11;
@@ -175,6 +176,19 @@ std::string marker_style(std::string text) {
   return style_name(parse_file(sm, id, ds).style);
 }
 
+/// What the op's main function takes, per parameter as written: "array" (a pointer or an
+/// array), "number" (plainly a number type) or "other" (a typedef may hide either); None when
+/// no section declares it.
+std::optional<std::vector<std::string>> main_function_takes(LoadedSections const& l,
+                                                            std::string const& func_name) {
+  auto const parameters = c_scan::main_function_parameters(*l.sources, l.set, func_name);
+  if (!parameters) return std::nullopt;
+  std::vector<std::string> out;
+  for (auto const& p : *parameters)
+    out.push_back(p.pointer ? "array" : p.number ? "number" : "other");
+  return out;
+}
+
 }  // namespace
 
 void bind_parse(py::module_& m) {
@@ -192,6 +206,9 @@ void bind_parse(py::module_& m) {
         "Parses section-file text held in memory, as if read from `filename`.");
   m.def("marker_style", &marker_style, py::arg("text"),
         "Which marker syntax a text uses: none, section, legacy or mixed.");
+  m.def("main_function_takes", &main_function_takes, py::arg("loaded"), py::arg("func_name"),
+        "What the op's main function `func_name` takes, per parameter as its sections write it: "
+        "'array', 'number' or 'other'; None when no section declares it.");
 }
 
 }  // namespace section::python

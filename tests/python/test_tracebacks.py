@@ -42,10 +42,12 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def traceback_of(call: str, tmp_path: Path, cache_dir: Path) -> tuple[str, list[str]]:
+def traceback_of(
+    call: str, tmp_path: Path, cache_dir: Path, script: str = SCRIPT
+) -> tuple[str, list[str]]:
     """The script's stderr when `call` fails, and the files of the frames it shows."""
     (tmp_path / "broken.c").write_text(BROKEN)
-    (tmp_path / "user.py").write_text(SCRIPT.replace("{call}", call))
+    (tmp_path / "user.py").write_text(script.replace("{call}", call))
     done = subprocess.run(
         [sys.executable, "user.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
@@ -81,3 +83,43 @@ def test_an_error_the_users_own_code_raised_keeps_their_frame_only(tmp_path, cac
     # The call, then the op's output_types that raised: both the user's.
     assert frames == [str(tmp_path / "user.py")] * 2, shown
     assert shown.rstrip().endswith("TypeError: Broken takes float64[:], not int32[:]"), shown
+
+
+DROP_IN = textwrap.dedent(
+    """\
+    import numpy as np
+    import pytensor, pytensor.tensor as pt
+    from pytensor.graph.basic import Apply
+    from libsection.pytensor import ExternalCOp
+
+    class BrokenDropIn(ExternalCOp):
+        __props__ = ()
+
+        def make_node(self, x):
+            return Apply(self, [x], [x.type()])
+
+    x = pt.dvector("x")
+    {call}
+    """
+)
+
+
+MODES = ("CVM", "FAST_COMPILE", "NUMBA")
+
+
+def test_the_drop_in_op_and_load_hide_the_librarys_frames(tmp_path, cache_dir):
+    """libsection.pytensor.ExternalCOp (its files read, its node compiled inside PyTensor's
+    pytensor.function, whose frames stay) and libsection.load, as the standalone op."""
+    (tmp_path / "bad_sections.c").write_text("#section not_a_tag\nz = 1;\n")
+    compile_in = (
+        "pytensor.function([x], BrokenDropIn('broken.c', 'APPLY_SPECIFIC(broken)')(x), mode='{}')"
+    )
+    calls = {compile_in.format(mode): "broken.c:4:12: error" for mode in MODES}
+    calls["BrokenDropIn('bad_sections.c')"] = "SectionError"
+    for call, said in calls.items():
+        shown, frames = traceback_of(call, tmp_path, cache_dir, DROP_IN)
+        assert [f for f in frames if Path(f).resolve().is_relative_to(PACKAGE)] == [], shown
+        assert said in shown, shown
+    shown, frames = traceback_of('libsection.load("bad_sections.c")', tmp_path, cache_dir)
+    assert frames == [str(tmp_path / "user.py")], shown
+    assert "SectionError" in shown, shown

@@ -10,6 +10,10 @@
 // given (as ops reuse an output of the right shape) writes straight into the batch's output;
 // one that makes an array of its own has it checked and copied (`batch_output`).
 //
+// A batch without batch dimensions is one row: the standalone op's call of an op with a
+// signature, whose core dimensions are checked as a batch's are. Its arrays are their own rows
+// (no view over them), and an output the op makes is the output, as in a single call.
+//
 // The plan is the linker's `BatchPlan`, laid out as batch_plan.h (before this file) says.
 typedef struct libsection_rt_batch {
   libsection_batch head; /* what a module's loop reads: first, so the two share an address */
@@ -185,6 +189,16 @@ static PyObject* libsection_rt_row_view(libsection_rt_batch* b, int c, char* dat
   return view;
 }
 
+/* The array cell `c`'s row reaches the op as: a row view, or, in a batch of one row, the cell's
+   array itself (a new reference either way). */
+static PyObject* libsection_rt_cell_view(libsection_rt_batch* b, int c, char* data) {
+  if (b->ndim == 0) {
+    Py_INCREF(b->arrays[c]);
+    return (PyObject*)b->arrays[c];
+  }
+  return libsection_rt_row_view(b, c, data);
+}
+
 /* Cell `c`'s array is known (given, made, or taken from the first row): its steps, its core
    dimensions and strides, and its row view. */
 static int libsection_rt_batch_cell(libsection_rt_batch* b, int c, PyArrayObject* a) {
@@ -203,7 +217,7 @@ static int libsection_rt_batch_cell(libsection_rt_batch* b, int c, PyArrayObject
   for (d = 0; d < b->ndim && !(b->flags & LIBSECTION_BATCH_WHOLE); ++d)
     b->head.data[c] += b->index[d] * b->steps[c * b->ndim + d];
   if (libsection_rt_is_scalar_cell(b, c)) return 0;
-  b->head.views[c] = libsection_rt_row_view(b, c, b->head.data[c]);
+  b->head.views[c] = libsection_rt_cell_view(b, c, b->head.data[c]);
   return b->head.views[c] ? 0 : -1;
 }
 
@@ -233,7 +247,9 @@ static int libsection_rt_batch_let_go(libsection_rt_batch* b) {
   int c, failed = 0;
   PyErr_Fetch(&type, &value, &traceback);
   for (c = 0; c < b->n_cells && !failed; ++c)
-    if (b->head.views[c] && Py_REFCNT(b->head.views[c]) != 1) failed = libsection_rt_keep_row(b, c);
+    if (b->head.views[c] && b->head.views[c] != (PyObject*)b->arrays[c] &&
+        Py_REFCNT(b->head.views[c]) != 1)
+      failed = libsection_rt_keep_row(b, c);
   if (type) {
     PyErr_Clear();
     PyErr_Restore(type, value, traceback);
@@ -331,7 +347,7 @@ static int libsection_rt_take_output(libsection_rt_batch* b, int c, PyArrayObjec
   if (libsection_rt_batch_dtype(b, c, a, "output", c - b->n_in) ||
       libsection_rt_output_shape(b, c, a, nd))
     return -1;
-  if (whole && !b->arrays[c]) { /* the op's own array is the output */
+  if ((whole || b->ndim == 0) && !b->arrays[c]) { /* the op's own array is the output */
     Py_INCREF(a);
     return libsection_rt_batch_cell(b, c, a);
   }
@@ -526,13 +542,13 @@ static int libsection_rt_batch_first_inputs(libsection_rt_batch* b) {
   for (c = 0; c < b->n_in && b->ndim; ++c) b->inner[c] = b->steps[c * b->ndim + b->ndim - 1];
   for (c = 0; c < b->n_in; ++c) {
     b->head.data[c] = PyArray_BYTES(b->arrays[c]);
-    if (whole && libsection_rt_is_scalar_cell(b, c)) {
+    if (whole && b->ndim && libsection_rt_is_scalar_cell(b, c)) {
       PyErr_Format(PyExc_TypeError, "%s: input %d is a scalar, which cannot take a whole batch",
                    b->labels[0], c);
       return -1;
     }
     if (!libsection_rt_is_scalar_cell(b, c) &&
-        !(b->head.views[c] = libsection_rt_row_view(b, c, b->head.data[c])))
+        !(b->head.views[c] = libsection_rt_cell_view(b, c, b->head.data[c])))
       return -1;
   }
   return 0;
@@ -544,13 +560,17 @@ static int libsection_rt_batch_prepare_output(libsection_rt_batch* b, int c, PyO
                                               const long long* dims, const npy_intp* names) {
   npy_intp* const known = &b->core[c * NPY_MAXDIMS];
   int const j = c - b->n_in, core = b->core_ndim[c];
+  /* Made here: a batch's rows are written into it; one row's array is the op's own, as in a
+     single call, but for a scalar, whose value needs an array to go to. */
+  int const made_here =
+      b->ndim ? !(b->flags & LIBSECTION_BATCH_WHOLE) : libsection_rt_is_scalar_cell(b, c);
   int all_known = 1, k;
   for (k = 0; k < core; ++k) {
     known[k] = dims[k] < 0 ? (npy_intp)(-dims[k] - 1) : names[dims[k]];
     all_known &= known[k] >= 0;
   }
   if (given) return libsection_rt_batch_preset(b, c, given, known);
-  if (all_known && !(b->flags & LIBSECTION_BATCH_WHOLE)) {
+  if (all_known && made_here) {
     npy_intp full[NPY_MAXDIMS];
     PyArrayObject* made;
     for (k = 0; k < b->ndim; ++k) full[k] = b->shape[k];
@@ -604,7 +624,7 @@ static int libsection_rt_batch_check_run(libsection_rt_batch* b, int failed) {
   if (failed && !PyErr_Occurred())
     PyErr_Format(PyExc_RuntimeError, "%s failed (code %d) without setting an exception",
                  b->labels[0], failed);
-  if (failed && !(b->flags & LIBSECTION_BATCH_WHOLE)) libsection_rt_name_row(b);
+  if (failed && b->ndim && !(b->flags & LIBSECTION_BATCH_WHOLE)) libsection_rt_name_row(b);
   if (failed) return failed;
   for (c = b->n_in; c < b->n_cells; ++c)
     if (!b->arrays[c]) {
@@ -638,8 +658,11 @@ static int libsection_rt_run_batch(void* self, int (*rows)(void*, libsection_bat
   if (libsection_rt_batch_prepare(&b, inputs, outputs, plan) == 0)
     failed = libsection_rt_batch_check_run(&b, b.rows ? rows(self, &b.head) : 0);
   if (libsection_rt_batch_let_go(&b) && !failed) failed = -1;
-  if (!failed)
-    for (c = n_in; c < n_cells; ++c) outputs[c - n_in] = (PyObject*)b.arrays[c];
+  /* One row's scalar output is a number, as a single call's is. */
+  for (c = n_in; c < n_cells && !failed; ++c)
+    outputs[c - n_in] = b.ndim || !libsection_rt_is_scalar_cell(&b, c)
+                            ? (PyObject*)b.arrays[c]
+                            : PyArray_Return(b.arrays[c]);
   libsection_rt_batch_free(&b, !failed);
   return failed ? -1 : 0;
 }

@@ -168,9 +168,10 @@ typedef struct libsection_runtime {
 // reports and strict aliasing lets the compiler reorder.
 #define LIBSECTION_ROW_VIEW(var, view) memcpy(&(var), &(view), sizeof(PyObject*))
 // A row's output, after the op ran: nothing to do when the op wrote into the row view it was
-// given (the view's reference is dropped), else the runtime's check and copy.
+// given (the view's reference is dropped), else the runtime's check and copy (also when there
+// was no view, an output left to the first row, and the op made none: a failed row's).
 #define LIBSECTION_ROW_OUTPUT(var, batch, cell, failed)                   \
-  ((PyObject*)(var) == (batch)->views[cell]                               \
+  ((batch)->views[cell] && (PyObject*)(var) == (batch)->views[cell]       \
        ? (Py_DECREF((batch)->views[cell]), (var) = NULL, 0)               \
        : libsection_rt->batch_output((batch), (cell), (PyObject**)&(var), (failed)))
 // A module takes NumPy's API table from the runtime, which imported it: the running NumPy's
