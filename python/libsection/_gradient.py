@@ -3,16 +3,17 @@
 An op without a gradient of its own (no ``pullback``, ``L_op`` or ``grad``) whose values are
 written with the generated DTYPE macros gets exact derivatives when PyTensor asks for them:
 its C code is compiled a second time, in a module of its own, with the ``DTYPE_INPUT_i`` and
-``DTYPE_OUTPUT_i`` of its float inputs and outputs naming a dual number (a value and W
-tangents). That module is built only when a derivative is first asked for, through the same
-route, cache and checks as every module; the op's own module does not change.
+``DTYPE_OUTPUT_i`` of its float inputs and outputs naming a dual number (a value and tangents)
+or a taped number. That module is built only when a derivative is first asked for, through the
+same route, cache and checks as every module; the op's own module does not change. An op has
+one pullback module and one pushforward module whatever its inputs' static shapes.
 
 - ``pullback`` (PyTensor's reverse mode, ``pt.grad``, samplers): a ``DerivedGradient`` node.
-  Its C code runs the op's code once per W differentiated scalars, each pass seeding W unit
-  tangents, and contracts the outputs' tangents with the cotangents: a vector-Jacobian product
-  built from forward passes, exact to rounding. Its cost grows with the number of
-  differentiated scalars P (ceil(P / W) passes), so it suits a likelihood of a few parameters;
-  a long parameter vector is better served by a hand-written gradient.
+  For a few differentiated scalars P its C code runs the op's code once per ``WIDTH`` of them,
+  each pass seeding unit tangents, and contracts the outputs' tangents with the cotangents (a
+  vector-Jacobian product from forward passes, exact to rounding); for more it runs the op's
+  code once on taped numbers and sweeps the tape backwards (reverse mode). The linker core
+  picks per call, from P.
 - ``pushforward`` (``R_op``, forward mode): a ``DerivedPushforward`` node, one pass with the
   given tangents.
 
@@ -28,7 +29,6 @@ inputs whose gradient the compiled function uses, so data given as an input cost
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pytensor.graph.basic import Apply, Constant, Variable
@@ -40,36 +40,17 @@ from ._dropin import ExternalCOp
 from ._node import BuiltByTheCore, COpAdapter
 from ._protocol import CODE_METHODS, RESHAPING_METHODS, own_method
 
-__all__ = ["DerivedGradient", "DerivedPushforward", "pullback", "pushforward", "width_for"]
+__all__ = ["DerivedGradient", "DerivedPushforward", "pullback", "pushforward"]
 
-MAX_WIDTH = 8
-"""The most tangents a pass carries: more scalars than this take more passes."""
-UNKNOWN_WIDTH = 4
-"""The tangents per pass when the number of differentiated scalars is not known from the
-inputs' static shapes."""
+WIDTH = 8
+"""The tangents each forward pass of a pullback carries, whatever the inputs' static shapes:
+one module per op (a narrower pass costs about as much, measured with 3 scalars)."""
 
 _FLOATS = ("float32", "float64")
 
 
 def _dtype(variable) -> str | None:
     return getattr(variable.type, "dtype", None)
-
-
-def width_for(inputs, differentiated) -> int:
-    """Tangents per pass: every differentiated scalar at once when their number P is known
-    from static shapes and at most ``MAX_WIDTH``, else the fewest passes of equal width;
-    ``UNKNOWN_WIDTH`` when P is not known."""
-    total = 0
-    for x, carries in zip(inputs, differentiated, strict=True):
-        if not carries:
-            continue
-        shape = getattr(x.type, "shape", ())
-        if any(s is None for s in shape):
-            return UNKNOWN_WIDTH
-        total += math.prod(shape)
-    if total <= MAX_WIDTH:
-        return max(total, 1)
-    return math.ceil(total / math.ceil(total / MAX_WIDTH))
 
 
 # ---------------------------------------------------------------- which gradient the op has
@@ -184,7 +165,6 @@ def _derived_pullback(op, inputs, outputs, cotangents) -> list:
                 op,
                 tuple(differentiated),
                 tuple(given),
-                width_for(inputs, differentiated),
                 tuple(y.type for y in outputs),
             )(
                 *inputs,
@@ -228,16 +208,14 @@ class _Derivative(BuiltByTheCore, COp):
         "forward",
         "differentiated",
         "cotangents",
-        "width",
         "output_types",
     )
     mode = ""
 
-    def __init__(self, forward, differentiated, cotangents, width, output_types):
+    def __init__(self, forward, differentiated, cotangents, output_types):
         self.forward = forward
         self.differentiated = tuple(bool(d) for d in differentiated)
         self.cotangents = tuple(bool(c) for c in cotangents)
-        self.width = int(width)
         self.output_types = tuple(output_types)
 
     def __str__(self) -> str:
@@ -265,7 +243,7 @@ class _Derivative(BuiltByTheCore, COp):
             self.output_types,
             list(self.differentiated),
             list(self.cotangents),
-            self.width,
+            WIDTH if self.mode == "pullback" else 1,
             self.mode,
         )
 
@@ -400,7 +378,6 @@ class DerivedPushforward(_Derivative):
             self.forward,
             self.differentiated,
             tuple(given),
-            width_for(forward_inputs, self.differentiated),
             self.output_types,
         )(
             *forward_inputs,
@@ -447,7 +424,7 @@ def _pushforward_node(op, inputs, differentiated, tangents, output_types, values
     marks (a ``DerivedPushforward`` node), whose pass is checked against ``values`` (of each
     float output, as ``op`` computes them)."""
     out = DerivedPushforward(
-        op, tuple(differentiated), (False,) * len(output_types), 1, tuple(output_types)
+        op, tuple(differentiated), (False,) * len(output_types), tuple(output_types)
     )(*inputs, *tangents, *values)
     return out if isinstance(out, list) else [out]
 
@@ -480,8 +457,7 @@ def _register_pruning() -> None:
             return None
         keep = iter(used)
         differentiated = tuple(d and next(keep) for d in op.differentiated)
-        width = width_for(node.inputs[: len(differentiated)], differentiated)
-        narrow = DerivedGradient(op.forward, differentiated, op.cotangents, width, op.output_types)
+        narrow = DerivedGradient(op.forward, differentiated, op.cotangents, op.output_types)
         new = narrow.make_node(*node.inputs).outputs
         kept = iter(new)
         return {out: next(kept) for out, u in zip(node.outputs, used, strict=True) if u}

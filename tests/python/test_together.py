@@ -202,3 +202,28 @@ def test_nodes_that_cannot_share_a_library_are_compiled_one_by_one(tmp_path, cac
             assert compiled.info["graphs"] == 1 and not compiled.info["compiled"]
             np.testing.assert_array_equal(compiled(a), a * k)
     assert not list(cache_dir.glob("failed/*"))  # a failed attempt together is no user's error
+
+
+def test_an_op_and_its_derived_gradient_compile_together(cache_dir, monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)  # one compiler process: one library
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent / "data" / "gradient"))
+    from gradient_ops import WeightedLogSumExp, WeightedLogSumExpHand
+
+    x, w = pt.dvector("x"), pt.dvector("w")
+    xv, wv = np.linspace(-1.0, 2.0, 5), np.linspace(0.5, 2.0, 5)
+    ours, hand = (
+        pytensor.function([x, w], [op(x, w), *pt.grad(op(x, w), [x, w])], mode="CVM")
+        for op in (WeightedLogSumExp(), WeightedLogSumExpHand())
+    )
+    for got, expected in zip(ours(xv, wv), hand(xv, wv), strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    # The op's module and its gradient's: one library, built before the first thunk.
+    written = manifests(cache_dir)
+    (library,) = [m for m in written if m["key"] == m["library_key"] and m["graphs"] == 2]
+    members = [m for m in written if m.get("library_key") == library["key"] and m is not library]
+    assert sorted(m["ops"][0] for m in members) == [
+        "WeightedLogSumExp",
+        "WeightedLogSumExp.pullback",
+    ]
+    infos = [t.compiled.info for t in ours.vm.thunks if hasattr(t, "compiled")]
+    assert len(infos) == 2 and not any(info["compiled"] for info in infos)

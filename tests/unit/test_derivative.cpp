@@ -5,6 +5,7 @@
 // is told as.
 #include <doctest/doctest.h>
 
+#include "linker/generate/layout.hpp"
 #include "linker_test.hpp"
 #include "parse/hidden_values.hpp"
 #include "section/lint.hpp"
@@ -190,6 +191,21 @@ TEST_SUITE("derivatives") {
     CHECK(generate_module(forward).text == before);
     CHECK_FALSE(has(before, "libsection_dual"));
     CHECK_FALSE(has(before, "namespace libsection"));
+  }
+
+  TEST_CASE("an op's module and its derivative's compile together, the number types outside") {
+    // The number types add to namespace std: inside a graph's namespace, that namespace would
+    // hide the real std from the graph's code, and the library would not compile.
+    auto const op = load_op(vector_sum);
+    ModuleSource const own = generate_module(single_op_graph(op.op, op.inputs, op.outputs));
+    ModuleSource const grad = derivative_module(op, pullback_spec(op, {true, false}, 8));
+    REQUIRE(can_share_library(own, grad));
+    std::string const both = generate_together({&own, &grad}).text;
+    auto const header = both.find(file_scope_marker);
+    REQUIRE(header != std::string::npos);
+    CHECK(both.find(file_scope_marker, header + 1) == std::string::npos);
+    CHECK(header < both.find("namespace libsection_graph_0 {"));
+    CHECK(has(both, "namespace libsection_graph_1 {"));
   }
 
   TEST_CASE("an op declared C is differentiated in a C++ module") {

@@ -24,9 +24,10 @@
 namespace section {
 
 std::string const& derivative_header() {
-  static std::string const text = std::string(embedded::derivative_rules_h) + embedded::dual_h +
-                                  embedded::tape_h + embedded::number_dtype_h + embedded::driver_h +
-                                  embedded::forward_driver_h + embedded::reverse_driver_h;
+  static std::string const text = std::string(file_scope_marker) + embedded::derivative_rules_h +
+                                  embedded::dual_h + embedded::tape_h + embedded::number_dtype_h +
+                                  embedded::driver_h + embedded::forward_driver_h +
+                                  embedded::reverse_driver_h;
   return text;
 }
 

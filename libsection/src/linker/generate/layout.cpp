@@ -110,7 +110,7 @@ ModuleSource generate_together(std::vector<ModuleSource const*> const& members) 
   together.whole_program = first.whole_program;
   together.graphs = static_cast<int>(members.size());
   // C has no namespaces: there the graphs share their support code, exact duplicates dropped,
-  // as in PyTensor's CLinker.
+  // as in PyTensor's CLinker. In C++ only libsection's file-scope texts are shared.
   bool const scoped = together.language == Language::cxx;
   std::vector<std::string> includes, shared_support;
   std::string graphs;
@@ -126,7 +126,7 @@ ModuleSource generate_together(std::vector<ModuleSource const*> const& members) 
     graphs += "\n//////// graph " + std::to_string(k) + " (" + m.name + ")\n";
     std::string support;
     for (auto const& s : m.member.support) {
-      if (scoped) support += s + "\n";
+      if (scoped && s.rfind(file_scope_marker, 0) != 0) support += s + "\n";
       else add_unique(shared_support, s);
     }
     graphs += member_text(support + own, static_cast<int>(k), scoped);

@@ -9,6 +9,12 @@
 
 namespace section {
 
+/// What a support text of libsection's own that belongs at file scope starts with (the derived
+/// gradient's number types, which add their math functions to namespace `std`). In a module of
+/// several graphs it goes once before the graphs, not into a graph's namespace, where its
+/// `namespace std` would hide the real one from the graph's code.
+inline constexpr char const* file_scope_marker = "// libsection: file scope\n";
+
 /// Adds `item` unless it is empty or already there: the first occurrence of each string is
 /// kept (as PyTensor keeps support code).
 void add_unique(std::vector<std::string>& list, std::string const& item);
