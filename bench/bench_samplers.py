@@ -107,7 +107,7 @@ def second_runs(model_name: str, built: dict, draws: int, tune: int, rows: list)
         for name, model in built.items():
             kwargs = {}
             if sampler in ("numpyro", "blackjax"):
-                kwargs["nuts_sampler_kwargs"] = {"chain_method": "vectorized"}
+                kwargs["nuts"] = {"chain_method": "vectorized"}
             seconds = []
             for _ in range(3):  # the first compiles; the row is the best of the other two
                 with model:

@@ -42,7 +42,7 @@ def test_sampler_recovers_the_analytic_posterior(sampler, cache_dir):
         if sampler in ("numpyro", "blackjax"):
             # Chains under jax.vmap (the op's batched callback); "parallel" is jax.pmap, which
             # needs a device per chain.
-            kwargs["nuts_sampler_kwargs"] = {"chain_method": "vectorized"}
+            kwargs["nuts"] = {"chain_method": "vectorized"}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # PyMC's notes on Potential, chain methods, ...
             warnings.filterwarnings("error", message=".*object mode.*")
@@ -126,7 +126,7 @@ def test_jax_samplers_run_the_c_code_inside_xla_with_undefined_data_gradients(sa
                 progressbar=False,
                 compute_convergence_checks=False,
                 nuts_sampler=sampler,
-                nuts_sampler_kwargs={"chain_method": "vectorized"},
+                nuts={"chain_method": "vectorized"},
             )
     callbacks = [s for s in frames.seen if s.endswith((":host", ":run_once"))]
     assert callbacks == [], f"{sampler} ran the op through a host callback: {callbacks[:3]}"
