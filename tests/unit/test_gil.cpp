@@ -189,21 +189,24 @@ TEST_SUITE("gil") {
     CHECK(r.wrapped.empty());
   }
 
-  TEST_CASE("libsection's own texts are read for what they define, not for their calls") {
-    // A derivative's numbers: an X-macro calls its parameter `F`, which alone would keep the
-    // GIL; the op's code calls the functions those texts define.
+  TEST_CASE("libsection's own texts keep nothing, and their calls of the API are wrapped") {
+    // A derivative's numbers and drivers: an X-macro calls its parameter `F`, which in the op's
+    // own text would keep the GIL; the drivers raise through the API, which must be wrapped.
     std::string const library =
         "#define RULES(F) F(exp, std::exp(x)) F(log, std::log(x))\n"
         "#define DEFINE(name, value) inline double lsd_##name(double x) { return value; }\n"
         "RULES(DEFINE)\n"
-        "inline double lsd_twice(double x) { return lsd_exp(x) + lsd_exp(x); }\n";
+        "inline int lsd_fail(void) { PyErr_SetString(PyExc_ValueError, \"no\"); return -1; }\n"
+        "inline double lsd_twice(double x) { return x > 0 ? x + x : lsd_fail(); }\n";
     std::string const code = "{ double y = lsd_twice(1.0); (void)y; }\n";
     std::vector<GilText> texts{{code, GilText::Scope::statements}, {library, GilText::Scope::file}};
     CHECK(find_gil_uses(texts, {}).keep.has_value());  // read as the op's own: kept
     texts[1].library = true;
     GilUses const uses = find_gil_uses(texts, {});
     CHECK_FALSE(uses.keep.has_value());
-    CHECK(uses.calls.empty());
+    REQUIRE(uses.calls.size() == 1);
+    CHECK(library.substr(uses.calls[0].begin, uses.calls[0].end - uses.calls[0].begin) ==
+          "PyErr_SetString(PyExc_ValueError, \"no\")");
   }
 
   TEST_CASE("a header the linker cannot read keeps the GIL; the standard ones do not") {

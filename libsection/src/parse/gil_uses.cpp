@@ -121,7 +121,7 @@ class GilScanner {
   std::vector<std::pair<std::size_t, std::size_t>> include_at_;  // (text, offset)
   std::vector<std::string> includes_;
   std::span<std::string const> headers_;
-  std::vector<bool> library_;  // per text: libsection's own, whose calls are not judged
+  std::vector<bool> library_;  // per text: libsection's own, whose calls keep nothing
   std::set<std::string, std::less<>> functions_, declared_, types_, macros_, object_macros_;
   // An object-like macro's body when it is one name (`DTYPE_INPUT_0` is `npy_float64`), else
   // empty: a call of the macro is a call of that name.
@@ -389,6 +389,7 @@ std::string_view GilScanner::resolved(std::string_view name) const {
 // ---- judging --------------------------------------------------------------------------------
 
 void GilScanner::keep(Unit const& u, std::size_t i, std::string why) {
+  if (library_[u.text]) return;  // its unknown calls are its own (an X-macro's parameter)
   keep_at(u.text, i < u.tokens.size() ? u.tokens[i].begin : u.source.size(), std::move(why));
 }
 
@@ -647,8 +648,7 @@ void GilScanner::set_macro_contexts() {
 GilUses GilScanner::run() && {
   set_macro_contexts();
   for (auto const& u : units_) collect(u);
-  for (auto const& u : units_)
-    if (!library_[u.text]) scan(u);
+  for (auto const& u : units_) scan(u);
   check_macro_uses();
   check_headers();
   std::sort(out_.calls.begin(), out_.calls.end(), [](GilCall const& a, GilCall const& b) {

@@ -20,7 +20,9 @@ struct GilText {
   enum class Scope { file, members, statements };
   std::string_view text;
   Scope scope = Scope::file;
-  /// libsection's own text, which calls no Python: read for what it defines, not its calls.
+  /// libsection's own text: its calls of the API are wrapped as any text's, but nothing in it
+  /// keeps the GIL (it calls Python only through the API; a call the scan cannot see through,
+  /// such as an X-macro's parameter, is its own code's).
   bool library = false;
 };
 

@@ -28,12 +28,12 @@ struct OpText {
 
 std::vector<OpText> op_texts(OpCode& code) {
   std::vector<OpText> out;
+  for (auto& s : code.library_code) out.push_back({&s, "libsection", GilText::Scope::file, true});
   for (auto& s : code.support_code) out.push_back({&s, "c_support_code", GilText::Scope::file});
   out.push_back({&code.support_code_apply, "c_support_code_apply", GilText::Scope::file});
   out.push_back({&code.support_code_struct, "c_support_code_struct", GilText::Scope::members});
   out.push_back({&code.code, "c_code", GilText::Scope::statements});
   out.push_back({&code.code_cleanup, "c_code_cleanup", GilText::Scope::statements});
-  for (auto& s : code.library_code) out.push_back({&s, "libsection", GilText::Scope::file, true});
   return out;
 }
 
@@ -102,7 +102,8 @@ std::string wrapped(std::string text, std::vector<WrappedCall> const& calls) {
 
 ReleasedCode release_gil(OpCode& code, std::string const& op_name, bool op_allows) {
   ReleasedCode out;
-  out.support_calls.resize(code.support_code.size());
+  std::size_t const shared = code.library_code.size() + code.support_code.size();
+  out.support_calls.resize(shared);
   if (!op_allows || !read_settings_as<LinkError>().release_gil) return out;
   std::vector<OpText> const texts = op_texts(code);
   std::vector<GilText> read;
@@ -119,12 +120,11 @@ ReleasedCode release_gil(OpCode& code, std::string const& op_name, bool op_allow
   }
   std::vector<std::vector<WrappedCall>> calls(texts.size());
   for (auto const& c : uses.calls) calls[c.text].emplace_back(c.begin, c.end);
-  // The module-wide support texts come first (op_texts): the module wraps them; the apply's
-  // own are wrapped here.
-  std::size_t const shared = code.support_code.size();
+  // The module-wide texts come first (op_texts: library_code, then support_code): the module
+  // wraps them; the apply's own are wrapped here.
   for (std::size_t k = 0; k < texts.size(); ++k) {
     if (k < shared) out.support_calls[k] = std::move(calls[k]);
-    else if (!texts[k].library) *texts[k].text = wrapped(std::move(*texts[k].text), calls[k]);
+    else *texts[k].text = wrapped(std::move(*texts[k].text), calls[k]);
   }
   out.released = true;
   return out;

@@ -18,8 +18,8 @@ namespace section {
 using WrappedCall = std::pair<std::size_t, std::size_t>;
 
 /// What `release_gil` decided for an apply: whether its block gives the GIL up, and for each of
-/// its module-wide support texts (`code.support_code`, in order) the calls to wrap there, which
-/// `SharedSupport` does (those texts are shared with the module's other applies).
+/// its module-wide texts (`code.library_code`, then `code.support_code`, in order) the calls to
+/// wrap there, which `SharedSupport` does (those texts are shared with the module's other applies).
 struct ReleasedCode {
   bool released = false;
   std::vector<std::vector<WrappedCall>> support_calls;

@@ -206,9 +206,9 @@ void ModuleWriter::add_type_parts(CType const& t) {
 }
 
 void ModuleWriter::add_op_parts(OpCode const& code, ReleasedCode const& gil) {
-  for (auto const& text : code.library_code) support_.add(text);
-  for (std::size_t k = 0; k < code.support_code.size(); ++k)
-    support_.add(code.support_code[k], gil.support_calls.at(k));
+  std::size_t k = 0;  // gil.support_calls: library_code's, then support_code's
+  for (auto const& text : code.library_code) support_.add(text, gil.support_calls.at(k++));
+  for (auto const& text : code.support_code) support_.add(text, gil.support_calls.at(k++));
   for (auto const& c : code.init_code) add_unique(init_code_, c);
 }
 

@@ -31,8 +31,8 @@ struct BuildFlags {
 /// The C code one op contributes for one apply (the reference's `c_*` methods).
 struct OpCode : ApplyCode, BuildFlags {
   /// libsection's own module-wide texts the op's code needs (a derivative's numbers and
-  /// drivers), before `support_code`: they call no Python, so the GIL's scan reads them for
-  /// what they define only.
+  /// drivers), before `support_code`: the GIL's scan wraps their calls of the API, but nothing
+  /// in them keeps the GIL for the op (they call Python only through the API).
   std::vector<std::string> library_code;
   std::vector<std::string> support_code;  ///< module-wide, deduplicated
   std::string code;
