@@ -97,6 +97,9 @@ def standalone_call(op: Any, inputs: tuple) -> Any | None:
     batch = any(a.ndim > len(dims) for a, dims in zip(arrays, core_in, strict=True))
     if not batch and not any(core_in + core_out):
         return None
+    pairs = zip(inputs, core_in, strict=True)
+    if not batch and any(d and not isinstance(v, np.ndarray) for v, d in pairs):
+        return None  # a number where the op takes an array: the plain call's TypeError says so
     from ._types import tensor, type_of
 
     # Without a batch, each input is what it is in a plain call (a 0-d array stays one, a str
