@@ -91,10 +91,14 @@ def own_method(op: Any, name: str, *ours: type) -> Callable[..., Any] | None:
 
 def perform_only_raises(method: Any) -> bool:
     """Whether a ``perform`` is the stub PyTensor's abstract ``perform`` makes C-only ops write
-    (``raise NotImplementedError``): its code raises and has no way to return, so it is no
-    Python implementation. Read from the bytecode, which needs no source file."""
+    (``raise NotImplementedError``, or PyTensor's ``MethodNotDefined``): its code raises one of
+    those and has no way to return, so it is no Python implementation. A perform that raises
+    anything else is the op's own behaviour (an error it means to give). Read from the
+    bytecode, which needs no source file."""
     code = getattr(getattr(method, "__func__", method), "__code__", None)
     if code is None:
+        return False
+    if not {"NotImplementedError", "MethodNotDefined"} & set(code.co_names):
         return False
     names = {instruction.opname for instruction in dis.get_instructions(code)}
     ends = {"RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE"}
