@@ -14,6 +14,7 @@ import pytensor.tensor as pt
 from backend_ops import (
     GRADIENT,
     HANG_GUARD,
+    Gate,
     GateState,
     GaussLogLike,
     GaussLogLikeGrad,
@@ -29,23 +30,12 @@ from libsection.pytensor import ExternalCOp
 LOGGED_CALLS = 16  # data/threads/gate_classic.c logs the intervals of this many calls
 
 
-class GateClassic(ExternalCOp):
-    """The Gate op of data/backends/gate.c as users write it (data/threads/gate_classic.c):
-    calls wait at a gate the test opens; `[id of the instance that ran, instances made, alive]`."""
-
-    __props__ = ()
+class GateClassic(Gate):
+    """backend_ops.Gate as users write it (data/threads/gate_classic.c): calls wait at a gate
+    the test opens; `[id of the instance that ran, instances made, alive]`."""
 
     def __init__(self):
-        super().__init__("data/threads/gate_classic.c", "APPLY_SPECIFIC(gate)")
-
-    def make_node(self, address):
-        return Apply(self, [as_tensor_variable(address).astype("int64")], [pt.lvector()])
-
-    def c_headers(self, **kwargs):
-        return ["<time.h>"]
-
-    def infer_shape(self, *args):
-        return [(3,)]
+        ExternalCOp.__init__(self, "data/threads/gate_classic.c", "APPLY_SPECIFIC(gate)")
 
 
 class GateLog(GateState):
