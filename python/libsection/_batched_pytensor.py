@@ -22,7 +22,7 @@ from pytensor.graph.op import Op
 from pytensor.tensor.blockwise import Blockwise
 
 from . import _backends, _batched
-from ._node import compile_node, make_thunk, store
+from ._node import BuiltByTheCore, compile_node, make_thunk, store
 from ._protocol import (
     PerNode,
     blockwise_batch_ndim,
@@ -135,8 +135,9 @@ setattr(BatchedOp, _GRADIENT, lambda self, *args: getattr(self.blockwise, _GRADI
 _performed: PerNode = PerNode(lambda node: node.op.batched(node))
 
 
-def register(op_class, own_perform) -> None:
-    """Drop-in ops of ``op_class`` whose class has no ``perform`` of its own (``own_perform``)
+def register() -> None:
+    """Ops built by libsection's linker core (drop-in ops whose class has no ``perform`` of its
+    own, and their derived gradients: a batched op's gradient is its gradient's ``Blockwise``)
     batch in C: the rewrite in every mode's database, and ``BatchedOp`` in the backends that
     convert batched nodes (``_backends.register_batched``: Numba and JAX)."""
     from pytensor.compile import optdb
@@ -147,7 +148,8 @@ def register(op_class, own_perform) -> None:
         op = node.op
         if type(op) is not Blockwise or op.destroy_map:
             return None
-        if not isinstance(op.core_op, op_class) or own_perform(op.core_op):
+        core = op.core_op
+        if not isinstance(core, BuiltByTheCore) or core.runs_own_perform():
             return None
         if not tensors_only(blockwise_core_node(op, node)):
             return None  # no batch entry (a PyTensor scalar): Blockwise runs it per element

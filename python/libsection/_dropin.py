@@ -251,7 +251,7 @@ class ExternalCOp(BuiltByTheCore, COp):
 
     # ---------------------------------------------------------------- running outside CVM
 
-    def _runs_own_perform(self) -> bool:
+    def runs_own_perform(self) -> bool:
         return own_perform(self)
 
     # ---------------------------------------------------------------- derivatives

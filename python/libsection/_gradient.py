@@ -40,7 +40,7 @@ from ._dropin import ExternalCOp
 from ._node import BuiltByTheCore, COpAdapter
 from ._protocol import CODE_METHODS, RESHAPING_METHODS, own_method
 
-__all__ = ["DerivedGradient", "DerivedPushforward", "pullback", "pushforward"]
+__all__ = ["Derivative", "DerivedGradient", "DerivedPushforward", "pullback", "pushforward"]
 
 WIDTH = 8
 """The tangents each forward pass of a pullback carries, whatever the inputs' static shapes:
@@ -199,7 +199,7 @@ def _link_error(refusal) -> Exception:
     return error
 
 
-class _Derivative(BuiltByTheCore, COp):
+class Derivative(BuiltByTheCore, COp):
     """What the derived gradient and pushforward ops share: a node built by libsection's
     linker core from the forward op's sections (a differentiated module), run in every mode
     as a drop-in node is."""
@@ -271,7 +271,7 @@ class _Derivative(BuiltByTheCore, COp):
         return self.pullback(inputs, outputs, output_grads)
 
 
-class DerivedGradient(_Derivative):
+class DerivedGradient(Derivative):
     """The vector-Jacobian product of ``forward`` from its C code. Inputs: ``forward``'s, then
     the cotangent of each output ``cotangents`` marks, then that output's value (each pass's
     values on dual numbers must equal it, else the code handles duals as plain floats and the
@@ -331,7 +331,7 @@ class DerivedGradient(_Derivative):
         return result + [float_tangents[j] for j, c in enumerate(self.cotangents) if c] + values
 
 
-class DerivedPushforward(_Derivative):
+class DerivedPushforward(Derivative):
     """The Jacobian-vector product of ``forward`` from its C code. Inputs: ``forward``'s, then
     the tangent of each input ``differentiated`` marks, then the value of each float output
     (the pass's values on dual numbers must equal it, else the product is refused when it
@@ -445,19 +445,29 @@ def _float_values(op, inputs, output_types, known) -> list:
 def _register_pruning() -> None:
     """A rewrite in every mode (canonicalize, which FAST_COMPILE runs too): a gradient node
     whose outputs the function does not all use is replaced by one that differentiates only the
-    inputs it uses, so data given as inputs costs no pass."""
+    inputs it uses, so data given as inputs costs no pass; so is a batched one (a
+    ``Blockwise`` of a gradient node: a batched op's gradient)."""
     from pytensor.graph.rewriting.basic import node_rewriter
+    from pytensor.tensor.blockwise import Blockwise
     from pytensor.tensor.rewriting.basic import register_canonicalize
 
-    @node_rewriter([DerivedGradient])
+    @node_rewriter([DerivedGradient, Blockwise])
     def libsection_derived_gradient_unused(fgraph, node):
         op = node.op
+        gradient = op.core_op if isinstance(op, Blockwise) else op
+        if not isinstance(gradient, DerivedGradient):
+            return None
         used = [bool(fgraph.clients.get(out)) for out in node.outputs]
         if all(used) or not any(used):
             return None
         keep = iter(used)
-        differentiated = tuple(d and next(keep) for d in op.differentiated)
-        narrow = DerivedGradient(op.forward, differentiated, op.cotangents, op.output_types)
+        differentiated = tuple(d and next(keep) for d in gradient.differentiated)
+        narrow: Any = DerivedGradient(
+            gradient.forward, differentiated, gradient.cotangents, gradient.output_types
+        )
+        if isinstance(op, Blockwise):
+            outputs = [dims for dims, u in zip(op.outputs_sig, used, strict=True) if u]
+            narrow = Blockwise(narrow, _signature(op.inputs_sig, outputs))
         new = narrow.make_node(*node.inputs).outputs
         kept = iter(new)
         return {out: next(kept) for out, u in zip(node.outputs, used, strict=True) if u}
@@ -465,6 +475,15 @@ def _register_pruning() -> None:
     register_canonicalize(libsection_derived_gradient_unused)
 
 
+def _signature(inputs, outputs) -> str:
+    """A gufunc signature of each input's and output's core dimensions."""
+
+    def group(dims_list):
+        return ",".join("(" + ",".join(dims) + ")" for dims in dims_list)
+
+    return f"{group(inputs)}->{group(outputs)}"
+
+
 _register_pruning()
 
-_backends.register(_Derivative, lambda op: False)
+_backends.register(Derivative, lambda op: False)

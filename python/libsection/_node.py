@@ -256,7 +256,7 @@ class BuiltByTheCore:
     directly all run the node's compiled instance. The first such node of a function to get
     its C thunk builds the modules of all of them (``prepare_function``)."""
 
-    def _runs_own_perform(self) -> bool:
+    def runs_own_perform(self) -> bool:
         """Whether the Python linker's thunk runs a ``perform`` of the op's class's own."""
         return False
 
@@ -280,7 +280,7 @@ class BuiltByTheCore:
     def make_py_thunk(self, node, storage_map, compute_map, no_recycling, debug=False):
         """The Python linker's thunk: the node's own runner (its struct lives as long as the
         thunk)."""
-        runner = NodeRunner(node, self._runs_own_perform())
+        runner = NodeRunner(node, self.runs_own_perform())
         return make_thunk(runner, node, storage_map, compute_map)
 
 

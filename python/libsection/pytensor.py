@@ -46,8 +46,9 @@ _dropin.use_gradients(_gradient)
 # Numba costs half a second to import: each backend is registered with only when PyTensor
 # loads it (the CVM backend never loads Numba).
 _backends.register(ExternalCOp, own_perform)
-# Its Blockwise nodes (vectorize_graph, pt.vectorize, PyMC) batch in one C loop in every mode.
-_batched_pytensor.register(ExternalCOp, own_perform)
+# Its Blockwise nodes (vectorize_graph, pt.vectorize, PyMC) and its derived gradients' batch in
+# one C loop in every mode.
+_batched_pytensor.register()
 
 # Their public home, where pickles and the API reference name them.
 for _name in ("ExternalCOp", "compile_node", "pytensor_op"):

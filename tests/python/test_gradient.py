@@ -66,7 +66,7 @@ def function(inputs, outputs, mode):
 
 
 def derived_nodes(f) -> list:
-    return [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, _gradient._Derivative)]
+    return [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, _gradient.Derivative)]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -113,7 +113,7 @@ def test_auto_runs_forward_passes_for_few_scalars_and_reverse_mode_for_many(monk
     monkeypatch.delenv("LIBSECTION_DERIVATIVE_MODE", raising=False)
     x = pt.dvector("x")
     f = pytensor.function([x], pt.grad(StaticMemo()(x), x), mode="CVM")
-    (node,) = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, _gradient._Derivative)]
+    (node,) = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, _gradient.Derivative)]
     few = np.arange(1.0, _gradient.WIDTH + 1)  # one forward pass
     many = np.arange(1.0, 41.0)
     for _ in range(2):

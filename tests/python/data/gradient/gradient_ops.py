@@ -394,3 +394,29 @@ SLOPES = {
 }
 """PyTensor's own graph of each of Slopes' functions but atan2 (whose gradient at (0, 0) is
 undefined), for its gradient."""
+
+
+# ---------------------------------------------------------------- batched ops
+
+
+class Eccentric(ExternalCOp):
+    """The eccentric anomaly E (E - e sin E = M) of 0-d M and e, by Newton steps: an elementwise
+    solver written for one point, batched by ``pt.vectorize``."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("eccentric.c", "APPLY_SPECIFIC(eccentric)")
+
+    def make_node(self, m, e):
+        m, e = pt.as_tensor_variable(m), pt.as_tensor_variable(e)
+        return Apply(self, [m, e], [TensorType("float64", shape=())()])
+
+
+def eccentric_numpy(m, e):
+    """E, dE/dM and dE/de (the implicit function theorem at the solution)."""
+    E = np.array(m, dtype=float) + 0.85 * e
+    for _ in range(50):
+        E = E - (E - e * np.sin(E) - m) / (1 - e * np.cos(E))
+    d = 1 - e * np.cos(E)
+    return E, 1 / d, np.sin(E) / d
