@@ -24,17 +24,7 @@ from libsection._batched_pytensor import BatchedOp
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "gradient"))
 from gradient_ops import Eccentric, Memo, eccentric_numpy, forward_product, memo_gradient  # noqa: E402
 
-
-def _modes() -> list[str]:
-    modes = ["CVM", "FAST_COMPILE", "NUMBA"]
-    try:
-        import jax  # noqa: F401
-    except ImportError:
-        return modes
-    return [*modes, "JAX"]
-
-
-MODES = _modes()
+MODES = ["CVM", "FAST_COMPILE", "NUMBA", "JAX"]
 M = np.linspace(-3.0, 3.0, 41)
 E = np.linspace(0.0, 0.9, 41)
 W = np.cos(np.arange(41.0))
@@ -118,7 +108,8 @@ def test_an_error_in_one_row_names_the_op():
 
 
 def test_jax_vmap_of_a_derived_gradient_runs_its_rows_in_one_c_loop():
-    jax = pytest.importorskip("jax")
+    import jax
+
     from libsection import _jax_ffi
 
     m, e = pt.dscalar("m"), pt.dscalar("e")
@@ -136,7 +127,8 @@ def test_jax_vmap_of_a_derived_gradient_runs_its_rows_in_one_c_loop():
 
 
 def test_jax_grad_of_a_vectorized_op_runs_its_gradients_rows_in_one_c_loop():
-    jax = pytest.importorskip("jax")
+    import jax
+
     from libsection import _jax_ffi
 
     m, e, anomaly, _ = eccentric_graph()
