@@ -32,8 +32,10 @@ Times are CPU time (time.process_time: every thread of this process, not the oth
 shared machine), the best of --reps interleaved repeats. A cell whose first call takes longer
 than --cap seconds, or that the growth measured at the smaller sizes predicts will, is not
 repeated: it reads "> cap" with that one call's time, or the prediction ("est."). Memory: the
-rise of the process's peak RSS during a cell's calls (Linux; the peak is reset before each
-cell), and the derived gradient's tape where libsection reports it (``tape_bytes``).
+rise of the process's peak RSS during a cell's warm call (Linux; the peak is reset before it),
+and the most bytes the derived gradient's tape took in that call (entries and adjoints, as
+libsection's runtime counts each reverse-mode pass: ``_core.tape_bytes``). The tape's storage
+is kept between calls up to 64 MiB, so the RSS rise of a warm call does not show it.
 """
 
 from __future__ import annotations
@@ -60,14 +62,14 @@ sys.path.insert(0, str(KERNELS))
 # ---------------------------------------------------------------- memory
 
 
-def tape_bytes(fgraph) -> int | None:
-    """The hook for the derived gradient's tape: its size in bytes at the last call of the
-    derived nodes of ``fgraph`` (a PyTensor FunctionGraph), when libsection reports it as
-    ``libsection._gradient.tape_bytes(fgraph)``. Today's forward mode keeps no tape: None."""
-    from libsection import _gradient
+def tape_bytes(reset: bool = False) -> int | None:
+    """The most bytes a derived gradient's tape took (its entries and adjoints) since the last
+    reset, as libsection's runtime counts each reverse-mode pass (``_core.tape_bytes``); None
+    when no call ran reverse mode (forward passes keep no tape, nor does a hand-written
+    gradient)."""
+    from libsection import _core
 
-    report = getattr(_gradient, "tape_bytes", None)
-    return None if report is None else report(fgraph)
+    return _core.tape_bytes(reset)[1] or None
 
 
 def _status_kib(field: str) -> int | None:
@@ -125,18 +127,19 @@ class Timing:
 def first_calls(pair, cap: float) -> Timing:
     """A warm callable's ((run, fgraph)) first call, which may compile (Numba compiles on
     it), then a second: its time, peak RSS rise and tape. "> cap" when either exceeds `cap`."""
-    run, fgraph = pair
+    run, _ = pair
     start = time.process_time()
     run()
     seconds = time.process_time() - start
     if seconds > cap:
         return Timing(seconds, f"> {cap:g} s")
     start_rss = reset_peak_rss()
+    tape_bytes(reset=True)
     start = time.process_time()
     run()
     seconds = time.process_time() - start
     note = f"> {cap:g} s" if seconds > cap else ""
-    return Timing(seconds, note, peak_rss_rise(start_rss), tape_bytes(fgraph))
+    return Timing(seconds, note, peak_rss_rise(start_rss), tape_bytes())
 
 
 def measure_pair(derived, hand, cap: float, reps: int, predicted: float | None):

@@ -6,7 +6,7 @@ import collections.abc
 from libsection import CompileError
 from libsection import LinkError
 import typing
-__all__: list[str] = ['BatchPlan', 'Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'derivative_refusals', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'main_function_takes', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_gufunc_signature', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'raise_expansion_errors', 'relocate_line_directives', 'single_node_context']
+__all__: list[str] = ['BatchPlan', 'Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'derivative_refusals', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'main_function_takes', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_gufunc_signature', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'raise_expansion_errors', 'relocate_line_directives', 'single_node_context', 'tape_bytes']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -651,5 +651,9 @@ def relocate_line_directives(module_text: str, module_path: str, resume_file: st
 def single_node_context(op: OpDescription) -> NodeContext:
     """
     The context PyTensor's CLinker gives the only node of a single-node graph of the op.
+    """
+def tape_bytes(reset: bool = False) -> tuple[int, int]:
+    """
+    (last, peak): the bytes the tape of this process's last reverse-mode derived gradient took (its entries and adjoints), and the most any took since the last ``reset=True``, which starts that count again after reading it.
     """
 __version__: str = '0.1.0'

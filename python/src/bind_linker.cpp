@@ -240,6 +240,17 @@ without params ignores them).)doc");
   m.def(
       "cache_dir", [] { return ModuleCache::default_root().string(); },
       "The module cache directory this process uses.");
+
+  m.def(
+      "tape_bytes",
+      [](bool reset) {
+        TapeBytes const t = tape_bytes(reset);
+        return py::make_tuple(t.last, t.peak);
+      },
+      py::arg("reset") = false,
+      "(last, peak): the bytes the tape of this process's last reverse-mode derived gradient "
+      "took (its entries and adjoints), and the most any took since the last ``reset=True``, "
+      "which starts that count again after reading it.");
 }
 
 }  // namespace section::python

@@ -52,6 +52,7 @@ PythonEnvironment const& python_environment() {
 namespace {
 
 void const* runtime_table();
+void* runtime_handle();
 
 using InitFn = PyObject* (*)(void const*);
 using GraphInitFn = PyObject* (*)();
@@ -208,6 +209,18 @@ namespace {
 void const* runtime_table() {
   static void const* table = nullptr;  // guarded by the GIL
   if (table) return table;
+  void* const handle = runtime_handle();
+  auto get = reinterpret_cast<void const* (*)()>(::dlsym(handle, "libsection_runtime_table"));
+  void const* const got = get();
+  if (!got) throw py::error_already_set();  // NumPy's C API could not be imported
+  table = got;  // the library stays loaded for the process: modules call into it
+  return table;
+}
+
+/// The runtime `_runtime.so`, loaded once (see `runtime_table`), its ABI checked.
+void* runtime_handle() {
+  static void* loaded = nullptr;  // guarded by the GIL
+  if (loaded) return loaded;
   Dl_info self{};
   if (!::dladdr(reinterpret_cast<void const*>(&runtime_table), &self) || !self.dli_fname)
     throw LinkError("cannot find where libsection's _core is installed, to load its runtime");
@@ -220,19 +233,25 @@ void const* runtime_table() {
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw fail(::dlerror());
   auto abi = reinterpret_cast<int (*)()>(::dlsym(handle, "libsection_abi_version"));
-  using TableFn = void const* (*)();
-  auto get = reinterpret_cast<TableFn>(::dlsym(handle, "libsection_runtime_table"));
-  if (!abi || !get) throw fail("it is not a libsection runtime");
+  if (!abi || !::dlsym(handle, "libsection_runtime_table") ||
+      !::dlsym(handle, "libsection_tape_bytes"))
+    throw fail("it is not a libsection runtime");
   if (abi() != module_abi_version)
     throw fail("it has module ABI " + std::to_string(abi()) + ", this libsection " +
                std::to_string(module_abi_version) + " (an install mixing two versions)");
-  void const* const got = get();
-  if (!got) throw py::error_already_set();  // NumPy's C API could not be imported
-  table = got;  // the library stays loaded for the process: modules call into it
-  return table;
+  loaded = handle;
+  return loaded;
 }
 
 }  // namespace
+
+TapeBytes tape_bytes(bool reset) {
+  using ReadFn = void (*)(int, std::size_t*, std::size_t*);
+  auto read = reinterpret_cast<ReadFn>(::dlsym(runtime_handle(), "libsection_tape_bytes"));
+  TapeBytes got;
+  read(reset ? 1 : 0, &got.last, &got.peak);
+  return got;
+}
 
 namespace {
 

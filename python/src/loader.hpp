@@ -55,6 +55,14 @@ LoadedModule load_module(ModuleSource const& module, SourceManager& sm);
 std::optional<LoadedModule> load_cached_module(std::string const& key, std::string const& name,
                                                std::size_t n_inputs, std::size_t n_outputs);
 
+/// The tapes of reverse-mode derived gradients in this process (the runtime keeps them): the
+/// bytes of the last taped pass's tape and of the largest since the last reset.
+struct TapeBytes {
+  std::size_t last = 0, peak = 0;
+};
+/// Reads them; `reset` starts the largest from zero again (after reading it).
+TapeBytes tape_bytes(bool reset);
+
 /// A support library loaded into this process: the addresses of the symbols asked for, and
 /// what was built (as `LoadedModule::info`).
 struct LoadedSupport {

@@ -146,6 +146,30 @@ def test_a_tape_over_its_limit_falls_back_on_forward_passes(monkeypatch):
         np.testing.assert_allclose(g, h, rtol=RTOL)
 
 
+def test_the_runtime_counts_each_reverse_mode_tape(monkeypatch):
+    from libsection import _core
+
+    x, w = pt.dvector("x"), pt.dvector("w")
+    f = pytensor.function([x, w], pt.grad(WeightedLogSumExp()(x, w), [x, w]), mode="CVM")
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "reverse")
+    sizes = {}
+    for n in (50, 500):
+        _core.tape_bytes(reset=True)
+        f(*_points(n))
+        last, peak = _core.tape_bytes()
+        assert last == peak > 0
+        sizes[n] = last
+    assert 8 < sizes[500] / sizes[50] < 12  # an entry per operation: linear in N
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "forward")
+    _core.tape_bytes(reset=True)
+    f(*_points(500))
+    assert _core.tape_bytes() == (sizes[500], 0)  # forward passes keep no tape
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "auto")
+    monkeypatch.setenv("LIBSECTION_TAPE_MAX_BYTES", "4K")
+    f(*_points(500))  # the tape stops at its limit, and forward passes run
+    assert 0 < _core.tape_bytes()[1] <= 4096
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [("LIBSECTION_DERIVATIVE_MODE", "sideways"), ("LIBSECTION_TAPE_MAX_BYTES", "lots")],

@@ -162,6 +162,9 @@ typedef struct libsection_runtime {
                    const char* const* labels);
   int (*batch_next)(libsection_batch* batch, int* failure);
   int (*batch_output)(libsection_batch* batch, int cell, PyObject** value, int failed);
+  // A derived gradient's taped pass (tape.h): the bytes its tape took (entries and adjoints),
+  // kept by the runtime as the process's last and largest (`_core.tape_bytes`).
+  void (*note_tape)(size_t bytes);
 } libsection_runtime;
 // A row's view as the value of a variable of an array type (`PyArrayObject*`, or another pointer
 // its type declares): copied, not stored through a cast pointer, which `-Wstrict-aliasing`

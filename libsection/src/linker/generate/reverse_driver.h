@@ -19,7 +19,10 @@ class reverse_pass : public driver {
       : driver("taped numbers"), tape_(t), max_bytes_(max_bytes) {
     t.begin(max_bytes);
   }
-  ~reverse_pass() { tape_.trim(kept_bytes); }
+  ~reverse_pass() {
+    libsection_rt->note_tape(tape_.size() * tape::bytes_per_entry);
+    tape_.trim(kept_bytes);
+  }
 
   // A taped copy of `plain`, its elements the next independent variables: NULL with an exception.
   template <class A>

@@ -265,6 +265,26 @@ static void libsection_rt_free_cells(void* instance, int n) {
   free(cells);
 }
 
+/* The tapes of reverse mode (tape.h), in bytes: the last taped pass's and the largest since the
+   last reset, from any thread (atomics: a module may run its code without the GIL). */
+static size_t libsection_rt_tape_last, libsection_rt_tape_peak;
+
+static void libsection_rt_note_tape(size_t bytes) {
+  size_t peak = __atomic_load_n(&libsection_rt_tape_peak, __ATOMIC_RELAXED);
+  __atomic_store_n(&libsection_rt_tape_last, bytes, __ATOMIC_RELAXED);
+  while (bytes > peak && !__atomic_compare_exchange_n(&libsection_rt_tape_peak, &peak, bytes, 1,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+/* The loader's reading of them (`_core.tape_bytes`): the last and the largest; `reset` starts
+   the largest again from zero. */
+LIBSECTION_EXPORT void libsection_tape_bytes(int reset, size_t* last, size_t* peak) {
+  *last = __atomic_load_n(&libsection_rt_tape_last, __ATOMIC_RELAXED);
+  *peak = reset ? __atomic_exchange_n(&libsection_rt_tape_peak, 0, __ATOMIC_RELAXED)
+                : __atomic_load_n(&libsection_rt_tape_peak, __ATOMIC_RELAXED);
+}
+
 /* NumPy's API fields are filled by the table's first call. */
 static libsection_runtime libsection_rt_table = {
     LIBSECTION_RUNTIME_ABI,
@@ -282,6 +302,7 @@ static libsection_runtime libsection_rt_table = {
     libsection_rt_run_batch,
     libsection_rt_batch_next,
     libsection_rt_batch_output,
+    libsection_rt_note_tape,
 };
 
 /* The loader's two entry points: the ABI, checked first, then the table, which imports
