@@ -112,7 +112,7 @@ class reverse_pass : public driver {
   tape& tape_;
   std::size_t max_bytes_;
   std::vector<std::size_t> firsts_;  // per differentiated input: the place of its first element
-  double* adjoints_ = nullptr;  // the tape's, zeroed at the first seed
+  double* adjoints_ = nullptr;       // the tape's, zeroed at the first seed
 };
 
 }  // namespace libsection
