@@ -70,8 +70,9 @@ inline double digamma(double x) {
   return shift + std::log(x) - 0.5 / x - series;
 }
 
-// F(name, value, slope): functions of one argument, their value at `x` and derivative there.
-#define LIBSECTION_UNARY_RULES(F)                                                   \
+// F(name, value, slope): functions of one argument, their value at `x` and derivative there:
+// the smooth ones, |x| and the steps (taped numbers record the last two differently).
+#define LIBSECTION_SMOOTH_RULES(F)                                                  \
   F(exp, std::exp(x), y)                                                            \
   F(exp2, std::exp2(x), y * T(0.693147180559945309417))                             \
   F(expm1, std::expm1(x), std::exp(x))                                              \
@@ -97,21 +98,26 @@ inline double digamma(double x) {
   F(erfc, std::erfc(x), T(-1.12837916709551257390) * std::exp(-x * x))              \
   F(lgamma, std::lgamma(x), T(digamma(x)))                                          \
   F(tgamma, std::tgamma(x), y * T(digamma(x)))                                      \
-  /* |x|: the sign of x, 0 at 0 (as JAX and PyTensor take it). */                   \
-  F(fabs, std::fabs(x), x > 0 ? T(1) : x < 0 ? T(-1) : T(0))                        \
-  F(abs, std::fabs(x), x > 0 ? T(1) : x < 0 ? T(-1) : T(0))                         \
-  /* Steps: zero derivative almost everywhere. */                                   \
-  F(floor, std::floor(x), T(0))                                                     \
-  F(ceil, std::ceil(x), T(0))                                                       \
-  F(round, std::round(x), T(0))                                                     \
-  F(trunc, std::trunc(x), T(0))                                                     \
-  F(rint, std::rint(x), T(0))                                                       \
-  F(nearbyint, std::nearbyint(x), T(0))                                             \
   /* NumPy's npy_math functions that are functions, not macros for the C names. */  \
   F(npy_sin, std::sin(x), std::cos(x))                                              \
   F(npy_cos, std::cos(x), -std::sin(x))                                             \
   F(npy_tan, std::tan(x), T(1) + y * y)                                             \
   F(npy_log2, std::log2(x), T(1) / (x * T(0.693147180559945309417)))
+// |x|: the sign of x, 0 at 0 (as JAX and PyTensor take it).
+#define LIBSECTION_SIGN_RULES(F)                                                    \
+  F(fabs, std::fabs(x), x > 0 ? T(1) : x < 0 ? T(-1) : T(0))                        \
+  F(abs, std::fabs(x), x > 0 ? T(1) : x < 0 ? T(-1) : T(0))
+// Steps: zero derivative almost everywhere.
+#define LIBSECTION_STEP_RULES(F)                                                    \
+  F(floor, std::floor(x), T(0))                                                     \
+  F(ceil, std::ceil(x), T(0))                                                       \
+  F(round, std::round(x), T(0))                                                     \
+  F(trunc, std::trunc(x), T(0))                                                     \
+  F(rint, std::rint(x), T(0))                                                       \
+  F(nearbyint, std::nearbyint(x), T(0))
+// All of them (the dual number's overloads, each rule alike).
+#define LIBSECTION_UNARY_RULES(F) \
+  LIBSECTION_SMOOTH_RULES(F) LIBSECTION_SIGN_RULES(F) LIBSECTION_STEP_RULES(F)
 
 // F(name, value, dx, dy): functions of two arguments, their value at (x, y) and their partial
 // derivatives there.

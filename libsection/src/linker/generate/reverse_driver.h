@@ -97,7 +97,7 @@ class reverse_pass : public driver {
   // The sweep, and the inputs' adjoints as their gradient; -1 with an exception.
   int sweep(char const* op, char const* files) {
     if (start_sweep() || usable(op, files, false)) return -1;
-    tape_.sweep(adjoints_.data());
+    tape_.sweep(adjoints_);
     acc_.assign(total_, 0.0);
     for (std::size_t b = 0; b < firsts_.size(); ++b)
       for (npy_intp k = 0; k < counts_[b]; ++k) acc_[offsets_[b] + k] = adjoints_[firsts_[b] + k];
@@ -106,20 +106,16 @@ class reverse_pass : public driver {
 
  private:
   int start_sweep() {
-    if (adjoints_.size() == tape_.size()) return 0;
-    try {
-      adjoints_.assign(tape_.size(), 0.0);
-    } catch (std::bad_alloc const&) {
-      PyErr_NoMemory();
-      return -1;
-    }
-    return 0;
+    if (adjoints_) return 0;
+    adjoints_ = tape_.zeroed_adjoints();
+    if (!adjoints_) PyErr_NoMemory();
+    return adjoints_ ? 0 : -1;
   }
 
   tape& tape_;
   std::size_t max_bytes_;
   std::vector<std::size_t> firsts_;  // per differentiated input: the place of its first element
-  std::vector<double> adjoints_;
+  double* adjoints_ = nullptr;       // the tape's, zeroed at the first seed
 };
 
 }  // namespace libsection

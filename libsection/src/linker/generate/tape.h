@@ -45,7 +45,10 @@ class tape {
   tape() = default;
   tape(tape const&) = delete;
   tape& operator=(tape const&) = delete;
-  ~tape() { std::free(entries_); }
+  ~tape() {
+    std::free(entries_);
+    std::free(adjoints_);
+  }
 
   // A new pass of at most `max_bytes` (entries and adjoints): its storage is kept from the last.
   void begin(std::size_t max_bytes) {
@@ -54,11 +57,7 @@ class tape {
     size_ = 1;  // place 0: no operand (its adjoint is where constants' partials go)
     max_entries_ = std::min<std::size_t>(max_bytes / bytes_per_entry, UINT32_MAX);
     full_ = no_memory_ = stale_ = false;
-    if (capacity_ > max_entries_) {  // kept from a pass under a larger limit
-      std::free(entries_);
-      entries_ = nullptr;
-      capacity_ = 0;
-    }
+    if (capacity_ > max_entries_) trim(0);  // kept from a pass under a larger limit
     if (capacity_ == 0 && !grow()) return;
     entries_[0] = tape_entry{{0, 0}, {0, 0}};
   }
@@ -88,25 +87,47 @@ class tape {
   // has `size()` elements, seeded by the caller; after it, an independent variable's element
   // is its adjoint (the others are left partial). What goes to the entry just before is kept
   // in a register (`next`) until that entry's turn: most operations take the one before, and
-  // a store and a load of it per entry would make the sweep wait on memory.
+  // a store and a load of it per entry would make the sweep wait on memory. It is set, not
+  // added to a zero, where it can be: an addition is on the chain each entry waits for.
   void sweep(double* adjoint) const {
     double next = 0;
     for (std::size_t k = size_ - 1; k > 0; --k) {
       double const a = adjoint[k] + next;
-      next = 0;
       tape_entry const& e = entries_[k];
+      std::uint32_t const before = std::uint32_t(k - 1);
       if ((e.arg[0] | e.arg[1]) == 0) {  // an independent variable: its adjoint is its gradient
         adjoint[k] = a;
-        continue;
+        next = 0;
+      } else if (a == 0) {  // nothing to pass on (and no NaN from 0 * inf)
+        next = 0;
+      } else if (e.arg[0] == before) {
+        next = e.partial[0] * a;
+        if (e.arg[1] == before) next += e.partial[1] * a;
+        else adjoint[e.arg[1]] += e.partial[1] * a;
+      } else {
+        adjoint[e.arg[0]] += e.partial[0] * a;
+        if (e.arg[1] == before) {
+          next = e.partial[1] * a;
+        } else {
+          adjoint[e.arg[1]] += e.partial[1] * a;
+          next = 0;
+        }
       }
-      if (a == 0) continue;  // nothing to pass on (and no NaN from 0 * inf)
-      double const a0 = e.partial[0] * a, a1 = e.partial[1] * a;
-      if (e.arg[0] == k - 1) next += a0;
-      else adjoint[e.arg[0]] += a0;
-      if (e.arg[1] == k - 1) next += a1;
-      else adjoint[e.arg[1]] += a1;
     }
     adjoint[0] += next;
+  }
+  // `size()` adjoints, all zero, for the sweep: storage kept between passes as the entries'
+  // is (a large pass's fresh pages would cost more than zeroing warm ones); NULL when
+  // there is no memory.
+  double* zeroed_adjoints() {
+    if (adjoint_capacity_ < size_) {
+      std::free(adjoints_);
+      adjoints_ = (double*)std::malloc(capacity_ * sizeof(double));
+      adjoint_capacity_ = adjoints_ ? capacity_ : 0;
+      if (!adjoints_) return NULL;
+    }
+    std::memset(adjoints_, 0, size_ * sizeof(double));
+    return adjoints_;
   }
 
   std::size_t size() const { return size_; }
@@ -114,13 +135,17 @@ class tape {
   bool full() const { return full_; }
   bool no_memory() const { return no_memory_; }  // full before its limit: realloc failed
   bool stale() const { return stale_; }
-  std::size_t capacity_bytes() const { return capacity_ * sizeof(tape_entry); }
+  std::size_t capacity_bytes() const {
+    return capacity_ * sizeof(tape_entry) + adjoint_capacity_ * sizeof(double);
+  }
   // Gives back storage over `keep` bytes (a large pass's) between calls.
   void trim(std::size_t keep) {
     if (capacity_bytes() <= keep) return;
     std::free(entries_);
+    std::free(adjoints_);
     entries_ = nullptr;
-    capacity_ = 0;
+    adjoints_ = nullptr;
+    capacity_ = adjoint_capacity_ = 0;
   }
 
  private:
@@ -135,7 +160,8 @@ class tape {
   }
 
   tape_entry* entries_ = nullptr;
-  std::size_t size_ = 0, capacity_ = 0, max_entries_ = 0;
+  double* adjoints_ = nullptr;
+  std::size_t size_ = 0, capacity_ = 0, max_entries_ = 0, adjoint_capacity_ = 0;
   std::uint64_t base_ = 0;
   bool full_ = false, no_memory_ = false, stale_ = false;
 };
@@ -268,8 +294,26 @@ inline active<mixed<T, A>> operator/(A b, active<T> const& a) {
     if (!a.id) return active<T>(y);                                   \
     return taped(y, a.id, double(T(slope)));                          \
   }
-LIBSECTION_UNARY_RULES(LIBSECTION_ACTIVE_UNARY)
+LIBSECTION_SMOOTH_RULES(LIBSECTION_ACTIVE_UNARY)
 #undef LIBSECTION_ACTIVE_UNARY
+// |x| is x where x > 0, its place kept (so a convergence test's `fabs(step) < tol` records
+// nothing), -x where x < 0, and a constant at 0 and at NaN (its derivative there, as the rule's).
+#define LIBSECTION_ACTIVE_SIGN(name, ...)                        \
+  template <class T> inline active<T> name(active<T> const& a) { \
+    if (a.v > 0) return a;                                       \
+    if (a.v < 0) return -a;                                      \
+    return active<T>(std::fabs(a.v));                            \
+  }
+LIBSECTION_SIGN_RULES(LIBSECTION_ACTIVE_SIGN)
+#undef LIBSECTION_ACTIVE_SIGN
+// A step's derivative is zero: its result is a constant, which records nothing.
+#define LIBSECTION_ACTIVE_STEP(name, value, slope)               \
+  template <class T> inline active<T> name(active<T> const& a) { \
+    T const x = a.v;                                             \
+    return active<T>(T(value));                                  \
+  }
+LIBSECTION_STEP_RULES(LIBSECTION_ACTIVE_STEP)
+#undef LIBSECTION_ACTIVE_STEP
 
 // Each binary function for (taped, taped), (taped, number) and (number, taped).
 #define LIBSECTION_ACTIVE_BINARY(name, value, dx, dy)                                      \
