@@ -167,6 +167,32 @@ TEST_SUITE("numbers") {
     CHECK(t.size() == start + 5);
   }
 
+  TEST_CASE("fabs of a positive number and the steps record nothing, their derivatives kept") {
+    tape t;
+    t.begin(1 << 20);
+    tape_scope scope(t);
+    a64 x(2.5);
+    x.id = t.independent();
+    std::size_t const start = t.size();
+    a64 const same = std::fabs(x);  // positive: x itself, its place kept
+    CHECK(same.id == x.id);
+    CHECK(t.size() == start);
+    a64 const flipped = std::fabs(-x);  // -x is recorded, its fabs flips the sign: recorded
+    CHECK(t.size() == start + 2);
+    CHECK(flipped.v == 2.5);
+    for (a64 const& step : {std::floor(x), std::ceil(x), std::round(x), std::trunc(x)}) {
+      CHECK(step.id == 0);  // a constant: its derivative is zero
+    }
+    CHECK(t.size() == start + 2);
+    // The convergence test of an iteration (fabs(step) < tol) leaves the tape as it was.
+    bool const small = std::fabs(x * 1e-13) < 1e-12;
+    CHECK(small);
+    CHECK(t.size() == start + 3);  // the product only
+    std::vector<double> const g =
+        taped_gradient(t, {-2.0, 3.0}, [](auto const& v) { return std::fabs(v[0]) * v[1]; });
+    CHECK(g == std::vector<double>{-3.0, 2.0});
+  }
+
   TEST_CASE("a number of an earlier pass marks the tape stale and adds nothing") {
     tape t;
     a64 kept;
