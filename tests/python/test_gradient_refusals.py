@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ops"))
 from gradient_ops import (  # noqa: E402
     CSumSquares,
     GridDot,
+    HeldElement,
     HeldInDouble,
     HiddenCast,
     MemcpySquare,
@@ -83,9 +84,24 @@ def test_a_value_held_in_a_double_is_told_at_its_line_when_the_gradient_compiles
     with pytest.raises(libsection.CompileError) as failed:
         pytensor.function([x], g, mode="CVM")
     message = str(failed.value)
-    assert "held_in_double.c:10:" in message
+    # Once, though the compile has the op's code twice (on dual and on taped numbers).
+    assert message.count("held_in_double.c:10:15: error:") == 1, message
+    assert message.count("held_in_double.c:10:15: note:") == 1, message
     assert "libsection derives this op's gradient by running its C code on dual numbers" in message
     assert "`DTYPE_OUTPUT_0 total = 0;`, not `double total`" in message
+
+
+def test_an_element_read_into_a_double_is_told_once_with_its_macro():
+    x = pt.dvector("x")
+    out = HeldElement()(x)
+    assert pytensor.function([x], out, mode="CVM")(X) == pytest.approx(X @ X)
+    with pytest.raises(libsection.CompileError) as failed:
+        pytensor.function([x], pt.grad(out, x), mode="CVM")
+    message = str(failed.value)
+    assert message.count("held_element.c:9:20: error:") == 1, message
+    assert message.count("held_element.c:9:20: note:") == 1, message
+    assert "write `DTYPE_INPUT_0` in place of `double`" in message
+    assert len([d for d in failed.value.diagnostics if d.severity == "error"]) == 1
 
 
 @pytest.mark.parametrize("mode", ["CVM", "NUMBA"])

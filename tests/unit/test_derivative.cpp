@@ -332,6 +332,42 @@ TEST_SUITE("derivatives") {
     CHECK(has(text, "\nop.c:6:1: note: C++ converts `void*` to another pointer type only with a "
                     "cast"));
   }
+
+  TEST_CASE("an error of the op's code on dual and on taped numbers is told once") {
+    // A pullback's module compiles the op's code twice, so the compiler says each error twice
+    // at one place, the number types apart: one error, with the macro its line reads.
+    SourceManager sm;
+    FileId const op = sm.add("op.c", "#section support_code_apply\n"
+                                     "int f(PyArrayObject* x) {\n"
+                                     "    double v = *(DTYPE_INPUT_0*)PyArray_DATA(x);\n"
+                                     "    return j0(*(DTYPE_INPUT_0*)PyArray_DATA(x)) > v;\n"
+                                     "}\n");
+    auto const sources = compiled_sources("#line 1 \"op.c\"\n", "gen/source.cpp", sm);
+    REQUIRE(sources.section_files == std::vector<FileId>{op});
+    std::string const dual = "\u2018libsection_dual_float64_8\u2019 {aka "
+                             "\u2018libsection::dual<double, 8>\u2019}";
+    std::string const taped = "\u2018libsection_active_float64\u2019 {aka "
+                              "\u2018libsection::active<double>\u2019}";
+    std::string const j0 = "/usr/include/x86_64-linux-gnu/bits/mathcalls.h:220:19: note:   "
+                           "initializing argument 1 of \u2018double j0(double)\u2019\n";
+    std::string log;
+    for (auto const& number : {dual, taped})
+      log += "op.c:3:16: error: cannot convert " + number +
+             " to \u2018double\u2019 in "
+             "initialization\nop.c:4:15: error: cannot convert " +
+             number + " to \u2018double\u2019\n" + j0;
+    auto ds = parse_compiler_output(log, sm);
+    REQUIRE(ds.size() == 4);
+    std::string const text = explain_compile_errors(ds, sm, sources, false);
+    CHECK(ds.size() == 2);
+    CHECK(count(text, "op.c:3:16: error:") == 1);
+    CHECK(count(text, "op.c:3:16: note:") == 1);
+    CHECK(count(text, "op.c:4:15: error:") == 1);
+    CHECK(count(text, "`j0` has no derivative rule") == 1);
+    CHECK(has(text, "\nop.c:3:16: note: libsection derives this op's gradient by running its C "
+                    "code on dual numbers"));
+    CHECK(has(text, "write `DTYPE_INPUT_0` in place of `double`"));
+  }
 }
 
 TEST_SUITE("lint SL306") {

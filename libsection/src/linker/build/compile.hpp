@@ -172,7 +172,9 @@ CompiledSources compiled_sources(std::string const& module_text, std::string con
 /// error in the generated module, what it says about the user's files (the op's main function
 /// is not declared, or its call does not match it), at the likely typo or the compiler's note
 /// there. Other errors in the generated module are summed up in one line, unless
-/// `show_generated` asks for them as the compiler wrote them.
+/// `show_generated` asks for them as the compiler wrote them. A diagnostic repeating an earlier
+/// one at its place, its message apart only in libsection's number types (a derived gradient's
+/// module compiles the op's code on dual and on taped numbers), is dropped from `diagnostics`.
 std::string explain_compile_errors(std::vector<Diagnostic>& diagnostics, SourceManager const& sm,
                                    CompiledSources const& sources, bool show_generated);
 

@@ -103,9 +103,28 @@ std::optional<std::string> argument_function(std::string_view note) {
   return std::string(signature.substr(begin, open - begin));
 }
 
+/// The first element macro `line` names (`DTYPE_INPUT_0`, `DTYPE_OUTPUT_1`), if any.
+std::optional<std::string> element_macro_on(std::string_view line) {
+  for (std::size_t at = line.find("DTYPE_"); at != std::string_view::npos;
+       at = line.find("DTYPE_", at + 1)) {
+    if (at > 0 && is_identifier_char(line[at - 1])) continue;
+    std::size_t end = at;
+    while (end < line.size() && is_identifier_char(line[end])) ++end;
+    std::string_view const name = line.substr(at, end - at);
+    for (std::string_view const kind : {"DTYPE_INPUT_", "DTYPE_OUTPUT_"}) {
+      std::string_view const index = name.substr(std::min(kind.size(), name.size()));
+      if (name.starts_with(kind) && !index.empty() &&
+          std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return std::string(name);
+    }
+  }
+  return std::nullopt;
+}
+
 /// What an error means where libsection compiles an op's C code on dual numbers (a derived
 /// gradient's module) or as C++ (C code's implicit `void*` conversions): a note at the error.
-std::optional<Note> cxx_meaning(Diagnostic const& d,
+/// `line`: the error's line, whose element macro names the type to write.
+std::optional<Note> cxx_meaning(Diagnostic const& d, std::string_view line,
                                 std::function<bool(SourceRange)> const& in_sections) {
   std::string_view const m = d.message;
   if (m.find("invalid conversion from") != std::string_view::npos &&
@@ -140,10 +159,58 @@ std::optional<Note> cxx_meaning(Diagnostic const& d,
                     "names): compute it from those, or give the op a pullback of its own",
                 d.range};
   }
+  if (auto const macro = element_macro_on(line))
+    return Note{text +
+                    ": declare what holds it with the DTYPE macro of that input or output: "
+                    "write `" +
+                    *macro + "` in place of `double`, and write no `(double)` cast of it",
+                d.range};
   return Note{text + ": declare what holds it with the DTYPE macro of that input or output "
                      "(`DTYPE_OUTPUT_0 total = 0;`, not `double total`), and write no `(double)` "
                      "cast of it",
               d.range};
+}
+
+/// `message` with libsection's number types (`libsection::dual<double, 8>`,
+/// `libsection_active_float64`) and the namespaces of the op's compiles on them (`lsd_dual_3::`,
+/// `lsd_taped_3::`) spelled alike: an error of the op's code, said once per compile, reads the
+/// same.
+std::string number_types_made_one(std::string_view message) {
+  static constexpr std::string_view templates[] = {"libsection::dual<", "libsection::active<"};
+  static constexpr std::string_view names[] = {"libsection_dual_", "libsection_active_",
+                                               "lsd_dual_", "lsd_taped_"};
+  std::string out;
+  for (std::size_t at = 0; at < message.size();) {
+    std::string_view const rest = message.substr(at);
+    auto const is_prefix = [&](std::string_view p) { return rest.starts_with(p); };
+    bool const word_start = at == 0 || !is_identifier_char(message[at - 1]);
+    if (word_start && std::any_of(std::begin(templates), std::end(templates), is_prefix)) {
+      int depth = 0;  // to the `>` closing the template's arguments
+      for (at = message.find('<', at); at < message.size(); ++at) {
+        if (message[at] == '<') ++depth;
+        if (message[at] == '>' && --depth == 0) break;
+      }
+      ++at;
+      out += "libsection::number";
+    } else if (word_start && std::any_of(std::begin(names), std::end(names), is_prefix)) {
+      while (at < message.size() && is_identifier_char(message[at])) ++at;
+      out += "libsection_number";
+    } else {
+      out += message[at++];
+    }
+  }
+  return out;
+}
+
+/// `diagnostics` without the repeats of an earlier one: the same place, severity and message
+/// once the number types are made one. A derived gradient's module compiles the op's code
+/// once on dual numbers and once on taped numbers, and the compiler says each error of it twice.
+void drop_repeats(std::vector<Diagnostic>& diagnostics) {
+  std::set<std::tuple<FileId, std::size_t, Severity, std::string>> seen;
+  std::erase_if(diagnostics, [&](Diagnostic const& d) {
+    return !seen.emplace(d.range.file, d.range.begin, d.severity, number_types_made_one(d.message))
+                .second;
+  });
 }
 
 /// What an error in the generated module says about the user's files, and the likely typo.
@@ -328,7 +395,8 @@ class Telling {
       for (auto const& typo : explainer_.typo_notes(d)) add_typo(d, typo, show);
     }
     auto const in_sections = [&](SourceRange r) { return explainer_.in_sections(r); };
-    if (auto cxx = in_sections(d.range) ? cxx_meaning(d, in_sections) : std::nullopt) {
+    if (auto cxx =
+            in_sections(d.range) ? cxx_meaning(d, line_of(d.range), in_sections) : std::nullopt) {
       if (show) tell(cxx->range, "note", cxx->message);
       d.notes.push_back(std::move(*cxx));
     }
@@ -347,6 +415,10 @@ class Telling {
 
  private:
   static constexpr int max_shown = 10;
+
+  std::string_view line_of(SourceRange const& r) const {
+    return sm_.file(r.file).line_text(r.begin);
+  }
 
   void tell(SourceRange const& r, char const* kind, std::string const& message) {
     out_ += "\n" + location_text(r, sm_) + ": " + kind + ": " + message;
@@ -372,6 +444,7 @@ class Telling {
 
 std::string explain_compile_errors(std::vector<Diagnostic>& diagnostics, SourceManager const& sm,
                                    CompiledSources const& sources, bool show_generated) {
+  drop_repeats(diagnostics);
   Telling telling(sm, sources, show_generated);
   for (auto& d : diagnostics)
     if (d.is_error()) telling.error(d);

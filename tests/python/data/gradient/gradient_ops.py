@@ -246,6 +246,10 @@ class HeldInDouble(_SumSquares):
     file = "held_in_double.c"
 
 
+class HeldElement(_SumSquares):
+    file = "held_element.c"
+
+
 class CSumSquares(_SumSquares):
     """Declared C, with C's implicit `void*` conversion."""
 
