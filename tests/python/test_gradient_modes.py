@@ -3,12 +3,14 @@ dual numbers and on taped numbers, and each call picks (LIBSECTION_DERIVATIVE_MO
 default, forward passes for few differentiated scalars and reverse mode for many; `forward`
 and `reverse` force one). Both equal the hand-written gradients at several sizes, in each
 PyTensor mode; the tape is bounded by LIBSECTION_TAPE_MAX_BYTES (auto then falls back on
-forward passes, a forced reverse mode fails naming the op, its file and the limit).
+forward passes, said once by a RuntimeWarning; a forced reverse mode fails naming the op, its
+file and the limit).
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -129,9 +131,12 @@ def test_a_tape_over_its_limit_falls_back_on_forward_passes(monkeypatch):
     xv, wv = _points(500)  # some 3,000 operations: 96 KiB of tape
     got = pytensor.function([x, w], pt.grad(WeightedLogSumExp()(x, w), [x, w]), mode="CVM")
     hand = pytensor.function([x, w], pt.grad(WeightedLogSumExpHand()(x, w), [x, w]), mode="CVM")
-    for setting in ("auto", "forward"):
-        monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", setting)
-        for g, h in zip(got(xv, wv), hand(xv, wv), strict=True):
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "auto")
+    with pytest.warns(RuntimeWarning, match="LIBSECTION_TAPE_MAX_BYTES=4096 at 128 operations"):
+        falling_back = got(xv, wv)
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "forward")
+    for result in (falling_back, got(xv, wv)):
+        for g, h in zip(result, hand(xv, wv), strict=True):
             np.testing.assert_allclose(g, h, rtol=RTOL)
     monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "reverse")
     with pytest.raises(MemoryError) as refused:
@@ -166,8 +171,85 @@ def test_the_runtime_counts_each_reverse_mode_tape(monkeypatch):
     assert _core.tape_bytes() == (sizes[500], 0)  # forward passes keep no tape
     monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "auto")
     monkeypatch.setenv("LIBSECTION_TAPE_MAX_BYTES", "4K")
-    f(*_points(500))  # the tape stops at its limit, and forward passes run
+    with pytest.warns(RuntimeWarning, match="runs forward passes"):
+        f(*_points(500))  # the tape stops at its limit, and forward passes run
     assert 0 < _core.tape_bytes()[1] <= 4096
+
+
+def _modes() -> list[str]:
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        return ["CVM", "NUMBA"]
+    return ["CVM", "NUMBA", "JAX"]
+
+
+def _fell_back(caught) -> list[str]:
+    return [
+        str(w.message)
+        for w in caught
+        if issubclass(w.category, RuntimeWarning) and "runs forward passes" in str(w.message)
+    ]
+
+
+@pytest.mark.parametrize("mode", _modes())
+def test_a_fall_back_on_forward_passes_is_told_once_naming_the_fix(monkeypatch, mode):
+    # auto, a tape over its limit: forward passes, one per 8 scalars (here 500 of them), which
+    # the user is told once per compiled function, with the op, its file, the limit and the fix.
+    monkeypatch.delenv("LIBSECTION_DERIVATIVE_MODE", raising=False)
+    monkeypatch.setenv("LIBSECTION_TAPE_MAX_BYTES", "64K")
+    x, w = pt.dvector("x"), pt.dvector("w")
+    xv, wv = _points(2000)  # some 12,000 operations: 384 KiB of tape
+    got = pytensor.function([x, w], pt.grad(WeightedLogSumExp()(x, w), [x, w]), mode=mode)
+    hand = pytensor.function([x, w], pt.grad(WeightedLogSumExpHand()(x, w), [x, w]), mode=mode)
+    expected = hand(xv, wv)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            for g, h in zip(got(xv, wv), expected, strict=True):
+                np.testing.assert_allclose(g, h, rtol=RTOL)
+    (message,) = _fell_back(caught)
+    assert message.startswith("WeightedLogSumExp.pullback (")
+    assert "logsumexp.c): its gradient's tape reached LIBSECTION_TAPE_MAX_BYTES=65536" in message
+    assert "at 2048 operations (65536 bytes)" in message
+    assert "one pass per 8 of its 4000 differentiated scalars (500 passes)" in message
+    assert "raise LIBSECTION_TAPE_MAX_BYTES" in message
+    assert "LIBSECTION_DERIVATIVE_MODE=forward" in message
+
+
+def test_a_fall_back_told_as_an_error_is_the_calls_error(monkeypatch):
+    # `-W error` (here its filter): the warning is the call's exception, each time, not a crash.
+    monkeypatch.delenv("LIBSECTION_DERIVATIVE_MODE", raising=False)
+    monkeypatch.setenv("LIBSECTION_TAPE_MAX_BYTES", "64K")
+    x, w = pt.dvector("x"), pt.dvector("w")
+    xv, wv = _points(2000)
+    got = pytensor.function([x, w], pt.grad(WeightedLogSumExp()(x, w), [x, w]), mode="CVM")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            with pytest.raises(RuntimeWarning, match="LIBSECTION_TAPE_MAX_BYTES=65536"):
+                got(xv, wv)
+    hand = pytensor.function([x, w], pt.grad(WeightedLogSumExpHand()(x, w), [x, w]), mode="CVM")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for g, h in zip(got(xv, wv), hand(xv, wv), strict=True):
+            np.testing.assert_allclose(g, h, rtol=RTOL)
+    assert len(_fell_back(caught)) == 1
+
+
+def test_no_fall_back_is_told_when_forward_passes_are_asked_for_or_the_tape_holds(monkeypatch):
+    x, w = pt.dvector("x"), pt.dvector("w")
+    xv, wv = _points(2000)
+    got = pytensor.function([x, w], pt.grad(WeightedLogSumExp()(x, w), [x, w]), mode="CVM")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        monkeypatch.setenv("LIBSECTION_TAPE_MAX_BYTES", "64K")
+        monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "forward")
+        got(xv, wv)
+        monkeypatch.setenv("LIBSECTION_TAPE_MAX_BYTES", "64M")
+        monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "auto")
+        got(xv, wv)
+    assert _fell_back(caught) == []
 
 
 @pytest.mark.parametrize(

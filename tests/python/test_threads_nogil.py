@@ -170,6 +170,35 @@ def test_a_derived_gradient_runs_without_the_gil(cache_dir):
     assert list(ticker.array[1:3]) == [1, 1] and ticker.array[8] == 2, ticker.array
 
 
+def test_a_derived_gradient_without_the_gil_warns_with_it(cache_dir, monkeypatch):
+    # A tape of one entry: reverse mode falls back on forward passes, and says so from code that
+    # gave the GIL up, taking it back for the warning (and for the error `-W error` makes of it).
+    import warnings
+
+    from libsection.pytensor import pytensor_op
+
+    monkeypatch.delenv("LIBSECTION_DERIVATIVE_MODE", raising=False)
+    monkeypatch.setenv("LIBSECTION_TAPE_MAX_BYTES", "32")
+    x, address = pt.dvector("x"), pt.lvector("address")
+    grad = pytensor.function(
+        [x, address], pt.grad(pytensor_op(TicksScale())(x, address), x), mode="FAST_COMPILE"
+    )
+    xv = np.full(20, 1.5)  # 20 scalars: reverse mode in auto, then 3 forward passes
+    with Ticker() as ticker, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.testing.assert_array_equal(grad(xv, [ticker.address]), [2.0] + [0.0] * 19)
+    (said,) = [str(w.message) for w in caught]
+    assert said.startswith("TicksScale.pullback (") and "LIBSECTION_TAPE_MAX_BYTES=32 " in said
+    assert list(ticker.array[1:6]) == [1] * 5, ticker.array  # the op, the taped pass, 3 passes
+    other = pytensor.function(
+        [x, address], pt.grad(pytensor_op(TicksScale())(x, address), x), mode="FAST_COMPILE"
+    )
+    with Ticker() as ticker, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning, match="runs forward passes"):
+            other(xv, [ticker.address])
+
+
 # ---- nutpie -------------------------------------------------------------------------------
 
 

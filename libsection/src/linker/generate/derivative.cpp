@@ -256,6 +256,8 @@ OpCode DerivativeOp::generate(NodeContext const& ctx) const {
   }
   if (pullback() && spec_.method != DerivativeSpec::Method::forward)
     code.support_code_struct = "libsection::tape lsd_tape_" + id + ";\n";
+  if (has(true) && has(false))  // whether a fall-back on forward passes was told
+    code.support_code_struct += "bool lsd_told_" + id + " = false;\n";
   code.code = driver(ctx, in, out, files);
   return code;
 }

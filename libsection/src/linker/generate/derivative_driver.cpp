@@ -72,7 +72,8 @@ std::string DerivativeOp::forward_block(NodeContext const& ctx, std::vector<Vari
 }
 
 // One taped pass, the outputs' values checked, their adjoints seeded with the cotangents, the
-// sweep and the gradient; or, when the tape outgrew its limit, `lsd_forward` for forward passes.
+// sweep and the gradient; or, when the tape outgrew its limit, `lsd_forward` for forward passes
+// (told once per instance, `lsd_told_<id>`).
 std::string DerivativeOp::reverse_block(NodeContext const& ctx, std::vector<Variable> const& in,
                                         std::vector<Variable> const& out,
                                         std::string const& files) const {
@@ -85,7 +86,10 @@ std::string DerivativeOp::reverse_block(NodeContext const& ctx, std::vector<Vari
                   ", lsd_settings.tape_max_bytes);\n" + setup(ctx, in, out, taped) + "do {\n" +
                   pass(ctx, in, out, taped) + "if (__failure) break;\nif (lsd_.usable(" + op +
                   ", " + from + ", " + forced + "))" + failed(ctx);
-  if (has(false)) t += "if (lsd_.full()) {\n  lsd_forward = true;\n  break;\n}\n";
+  if (has(false))
+    t += "if (lsd_.full()) {\nif (lsd_.fell_back(" + op + ", " + from + ", " +
+         scalar_count(ctx, in) + ", " + std::to_string(kind(false).width) + ", lsd_told_" + id +
+         "))" + failed(ctx) + "lsd_forward = true;\nbreak;\n}\n";
   t += seeds(ctx, out, forced) + "if (lsd_.sweep(" + op + ", " + from + "))" + failed(ctx) +
        results(ctx, in, out) + "} while (0);\n}\n";
   return t;

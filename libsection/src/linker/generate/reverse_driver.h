@@ -2,7 +2,8 @@
 // inputs (each element an independent variable on the tape), the op's code run once on the
 // instance's tape (`tape_scope`), then the outputs' adjoints seeded with the cotangents, the
 // sweep, and the inputs' adjoints as the gradient. The tape's storage belongs to the derivative
-// op's instance and is kept between calls (up to `kept_bytes`).
+// op's instance and is kept between calls (up to `kept_bytes`). A tape that outgrows its limit
+// makes the call fall back on forward passes, which `fell_back` tells the user once.
 //
 // C++ only. Embedded at build time (libsection/embed.cmake), these notes left out.
 #ifndef LIBSECTION_REVERSE_DRIVER_H
@@ -72,6 +73,35 @@ class reverse_pass : public driver {
         op, files, tape::bytes_per_entry,
         tape_.no_memory() ? "found no more memory" : "reached its limit", tape_.size(), max_bytes_);
     return -1;
+  }
+
+  // Tells once (`told`, the instance's) that a call of `scalars` differentiated scalars runs
+  // forward passes of `width` tangents, its tape being full (auto mode falls back on them): a
+  // RuntimeWarning naming the op, its files, the tape and the fix, for a gradient that got
+  // slower. 0, or -1 with the exception a warnings filter made of it (`-W error`), `told` unset
+  // so that the next such call raises it too.
+  int fell_back(char const* op, char const* files, npy_intp scalars, int width, bool& told) const {
+    if (told) return 0;
+    char limit[96];
+    std::snprintf(limit, sizeof limit,
+                  tape_.no_memory() ? "found no more memory under LIBSECTION_TAPE_MAX_BYTES=%zu"
+                                    : "reached LIBSECTION_TAPE_MAX_BYTES=%zu",
+                  max_bytes_);
+    if (PyErr_WarnFormat(
+            PyExc_RuntimeWarning, 1,
+            "%s (%s): its gradient's tape %s at %zu operations (%zu bytes), so this call runs "
+            "forward passes of dual numbers in place of reverse mode's one pass and sweep: one "
+            "pass per %d of its %zd differentiated scalars (%zd passes), each over the whole of "
+            "the op's C code, which can be 100 times slower or more. To keep reverse mode, raise "
+            "LIBSECTION_TAPE_MAX_BYTES (%zu bytes per operation); to choose forward passes "
+            "without this warning, set LIBSECTION_DERIVATIVE_MODE=forward. Said once per "
+            "compiled function; each later call over the limit falls back too",
+            op, files, limit, tape_.size(), tape_.size() * tape::bytes_per_entry, width,
+            (Py_ssize_t)scalars, (Py_ssize_t)((scalars + width - 1) / width),
+            tape::bytes_per_entry))
+      return -1;
+    told = true;
+    return 0;
   }
 
   // Adds the cotangent of output `out` to its elements' adjoints; -1 with an exception when
