@@ -134,6 +134,51 @@ struct derivative_settings {
   }
 };
 
+// The arrays of numbers a derivative op's instance keeps between its calls (a member of its
+// struct): per differentiated input and kind of numbers, the copy of the last call, which the
+// next call copies its input into when nothing else holds it (a row of a batch is a call, and a
+// new array was a fifth of a small call's cost). Only small ones are kept: a large array's
+// allocation is little beside filling it.
+class kept_arrays {
+ public:
+  static constexpr std::size_t inputs = 8;
+  static constexpr npy_intp max_elements = 1024;
+  kept_arrays() : entries_() {}
+  kept_arrays(kept_arrays const&) = delete;
+  kept_arrays& operator=(kept_arrays const&) = delete;
+  ~kept_arrays() {
+    for (PyArrayObject* a : entries_) Py_XDECREF(a);
+  }
+  // A C-contiguous array of `typenum` shaped as `like`, for input `block`: the kept one when it
+  // fits and no one else holds it, else a new one (kept in its place when small); a new
+  // reference, NULL with an exception.
+  PyArrayObject* array(std::size_t block, int typenum, PyArrayObject* like) {
+    PyArrayObject** entry = block < inputs ? place(block, typenum) : NULL;
+    PyArrayObject* a = entry ? *entry : NULL;
+    if (a && Py_REFCNT(a) == 1 && PyArray_TYPE(a) == typenum && PyArray_ISCARRAY(a) &&
+        PyArray_SAMESHAPE(a, like)) {
+      Py_INCREF(a);
+      return a;
+    }
+    a = (PyArrayObject*)PyArray_EMPTY(PyArray_NDIM(like), PyArray_DIMS(like), typenum, 0);
+    if (a && entry && PyArray_SIZE(a) <= max_elements) {
+      Py_XDECREF(*entry);
+      Py_INCREF(a);
+      *entry = a;
+    }
+    return a;
+  }
+
+ private:
+  // Two per input, one per kind of numbers a module has: the first for the kind found there
+  // (or when empty), the second for the other.
+  PyArrayObject** place(std::size_t block, int typenum) {
+    PyArrayObject** two = entries_ + 2 * block;
+    return !two[0] || PyArray_TYPE(two[0]) == typenum ? two : two + 1;
+  }
+  PyArrayObject* entries_[2 * inputs];
+};
+
 class driver {
  public:
   // `kind`: what the op's code computes with here ("dual numbers", "taped numbers").
@@ -144,6 +189,8 @@ class driver {
     for (PyObject** p : owned_) Py_XDECREF(*p);
     for (PyObject* o : held_) Py_DECREF(o);
   }
+  // The instance's arrays the copies of the inputs are made into (none: new ones each call).
+  void keep_in(kept_arrays& kept) { kept_ = &kept; }
   // An array the op's code may replace (its outputs): released at the end, whatever it is then.
   template <class P>
   void own(P** p) {
@@ -220,7 +267,8 @@ class driver {
     int const typenum = number_dtype<D>::typenum();
     if (!values || typenum == NPY_NOTYPE) return NULL;
     PyArrayObject* out =
-        (PyArrayObject*)PyArray_EMPTY(PyArray_NDIM(plain), PyArray_DIMS(plain), typenum, 0);
+        kept_ ? kept_->array(offsets_.size(), typenum, plain)
+              : (PyArrayObject*)PyArray_EMPTY(PyArray_NDIM(plain), PyArray_DIMS(plain), typenum, 0);
     if (!out) return NULL;
     double const* v = (double const*)PyArray_DATA(values);
     D* x = (D*)PyArray_DATA(out);
@@ -297,6 +345,7 @@ class driver {
   }
 
   char const* kind_;
+  kept_arrays* kept_ = NULL;
   small_vector<npy_intp, 8> offsets_, counts_;  // per differentiated input: first scalar, size
   npy_intp total_ = 0;
   small_vector<double, 16> acc_;  // the gradient, per scalar
