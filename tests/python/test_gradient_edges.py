@@ -25,6 +25,7 @@ from gradient_ops import (  # noqa: E402
     SLOPES,
     FixedInput,
     FixedOutput,
+    KeptInput,
     Memo,
     Slopes,
     StaticMemo,
@@ -124,3 +125,19 @@ def test_an_infinite_slope_leaves_the_other_elements_derivatives_alone(monkeypat
         expected = np.zeros(4)
         assert np.isnan(got[0])
     np.testing.assert_allclose(got[1:], expected[1:], rtol=1e-14)
+
+
+def test_an_input_array_the_op_keeps_is_not_written_into_by_a_later_call(monkeypatch):
+    # The instance copies each call's input into the array of the last call, unless another
+    # holds it: here the op, which reads that array in the next call.
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "forward")
+    x = pt.dvector("x")
+    out = KeptInput()(x)
+    f = pytensor.function([x], [out, pt.grad(out, x)], mode="CVM")
+    previous = 0.0
+    for k in range(3):
+        xv = X + k
+        value, grad = f(xv)
+        assert value == pytest.approx(xv.sum() + previous, rel=1e-15)
+        np.testing.assert_array_equal(grad, np.ones_like(xv))
+        previous = xv.sum()

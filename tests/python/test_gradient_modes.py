@@ -262,3 +262,58 @@ def test_a_bad_setting_is_refused_naming_it_when_the_gradient_runs(monkeypatch, 
     monkeypatch.setenv(name, value)  # set after the build, which would have refused it
     with pytest.raises(ValueError, match=rf"{name}={value}: give "):
         f(*_points(5))
+
+
+def test_each_call_reads_the_settings_as_they_are_then(monkeypatch):
+    # A call parses a setting again only when its text changed since the thread's last call:
+    # a bad value is refused at each call, a value set back after one is the value again, and
+    # unsetting one gives its default back.
+    x, w = pt.dvector("x"), pt.dvector("w")
+    xv, wv = _points(500)  # some 3,000 operations: 96 KiB of tape
+    got = pytensor.function([x, w], pt.grad(WeightedLogSumExp()(x, w), x), mode="CVM")
+    hand = pytensor.function([x, w], pt.grad(WeightedLogSumExpHand()(x, w), x), mode="CVM")
+    monkeypatch.setenv("LIBSECTION_TAPE_MAX_BYTES", "4K")
+    for _ in range(2):
+        monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "reverse")
+        with pytest.raises(MemoryError, match="LIBSECTION_TAPE_MAX_BYTES=4096"):
+            got(xv, wv)
+        monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "sideways")
+        with pytest.raises(ValueError, match="LIBSECTION_DERIVATIVE_MODE=sideways: give "):
+            got(xv, wv)
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", "reverse")
+    monkeypatch.delenv("LIBSECTION_TAPE_MAX_BYTES")  # 1 GiB: the tape holds the call
+    np.testing.assert_allclose(got(xv, wv), hand(xv, wv), rtol=RTOL)
+    monkeypatch.setenv("LIBSECTION_TAPE_MAX_BYTES", "4K")
+    with pytest.raises(MemoryError, match="LIBSECTION_TAPE_MAX_BYTES=4096"):
+        got(xv, wv)
+    monkeypatch.delenv("LIBSECTION_DERIVATIVE_MODE")  # auto: forward passes past the limit
+    with pytest.warns(RuntimeWarning, match="runs forward passes"):
+        np.testing.assert_allclose(got(xv, wv), hand(xv, wv), rtol=RTOL)
+
+
+@pytest.mark.parametrize("setting", ["forward", "reverse"])
+def test_a_gradient_is_written_into_the_array_kept_from_the_last_call(monkeypatch, setting):
+    # PyTensor without garbage collection keeps a node's outputs between calls for the op to
+    # reuse: the gradient is written into the array kept when it has the input's shape and
+    # dtype, and a new array is made when it has not.
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", setting)
+    x, w = pt.dvector("x"), pt.dvector("w")
+    mode = pytensor.compile.mode.Mode(linker="cvm_nogc")
+    grads = {}
+    for name, op in (("derived", WeightedLogSumExp()), ("hand", WeightedLogSumExpHand())):
+        grads[name] = pt.grad(op(x, w), [x, w])
+    # Each gradient used, not returned: the function's outputs are its own arrays.
+    got = pytensor.function([x, w], [g.sum() * g[0] for g in grads["derived"]], mode=mode)
+    hand = pytensor.function([x, w], [g.sum() * g[0] for g in grads["hand"]], mode="CVM")
+    (node,) = [n for n in got.maker.fgraph.apply_nodes if isinstance(n.op, _gradient.Derivative)]
+    kept = []
+    for n in (5, 5, 3, 3, 4):
+        xv, wv = _points(n)
+        for g, h in zip(got(xv, wv), hand(xv, wv), strict=True):
+            np.testing.assert_allclose(g, h, rtol=RTOL)
+        arrays = [got.vm.storage_map[o][0] for o in node.outputs]
+        if kept and kept[0].shape == (n,):
+            assert all(a is k for a, k in zip(arrays, kept, strict=True))
+        else:
+            assert not any(a is k for a, k in zip(arrays, kept, strict=False))
+        kept = arrays

@@ -254,8 +254,9 @@ OpCode DerivativeOp::generate(NodeContext const& ctx) const {
         "}  // namespace " + space + "\n";
     code.init_code_apply += "{\nusing namespace " + space + ";\n" + inner.init_code_apply + "\n}\n";
   }
+  code.support_code_struct = "libsection::kept_arrays lsd_kept_" + id + ";\n";
   if (pullback() && spec_.method != DerivativeSpec::Method::forward)
-    code.support_code_struct = "libsection::tape lsd_tape_" + id + ";\n";
+    code.support_code_struct += "libsection::tape lsd_tape_" + id + ";\n";
   if (has(true) && has(false))  // whether a fall-back on forward passes was told
     code.support_code_struct += "bool lsd_told_" + id + " = false;\n";
   code.code = driver(ctx, in, out, files);

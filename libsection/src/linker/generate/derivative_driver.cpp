@@ -99,7 +99,7 @@ std::string DerivativeOp::reverse_block(NodeContext const& ctx, std::vector<Vari
 // inputs in `kind`'s numbers (and their tangents, for a pushforward).
 std::string DerivativeOp::setup(NodeContext const& ctx, std::vector<Variable> const& in,
                                 std::vector<Variable> const& out, Numbers const& kind) const {
-  std::string declare, fill;
+  std::string declare = "lsd_.keep_in(lsd_kept_" + sub_value(ctx.sub, "id") + ");\n", fill;
   std::string const fail = sub_value(ctx.sub, "fail") + "\n";
   std::size_t block = 0;
   for (std::size_t i = 0; i < in.size(); ++i) {

@@ -83,16 +83,14 @@ class forward_passes : public driver {
     return 0;
   }
   void tangent(int b, double given) { set(blocks_[b], 0, 0, given); }
-  // The tangents of output `out` (lane 0), as a new array of its scalar type into `*into`.
+  // The tangents of output `out` (lane 0) into `*into`, as an array of its scalar type (the one
+  // there when it can be written in place, `writable_like`).
   template <class D>
   int output_tangent(PyArrayObject* out, PyArrayObject** into, char const* what) {
     if (check_output<D>(out, NULL, what)) return -1;
     int const typenum = sizeof(typename D::scalar) == 4 ? NPY_FLOAT32 : NPY_FLOAT64;
-    PyArrayObject* made =
-        (PyArrayObject*)PyArray_EMPTY(PyArray_NDIM(out), PyArray_DIMS(out), typenum, 0);
+    PyArrayObject* made = writable_like(*into, typenum, out);
     if (!made) return -1;
-    Py_XDECREF(*into);
-    *into = made;
     D const* y = contiguous<D>(out);
     if (!y) return -1;
     npy_intp const n = PyArray_SIZE(out);
@@ -132,7 +130,7 @@ class forward_passes : public driver {
     for (int l = 0; l < lanes; ++l) acc[l] += g * (double)y.d[l];
   }
 
-  std::vector<tangent_block> blocks_;
+  small_vector<tangent_block, 8> blocks_;
   npy_intp pass_begin_ = 0;
   bool started_ = false;
 };

@@ -362,6 +362,12 @@ class StaticMemo(_VectorOp):
     file, function = "static_memo.c", "memo_squares"
 
 
+class KeptInput(_VectorOp):
+    """sum(x) plus the sum of the previous call's input, whose array it keeps in a static."""
+
+    file, function = "kept_input.c", "with_previous"
+
+
 class FixedInput(ExternalCOp):
     """sum(x * w), both converted with a fixed NPY_DOUBLE."""
 
