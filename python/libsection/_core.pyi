@@ -6,7 +6,7 @@ import collections.abc
 from libsection import CompileError
 from libsection import LinkError
 import typing
-__all__: list[str] = ['BatchPlan', 'Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'derivative_refusals', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'main_function_takes', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_gufunc_signature', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'raise_expansion_errors', 'relocate_line_directives', 'single_node_context', 'tape_bytes']
+__all__: list[str] = ['BatchPlan', 'Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'derivative_refusals', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'main_function_takes', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_gufunc_signature', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'raise_expansion_errors', 'recordings_swept', 'relocate_line_directives', 'single_node_context', 'tape_bytes']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -645,6 +645,10 @@ def raise_expansion_errors(op_name: str, diagnostics: collections.abc.Sequence[D
     ``diagnostics``: ``ValueError`` for its errors, unless one is SL604; then, when ``c_code`` is
     asked and the expansion has none (``code_missing``), ``AssertionError`` for SL604, else
     ``NotImplementedError``. Returns when there is nothing to raise.
+    """
+def recordings_swept(reset: bool = False) -> int:
+    """
+    How many times a derived gradient of this process swept the tape its function's value recorded (a ``TapedValues`` node) in place of a taped pass of its own; ``reset=True`` starts the count again after reading it.
     """
 def relocate_line_directives(module_text: str, module_path: str, resume_file: str = '<libsection-generated>') -> str:
     ...

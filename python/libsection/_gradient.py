@@ -40,7 +40,14 @@ from ._dropin import ExternalCOp
 from ._node import BuiltByTheCore, COpAdapter
 from ._protocol import CODE_METHODS, RESHAPING_METHODS, own_method
 
-__all__ = ["Derivative", "DerivedGradient", "DerivedPushforward", "pullback", "pushforward"]
+__all__ = [
+    "Derivative",
+    "DerivedGradient",
+    "DerivedPushforward",
+    "TapedValues",
+    "pullback",
+    "pushforward",
+]
 
 WIDTH = 8
 """The tangents each forward pass of a pullback carries, whatever the inputs' static shapes:
@@ -243,7 +250,7 @@ class Derivative(BuiltByTheCore, COp):
             self.output_types,
             list(self.differentiated),
             list(self.cotangents),
-            WIDTH if self.mode == "pullback" else 1,
+            WIDTH if self.mode in ("pullback", "record") else 1,
             self.mode,
         )
 
@@ -387,6 +394,35 @@ class DerivedPushforward(Derivative):
         return result + (grads if isinstance(grads, list) else [grads]) + unused
 
 
+class TapedValues(Derivative):
+    """``forward``'s outputs, computed for the pullback of the same function (a
+    ``DerivedGradient`` node of the same inputs, which a rewrite pairs it with): where that
+    pullback will run in reverse mode, one pass of the op's code on taped numbers gives the
+    values and leaves its tape for the pullback to sweep, so a value and gradient cost one
+    taped pass and a sweep rather than the op's pass, a taped pass and a sweep; else the op's
+    code on plain numbers. Inputs and outputs are ``forward``'s. The first taped call of an
+    instance also runs the plain pass and keeps to plain passes if the values differ past
+    rounding."""
+
+    mode = "record"
+
+    def make_node(self, *inputs):
+        variables = [x if isinstance(x, Variable) else _as_variable(x) for x in inputs]
+        return Apply(self, variables, [t() for t in self.output_types])
+
+    def infer_shape(self, *args):  # (fgraph, node, shapes) before PyTensor 3.3, then (node, shapes)
+        """``forward``'s, on its node."""
+        own = getattr(self.forward, "infer_shape", None)
+        if own is None:  # PyTensor then reads the shapes from the outputs
+            name = type(self.forward).__name__
+            raise NotImplementedError(
+                f"libsection: the shapes of {name}'s outputs are needed before running it (JAX "
+                f"allocates them): define infer_shape(self, fgraph, node, input_shapes) on "
+                f"{name}, or give its outputs static shapes"
+            )
+        return own(*args[:-2], self._forward_node(args[-2]), args[-1])
+
+
 def _as_variable(x):
     import pytensor.tensor as pt
 
@@ -475,6 +511,60 @@ def _register_pruning() -> None:
     register_canonicalize(libsection_derived_gradient_unused)
 
 
+def _register_recording() -> None:
+    """A rewrite in every mode (canonicalize): the op's node whose values a pullback of the same
+    inputs takes (the one ``DerivedGradient`` among its clients) becomes a ``TapedValues``
+    node, whose taped pass that pullback sweeps. Not for a batched pullback (each row would
+    record), nor an op with params (its values are not its inputs' alone)."""
+    from pytensor.graph.rewriting.basic import node_rewriter
+    from pytensor.scalar import ScalarType
+    from pytensor.tensor.rewriting.basic import register_canonicalize
+    from pytensor.tensor.type import TensorType
+
+    @node_rewriter([DerivedGradient])
+    def libsection_record_for_pullback(fgraph, node):
+        gradient = node.op
+        if type(gradient) is not DerivedGradient or gradient.forward.params_type is not None:
+            return None
+        n = len(gradient.differentiated)
+        values = node.inputs[n + sum(gradient.cotangents) :]
+        forward = values[0].owner if values else None
+        if forward is None or list(forward.inputs) != list(node.inputs[:n]):
+            return None
+        if isinstance(forward.op, TapedValues):
+            if forward.op.forward != gradient.forward:
+                return None
+            if forward.op.differentiated == gradient.differentiated:
+                return None
+        elif forward.op != gradient.forward:
+            return None
+        kept = [y for y, c in zip(forward.outputs, gradient.cotangents, strict=True) if c]
+        if list(values) != kept:
+            return None
+        plain = (TensorType, ScalarType)  # values the inputs' fingerprint holds whole
+        if not all(isinstance(v.type, plain) for v in (*forward.inputs, *forward.outputs)):
+            return None
+        pullbacks = {
+            client
+            for y in forward.outputs
+            for client, _ in fgraph.clients.get(y, ())
+            if isinstance(getattr(client, "op", None), DerivedGradient)
+            or isinstance(getattr(getattr(client, "op", None), "core_op", None), DerivedGradient)
+        }
+        if pullbacks != {node}:
+            return None
+        record = TapedValues(
+            gradient.forward,
+            gradient.differentiated,
+            (False,) * len(gradient.output_types),
+            gradient.output_types,
+        )
+        new = record.make_node(*forward.inputs).outputs
+        return dict(zip(forward.outputs, new, strict=True))
+
+    register_canonicalize(libsection_record_for_pullback)
+
+
 def _signature(inputs, outputs) -> str:
     """A gufunc signature of each input's and output's core dimensions."""
 
@@ -485,5 +575,6 @@ def _signature(inputs, outputs) -> str:
 
 
 _register_pruning()
+_register_recording()
 
 _backends.register(Derivative, lambda op: False)

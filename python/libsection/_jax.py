@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from typing import Any
 
 import numpy as np
 
@@ -154,8 +155,10 @@ def jax_function(node, own_perform: bool):
         _path_note(name, f"jax.pure_callback, since {why}")
         call = _callback(node, own_perform, output_shapes)
     pullback = Pullback(node, name)
+    # Values from a taped pass need the FFI call and values the inputs alone decide.
+    recordable = why is None and getattr(node.op, "params_type", None) is None
 
-    def forward(xs):
+    def forward(xs, call=call):
         shapes = output_shapes([jnp.shape(x) for x in xs])
         # The outputs vary over the mesh axes the inputs do (one set, by _same_varying), on the
         # inputs' mesh: unsharded within it, as the C code makes them whole.
@@ -178,10 +181,31 @@ def jax_function(node, own_perform: bool):
     def differentiable(*xs):
         return forward(xs)
 
+    recorded: dict[tuple[bool, ...], Any] = {}
+
+    def taped(derived):
+        """The node's values from a taped pass its derived gradient (which differentiates the
+        inputs ``derived`` marks) sweeps: a ``TapedValues`` node's call, differentiable as
+        ``differentiable`` is."""
+        if derived not in recorded:
+            from ._gradient import TapedValues
+
+            op = TapedValues(
+                node.op, derived, (False,) * n_out, tuple(v.type for v in node.outputs)
+            )
+            through = _ffi_call(op.make_node(*node.inputs), name)
+            f = jax.custom_jvp(lambda *xs: forward(xs, through))
+            f.defjvp(jvp, symbolic_zeros=True)
+            recorded[derived] = f
+        return recorded[derived]
+
     def jvp(primals, tangents):
-        outputs = differentiable(*primals)  # differentiable again, at an outer level
         perturbed = [i for i, t in enumerate(tangents) if not isinstance(t, SymbolicZero)]
         wrt = pullback.differentiated(perturbed)
+        derived = pullback.derived_inputs(wrt) if wrt and recordable else None
+        # differentiable again, at an outer level; a pullback of the op's own code sweeps the
+        # tape of the values' pass
+        outputs = (taped(derived) if derived else differentiable)(*primals)
         pushed = iter(())
         if wrt and pullback.known:
             pushed = iter(

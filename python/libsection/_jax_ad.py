@@ -52,6 +52,8 @@ class Pullback:
         self._functions: dict[tuple[int, ...], Any] = {}  # wrt -> the graph in JAX
         self._failures: dict[tuple[int, ...], tuple[type[BaseException], str]] = {}
         self._null: dict[tuple[int, ...], dict[int, str]] = {}  # inputs left undefined
+        # wrt -> the inputs the graph's one derived gradient of the node's op differentiates
+        self._derived: dict[tuple[int, ...], tuple[bool, ...] | None] = {}
 
     def build(self, wrt: tuple[int, ...]) -> None:
         if wrt in self._functions or wrt in self._failures:
@@ -111,7 +113,14 @@ class Pullback:
         grads = graph_replace(grads, dict(zip(outputs, free_outputs, strict=True)), strict=False)
         fgraph = FunctionGraph([*inputs, *free_outputs, *cotangents], grads, clone=True)
         get_mode("JAX").optimizer(fgraph)
+        self._derived[wrt] = _derived_inputs(fgraph, node.op)
         self._functions[wrt] = jax_funcify(fgraph)
+
+    def derived_inputs(self, wrt: tuple[int, ...]) -> tuple[bool, ...] | None:
+        """The inputs the gradient graph of ``wrt`` differentiates through a derived gradient of
+        the node's op (its ``DerivedGradient``, the one such node), or None: the node's values
+        may then come from a taped pass that gradient sweeps (``TapedValues``)."""
+        return self._derived.get(wrt)
 
     def differentiated(self, perturbed) -> tuple[int, ...]:
         """The inputs among ``perturbed`` (indices of inputs with a tangent) the pushforward
@@ -155,6 +164,17 @@ class Pullback:
             jnp.broadcast_to(jnp.asarray(g, dtype=xs[i].dtype), jnp.shape(xs[i]))
             for i, g in zip(wrt, grads, strict=True)
         ]
+
+
+def _derived_inputs(fgraph, op) -> tuple[bool, ...] | None:
+    from ._gradient import DerivedGradient
+
+    found = [
+        n.op.differentiated
+        for n in fgraph.apply_nodes
+        if type(n.op) is DerivedGradient and n.op.forward == op
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def _batched(core, batch_ndim: int):

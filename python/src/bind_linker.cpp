@@ -251,6 +251,12 @@ without params ignores them).)doc");
       "(last, peak): the bytes the tape of this process's last reverse-mode derived gradient "
       "took (its entries and adjoints), and the most any took since the last ``reset=True``, "
       "which starts that count again after reading it.");
+  m.def(
+      "recordings_swept", [](bool reset) { return recordings_swept(reset); },
+      py::arg("reset") = false,
+      "How many times a derived gradient of this process swept the tape its function's value "
+      "recorded (a ``TapedValues`` node) in place of a taped pass of its own; ``reset=True`` "
+      "starts the count again after reading it.");
 }
 
 }  // namespace section::python

@@ -234,7 +234,7 @@ void* runtime_handle() {
   if (!handle) throw fail(::dlerror());
   auto abi = reinterpret_cast<int (*)()>(::dlsym(handle, "libsection_abi_version"));
   if (!abi || !::dlsym(handle, "libsection_runtime_table") ||
-      !::dlsym(handle, "libsection_tape_bytes"))
+      !::dlsym(handle, "libsection_tape_bytes") || !::dlsym(handle, "libsection_recordings_swept"))
     throw fail("it is not a libsection runtime");
   if (abi() != module_abi_version)
     throw fail("it has module ABI " + std::to_string(abi()) + ", this libsection " +
@@ -251,6 +251,12 @@ TapeBytes tape_bytes(bool reset) {
   TapeBytes got;
   read(reset ? 1 : 0, &got.last, &got.peak);
   return got;
+}
+
+std::size_t recordings_swept(bool reset) {
+  using ReadFn = std::size_t (*)(int);
+  auto read = reinterpret_cast<ReadFn>(::dlsym(runtime_handle(), "libsection_recordings_swept"));
+  return read(reset ? 1 : 0);
 }
 
 namespace {

@@ -62,6 +62,9 @@ struct TapeBytes {
 };
 /// Reads them; `reset` starts the largest from zero again (after reading it).
 TapeBytes tape_bytes(bool reset);
+/// The recordings (a value's taped pass, kept for its pullback) pullbacks of this process swept
+/// in place of a taped pass of their own; `reset` starts the count again after reading it.
+std::size_t recordings_swept(bool reset);
 
 /// A support library loaded into this process: the addresses of the symbols asked for, and
 /// what was built (as `LoadedModule::info`).

@@ -66,7 +66,9 @@ def function(inputs, outputs, mode):
 
 
 def derived_nodes(f) -> list:
-    return [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, _gradient.Derivative)]
+    """The function's derivative nodes (not the values' taped pass a pullback sweeps)."""
+    derivatives = (_gradient.DerivedGradient, _gradient.DerivedPushforward)
+    return [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, derivatives)]
 
 
 @pytest.mark.parametrize("mode", MODES)

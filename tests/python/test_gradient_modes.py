@@ -115,7 +115,7 @@ def test_auto_runs_forward_passes_for_few_scalars_and_reverse_mode_for_many(monk
     monkeypatch.delenv("LIBSECTION_DERIVATIVE_MODE", raising=False)
     x = pt.dvector("x")
     f = pytensor.function([x], pt.grad(StaticMemo()(x), x), mode="CVM")
-    (node,) = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, _gradient.Derivative)]
+    (node,) = [n for n in f.maker.fgraph.apply_nodes if isinstance(n.op, _gradient.DerivedGradient)]
     few = np.arange(1.0, _gradient.WIDTH + 1)  # one forward pass
     many = np.arange(1.0, 41.0)
     for _ in range(2):
@@ -305,7 +305,9 @@ def test_a_gradient_is_written_into_the_array_kept_from_the_last_call(monkeypatc
     # Each gradient used, not returned: the function's outputs are its own arrays.
     got = pytensor.function([x, w], [g.sum() * g[0] for g in grads["derived"]], mode=mode)
     hand = pytensor.function([x, w], [g.sum() * g[0] for g in grads["hand"]], mode="CVM")
-    (node,) = [n for n in got.maker.fgraph.apply_nodes if isinstance(n.op, _gradient.Derivative)]
+    (node,) = [
+        n for n in got.maker.fgraph.apply_nodes if isinstance(n.op, _gradient.DerivedGradient)
+    ]
     kept = []
     for n in (5, 5, 3, 3, 4):
         xv, wv = _points(n)

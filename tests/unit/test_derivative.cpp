@@ -135,7 +135,9 @@ TEST_SUITE("derivatives") {
     CHECK(has(m.text, "if (lsd_settings.read())"));
     CHECK(has(m.text, "((npy_intp)0 + PyArray_SIZE(V"));
     CHECK(has(m.text, " <= " + std::to_string(reverse_above(3)) + ");"));
-    CHECK(has(m.text, "libsection::reverse_pass lsd_(lsd_tape_"));
+    // The tape a record op left for these inputs, else the instance's.
+    CHECK(
+        has(m.text, "libsection::reverse_pass lsd_((lsd_found.r ? lsd_found.r->taped : lsd_tape_"));
     CHECK(has(m.text, "lsd_.seed<libsection_active_float64>(lsd_out_0, (PyObject*)V"));
     CHECK(has(m.text, "lsd_.sweep(\"Total.pullback\", \"op.c\")"));
     CHECK(reverse_above(1) == 5);
@@ -244,6 +246,45 @@ TEST_SUITE("derivatives") {
       old.add_output(v);
     CHECK_THROWS_WITH_AS(generate_module(old), doctest::Contains("expected 4 inputs"),
                          std::invalid_argument);
+  }
+
+  TEST_CASE("a record op and its pullback name one recording, found by the inputs' bytes") {
+    auto const op = load_op(vector_sum);
+    auto const record_module = [&](std::vector<bool> differentiated) {
+      DerivativeSpec spec = pullback_spec(op, std::move(differentiated), 8);
+      spec.mode = DerivativeSpec::Mode::record;
+      spec.cotangents = {false};
+      Graph g;
+      std::vector<std::size_t> const ins = {g.add_input(op.inputs[0]), g.add_input(op.inputs[1])};
+      for (auto v : g.add_apply(derivative_op(*op.op, op.op, spec), ins, op.outputs))
+        g.add_output(v);
+      return generate_module(g).text;
+    };
+    auto const named = [](std::string const& text, std::string const& call) {
+      auto const at = text.find(call + "(\"");
+      REQUIRE(at != std::string::npos);
+      auto const start = at + call.size() + 2;
+      return text.substr(start, text.find('"', start) - start);
+    };
+    std::string const record = record_module({true, false});
+    std::string const pullback = derivative_module(op, pullback_spec(op, {true, false}, 8)).text;
+    // Each in a module of its own (another apply id and node name): one identity.
+    CHECK(named(record, "recording_to_fill") == named(pullback, "recording_of"));
+    CHECK(named(record, "recording_to_fill").size() == 32);
+    // Another set of differentiated inputs tapes another pass.
+    CHECK(named(record_module({true, true}), "recording_to_fill") !=
+          named(record, "recording_to_fill"));
+    // The op's code on its own numbers beside the taped, and both inputs in the fingerprint.
+    CHECK(has(record, "namespace lsd_plain_"));
+    CHECK(has(record, "namespace lsd_taped_"));
+    CHECK(has(record, "lsd_.plain_output<libsection_active_float64>(lsd_out_0, &V"));
+    CHECK(has(record, "lsd_.same_as_plain<libsection_active_float64>(lsd_out_0, V"));
+    auto const fingerprint = record.find("libsection::fingerprint lsd_inputs;");
+    REQUIRE(fingerprint != std::string::npos);
+    CHECK(record.find("lsd_inputs.add(V", fingerprint) != std::string::npos);
+    DerivativeSpec spec = pullback_spec(op, {true, false}, 8);
+    spec.mode = DerivativeSpec::Mode::record;
+    CHECK(make_derivative_op(op.op, spec)->name() == "Total.record");
   }
 
   TEST_CASE("specs that do not fit are refused") {

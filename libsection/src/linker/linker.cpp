@@ -241,12 +241,14 @@ DerivativeSpec derivative_spec(std::string const& mode, std::vector<CTypePtr> ou
   DerivativeSpec spec;
   if (mode == "pullback:forward") spec.method = DerivativeSpec::Method::forward;
   else if (mode == "pullback:reverse") spec.method = DerivativeSpec::Method::reverse;
-  else if (mode != "pullback" && mode != "pushforward")
+  else if (mode != "pullback" && mode != "pushforward" && mode != "record")
     throw std::invalid_argument(
-        "mode must be 'pullback', 'pullback:forward', 'pullback:reverse' or 'pushforward', not '" +
+        "mode must be 'pullback', 'pullback:forward', 'pullback:reverse', 'pushforward' or "
+        "'record', not '" +
         mode + "'");
-  spec.mode =
-      mode == "pushforward" ? DerivativeSpec::Mode::pushforward : DerivativeSpec::Mode::pullback;
+  spec.mode = mode == "pushforward" ? DerivativeSpec::Mode::pushforward
+              : mode == "record"    ? DerivativeSpec::Mode::record
+                                    : DerivativeSpec::Mode::pullback;
   spec.outputs = std::move(outputs);
   spec.differentiated = std::move(differentiated);
   spec.cotangents = std::move(cotangents);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "base/hash.hpp"
 #include "linker/generate/derivative.hpp"
 #include "linker/generate/derivative_rules.h.hpp"
 #include "linker/generate/driver.h.hpp"
@@ -135,6 +136,11 @@ namespace derivative {
 
 DerivativeOp::DerivativeOp(COpPtr forward, DerivativeSpec spec)
     : forward_(std::move(forward)), spec_(std::move(spec)) {
+  if (record()) {  // the op's own numbers, and taped ones for a pullback to sweep
+    kinds_.push_back({false, 0, "lsd_plain_", true});
+    kinds_.push_back({true, 0, "lsd_taped_"});
+    return;
+  }
   if (!pullback() || spec_.method != DerivativeSpec::Method::reverse)
     kinds_.push_back({false, pullback() ? spec_.width : 1, "lsd_dual_"});
   if (pullback() && spec_.method != DerivativeSpec::Method::forward)
@@ -142,7 +148,34 @@ DerivativeOp::DerivativeOp(COpPtr forward, DerivativeSpec spec)
 }
 
 std::string DerivativeOp::name() const {
-  return forward_->name() + (pullback() ? ".pullback" : ".pushforward");
+  return forward_->name() + (pullback() ? ".pullback" : record() ? ".record" : ".pushforward");
+}
+
+// What names a recording (DerivativeSpec::Mode::record) for the pullbacks that may sweep it:
+// the hash of the op's code on taped numbers, asked with a context that names nothing of one
+// module (its apply's id and name, the names of its plain inputs), so that the record op and
+// the pullback, each in a module of its own, find the same. Which inputs are differentiated is
+// in it (their element macros).
+std::string DerivativeOp::recording_identity(NodeContext const& ctx,
+                                             std::vector<Variable> const& in,
+                                             std::vector<Variable> const& out) const {
+  NodeContext canonical = ctx;
+  canonical.node_name = "lsd_recorded";
+  for (auto* sub : {&canonical.sub, &canonical.init_sub}) {
+    (*sub)["id"] = "1";
+    (*sub)["fail"] = "{__failure = 1; goto __label_1;}";
+  }
+  std::vector<Variable> named = in;
+  for (std::size_t i = 0; i < named.size(); ++i)
+    if (!named[i].dual) named[i].name = "lsd_plain_in_" + std::to_string(i);
+  OpCode const code = forward_->generate(inner_context(canonical, named, out, kind(true)));
+  std::string text = forward_->name() + "\n";
+  for (auto const& part : code.support_code) text += part + "\n";
+  for (std::string const* part :
+       {&code.support_code_apply, &code.support_code_struct, &code.init_code_struct,
+        &code.cleanup_code_struct, &code.code, &code.code_cleanup})
+    text += *part + "\n";
+  return detail::sha256_hex(text).substr(0, 32);
 }
 
 std::size_t DerivativeOp::float_outputs() const {
@@ -212,32 +245,65 @@ NodeContext DerivativeOp::inner_context(NodeContext const& ctx, std::vector<Vari
   return inner;
 }
 
+std::vector<Variable> plain(std::vector<Variable> vars, std::vector<std::string> const& names) {
+  for (std::size_t k = 0; k < vars.size(); ++k) {
+    vars[k].dual = false;
+    vars[k].name = names.at(k);
+  }
+  return vars;
+}
+
 std::size_t count_set(std::vector<bool> const& flags) {
   return static_cast<std::size_t>(std::count(flags.begin(), flags.end(), true));
 }
 
-OpCode DerivativeOp::generate(NodeContext const& ctx) const {
+// The node's variables as the driver holds them, after checking that the apply has the inputs
+// and outputs the spec says.
+std::pair<std::vector<Variable>, std::vector<Variable>> DerivativeOp::checked_variables(
+    NodeContext const& ctx) const {
   std::size_t const n = spec_.differentiated.size();
   std::size_t const duals = count_set(spec_.differentiated);
   // After the op's inputs: the cotangents and values of the outputs with a cotangent
   // (pullback), or the tangents of the differentiated inputs and the float outputs' values.
-  std::size_t const extra = pullback() ? 2 * count_set(spec_.cotangents) : duals + float_outputs();
+  std::size_t const extra = record()     ? 0
+                            : pullback() ? 2 * count_set(spec_.cotangents)
+                                         : duals + float_outputs();
   if (ctx.inputs.size() != n + extra || ctx.input_types.size() != n + extra)
     throw std::invalid_argument(name() + ": expected " + std::to_string(n + extra) + " inputs");
-  std::vector<Variable> const in = variables(ctx, true), out = variables(ctx, false);
-  std::size_t const results = pullback() ? duals : float_outputs();
+  std::vector<Variable> in = variables(ctx, true), out = variables(ctx, false);
+  std::size_t const results = record() ? out.size() : pullback() ? duals : float_outputs();
   if (ctx.outputs.size() != results)
     throw std::invalid_argument(name() + ": expected " + std::to_string(results) + " outputs");
   for (std::size_t j = 0; j < out.size(); ++j)
     if (spec_.cotangents[j] && !out[j].dual)
       throw std::invalid_argument(name() + ": output " + std::to_string(j) +
                                   " is not float32 or float64 and has no cotangent");
+  return {std::move(in), std::move(out)};
+}
+
+// What the instance keeps between calls: the copies' arrays, the tape, whether a fall-back on
+// forward passes was told, and a record op's comparison of its taped values with the plain
+// pass's (values that differ leave the instance on plain passes, `lsd_plain_<id>`, and its
+// pullbacks to their own tapes).
+std::string DerivativeOp::struct_members(std::string const& id) const {
+  std::string t = "libsection::kept_arrays lsd_kept_" + id + ";\n";
+  if (pullback() && spec_.method != DerivativeSpec::Method::forward)
+    t += "libsection::tape lsd_tape_" + id + ";\n";
+  if (has(true) && has(false)) t += "bool lsd_told_" + id + " = false;\n";
+  if (record()) t += "bool lsd_compared_" + id + " = false;\nbool lsd_plain_" + id + " = false;\n";
+  return t;
+}
+
+OpCode DerivativeOp::generate(NodeContext const& ctx) const {
+  auto const [in, out] = checked_variables(ctx);
   OpCode code;
   code.library_code = {derivative_header(), number_typedefs(kinds_)};
   std::string const id = sub_value(ctx.sub, "id");
   std::string files;
   for (auto const& kind : kinds_) {
-    OpCode const inner = forward_->generate(inner_context(ctx, in, out, kind));
+    OpCode const inner = forward_->generate(
+        kind.plain ? inner_context(ctx, plain(in, ctx.inputs), plain(out, ctx.outputs), kind)
+                   : inner_context(ctx, in, out, kind));
     if (&kind == &kinds_.front()) {
       static_cast<BuildFlags&>(code) = static_cast<BuildFlags const&>(inner);
       code.init_code = inner.init_code;
@@ -254,12 +320,12 @@ OpCode DerivativeOp::generate(NodeContext const& ctx) const {
         "}  // namespace " + space + "\n";
     code.init_code_apply += "{\nusing namespace " + space + ";\n" + inner.init_code_apply + "\n}\n";
   }
-  code.support_code_struct = "libsection::kept_arrays lsd_kept_" + id + ";\n";
-  if (pullback() && spec_.method != DerivativeSpec::Method::forward)
-    code.support_code_struct += "libsection::tape lsd_tape_" + id + ";\n";
-  if (has(true) && has(false))  // whether a fall-back on forward passes was told
-    code.support_code_struct += "bool lsd_told_" + id + " = false;\n";
-  code.code = driver(ctx, in, out, files);
+  code.support_code_struct = struct_members(id);
+  // Ops with params are not recorded: their values are not in the inputs' fingerprint.
+  bool const recorded = has(true) && !ctx.sub.count("params") && (record() || pullback());
+  std::string const identity = recorded ? recording_identity(ctx, in, out) : "";
+  code.code =
+      record() ? record_driver(ctx, in, out, identity) : driver(ctx, in, out, files, identity);
   return code;
 }
 

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "section/linker/generate/derivative.hpp"
@@ -15,6 +16,11 @@ bool is_float(std::optional<std::string> const& dtype);
 /// How many of `flags` are set (differentiated inputs, outputs with a cotangent).
 std::size_t count_set(std::vector<bool> const& flags);
 
+struct Variable;
+/// `vars` as the node's own variables (`names`, the node context's), none carrying derivatives:
+/// what a plain pass of the op's code runs on.
+std::vector<Variable> plain(std::vector<Variable> vars, std::vector<std::string> const& names);
+
 /// One compile of the op's code in the derivative's module: on dual numbers of `width`
 /// tangents (forward mode) or on taped numbers (reverse mode), in namespace `space` + the
 /// apply's id.
@@ -22,6 +28,8 @@ struct Numbers {
   bool taped = false;
   int width = 1;
   std::string space;
+  /// The op's code on its own numbers (a record op's pass when no pullback will sweep a tape).
+  bool plain = false;
   /// The number type of a float32 or float64 element (`libsection_dual_float64_4`).
   std::string type(std::string const& dtype) const;
   std::string itemsize(std::string const& dtype) const;
@@ -49,31 +57,45 @@ class DerivativeOp final : public COp {
 
  private:
   bool pullback() const { return spec_.mode == DerivativeSpec::Mode::pullback; }
+  bool record() const { return spec_.mode == DerivativeSpec::Mode::record; }
+  // Whether the module holds the op's code on dual (false) or taped (true) numbers.
   bool has(bool taped) const {
     for (auto const& k : kinds_)
-      if (k.taped == taped) return true;
+      if (k.taped == taped && !k.plain) return true;
     return false;
   }
   Numbers const& kind(bool taped) const {
     for (auto const& k : kinds_)
-      if (k.taped == taped) return k;
+      if (k.taped == taped && !k.plain) return k;
     return kinds_.front();
   }
   std::vector<Variable> variables(NodeContext const& ctx, bool inputs) const;
+  std::pair<std::vector<Variable>, std::vector<Variable>> checked_variables(
+      NodeContext const& ctx) const;
+  std::string struct_members(std::string const& id) const;
   NodeContext inner_context(NodeContext const& ctx, std::vector<Variable> const& in,
                             std::vector<Variable> const& out, Numbers const& kind) const;
   std::size_t float_outputs() const;
   std::string where(std::string const& what) const;
+  std::string recording_identity(NodeContext const& ctx, std::vector<Variable> const& in,
+                                 std::vector<Variable> const& out) const;
 
   // ---- the driver (derivative_driver.cpp)
   std::string driver(NodeContext const& ctx, std::vector<Variable> const& in,
-                     std::vector<Variable> const& out, std::string const& files) const;
+                     std::vector<Variable> const& out, std::string const& files,
+                     std::string const& identity) const;
   std::string forward_block(NodeContext const& ctx, std::vector<Variable> const& in,
                             std::vector<Variable> const& out) const;
   std::string reverse_block(NodeContext const& ctx, std::vector<Variable> const& in,
-                            std::vector<Variable> const& out, std::string const& files) const;
-  std::string setup(NodeContext const& ctx, std::vector<Variable> const& in,
-                    std::vector<Variable> const& out, Numbers const& kind) const;
+                            std::vector<Variable> const& out, std::string const& files,
+                            std::string const& identity) const;
+  std::string record_driver(NodeContext const& ctx, std::vector<Variable> const& in,
+                            std::vector<Variable> const& out, std::string const& identity) const;
+  std::string fingerprint(NodeContext const& ctx, std::vector<Variable> const& in) const;
+  std::string declare(NodeContext const& ctx, std::vector<Variable> const& in,
+                      std::vector<Variable> const& out, Numbers const& kind) const;
+  std::string fill(NodeContext const& ctx, std::vector<Variable> const& in,
+                   Numbers const& kind) const;
   std::string pass(NodeContext const& ctx, std::vector<Variable> const& in,
                    std::vector<Variable> const& out, Numbers const& kind) const;
   std::string contraction(NodeContext const& ctx, std::vector<Variable> const& out) const;

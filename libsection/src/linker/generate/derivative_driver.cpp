@@ -27,7 +27,8 @@ std::string DerivativeOp::where(std::string const& what) const {
 }
 
 std::string DerivativeOp::driver(NodeContext const& ctx, std::vector<Variable> const& in,
-                                 std::vector<Variable> const& out, std::string const& files) const {
+                                 std::vector<Variable> const& out, std::string const& files,
+                                 std::string const& identity) const {
   std::string const fail = sub_value(ctx.sub, "fail");
   std::string t = "{\n// libsection: the " +
                   std::string(pullback() ? "vector-Jacobian" : "Jacobian-vector") +
@@ -41,7 +42,7 @@ std::string DerivativeOp::driver(NodeContext const& ctx, std::vector<Variable> c
     t += "lsd_forward = lsd_settings.mode == libsection::derivative_settings::forward ||\n"
          "  (lsd_settings.mode == libsection::derivative_settings::automatic && " +
          scalar_count(ctx, in) + " <= " + std::to_string(reverse_above(spec_.width)) + ");\n";
-  t += "if (!lsd_forward) {\n" + reverse_block(ctx, in, out, files) + "}\n";
+  t += "if (!lsd_forward) {\n" + reverse_block(ctx, in, out, files, identity) + "}\n";
   if (has(false)) t += "if (lsd_forward && !__failure) {\n" + forward_block(ctx, in, out) + "}\n";
   return t + "if (__failure) " + fail + "\n}\n";
 }
@@ -61,7 +62,7 @@ std::string DerivativeOp::forward_block(NodeContext const& ctx, std::vector<Vari
   Numbers const& duals = kind(false);
   std::string const one = pass(ctx, in, out, duals);
   std::string t = "{\nlibsection::forward_passes<" + std::to_string(duals.width) + "> lsd_;\n" +
-                  setup(ctx, in, out, duals);
+                  declare(ctx, in, out, duals) + fill(ctx, in, duals);
   if (pullback())
     t += "while (lsd_.next_pass()) {\n" + one + "if (__failure) break;\n" + contraction(ctx, out) +
          "}\n";
@@ -73,19 +74,41 @@ std::string DerivativeOp::forward_block(NodeContext const& ctx, std::vector<Vari
 
 // One taped pass, the outputs' values checked, their adjoints seeded with the cotangents, the
 // sweep and the gradient; or, when the tape outgrew its limit, `lsd_forward` for forward passes
-// (told once per instance, `lsd_told_<id>`).
+// (told once per instance, `lsd_told_<id>`). With an `identity`, a recording of these inputs
+// (a record op's taped pass, DerivativeSpec::Mode::record) is swept in place of a pass of its
+// own; it is handed back to the runtime after, for another pullback of the same values.
 std::string DerivativeOp::reverse_block(NodeContext const& ctx, std::vector<Variable> const& in,
-                                        std::vector<Variable> const& out,
-                                        std::string const& files) const {
+                                        std::vector<Variable> const& out, std::string const& files,
+                                        std::string const& identity) const {
   Numbers const& taped = kind(true);
   std::string const id = sub_value(ctx.sub, "id");
   std::string const op = quoted(name()), from = quoted(files);
   std::string const forced =
       has(false) ? "lsd_settings.mode == libsection::derivative_settings::reverse" : "true";
-  std::string t = "{\nlibsection::reverse_pass lsd_(lsd_tape_" + id +
-                  ", lsd_settings.tape_max_bytes);\n" + setup(ctx, in, out, taped) + "do {\n" +
-                  pass(ctx, in, out, taped) + "if (__failure) break;\nif (lsd_.usable(" + op +
-                  ", " + from + ", " + forced + "))" + failed(ctx);
+  std::string t = "{\n";
+  if (!identity.empty())
+    t += "libsection::fingerprint lsd_inputs;\n" + fingerprint(ctx, in) +
+         "libsection::held_recording lsd_found(" + quoted(identity) +
+         ", libsection::recording_of(" + quoted(identity) + ", lsd_inputs));\n";
+  std::string const tape = identity.empty()
+                               ? "lsd_tape_" + id
+                               : "(lsd_found.r ? lsd_found.r->taped : lsd_tape_" + id + ")";
+  t += "libsection::reverse_pass lsd_(" + tape + ", lsd_settings.tape_max_bytes, " +
+       (identity.empty() ? "NULL" : "lsd_found.r") + ");\n" + declare(ctx, in, out, taped) +
+       "do {\n";
+  std::string run = fill(ctx, in, taped) + pass(ctx, in, out, taped) + "if (__failure) break;\n";
+  if (!identity.empty()) {
+    std::string adopt = "if (lsd_.adopt())" + failed(ctx);
+    std::size_t k = 0;
+    for (auto const& v : out) {
+      if (!v.dual) continue;
+      std::string const kk = std::to_string(k++);
+      adopt += v.array ? "if (!(" + v.name + " = lsd_.recorded_output(" + kk + ")))" + failed(ctx)
+                       : "lsd_.recorded_scalar(" + v.name + ", " + kk + ");\n";
+    }
+    run = "if (lsd_found.r) {\n" + adopt + "} else {\n" + run + "}\n";
+  }
+  t += run + "if (lsd_.usable(" + op + ", " + from + ", " + forced + "))" + failed(ctx);
   if (has(false))
     t += "if (lsd_.full()) {\nif (lsd_.fell_back(" + op + ", " + from + ", " +
          scalar_count(ctx, in) + ", " + std::to_string(kind(false).width) + ", lsd_told_" + id +
@@ -95,42 +118,128 @@ std::string DerivativeOp::reverse_block(NodeContext const& ctx, std::vector<Vari
   return t;
 }
 
-// The variables the op's code gets in place of its own, then the copies of the differentiated
-// inputs in `kind`'s numbers (and their tangents, for a pushforward).
-std::string DerivativeOp::setup(NodeContext const& ctx, std::vector<Variable> const& in,
-                                std::vector<Variable> const& out, Numbers const& kind) const {
-  std::string declare = "lsd_.keep_in(lsd_kept_" + sub_value(ctx.sub, "id") + ");\n", fill;
+// The bytes of the op's inputs, into `lsd_inputs`: what a recording is found by.
+std::string DerivativeOp::fingerprint(NodeContext const& ctx,
+                                      std::vector<Variable> const& in) const {
+  std::string t;
+  for (std::size_t i = 0; i < in.size(); ++i)
+    t += in[i].array
+             ? "if (lsd_inputs.add(" + ctx.inputs[i] + ")) " + sub_value(ctx.sub, "fail") + "\n"
+             : "lsd_inputs.add(" + ctx.inputs[i] + ");\n";
+  return t;
+}
+
+// A record op's code (DerivativeSpec::Mode::record): where its pullback will take reverse mode
+// (as an automatic pullback decides), one taped pass, whose values become the op's outputs and
+// whose tape is handed to the runtime's recordings, found there by the pullback of the same
+// inputs; else the op's code on plain numbers. The first taped call runs the plain pass too
+// and compares: values that differ (the code reads the numbers as plain floats, or a compiler
+// contracts them differently past the check's tolerance) leave the instance on plain passes.
+std::string DerivativeOp::record_driver(NodeContext const& ctx, std::vector<Variable> const& in,
+                                        std::vector<Variable> const& out,
+                                        std::string const& identity) const {
+  Numbers const& taped = kind(true);
+  Numbers const& own_numbers = kinds_.front();
+  std::string const id = sub_value(ctx.sub, "id");
+  std::string const fail = sub_value(ctx.sub, "fail");
+  std::string const plain_pass =
+      pass(ctx, plain(in, ctx.inputs), plain(out, ctx.outputs), own_numbers);
+  std::string t =
+      "{\n// libsection: the op's values, from a taped pass its pullback sweeps, or plain\n"
+      "libsection::derivative_settings lsd_settings;\nif (lsd_settings.read()) " +
+      fail + "\n";
+  if (identity.empty()) return t + plain_pass + "if (__failure) " + fail + "\n}\n";
+  t += "bool const lsd_taped = !lsd_plain_" + id +
+       " && (lsd_settings.mode == libsection::derivative_settings::reverse ||\n"
+       "  (lsd_settings.mode == libsection::derivative_settings::automatic && " +
+       scalar_count(ctx, in) + " > " + std::to_string(reverse_above(spec_.width)) + "));\n";
+  t += "if (!lsd_taped) {\n" + plain_pass + "} else {\n";
+  // The outputs from the taped pass's numbers (their values), or moved as they are.
+  std::string outputs;
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    std::string const& o = ctx.outputs[j];
+    std::string const& v = out[j].name;
+    std::string const what = where("output " + std::to_string(j));
+    if (out[j].dual && out[j].array)
+      outputs += "if (lsd_.plain_output<" + taped.type(*out[j].dtype) + ">(" + v + ", &" + o +
+                 ", " + what + "))" + failed(ctx);
+    else if (out[j].dual)
+      outputs += o + " = (" + dtype_info(*out[j].dtype)->c_type + ")" + v + ".v;\n";
+    else if (out[j].array)
+      outputs += "Py_XDECREF(" + o + ");\n" + o + " = " + v + ";\n" + v + " = NULL;\n";
+    else outputs += o + " = " + v + ";\n";
+  }
+  std::string compare;  // the taped pass's values against the plain pass's
+  for (std::size_t j = 0; j < out.size(); ++j)
+    if (out[j].dual)
+      compare += "if (!lsd_.same_as_plain" +
+                 (out[j].array ? "<" + taped.type(*out[j].dtype) + ">(" : std::string("(")) +
+                 out[j].name + ", " + ctx.outputs[j] + ")) lsd_same = false;\n";
+  std::string keep = "if (lsd_.complete()) {\n";
+  for (auto const& v : out)
+    if (v.dual) keep += "if (lsd_.keep_output(" + v.name + "))" + failed(ctx);
+  keep += "lsd_.keep(*lsd_held.r, lsd_inputs);\n}\n";
+  t += "libsection::fingerprint lsd_inputs;\n" + fingerprint(ctx, in) +
+       "libsection::held_recording lsd_held(" + quoted(identity) +
+       ", libsection::recording_to_fill(" + quoted(identity) + "));\nif (!lsd_held.r) " + fail +
+       "\n{\nlibsection::reverse_pass lsd_(lsd_held.r->taped, lsd_settings.tape_max_bytes, "
+       "NULL);\n" +
+       declare(ctx, in, out, taped) + "do {\n" + fill(ctx, in, taped) + pass(ctx, in, out, taped) +
+       "if (__failure) break;\nif (!lsd_compared_" + id + ") {\n" + plain_pass +
+       "if (__failure) break;\nbool lsd_same = true;\n" + compare + "lsd_compared_" + id +
+       " = true;\nif (!lsd_same) {\nlsd_plain_" + id + " = true;\nbreak;\n}\n} else {\n" + outputs +
+       "}\n" + keep + "} while (0);\n}\n}\n";
+  return t + "if (__failure) " + fail + "\n}\n";
+}
+
+// The variables the op's code gets in place of its own (and the instance's arrays their copies
+// go into).
+std::string DerivativeOp::declare(NodeContext const& ctx, std::vector<Variable> const& in,
+                                  std::vector<Variable> const& out, Numbers const& kind) const {
+  std::string t = "lsd_.keep_in(lsd_kept_" + sub_value(ctx.sub, "id") + ");\n";
+  for (auto const& v : in) {
+    if (!v.dual) continue;
+    if (v.array) t += "PyArrayObject* " + v.name + " = NULL;\nlsd_.own(&" + v.name + ");\n";
+    else t += kind.type(*v.dtype) + " " + v.name + ";\n";
+  }
+  for (auto const& v : out) {
+    if (v.array) {
+      t += std::string(v.dtype ? "PyArrayObject* " : "PyObject* ") + v.name +
+           " = NULL;\nlsd_.own(&" + v.name + ");\n";
+    } else {
+      std::string const type = v.dual ? kind.type(*v.dtype) : dtype_info(*v.dtype)->c_type;
+      t += type + " " + v.name + " = 0;\n";
+    }
+  }
+  return t;
+}
+
+// The copies of the differentiated inputs in `kind`'s numbers (and their tangents, for a
+// pushforward).
+std::string DerivativeOp::fill(NodeContext const& ctx, std::vector<Variable> const& in,
+                               Numbers const& kind) const {
+  std::string t;
   std::string const fail = sub_value(ctx.sub, "fail") + "\n";
+  bool const tangents = spec_.mode == DerivativeSpec::Mode::pushforward;
   std::size_t block = 0;
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (!in[i].dual) continue;
     std::string const type = kind.type(*in[i].dtype);
     std::string const& plain = ctx.inputs[i];
     std::string const b = std::to_string(block);
-    std::string const tangent = pullback() ? "" : ctx.inputs.at(in.size() + block);
+    std::string const tangent = !tangents ? "" : ctx.inputs.at(in.size() + block);
     ++block;
     if (in[i].array) {
-      declare += "PyArrayObject* " + in[i].name + " = NULL;\nlsd_.own(&" + in[i].name + ");\n";
-      fill += "if (!(" + in[i].name + " = lsd_." + (kind.taped ? "active" : "dual") + "_array<" +
-              type + ">(" + plain + "))) " + fail;
-      if (!pullback()) fill += "if (lsd_.tangent(" + b + ", (PyObject*)" + tangent + ")) " + fail;
+      t += "if (!(" + in[i].name + " = lsd_." + (kind.taped ? "active" : "dual") + "_array<" +
+           type + ">(" + plain + "))) " + fail;
+      if (tangents) t += "if (lsd_.tangent(" + b + ", (PyObject*)" + tangent + ")) " + fail;
     } else {
-      declare += type + " " + in[i].name + ";\n";
-      fill += "lsd_." + std::string(kind.taped ? "active" : "dual") + "_scalar(" + in[i].name +
-              ", (double)" + plain + ");\n";
-      if (!pullback()) fill += "lsd_.tangent(" + b + ", (double)" + tangent + ");\n";
+      t += "lsd_." + std::string(kind.taped ? "active" : "dual") + "_scalar(" + in[i].name +
+           ", (double)" + plain + ");\n";
+      if (tangents) t += "lsd_.tangent(" + b + ", (double)" + tangent + ");\n";
     }
   }
-  for (auto const& v : out) {
-    if (v.array) {
-      declare += std::string(v.dtype ? "PyArrayObject* " : "PyObject* ") + v.name +
-                 " = NULL;\nlsd_.own(&" + v.name + ");\n";
-    } else {
-      std::string const type = v.dual ? kind.type(*v.dtype) : dtype_info(*v.dtype)->c_type;
-      declare += type + " " + v.name + " = 0;\n";
-    }
-  }
-  return declare + fill;
+  return t;
 }
 
 // One pass of the op's code on `kind`'s numbers, its struct afresh: init_code_struct,
@@ -144,7 +253,8 @@ std::string DerivativeOp::pass(NodeContext const& ctx, std::vector<Variable> con
   for (auto const& v : in) args += (args.empty() ? "" : ", ") + v.name;
   for (auto const& v : out) args += ", " + v.name;
   if (!params.empty()) args += ", " + params;
-  return "{\n" + (kind.taped ? "libsection::tape_scope lsd_scope(lsd_tape_" + id + ");\n" : "") +
+  return std::string("{\n") +
+         (kind.taped ? "libsection::tape_scope lsd_scope(lsd_.taped_on());\n" : "") +
          "std::unique_ptr<" + state + "> lsd_state(new " + state + "());\n" +
          "int lsd_failed = lsd_state->init(" + params + ");\n" +
          "if (!lsd_failed) lsd_failed = lsd_state->pass(" + args + ");\n" +

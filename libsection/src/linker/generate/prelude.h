@@ -165,6 +165,16 @@ typedef struct libsection_runtime {
   // A derived gradient's taped pass (tape.h): the bytes its tape took (entries and adjoints),
   // kept by the runtime as the process's last and largest (`_core.tape_bytes`).
   void (*note_tape)(size_t bytes);
+  // The recordings of reverse mode (reverse_driver.h): a record op's taped pass kept for the
+  // pullback of the same inputs, by any module of the process. `take` removes and returns the
+  // newest recording of `identity` that `matches` accepts (NULL when none); `put` keeps one
+  // (`bytes` its size), freeing the oldest past the runtime's bounds with their `free`.
+  void* (*recording_take)(const char* identity, int (*matches)(void* recording, void* arg),
+                          void* arg);
+  void (*recording_put)(const char* identity, void* recording, size_t bytes,
+                        void (*free)(void* recording));
+  // A pullback swept a recording (counted for `_core.recordings_swept`).
+  void (*note_swept)(void);
 } libsection_runtime;
 // A row's view as the value of a variable of an array type (`PyArrayObject*`, or another pointer
 // its type declares): copied, not stored through a cast pointer, which `-Wstrict-aliasing`

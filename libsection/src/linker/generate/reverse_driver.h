@@ -11,18 +11,213 @@
 
 namespace libsection {
 
+// The bytes of a call's inputs: each array's type, shape and data, each scalar's value. A
+// recording is swept only for the inputs it was recorded on.
+class fingerprint {
+ public:
+  // 0, or -1 with an exception (no memory for a copy of a strided array).
+  int add(PyArrayObject* a) {
+    int const head[2] = {PyArray_TYPE(a), PyArray_NDIM(a)};
+    append(head, sizeof head);
+    append(PyArray_DIMS(a), sizeof(npy_intp) * (std::size_t)PyArray_NDIM(a));
+    if (PyArray_IS_C_CONTIGUOUS(a)) {
+      append(PyArray_DATA(a), (std::size_t)PyArray_NBYTES(a));
+      return 0;
+    }
+    PyArrayObject* copy = (PyArrayObject*)PyArray_NewCopy(a, NPY_CORDER);
+    if (!copy) return -1;
+    append(PyArray_DATA(copy), (std::size_t)PyArray_NBYTES(copy));
+    Py_DECREF(copy);
+    return 0;
+  }
+  template <class T>
+  void add(T const& value) {
+    append(&value, sizeof value);
+  }
+  std::vector<char> const& bytes() const { return bytes_; }
+
+ private:
+  void append(void const* data, std::size_t n) {
+    bytes_.insert(bytes_.end(), (char const*)data, (char const*)data + n);
+  }
+  std::vector<char> bytes_;
+};
+
+// A record op's taped pass (DerivativeSpec::Mode::record), kept in the runtime's recordings
+// until the pullback of the same inputs sweeps it: the tape, where each differentiated input's
+// elements are on it, the inputs' fingerprint and the taped numbers of the float outputs.
+// Plain C++ (no Python object), so the runtime may free it from any thread.
+struct recording {
+  struct output {
+    int typenum = 0, ndim = -1;  // -1: a scalar
+    npy_intp dims[NPY_MAXDIMS] = {};
+    std::vector<char> elements;
+  };
+  tape taped;
+  std::vector<char> inputs;
+  std::vector<npy_intp> offsets, counts;
+  std::vector<std::size_t> firsts;
+  npy_intp total = 0;
+  std::vector<output> outputs;
+  // Holds nothing to sweep yet, or was swept: a record op may record on it again.
+  bool swept = true;
+  std::size_t bytes() const {
+    std::size_t n = taped.capacity_bytes() + inputs.size();
+    for (auto const& o : outputs) n += o.elements.size();
+    return n;
+  }
+};
+
+inline void free_recording(void* r) { delete (recording*)r; }
+inline int recording_swept(void* r, void*) { return ((recording*)r)->swept; }
+inline int recording_matches(void* r, void* inputs) {
+  return ((recording*)r)->inputs == ((fingerprint const*)inputs)->bytes();
+}
+// A recording to record on: a swept one of `identity` (its storage reused), else a new one;
+// NULL with a MemoryError.
+inline recording* recording_to_fill(char const* identity) {
+  if (void* r = libsection_rt->recording_take(identity, recording_swept, NULL))
+    return (recording*)r;
+  recording* r = new (std::nothrow) recording();
+  if (!r) PyErr_NoMemory();
+  return r;
+}
+// The recording of `identity` made on `inputs`, taken from the runtime; NULL when none is kept.
+inline recording* recording_of(char const* identity, fingerprint const& inputs) {
+  return (recording*)libsection_rt->recording_take(identity, recording_matches, (void*)&inputs);
+}
+// A recording taken from the runtime for a call, handed back at its end (the runtime keeps a
+// few, and frees the oldest).
+struct held_recording {
+  char const* identity;
+  recording* r;
+  held_recording(char const* id, recording* taken) : identity(id), r(taken) {}
+  held_recording(held_recording const&) = delete;
+  held_recording& operator=(held_recording const&) = delete;
+  ~held_recording() {
+    if (r) libsection_rt->recording_put(identity, r, r->bytes(), free_recording);
+  }
+};
+
 class reverse_pass : public driver {
  public:
   // Storage a tape keeps between calls; more is given back after the call.
   static constexpr std::size_t kept_bytes = std::size_t(64) << 20;
 
-  reverse_pass(tape& t, std::size_t max_bytes)
-      : driver("taped numbers"), tape_(t), max_bytes_(max_bytes) {
-    t.begin(max_bytes);
+  // A pass on `t`; or, given a recording (`found`, whose tape `t` is), its sweep.
+  reverse_pass(tape& t, std::size_t max_bytes, recording* found)
+      : driver("taped numbers"), tape_(t), max_bytes_(max_bytes), found_(found) {
+    if (!found) t.begin(max_bytes);
   }
   ~reverse_pass() {
+    if (found_) return;
     libsection_rt->note_tape(tape_.size() * tape::bytes_per_entry);
     tape_.trim(kept_bytes);
+  }
+  tape& taped_on() { return tape_; }
+
+  // ---- a recording: kept by a record op, swept by its pullback
+
+  // Whether the pass's tape is whole and of this pass alone (a recording worth keeping).
+  bool complete() const { return !tape_.full() && !tape_.stale(); }
+  // The outputs' taped numbers, in order, then the rest, into `into` (the recording whose
+  // tape this pass ran on); -1 with an exception.
+  template <class A>
+  int keep_output(A const& value) {
+    kept_outputs_.emplace_back();
+    recording::output& o = kept_outputs_.back();
+    o.elements.assign((char const*)&value, (char const*)&value + sizeof value);
+    return 0;
+  }
+  int keep_output(PyArrayObject* out) {
+    if (!out || !PyArray_IS_C_CONTIGUOUS(out)) {  // swept only as an array of its own
+      PyErr_SetString(PyExc_ValueError, "a recorded output is not a C-contiguous array");
+      return -1;
+    }
+    kept_outputs_.emplace_back();
+    recording::output& o = kept_outputs_.back();
+    o.typenum = PyArray_TYPE(out);
+    o.ndim = PyArray_NDIM(out);
+    std::copy(PyArray_DIMS(out), PyArray_DIMS(out) + o.ndim, o.dims);
+    char const* data = (char const*)PyArray_DATA(out);
+    o.elements.assign(data, data + PyArray_NBYTES(out));
+    return 0;
+  }
+  void keep(recording& into, fingerprint const& inputs) {
+    into.inputs = inputs.bytes();
+    into.offsets.assign(offsets_.begin(), offsets_.end());
+    into.counts.assign(counts_.begin(), counts_.end());
+    into.firsts = firsts_;
+    into.total = total_;
+    into.outputs.swap(kept_outputs_);
+    into.swept = false;
+  }
+  // The pullback's side: the found recording's numbering of the inputs; its outputs' taped
+  // numbers (a new array, NULL with an exception; a scalar).
+  int adopt() {
+    for (std::size_t b = 0; b < found_->offsets.size(); ++b) {
+      offsets_.push_back(found_->offsets[b]);
+      counts_.push_back(found_->counts[b]);
+    }
+    firsts_ = found_->firsts;
+    total_ = found_->total;
+    return 0;
+  }
+  PyArrayObject* recorded_output(std::size_t k) {
+    recording::output const& o = found_->outputs.at(k);
+    PyArrayObject* a = (PyArrayObject*)PyArray_EMPTY(o.ndim, (npy_intp*)o.dims, o.typenum, 0);
+    if (a) std::memcpy(PyArray_DATA(a), o.elements.data(), o.elements.size());
+    return a;
+  }
+  template <class A>
+  void recorded_scalar(A& x, std::size_t k) {
+    std::memcpy(&x, found_->outputs.at(k).elements.data(), sizeof x);
+  }
+  // Whether a record op's taped values are the plain pass's (`plain`, the op's output) up to
+  // rounding: apart by at most 256 units in the last place of the array's largest magnitude (a
+  // compiler contracting a*b+c differently moves a small element by more than its own ulps),
+  // tighter than the pullback's check, since these values become the op's. No exception.
+  template <class A>
+  bool same_as_plain(PyArrayObject* taped, PyArrayObject* plain) {
+    if (!taped || !plain || PyArray_TYPE(taped) != number_dtype<A>::typenum() ||
+        !PyArray_SAMESHAPE(taped, plain))
+      return false;
+    PyArrayObject* values = float64_values((PyObject*)plain);
+    A const* y = values ? contiguous<A>(taped) : NULL;
+    if (!y) {
+      PyErr_Clear();
+      return false;
+    }
+    double const* e = (double const*)PyArray_DATA(values);
+    npy_intp const n = PyArray_SIZE(taped);
+    double scale = 0;
+    for (npy_intp k = 0; k < n; ++k) scale = std::max(scale, std::fabs(e[k]));
+    for (npy_intp k = 0; k < n; ++k)
+      if (!same_as_plain(y[k], e[k], scale)) return false;
+    return true;
+  }
+  template <class A>
+  static bool same_as_plain(A const& taped, double plain, double scale = 0) {
+    typedef decltype(A().v) value_type;
+    double const got = (double)taped.v;
+    if (got == plain || (std::isnan(got) && std::isnan(plain))) return true;
+    double const ulp = std::numeric_limits<value_type>::epsilon();
+    return std::fabs(got - plain) <= 256 * ulp * std::max(scale, std::fabs(plain));
+  }
+  // A record op's output: the values of `taped` (an array of taped numbers, checked as the
+  // pullback checks it) into `*into`, an array of the op's output type; -1 with an exception.
+  template <class A>
+  int plain_output(PyArrayObject* taped, PyArrayObject** into, char const* what) {
+    typedef decltype(A().v) value_type;
+    int const typenum = sizeof(value_type) == 4 ? NPY_FLOAT32 : NPY_FLOAT64;
+    if (check_output<A>(taped, NULL, what)) return -1;
+    A const* y = contiguous<A>(taped);
+    PyArrayObject* out = y ? writable_like(*into, typenum, taped) : NULL;
+    if (!out) return -1;
+    value_type* v = (value_type*)PyArray_DATA(out);
+    npy_intp const n = PyArray_SIZE(out);
+    for (npy_intp k = 0; k < n; ++k) v[k] = y[k].v;
+    return 0;
   }
 
   // A taped copy of `plain`, its elements the next independent variables: NULL with an exception.
@@ -128,6 +323,10 @@ class reverse_pass : public driver {
   int sweep(char const* op, char const* files) {
     if (start_sweep() || usable(op, files, false)) return -1;
     tape_.sweep(adjoints_);
+    if (found_) {
+      found_->swept = true;
+      libsection_rt->note_swept();
+    }
     acc_.assign(total_, 0.0);
     for (std::size_t b = 0; b < firsts_.size(); ++b)
       for (npy_intp k = 0; k < counts_[b]; ++k) acc_[offsets_[b] + k] = adjoints_[firsts_[b] + k];
@@ -144,6 +343,8 @@ class reverse_pass : public driver {
 
   tape& tape_;
   std::size_t max_bytes_;
+  recording* found_;  // the recording swept here, none when this pass records
+  std::vector<recording::output> kept_outputs_;
   std::vector<std::size_t> firsts_;  // per differentiated input: the place of its first element
   double* adjoints_ = nullptr;       // the tape's, zeroed at the first seed
 };

@@ -13,6 +13,8 @@
 // the node table's kinds (LIBSECTION_RT_*), export.h and the batch loop (batch.c) before it.
 // Embedded at build time (libsection/embed.cmake), these notes left out.
 #define LIBSECTION_OUTLINE_REFS 0
+#include <pthread.h>
+#include <string.h>
 
 /* A scalar's conversion failed: a TypeError naming what it got. */
 static int libsection_rt_type_error(const libsection_var* var, PyObject* py) {
@@ -285,6 +287,83 @@ LIBSECTION_EXPORT void libsection_tape_bytes(int reset, size_t* last, size_t* pe
                 : __atomic_load_n(&libsection_rt_tape_peak, __ATOMIC_RELAXED);
 }
 
+/* The recordings of reverse mode (reverse_driver.h): a few, of any module, each under the
+   identity of the op code that made it, newest last. A pullback takes the one of its inputs; a
+   record op takes a swept one to record on again. Bounded in number and bytes (the oldest are
+   freed first); a mutex, since modules may run their code without the GIL. */
+#define LIBSECTION_RT_RECORDINGS 16
+#define LIBSECTION_RT_RECORDING_BYTES ((size_t)512 << 20)
+typedef struct libsection_rt_recording {
+  char identity[40];
+  void* recording;
+  size_t bytes;
+  void (*free)(void*);
+} libsection_rt_recording;
+static libsection_rt_recording libsection_rt_recordings[LIBSECTION_RT_RECORDINGS];
+static int libsection_rt_recording_count;
+static pthread_mutex_t libsection_rt_recording_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void* libsection_rt_recording_take(const char* identity, int (*matches)(void*, void*),
+                                          void* arg) {
+  void* found = NULL;
+  int i;
+  pthread_mutex_lock(&libsection_rt_recording_lock);
+  for (i = libsection_rt_recording_count - 1; i >= 0; --i) {
+    libsection_rt_recording* r = &libsection_rt_recordings[i];
+    if (strncmp(r->identity, identity, sizeof r->identity) || !matches(r->recording, arg)) continue;
+    found = r->recording;
+    memmove(r, r + 1, sizeof *r * (size_t)(libsection_rt_recording_count - 1 - i));
+    --libsection_rt_recording_count;
+    break;
+  }
+  pthread_mutex_unlock(&libsection_rt_recording_lock);
+  return found;
+}
+
+static void libsection_rt_recording_put(const char* identity, void* recording, size_t bytes,
+                                        void (*free_recording)(void*)) {
+  libsection_rt_recording gone[LIBSECTION_RT_RECORDINGS + 1];
+  int n_gone = 0, i;
+  size_t total = bytes;
+  libsection_rt_recording* r;
+  pthread_mutex_lock(&libsection_rt_recording_lock);
+  for (i = 0; i < libsection_rt_recording_count; ++i) total += libsection_rt_recordings[i].bytes;
+  while (libsection_rt_recording_count > 0 &&
+         (libsection_rt_recording_count == LIBSECTION_RT_RECORDINGS ||
+          total > LIBSECTION_RT_RECORDING_BYTES)) { /* the oldest out */
+    gone[n_gone++] = libsection_rt_recordings[0];
+    total -= libsection_rt_recordings[0].bytes;
+    memmove(libsection_rt_recordings, libsection_rt_recordings + 1,
+            sizeof *libsection_rt_recordings * (size_t)--libsection_rt_recording_count);
+  }
+  if (total > LIBSECTION_RT_RECORDING_BYTES) { /* too large to keep alone */
+    gone[n_gone].recording = recording;
+    gone[n_gone++].free = free_recording;
+  } else {
+    r = &libsection_rt_recordings[libsection_rt_recording_count++];
+    strncpy(r->identity, identity, sizeof r->identity - 1);
+    r->identity[sizeof r->identity - 1] = 0;
+    r->recording = recording;
+    r->bytes = bytes;
+    r->free = free_recording;
+  }
+  pthread_mutex_unlock(&libsection_rt_recording_lock);
+  for (i = 0; i < n_gone; ++i) gone[i].free(gone[i].recording);
+}
+
+/* The recordings pullbacks swept, from any thread: how a test or a benchmark sees that a value
+   and its gradient took one taped pass. */
+static size_t libsection_rt_swept;
+
+static void libsection_rt_note_swept(void) {
+  __atomic_add_fetch(&libsection_rt_swept, 1, __ATOMIC_RELAXED);
+}
+
+LIBSECTION_EXPORT size_t libsection_recordings_swept(int reset) {
+  return reset ? __atomic_exchange_n(&libsection_rt_swept, 0, __ATOMIC_RELAXED)
+               : __atomic_load_n(&libsection_rt_swept, __ATOMIC_RELAXED);
+}
+
 /* NumPy's API fields are filled by the table's first call. */
 static libsection_runtime libsection_rt_table = {
     LIBSECTION_RUNTIME_ABI,
@@ -303,6 +382,9 @@ static libsection_runtime libsection_rt_table = {
     libsection_rt_batch_next,
     libsection_rt_batch_output,
     libsection_rt_note_tape,
+    libsection_rt_recording_take,
+    libsection_rt_recording_put,
+    libsection_rt_note_swept,
 };
 
 /* The loader's two entry points: the ABI, checked first, then the table, which imports

@@ -30,6 +30,14 @@ struct DerivativeSpec {
     /// computed it; outputs are the tangent of each float output. One pass, `width` 1, whose
     /// values are checked against the op's own as a pullback's are.
     pushforward,
+    /// The op's values, computed so that a pullback of the same function need not run the op
+    /// again: inputs and outputs are the op's own. Where the pullback will take reverse mode
+    /// (as `automatic` decides from the differentiated scalars and the settings), the code
+    /// runs once on taped numbers and the tape is left in the runtime's recordings, keyed by
+    /// the op's taped code and the inputs' bytes, for the pullback to sweep; else it runs the
+    /// op's code on plain numbers, as its own module does. A pullback that finds no recording
+    /// of its inputs runs its own taped pass: a recording saves time, never decides a value.
+    record,
   };
   Mode mode = Mode::pullback;
   /// How a pullback is computed: the module holds the op's code compiled for each mode the

@@ -18,7 +18,7 @@
 namespace section {
 
 /// Bumped whenever the layout of generated modules or their exported functions change.
-inline constexpr int module_abi_version = 6;
+inline constexpr int module_abi_version = 7;
 
 /// Stands for the suffix of a graph's own symbols until its module is laid out: nothing in a
 /// module of one graph, `_<k>` for graph k of a module of several (`generate_together`).

@@ -1,0 +1,168 @@
+"""A function that computes an op's value and its derived gradient runs the op's code once on
+taped numbers: a rewrite makes the op's node a ``TapedValues`` node, whose taped pass gives the
+values and leaves its tape in the runtime, and the pullback sweeps it rather than running the
+op again and taping a pass of its own (python/libsection/_gradient.py, the record op of
+linker/generate/derivative_driver.cpp). A recording only saves time: a pullback that finds none
+of its inputs runs its own pass, and the values are the op's own to rounding.
+
+The op (tests/python/data/gradient/ema.c): an exponential moving average of a vector with a
+buffer in its struct, beside the same op with a hand-written gradient.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+from libsection import _core, _gradient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "gradient"))
+from gradient_ops import Ema, EmaHand, MemcpySquare  # noqa: E402
+
+MODES = ["CVM", "FAST_COMPILE", "NUMBA", "JAX"]  # JAX: on the stacks that pin it
+N = 60
+W = np.cos(np.arange(N, dtype=float))
+X = np.sin(0.3 * np.arange(N, dtype=float))
+
+pytestmark = pytest.mark.usefixtures("cache_dir")
+
+
+def _mode(mode: str):
+    if mode == "JAX":
+        pytest.importorskip("jax")
+    return mode
+
+
+def value_and_gradient(op, mode, wrt=("x", "a"), rewrite=True):
+    x, a = pt.dvector("x"), pt.dscalar("a")
+    cost = (W * op(x, a)).sum()
+    outputs = [cost, *pytensor.grad(cost, [{"x": x, "a": a}[name] for name in wrt])]
+    mode = pytensor.compile.mode.get_mode(_mode(mode))
+    if not rewrite:
+        mode = mode.excluding("libsection_record_for_pullback")
+    return pytensor.function([x, a], outputs, mode=mode)
+
+
+def recorded(f) -> list:
+    return [n.op for n in f.maker.fgraph.apply_nodes if isinstance(n.op, _gradient.TapedValues)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_value_and_its_gradient_sweep_the_values_tape(mode):
+    f = value_and_gradient(Ema(), mode)
+    plain = value_and_gradient(Ema(), mode, rewrite=False)
+    hand = value_and_gradient(EmaHand(), mode)
+    assert [str(op) for op in recorded(f)] == ["Ema.record"]
+    assert recorded(plain) == [] and recorded(hand) == []
+    for k in range(4):  # the first call compares the taped values with the plain pass's
+        a = 0.2 + 0.15 * k
+        expected, exact = plain(X, a), hand(X, a)  # before f records these inputs
+        _core.recordings_swept(reset=True)
+        got = [np.asarray(g) for g in f(X, a)]  # JAX returns before its calls end
+        assert _core.recordings_swept() == 1
+        for g, e, h in zip(got, expected, exact, strict=True):
+            np.testing.assert_allclose(g, e, rtol=1e-13, atol=1e-14)
+            np.testing.assert_allclose(g, h, rtol=1e-10, atol=1e-12)
+    # A recording is the op's on these inputs, whichever function made it.
+    _core.recordings_swept(reset=True)
+    np.testing.assert_allclose(np.asarray(plain(X, a)[1]), got[1], rtol=1e-13)
+    assert _core.recordings_swept() == 1
+
+
+@pytest.mark.parametrize("mode", ["CVM", "NUMBA"])
+def test_few_differentiated_scalars_take_plain_passes_and_forward_mode(mode):
+    """The gradient of the rate alone is one scalar: forward passes, so the values come from
+    the op's code on plain numbers and nothing is recorded."""
+    f = value_and_gradient(Ema(), mode, wrt=("a",))
+    hand = value_and_gradient(EmaHand(), mode, wrt=("a",))
+    assert len(recorded(f)) == 1
+    _core.recordings_swept(reset=True)
+    for g, h in zip(f(X, 0.4), hand(X, 0.4), strict=True):
+        np.testing.assert_allclose(g, h, rtol=1e-10)
+    assert _core.recordings_swept() == 0
+
+
+@pytest.mark.parametrize("setting", ["forward", "reverse"])
+def test_the_derivative_mode_setting_decides_whether_values_are_taped(monkeypatch, setting):
+    f = value_and_gradient(Ema(), "CVM")
+    hand = value_and_gradient(EmaHand(), "CVM")
+    monkeypatch.setenv("LIBSECTION_DERIVATIVE_MODE", setting)
+    _core.recordings_swept(reset=True)
+    for g, h in zip(f(X, 0.4), hand(X, 0.4), strict=True):
+        np.testing.assert_allclose(g, h, rtol=1e-10)
+    assert _core.recordings_swept() == (1 if setting == "reverse" else 0)
+
+
+def test_each_pullback_sweeps_the_recording_of_its_own_inputs():
+    """Two functions of the same op, run at once in two threads with different inputs: each
+    pullback finds the recording of its inputs (the runtime keeps them by the op's code and
+    the inputs' bytes), or runs its own pass; every gradient is right."""
+    functions = [value_and_gradient(Ema(), "CVM") for _ in range(2)]
+    hand = value_and_gradient(EmaHand(), "CVM")
+    rates = [0.1 + 0.02 * k for k in range(40)]
+    expected = {a: hand(X, a) for a in rates}
+    failures: list[str] = []
+
+    def run(f, mine):
+        for a in mine:
+            for g, h in zip(f(X, a), expected[a], strict=True):
+                if not np.allclose(g, h, rtol=1e-10, atol=1e-12):
+                    failures.append(f"a={a}: {g} != {h}")
+
+    threads = [threading.Thread(target=run, args=(f, rates[k::2])) for k, f in enumerate(functions)]
+    _core.recordings_swept(reset=True)
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert _core.recordings_swept() > 0
+
+
+def test_values_the_taped_pass_gets_wrong_stay_the_ops_own():
+    """An op whose code copies its values as plain doubles (a memcpy of n * sizeof(double)):
+    on taped numbers its values are wrong. The record op's first call compares them with the
+    plain pass and keeps to plain passes; the pullback, finding no recording, refuses the
+    gradient as it always has."""
+    x = pt.dvector("x")
+    cost = MemcpySquare()(x).sum()
+    f = pytensor.function([x], [cost, pytensor.grad(cost, x)], mode="CVM")
+    assert len(recorded(f)) == 1
+    xs = np.linspace(0.5, 2.0, 20)  # 20 scalars: reverse mode
+    for _ in range(2):
+        with pytest.raises(ValueError) as refused:
+            f(xs)
+        assert "MemcpySquare output 0: its gradient is derived by running its C code" in str(
+            refused.value
+        )
+        assert "where the op's own module computes" in str(refused.value)
+    np.testing.assert_array_equal(pytensor.function([x], cost, mode="CVM")(xs), (xs * xs).sum())
+
+
+@pytest.mark.parametrize("argnums", [(0, 1), (0,)])
+def test_jax_differentiation_sweeps_the_tape_of_the_values_pass(argnums):
+    """``jax.value_and_grad`` of the op in JAX: the values come from a taped pass (the jvp of
+    the op's call), which the pullback's derived gradient sweeps; the data JAX holds constant
+    is not differentiated."""
+    jax = pytest.importorskip("jax")
+    x, a = pt.dvector("x"), pt.dscalar("a")
+    functions = {}
+    for op in (Ema(), EmaHand()):
+        fn = pytensor.function([x, a], (W * op(x, a)).sum(), mode="JAX").vm.jit_fn
+        functions[op] = jax.jit(jax.value_and_grad(lambda xs, r, fn=fn: fn(xs, r)[0], argnums))
+    derived, hand = functions.values()
+    for k in range(3):
+        rate = 0.3 + 0.1 * k
+        expected = jax.block_until_ready(hand(X, rate))
+        _core.recordings_swept(reset=True)
+        got = jax.block_until_ready(derived(X, rate))
+        assert _core.recordings_swept() == 1
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-13)
+        for g, h in zip(got[1], expected[1], strict=True):
+            np.testing.assert_allclose(g, h, rtol=1e-10, atol=1e-12)
