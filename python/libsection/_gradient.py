@@ -414,8 +414,10 @@ class TapedValues(Derivative):
         """``forward``'s, on its node."""
         own = getattr(self.forward, "infer_shape", None)
         if own is None:  # PyTensor then reads the shapes from the outputs
+            from pytensor.tensor.exceptions import ShapeError
+
             name = type(self.forward).__name__
-            raise NotImplementedError(
+            raise ShapeError(
                 f"libsection: the shapes of {name}'s outputs are needed before running it (JAX "
                 f"allocates them): define infer_shape(self, fgraph, node, input_shapes) on "
                 f"{name}, or give its outputs static shapes"
