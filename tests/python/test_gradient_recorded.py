@@ -166,3 +166,20 @@ def test_jax_differentiation_sweeps_the_tape_of_the_values_pass(argnums):
         np.testing.assert_allclose(got[0], expected[0], rtol=1e-13)
         for g, h in zip(got[1], expected[1], strict=True):
             np.testing.assert_allclose(g, h, rtol=1e-10, atol=1e-12)
+
+
+def test_the_rows_of_a_batch_take_plain_passes():
+    """Under ``jax.vmap`` each row would leave a recording, more than the runtime keeps: the
+    values of a batch come from plain passes, and each row's pullback runs its own."""
+    jax = pytest.importorskip("jax")
+    x, a = pt.dvector("x"), pt.dscalar("a")
+    rows = np.stack([X * (1 + 0.05 * k) for k in range(20)])
+    results = []
+    for op in (Ema(), EmaHand()):
+        fn = pytensor.function([x, a], (W * op(x, a)).sum(), mode="JAX").vm.jit_fn
+        grad = jax.grad(lambda xs, r, fn=fn: fn(xs, r)[0])
+        batched = jax.jit(jax.vmap(grad, in_axes=(0, None)))
+        _core.recordings_swept(reset=True)
+        results.append(np.asarray(jax.block_until_ready(batched(rows, 0.4))))
+        assert _core.recordings_swept() == 0
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-10, atol=1e-12)

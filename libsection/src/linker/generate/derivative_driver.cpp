@@ -149,8 +149,10 @@ std::string DerivativeOp::record_driver(NodeContext const& ctx, std::vector<Vari
       "libsection::derivative_settings lsd_settings;\nif (lsd_settings.read()) " +
       fail + "\n";
   if (identity.empty()) return t + plain_pass + "if (__failure) " + fail + "\n}\n";
+  // Not in a batch (`__batch`, the module's run): each row would leave a recording, more than
+  // the runtime keeps, and the rows' pullbacks would find few of them.
   t += "bool const lsd_taped = !lsd_plain_" + id +
-       " && (lsd_settings.mode == libsection::derivative_settings::reverse ||\n"
+       " && !__batch && (lsd_settings.mode == libsection::derivative_settings::reverse ||\n"
        "  (lsd_settings.mode == libsection::derivative_settings::automatic && " +
        scalar_count(ctx, in) + " > " + std::to_string(reverse_above(spec_.width)) + "));\n";
   t += "if (!lsd_taped) {\n" + plain_pass + "} else {\n";
