@@ -31,6 +31,7 @@ __all__ = [
     "VMAP_METHODS",
     "batched",
     "ffi_batch",
+    "format_signature",
     "parse_signature",
     "standalone_call",
     "vmap_method",
@@ -49,6 +50,16 @@ def parse_signature(
     if not isinstance(signature, str):
         raise ValueError(f"not a gufunc signature: {signature!r} (it needs one '->')")
     return _core.parse_gufunc_signature(signature)
+
+
+def format_signature(inputs, outputs) -> str:
+    """``parse_signature`` undone: each input's and output's core dimensions (names or fixed
+    lengths, as strings) as a signature, ``"(m,n),(n)->(m)"``."""
+
+    def group(dims_list):
+        return ",".join("(" + ",".join(dims) + ")" for dims in dims_list)
+
+    return f"{group(inputs)}->{group(outputs)}"
 
 
 def vmap_method(op: Any) -> str:

@@ -106,11 +106,9 @@ class BatchedOp(Op):
             return found.get(id(e), name)
 
         tied_outputs = [
-            "(" + ",".join(tied(j, d, name) for d, name in enumerate(dims)) + ")"
-            for j, dims in enumerate(outputs)
+            [tied(j, d, name) for d, name in enumerate(dims)] for j, dims in enumerate(outputs)
         ]
-        tied_inputs = ["(" + ",".join(dims) + ")" for dims in inputs]
-        return ",".join(tied_inputs) + "->" + ",".join(tied_outputs)
+        return _batched.format_signature(inputs, tied_outputs)
 
     @entry_point
     def perform(self, node, inputs, output_storage):

@@ -34,7 +34,7 @@ from typing import Any
 from pytensor.graph.basic import Apply, Constant, Variable
 from pytensor.link.c.op import COp
 
-from . import _backends, _dropin
+from . import _backends, _batched, _dropin
 from ._build import LinkError
 from ._dropin import ExternalCOp
 from ._node import BuiltByTheCore, COpAdapter
@@ -505,7 +505,7 @@ def _register_pruning() -> None:
         )
         if isinstance(op, Blockwise):
             outputs = [dims for dims, u in zip(op.outputs_sig, used, strict=True) if u]
-            narrow = Blockwise(narrow, _signature(op.inputs_sig, outputs))
+            narrow = Blockwise(narrow, _batched.format_signature(op.inputs_sig, outputs))
         new = narrow.make_node(*node.inputs).outputs
         kept = iter(new)
         return {out: next(kept) for out, u in zip(node.outputs, used, strict=True) if u}
@@ -565,15 +565,6 @@ def _register_recording() -> None:
         return dict(zip(forward.outputs, new, strict=True))
 
     register_canonicalize(libsection_record_for_pullback)
-
-
-def _signature(inputs, outputs) -> str:
-    """A gufunc signature of each input's and output's core dimensions."""
-
-    def group(dims_list):
-        return ",".join("(" + ",".join(dims) + ")" for dims in dims_list)
-
-    return f"{group(inputs)}->{group(outputs)}"
 
 
 _register_pruning()
