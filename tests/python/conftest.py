@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -12,6 +13,13 @@ from pathlib import Path
 import pytest
 from user_install import base_python, fresh_clone, fresh_venv, tool
 from user_install import run as run_as_user
+
+
+@pytest.fixture(scope="session")
+def section_lint() -> str:
+    """The section-lint of the Python that runs the tests (its venv's bin, on PATH or not)."""
+    found = shutil.which("section-lint", path=str(Path(sys.executable).parent))
+    return found or shutil.which("section-lint") or pytest.fail("section-lint is not installed")
 
 
 def run(argv, **kwargs):

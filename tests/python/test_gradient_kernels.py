@@ -52,13 +52,13 @@ def shared_cache(tmp_path_factory):
         yield
 
 
-def test_kernel_files_lint_clean():
-    lint = subprocess.run(["section-lint", str(KERNELS)], capture_output=True, text=True)
+def test_kernel_files_lint_clean(section_lint):
+    lint = subprocess.run([section_lint, str(KERNELS)], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     derived = [KERNELS / "kepler/kepler.c", KERNELS / "celerite/celerite_kernel.c"]
     derived.append(KERNELS / "celerite/celerite.c")
     lint = subprocess.run(
-        ["section-lint", "--differentiated", *map(str, derived)], capture_output=True, text=True
+        [section_lint, "--differentiated", *map(str, derived)], capture_output=True, text=True
     )
     assert lint.returncode == 0, lint.stdout + lint.stderr
 

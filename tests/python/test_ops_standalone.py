@@ -38,8 +38,8 @@ def test_every_ops_folder_has_an_example():
     assert folders == sorted(e.folder for e in EXAMPLES)
 
 
-def test_every_ops_folder_lints_clean():
-    lint = subprocess.run(["section-lint", str(OPS_DIR)], capture_output=True, text=True)
+def test_every_ops_folder_lints_clean(section_lint):
+    lint = subprocess.run([section_lint, str(OPS_DIR)], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout + lint.stderr
 
 
