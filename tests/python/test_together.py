@@ -217,13 +217,14 @@ def test_an_op_and_its_derived_gradient_compile_together(cache_dir, monkeypatch)
     )
     for got, expected in zip(ours(xv, wv), hand(xv, wv), strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-12)
-    # The op's module and its gradient's: one library, built before the first thunk.
+    # The op's values (its taped pass, which the gradient sweeps) and its gradient's module: one
+    # library, built before the first thunk.
     written = manifests(cache_dir)
     (library,) = [m for m in written if m["key"] == m["library_key"] and m["graphs"] == 2]
     members = [m for m in written if m.get("library_key") == library["key"] and m is not library]
     assert sorted(m["ops"][0] for m in members) == [
-        "WeightedLogSumExp",
         "WeightedLogSumExp.pullback",
+        "WeightedLogSumExp.record",
     ]
     infos = [t.compiled.info for t in ours.vm.thunks if hasattr(t, "compiled")]
     assert len(infos) == 2 and not any(info["compiled"] for info in infos)
