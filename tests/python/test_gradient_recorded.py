@@ -23,7 +23,13 @@ import pytest
 from libsection import _core, _gradient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "gradient"))
-from gradient_ops import Ema, EmaHand, MemcpySquare  # noqa: E402
+from gradient_ops import (  # noqa: E402
+    Ema,
+    EmaHand,
+    MemcpySquare,
+    WeightedLogSumExp,
+    WeightedLogSumExpHand,
+)
 
 MODES = ["CVM", "FAST_COMPILE", "NUMBA", "JAX"]  # JAX: on the stacks that pin it
 N = 60
@@ -169,17 +175,18 @@ def test_jax_differentiation_sweeps_the_tape_of_the_values_pass(argnums):
 
 
 def test_the_rows_of_a_batch_take_plain_passes():
-    """Under ``jax.vmap`` each row would leave a recording, more than the runtime keeps: the
-    values of a batch come from plain passes, and each row's pullback runs its own."""
+    """Under ``jax.vmap`` (one C loop over the rows) each row would leave a recording, more
+    than the runtime keeps: the values of a batch come from plain passes, and each row's
+    pullback runs its own."""
     jax = pytest.importorskip("jax")
-    x, a = pt.dvector("x"), pt.dscalar("a")
+    x, w = pt.dvector("x"), pt.dvector("w")
     rows = np.stack([X * (1 + 0.05 * k) for k in range(20)])
     results = []
-    for op in (Ema(), EmaHand()):
-        fn = pytensor.function([x, a], (W * op(x, a)).sum(), mode="JAX").vm.jit_fn
-        grad = jax.grad(lambda xs, r, fn=fn: fn(xs, r)[0])
+    for op in (WeightedLogSumExp(), WeightedLogSumExpHand()):
+        fn = pytensor.function([x, w], op(x, w), mode="JAX").vm.jit_fn
+        grad = jax.grad(lambda xs, ws, fn=fn: fn(xs, ws)[0])
         batched = jax.jit(jax.vmap(grad, in_axes=(0, None)))
         _core.recordings_swept(reset=True)
-        results.append(np.asarray(jax.block_until_ready(batched(rows, 0.4))))
+        results.append(np.asarray(jax.block_until_ready(batched(rows, np.abs(W) + 0.1))))
         assert _core.recordings_swept() == 0
     np.testing.assert_allclose(results[0], results[1], rtol=1e-10, atol=1e-12)
