@@ -98,7 +98,7 @@ std::string DerivativeOp::reverse_block(NodeContext const& ctx, std::vector<Vari
        "do {\n";
   std::string run = fill(ctx, in, taped) + pass(ctx, in, out, taped) + "if (__failure) break;\n";
   if (!identity.empty()) {
-    std::string adopt = "if (lsd_.adopt())" + failed(ctx);
+    std::string adopt = "lsd_.adopt();\n";
     std::size_t k = 0;
     for (auto const& v : out) {
       if (!v.dual) continue;

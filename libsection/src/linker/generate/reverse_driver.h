@@ -120,8 +120,7 @@ class reverse_pass : public driver {
 
   // Whether the pass's tape is whole and of this pass alone (a recording worth keeping).
   bool complete() const { return !tape_.full() && !tape_.stale(); }
-  // The outputs' taped numbers, in order, then the rest, into `into` (the recording whose
-  // tape this pass ran on); -1 with an exception.
+  // An output's taped numbers, kept (in the outputs' order) for `keep`; -1 with an exception.
   template <class A>
   int keep_output(A const& value) {
     kept_outputs_.emplace_back();
@@ -154,14 +153,13 @@ class reverse_pass : public driver {
   }
   // The pullback's side: the found recording's numbering of the inputs; its outputs' taped
   // numbers (a new array, NULL with an exception; a scalar).
-  int adopt() {
+  void adopt() {
     for (std::size_t b = 0; b < found_->offsets.size(); ++b) {
       offsets_.push_back(found_->offsets[b]);
       counts_.push_back(found_->counts[b]);
     }
     firsts_ = found_->firsts;
     total_ = found_->total;
-    return 0;
   }
   PyArrayObject* recorded_output(std::size_t k) {
     recording::output const& o = found_->outputs.at(k);
