@@ -131,6 +131,24 @@ def test_each_pullback_sweeps_the_recording_of_its_own_inputs():
     assert _core.recordings_swept() > 0
 
 
+def test_a_recording_is_found_by_the_bytes_of_its_inputs_alone():
+    """A recording left by one function is swept by another's pullback (the same op's code)
+    given the same inputs, and not when one element or the rate differs: those pullbacks run
+    their own pass and their gradients stay right."""
+    recording = value_and_gradient(Ema(), "CVM")
+    pullback_only = value_and_gradient(Ema(), "CVM", rewrite=False)
+    hand = value_and_gradient(EmaHand(), "CVM")
+    other_x = X.copy()
+    other_x[N // 2] += 1e-9
+    for x, a, found in [(X, 0.3, 1), (other_x, 0.3, 0), (X, 0.31, 0), (X[::-1], 0.3, 0)]:
+        recording(X, 0.3)
+        _core.recordings_swept(reset=True)
+        got = pullback_only(x, a)
+        assert _core.recordings_swept() == found, (a, x[N // 2])
+        for g, h in zip(got, hand(x, a), strict=True):
+            np.testing.assert_allclose(g, h, rtol=1e-10, atol=1e-12)
+
+
 def test_values_the_taped_pass_gets_wrong_stay_the_ops_own():
     """An op whose code copies its values as plain doubles (a memcpy of n * sizeof(double)):
     on taped numbers its values are wrong. The record op's first call compares them with the

@@ -12,35 +12,63 @@
 namespace libsection {
 
 // The bytes of a call's inputs: each array's type, shape and data, each scalar's value. A
-// recording is swept only for the inputs it was recorded on.
+// recording is swept only for the inputs it was recorded on. The arrays' data is read where
+// it is (the inputs live for the call): a record op copies it once into its recording, a
+// pullback compares it in place.
 class fingerprint {
  public:
+  fingerprint() = default;
+  fingerprint(fingerprint const&) = delete;
+  fingerprint& operator=(fingerprint const&) = delete;
+  ~fingerprint() {
+    for (PyObject* c : copies_) Py_DECREF(c);
+  }
   // 0, or -1 with an exception (no memory for a copy of a strided array).
   int add(PyArrayObject* a) {
     int const head[2] = {PyArray_TYPE(a), PyArray_NDIM(a)};
-    append(head, sizeof head);
-    append(PyArray_DIMS(a), sizeof(npy_intp) * (std::size_t)PyArray_NDIM(a));
-    if (PyArray_IS_C_CONTIGUOUS(a)) {
-      append(PyArray_DATA(a), (std::size_t)PyArray_NBYTES(a));
-      return 0;
+    add_own(head, sizeof head);
+    add_own(PyArray_DIMS(a), sizeof(npy_intp) * (std::size_t)PyArray_NDIM(a));
+    if (!PyArray_IS_C_CONTIGUOUS(a)) {
+      a = (PyArrayObject*)PyArray_NewCopy(a, NPY_CORDER);
+      if (!a) return -1;
+      copies_.push_back((PyObject*)a);
     }
-    PyArrayObject* copy = (PyArrayObject*)PyArray_NewCopy(a, NPY_CORDER);
-    if (!copy) return -1;
-    append(PyArray_DATA(copy), (std::size_t)PyArray_NBYTES(copy));
-    Py_DECREF(copy);
+    parts_.push_back(part{(char const*)PyArray_DATA(a), (std::size_t)PyArray_NBYTES(a), {}});
     return 0;
   }
   template <class T>
   void add(T const& value) {
-    append(&value, sizeof value);
+    add_own(&value, sizeof value);
   }
-  std::vector<char> const& bytes() const { return bytes_; }
+  // The bytes, one after another, into `into` (its storage reused).
+  void copy_to(std::vector<char>& into) const {
+    into.clear();
+    for (part const& p : parts_) into.insert(into.end(), p.bytes(), p.bytes() + p.n);
+  }
+  // Whether `bytes` are these bytes, one after another.
+  bool same_as(std::vector<char> const& bytes) const {
+    std::size_t at = 0;
+    for (part const& p : parts_) {
+      if (bytes.size() - at < p.n || (p.n && std::memcmp(bytes.data() + at, p.bytes(), p.n)))
+        return false;
+      at += p.n;
+    }
+    return at == bytes.size();
+  }
 
  private:
-  void append(void const* data, std::size_t n) {
-    bytes_.insert(bytes_.end(), (char const*)data, (char const*)data + n);
+  // An input's bytes: borrowed (an array's data), or its own (a shape, a scalar).
+  struct part {
+    char const* data;
+    std::size_t n;
+    std::vector<char> own;
+    char const* bytes() const { return data ? data : own.data(); }
+  };
+  void add_own(void const* data, std::size_t n) {
+    parts_.push_back(part{NULL, n, std::vector<char>((char const*)data, (char const*)data + n)});
   }
-  std::vector<char> bytes_;
+  std::vector<part> parts_;
+  std::vector<PyObject*> copies_;  // strided inputs made contiguous
 };
 
 // A record op's taped pass (DerivativeSpec::Mode::record), kept in the runtime's recordings
@@ -71,7 +99,7 @@ struct recording {
 inline void free_recording(void* r) { delete (recording*)r; }
 inline int recording_swept(void* r, void*) { return ((recording*)r)->swept; }
 inline int recording_matches(void* r, void* inputs) {
-  return ((recording*)r)->inputs == ((fingerprint const*)inputs)->bytes();
+  return ((fingerprint const*)inputs)->same_as(((recording*)r)->inputs);
 }
 // A recording to record on: a swept one of `identity` (its storage reused), else a new one;
 // NULL with a MemoryError.
@@ -143,7 +171,7 @@ class reverse_pass : public driver {
     return 0;
   }
   void keep(recording& into, fingerprint const& inputs) {
-    into.inputs = inputs.bytes();
+    inputs.copy_to(into.inputs);
     into.offsets.assign(offsets_.begin(), offsets_.end());
     into.counts.assign(counts_.begin(), counts_.end());
     into.firsts = firsts_;
@@ -152,7 +180,8 @@ class reverse_pass : public driver {
     into.swept = false;
   }
   // The pullback's side: the found recording's numbering of the inputs; its outputs' taped
-  // numbers (a new array, NULL with an exception; a scalar).
+  // numbers (an array over the recording's, which outlives the pass; NULL with an exception; a
+  // scalar).
   void adopt() {
     for (std::size_t b = 0; b < found_->offsets.size(); ++b) {
       offsets_.push_back(found_->offsets[b]);
@@ -162,10 +191,9 @@ class reverse_pass : public driver {
     total_ = found_->total;
   }
   PyArrayObject* recorded_output(std::size_t k) {
-    recording::output const& o = found_->outputs.at(k);
-    PyArrayObject* a = (PyArrayObject*)PyArray_EMPTY(o.ndim, (npy_intp*)o.dims, o.typenum, 0);
-    if (a) std::memcpy(PyArray_DATA(a), o.elements.data(), o.elements.size());
-    return a;
+    recording::output& o = found_->outputs.at(k);
+    return (PyArrayObject*)PyArray_New(&PyArray_Type, o.ndim, o.dims, o.typenum, NULL,
+                                       o.elements.data(), 0, NPY_ARRAY_CARRAY_RO, NULL);
   }
   template <class A>
   void recorded_scalar(A& x, std::size_t k) {
