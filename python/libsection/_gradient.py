@@ -513,20 +513,32 @@ def _register_pruning() -> None:
     register_canonicalize(libsection_derived_gradient_unused)
 
 
+def recordable(node: Apply) -> bool:
+    """Whether a taped pass of ``node``'s op (a ``TapedValues`` node) may give its values for
+    a pullback to sweep: the op has no params (its values are its inputs' alone) and its inputs
+    and outputs are tensors and scalars, whose bytes find the recording. The one rule the
+    rewrite below and the JAX jvp (``_jax.py``) follow; the linker core checks params again."""
+    from pytensor.scalar import ScalarType
+    from pytensor.tensor.type import TensorType
+
+    if getattr(node.op, "params_type", None) is not None:
+        return False
+    plain = (TensorType, ScalarType)
+    return all(isinstance(v.type, plain) for v in (*node.inputs, *node.outputs))
+
+
 def _register_recording() -> None:
     """A rewrite in every mode (canonicalize): the op's node whose values a pullback of the same
     inputs takes (the one ``DerivedGradient`` among its clients) becomes a ``TapedValues``
     node, whose taped pass that pullback sweeps. Not for a batched pullback (each row would
     record), nor an op with params (its values are not its inputs' alone)."""
     from pytensor.graph.rewriting.basic import node_rewriter
-    from pytensor.scalar import ScalarType
     from pytensor.tensor.rewriting.basic import register_canonicalize
-    from pytensor.tensor.type import TensorType
 
     @node_rewriter([DerivedGradient])
     def libsection_record_for_pullback(fgraph, node):
         gradient = node.op
-        if type(gradient) is not DerivedGradient or gradient.forward.params_type is not None:
+        if type(gradient) is not DerivedGradient:
             return None
         n = len(gradient.differentiated)
         values = node.inputs[n + sum(gradient.cotangents) :]
@@ -541,10 +553,7 @@ def _register_recording() -> None:
         elif forward.op != gradient.forward:
             return None
         kept = [y for y, c in zip(forward.outputs, gradient.cotangents, strict=True) if c]
-        if list(values) != kept:
-            return None
-        plain = (TensorType, ScalarType)  # values the inputs' fingerprint holds whole
-        if not all(isinstance(v.type, plain) for v in (*forward.inputs, *forward.outputs)):
+        if list(values) != kept or not recordable(forward):
             return None
         pullbacks = {
             client

@@ -155,8 +155,10 @@ def jax_function(node, own_perform: bool):
         _path_note(name, f"jax.pure_callback, since {why}")
         call = _callback(node, own_perform, output_shapes)
     pullback = Pullback(node, name)
-    # Values from a taped pass need the FFI call and values the inputs alone decide.
-    recordable = why is None and getattr(node.op, "params_type", None) is None
+    # Values from a taped pass need the FFI call (and _gradient.recordable's node).
+    from ._gradient import recordable as recordable_node
+
+    recordable = why is None and recordable_node(node)
 
     def forward(xs, call=call):
         shapes = output_shapes([jnp.shape(x) for x in xs])
