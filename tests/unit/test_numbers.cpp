@@ -234,4 +234,33 @@ TEST_SUITE("numbers") {
     CHECK((z * z).id != 0);
     CHECK_FALSE(t.full());
   }
+
+  TEST_CASE("a sweep leaves the adjoints zero but the independent variables', for the next") {
+    tape t;
+    auto const pass = [&t](double x0, double x1) {
+      t.begin(std::size_t(1) << 24);
+      tape_scope scope(t);
+      a64 x(x0), y(x1);
+      x.id = t.independent();
+      y.id = t.independent();
+      a64 const z = std::sin(x * y) + std::exp(y) / x;
+      double* adjoint = t.zeroed_adjoints();
+      REQUIRE(adjoint != nullptr);
+      for (std::size_t k = 0; k < t.size(); ++k) CHECK(adjoint[k] == 0);  // each sweep's start
+      adjoint[t.position(z.id)] = 1;
+      CHECK(t.sweep(adjoint) == 2);
+      std::vector<double> const gradient = {adjoint[t.position(x.id)], adjoint[t.position(y.id)]};
+      for (std::size_t k = 0; k < t.size(); ++k)
+        if (k != t.position(x.id) && k != t.position(y.id)) CHECK(adjoint[k] == 0);
+      adjoint[t.position(x.id)] = adjoint[t.position(y.id)] = 0;
+      t.cleared();
+      return gradient;
+    };
+    for (double const x0 : {0.5, 2.0, 0.5}) {  // the second and third sweeps start on a cleared one
+      double const x1 = 1.5;
+      std::vector<double> const g = pass(x0, x1);
+      CHECK(same(g[0], x1 * std::cos(x0 * x1) - std::exp(x1) / (x0 * x0)));
+      CHECK(same(g[1], x0 * std::cos(x0 * x1) + std::exp(x1) / x0));
+    }
+  }
 }

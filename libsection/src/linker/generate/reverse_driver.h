@@ -348,14 +348,18 @@ class reverse_pass : public driver {
   // The sweep, and the inputs' adjoints as their gradient; -1 with an exception.
   int sweep(char const* op, char const* files) {
     if (start_sweep() || usable(op, files, false)) return -1;
-    tape_.sweep(adjoints_);
+    std::size_t const independent = tape_.sweep(adjoints_);
     if (found_) {
       found_->swept = true;
       libsection_rt->note_swept();
     }
     acc_.assign(total_, 0.0);
     for (std::size_t b = 0; b < firsts_.size(); ++b)
-      for (npy_intp k = 0; k < counts_[b]; ++k) acc_[offsets_[b] + k] = adjoints_[firsts_[b] + k];
+      for (npy_intp k = 0; k < counts_[b]; ++k) {
+        acc_[offsets_[b] + k] = adjoints_[firsts_[b] + k];
+        adjoints_[firsts_[b] + k] = 0;
+      }
+    if (independent == (std::size_t)total_) tape_.cleared();  // else zeroed before the next
     return 0;
   }
 

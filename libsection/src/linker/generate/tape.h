@@ -16,7 +16,8 @@
 //
 // The tape's memory is bounded (`tape::begin`'s limit): past it the tape stops recording (the
 // values go on, the results are constants), says it is `full`, and the driver falls back on
-// forward passes. An entry is 24 bytes; the sweep adds 8 bytes of adjoint per entry.
+// forward passes. An entry is 24 bytes; the sweep adds 8 bytes of adjoint per entry, which
+// it leaves zero for the next sweep.
 //
 // C++ only. Embedded at build time (libsection/embed.cmake), these notes left out.
 #ifndef LIBSECTION_TAPE_H
@@ -85,19 +86,24 @@ class tape {
 
   // Adds each entry's adjoint times its partials to its operands', last to first; `adjoint`
   // has `size()` elements, seeded by the caller; after it, an independent variable's element
-  // is its adjoint (the others are left partial). What goes to the entry just before is kept
+  // is its adjoint and the others are zero (each is read once, then cleared, so the next
+  // sweep needs no memset: see `cleared`). Returns the independent variables met. What goes
+  // to the entry just before is kept
   // in a register (`next`) until that entry's turn: most operations take the one before, and
   // a store and a load of it per entry would make the sweep wait on memory. It is set, not
   // added to a zero, where it can be: an addition is on the chain each entry waits for.
-  void sweep(double* adjoint) const {
+  std::size_t sweep(double* adjoint) const {
     double next = 0;
+    std::size_t independent = 0;
     for (std::size_t k = size_ - 1; k > 0; --k) {
       double const a = adjoint[k] + next;
       tape_entry const& e = entries_[k];
       std::uint32_t const before = std::uint32_t(k - 1);
+      adjoint[k] = 0;
       if ((e.arg[0] | e.arg[1]) == 0) {  // an independent variable: its adjoint is its gradient
         adjoint[k] = a;
         next = 0;
+        ++independent;
       } else if (a == 0) {  // nothing to pass on (and no NaN from 0 * inf)
         next = 0;
       } else if (e.arg[0] == before) {
@@ -114,21 +120,28 @@ class tape {
         }
       }
     }
-    adjoint[0] += next;
+    adjoint[0] = 0;  // where constants' partials went: read by no one
+    return independent;
   }
   // `size()` adjoints, all zero, for the sweep: storage kept between passes as the entries'
-  // is (a large pass's fresh pages would cost more than zeroing warm ones); NULL when
-  // there is no memory.
+  // is (a large pass's fresh pages would cost more than zeroing warm ones), zeroed where a
+  // sweep did not leave it zero; NULL when there is no memory.
   double* zeroed_adjoints() {
     if (adjoint_capacity_ < size_) {
       std::free(adjoints_);
       adjoints_ = (double*)std::malloc(capacity_ * sizeof(double));
       adjoint_capacity_ = adjoints_ ? capacity_ : 0;
+      zero_ = 0;
       if (!adjoints_) return NULL;
     }
-    std::memset(adjoints_, 0, size_ * sizeof(double));
+    if (zero_ < size_) std::memset(adjoints_ + zero_, 0, (size_ - zero_) * sizeof(double));
+    zero_after_ = std::max(zero_, size_);
+    zero_ = 0;  // dirty until a whole sweep (`cleared`)
     return adjoints_;
   }
+  // After a sweep whose independent variables' adjoints the caller took and set to zero: the
+  // adjoints are all zero again (as far as they were before the pass).
+  void cleared() { zero_ = zero_after_; }
 
   std::size_t size() const { return size_; }
   std::size_t max_entries() const { return max_entries_; }
@@ -145,7 +158,7 @@ class tape {
     std::free(adjoints_);
     entries_ = nullptr;
     adjoints_ = nullptr;
-    capacity_ = adjoint_capacity_ = 0;
+    capacity_ = adjoint_capacity_ = zero_ = 0;
   }
 
  private:
@@ -162,6 +175,7 @@ class tape {
   tape_entry* entries_ = nullptr;
   double* adjoints_ = nullptr;
   std::size_t size_ = 0, capacity_ = 0, max_entries_ = 0, adjoint_capacity_ = 0;
+  std::size_t zero_ = 0, zero_after_ = 0;  // the adjoints known to be zero: [0, zero_)
   std::uint64_t base_ = 0;
   bool full_ = false, no_memory_ = false, stale_ = false;
 };
