@@ -24,6 +24,7 @@ from libsection import _core, _gradient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data" / "gradient"))
 from gradient_ops import (  # noqa: E402
+    Counted,
     Ema,
     EmaHand,
     MemcpySquare,
@@ -92,6 +93,27 @@ def test_few_differentiated_scalars_take_plain_passes_and_forward_mode(mode):
     for g, h in zip(f(X, 0.4), hand(X, 0.4), strict=True):
         np.testing.assert_allclose(g, h, rtol=1e-10)
     assert _core.recordings_swept() == 0
+
+
+@pytest.mark.parametrize("rewrite", [True, False])
+def test_plain_passes_keep_the_ops_struct_between_calls(rewrite):
+    """With few differentiated scalars the record op runs the op's code on plain numbers: in
+    one struct it keeps, as the op's own module does (a costly init_code_struct is paid once),
+    so the struct's count of calls goes on as the op's own."""
+    x, a = pt.dvector("x"), pt.dscalar("a")
+    y, calls = Counted()(x, a)
+    cost = (y * y).sum()
+    mode = pytensor.compile.mode.get_mode("CVM")
+    if not rewrite:
+        mode = mode.excluding("libsection_record_for_pullback")
+    f = pytensor.function([x, a], [cost, calls, *pytensor.grad(cost, [x, a])], mode=mode)
+    assert bool(recorded(f)) == rewrite
+    x0 = np.array([1.0, -2.0])
+    for call in (1, 2, 3):
+        value, count, g_x, g_a = f(x0, 0.5)
+        assert int(count) == call
+        np.testing.assert_allclose(g_x, 2 * 0.5**2 * x0)
+        np.testing.assert_allclose(g_a, 2 * 0.5 * (x0 * x0).sum())
 
 
 @pytest.mark.parametrize("setting", ["forward", "reverse"])

@@ -284,13 +284,15 @@ std::pair<std::vector<Variable>, std::vector<Variable>> DerivativeOp::checked_va
 // What the instance keeps between calls: the copies' arrays, the tape, whether a fall-back on
 // forward passes was told, and a record op's comparison of its taped values with the plain
 // pass's (values that differ leave the instance on plain passes, `lsd_plain_<id>`, and its
-// pullbacks to their own tapes).
+// pullbacks to their own tapes) and the op's state for its plain passes (`lsd_own_<id>`).
 std::string DerivativeOp::struct_members(std::string const& id) const {
   std::string t = "libsection::kept_arrays lsd_kept_" + id + ";\n";
   if (pullback() && spec_.method != DerivativeSpec::Method::forward)
     t += "libsection::tape lsd_tape_" + id + ";\n";
   if (has(true) && has(false)) t += "bool lsd_told_" + id + " = false;\n";
-  if (record()) t += "bool lsd_compared_" + id + " = false;\nbool lsd_plain_" + id + " = false;\n";
+  if (record())
+    t += "bool lsd_compared_" + id + " = false;\nbool lsd_plain_" + id + " = false;\n" +
+         "std::unique_ptr<" + kinds_.front().space + id + "::lsd_state> lsd_own_" + id + ";\n";
   return t;
 }
 
@@ -321,6 +323,9 @@ OpCode DerivativeOp::generate(NodeContext const& ctx) const {
     code.init_code_apply += "{\nusing namespace " + space + ";\n" + inner.init_code_apply + "\n}\n";
   }
   code.support_code_struct = struct_members(id);
+  if (record())
+    code.cleanup_code_struct = "if (lsd_own_" + id + ") {\nlsd_own_" + id +
+                               "->cleanup();\nlsd_own_" + id + ".reset();\n}\n";
   // Ops with params are not recorded: their values are not in the inputs' fingerprint.
   bool const recorded = has(true) && !ctx.sub.count("params") && (record() || pullback());
   std::string const identity = recorded ? recording_identity(ctx, in, out) : "";

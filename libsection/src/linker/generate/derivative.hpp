@@ -98,6 +98,10 @@ class DerivativeOp final : public COp {
                    Numbers const& kind) const;
   std::string pass(NodeContext const& ctx, std::vector<Variable> const& in,
                    std::vector<Variable> const& out, Numbers const& kind) const;
+  std::string own_pass(NodeContext const& ctx, std::vector<Variable> const& in,
+                       std::vector<Variable> const& out) const;
+  std::string pass_arguments(NodeContext const& ctx, std::vector<Variable> const& in,
+                             std::vector<Variable> const& out) const;
   std::string contraction(NodeContext const& ctx, std::vector<Variable> const& out) const;
   std::string seeds(NodeContext const& ctx, std::vector<Variable> const& out,
                     std::string const& forced) const;

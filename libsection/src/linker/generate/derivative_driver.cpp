@@ -139,11 +139,9 @@ std::string DerivativeOp::record_driver(NodeContext const& ctx, std::vector<Vari
                                         std::vector<Variable> const& out,
                                         std::string const& identity) const {
   Numbers const& taped = kind(true);
-  Numbers const& own_numbers = kinds_.front();
   std::string const id = sub_value(ctx.sub, "id");
   std::string const fail = sub_value(ctx.sub, "fail");
-  std::string const plain_pass =
-      pass(ctx, plain(in, ctx.inputs), plain(out, ctx.outputs), own_numbers);
+  std::string const plain_pass = own_pass(ctx, in, out);
   std::string t =
       "{\n// libsection: the op's values, from a taped pass its pullback sweeps, or plain\n"
       "libsection::derivative_settings lsd_settings;\nif (lsd_settings.read()) " +
@@ -251,16 +249,37 @@ std::string DerivativeOp::pass(NodeContext const& ctx, std::vector<Variable> con
   std::string const id = sub_value(ctx.sub, "id");
   std::string const state = kind.space + id + "::lsd_state";
   std::string const params = ctx.sub.count("params") ? sub_value(ctx.sub, "params") : "";
-  std::string args;
-  for (auto const& v : in) args += (args.empty() ? "" : ", ") + v.name;
-  for (auto const& v : out) args += ", " + v.name;
-  if (!params.empty()) args += ", " + params;
   return std::string("{\n") +
          (kind.taped ? "libsection::tape_scope lsd_scope(lsd_.taped_on());\n" : "") +
          "std::unique_ptr<" + state + "> lsd_state(new " + state + "());\n" +
          "int lsd_failed = lsd_state->init(" + params + ");\n" +
-         "if (!lsd_failed) lsd_failed = lsd_state->pass(" + args + ");\n" +
+         "if (!lsd_failed) lsd_failed = lsd_state->pass(" + pass_arguments(ctx, in, out) + ");\n" +
          "lsd_state->cleanup();\nif (lsd_failed) __failure = " + id + ";\n}\n";
+}
+
+// A record op's pass on the op's own numbers: in one state the instance keeps (`lsd_own_<id>`,
+// made at the first call, cleaned up with the instance), as the op's own module keeps its
+// struct, so an op with a costly `init_code_struct` pays it once.
+std::string DerivativeOp::own_pass(NodeContext const& ctx, std::vector<Variable> const& in,
+                                   std::vector<Variable> const& out) const {
+  std::string const id = sub_value(ctx.sub, "id");
+  std::string const state = kinds_.front().space + id + "::lsd_state";
+  std::string const kept = "lsd_own_" + id;
+  std::string const params = ctx.sub.count("params") ? sub_value(ctx.sub, "params") : "";
+  return "if (!" + kept + ") {\n" + kept + ".reset(new " + state + "());\nif (" + kept + "->init(" +
+         params + ")) {\n" + kept + "->cleanup();\n" + kept + ".reset();\n__failure = " + id +
+         ";\n}\n}\nif (" + kept + " && " + kept + "->pass(" +
+         pass_arguments(ctx, plain(in, ctx.inputs), plain(out, ctx.outputs)) +
+         ")) __failure = " + id + ";\n";
+}
+
+std::string DerivativeOp::pass_arguments(NodeContext const& ctx, std::vector<Variable> const& in,
+                                         std::vector<Variable> const& out) const {
+  std::string args;
+  for (auto const& v : in) args += (args.empty() ? "" : ", ") + v.name;
+  for (auto const& v : out) args += ", " + v.name;
+  if (ctx.sub.count("params")) args += ", " + sub_value(ctx.sub, "params");
+  return args;
 }
 
 // Inside a pass's loop: whether this pass's values of output `j` equal the op's own module's

@@ -156,6 +156,28 @@ class Ema(ExternalCOp):
         return [args[-1][0]]
 
 
+class Counted(ExternalCOp):
+    """``(a * x, calls)``: the calls its struct has seen, to tell a struct kept between calls
+    from one made afresh for each."""
+
+    __props__ = ()
+
+    def __init__(self):
+        super().__init__("counted.c", "APPLY_SPECIFIC(counted)")
+
+    def make_node(self, x, a):
+        x = pt.as_tensor_variable(x)
+        a = (
+            a
+            if isinstance(a.type, ps.ScalarType)
+            else pt.scalar_from_tensor(pt.as_tensor_variable(a))
+        )
+        return Apply(self, [x, a], [x.type(), pt.lscalar()])
+
+    def infer_shape(self, *args):
+        return [args[-1][0], ()]
+
+
 class EmaHand(Ema):
     def pullback(self, inputs, outputs, cotangents):
         (x, a), (g,) = inputs, cotangents
