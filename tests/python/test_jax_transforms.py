@@ -546,6 +546,59 @@ def test_an_exported_derived_gradient_runs_in_a_fresh_process(kind, tmp_path):
     np.testing.assert_allclose(here["out"][2], hand @ (theta / 2), rtol=1e-9)
 
 
+EXPORT_RECORDED = """
+import json, sys
+sys.path.insert(0, "data/gradient")
+import numpy as np, pytensor.tensor as pt
+import jax
+jax.config.update("jax_enable_x64", True)
+from gradient_ops import WeightedLogSumExp
+from jax_ops import jaxify
+from libsection import _jax_ffi
+x, w = pt.dvector("x"), pt.dvector("w")
+f = jaxify("pymc", [x, w], [WeightedLogSumExp()(x, w)])
+program = jax.jit(jax.value_and_grad(f, argnums=(0, 1)))  # values from the swept tape
+check = jax.export.DisabledSafetyCheck.custom_call(_jax_ffi.TARGET)
+args = (np.sin(np.arange(40.0)), np.cos(np.arange(40.0)) ** 2)
+exported = jax.export.export(program, disabled_checks=[check])(*args)
+open({path!r}, "wb").write(exported.serialize())
+out = [np.asarray(o).tolist() for o in jax.tree.leaves(program(*args))]
+print(json.dumps({{"args": [a.tolist() for a in args], "out": out}}))
+"""
+
+RUN_RECORDED = """
+import json
+import numpy as np
+import jax
+jax.config.update("jax_enable_x64", True)
+from libsection import _core  # registers libsection's XLA target: nothing else of the op
+exported = jax.export.deserialize(bytearray(open({path!r}, "rb").read()))
+args = [np.array(a) for a in json.loads(open({args!r}).read())]
+_core.recordings_swept(reset=True)
+out = [np.asarray(o).tolist() for o in jax.tree.leaves(exported.call(*args))]
+print(json.dumps({{"out": out, "swept": _core.recordings_swept()}}))
+"""
+
+
+def test_an_exported_gradient_sweeps_its_values_tape_in_a_fresh_process(tmp_path):
+    """jax.value_and_grad of an op whose values come from a taped pass (a TapedValues call,
+    80 differentiated scalars) exports, and runs in a process that imports only libsection:
+    the record op's module is found as the pullback's is, and its recording is swept."""
+    cache, blob, args = tmp_path / "cache", tmp_path / "program.bin", tmp_path / "args.json"
+    env = {"LIBSECTION_CACHE_DIR": str(cache)}
+    here = run_script(EXPORT_RECORDED.format(path=str(blob)), env=env)
+    args.write_text(json.dumps(here["args"]))
+    there = run_script(RUN_RECORDED.format(path=str(blob), args=str(args)), env=env)
+    assert there["swept"] == 1
+    for got, expected in zip(there["out"], here["out"], strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=0)
+    x, w = (np.array(a) for a in here["args"])
+    e = w * np.exp(x)
+    np.testing.assert_allclose(here["out"][0], np.log(e.sum()), rtol=1e-13)
+    np.testing.assert_allclose(here["out"][1], e / e.sum(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(here["out"][2], np.exp(x) / e.sum(), rtol=1e-12, atol=1e-15)
+
+
 def test_the_call_names_nothing_of_this_process(cache_dir):
     # What the exported module holds: the cache key and a token, no address.
     f, _ = kepler_functions("pymc")
