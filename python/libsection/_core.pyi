@@ -6,7 +6,7 @@ import collections.abc
 from libsection import CompileError
 from libsection import LinkError
 import typing
-__all__: list[str] = ['BatchPlan', 'Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'derivative_refusals', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'main_function_takes', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_gufunc_signature', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'raise_expansion_errors', 'recordings_swept', 'relocate_line_directives', 'single_node_context', 'tape_bytes']
+__all__: list[str] = ['BatchPlan', 'Batched', 'BuildGroup', 'CompileError', 'CompiledOp', 'Diagnostic', 'Dispatcher', 'ExpandOptions', 'ExpansionMethod', 'Graph', 'LinkError', 'LoadedSections', 'NodeContext', 'NodeOp', 'OpDescription', 'ParamField', 'ParamsSpec', 'TypeSpec', 'build_sections', 'cache_dir', 'derivative_node_op', 'derivative_refusals', 'dropin_node_op', 'expand', 'expansion_methods', 'link', 'link_cached', 'load_sections', 'load_support_library', 'load_texts', 'main_function_takes', 'marker_style', 'native_entry', 'op_cache_version', 'params_spec', 'parse_gufunc_signature', 'parse_params', 'parse_text', 'parse_type', 'parse_types', 'prepare', 'prepare_together', 'raise_expansion_errors', 'recordings_held', 'recordings_swept', 'relocate_line_directives', 'single_node_context', 'tape_bytes']
 class Diagnostic:
     """
     A problem found in a section file: a stable code (``SL201``), a severity, a message, and a
@@ -645,6 +645,10 @@ def raise_expansion_errors(op_name: str, diagnostics: collections.abc.Sequence[D
     ``diagnostics``: ``ValueError`` for its errors, unless one is SL604; then, when ``c_code`` is
     asked and the expansion has none (``code_missing``), ``AssertionError`` for SL604, else
     ``NotImplementedError``. Returns when there is nothing to raise.
+    """
+def recordings_held() -> tuple[int, int]:
+    """
+    (count, bytes): the recordings (a value's taped pass, kept for its pullback) the runtime holds now: at most 16 and 512 MiB, a swept one only while it is under 64 MiB.
     """
 def recordings_swept(reset: bool = False) -> int:
     """

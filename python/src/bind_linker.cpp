@@ -257,6 +257,14 @@ without params ignores them).)doc");
       "How many times a derived gradient of this process swept the tape its function's value "
       "recorded (a ``TapedValues`` node) in place of a taped pass of its own; ``reset=True`` "
       "starts the count again after reading it.");
+  m.def(
+      "recordings_held",
+      [] {
+        RecordingsHeld const held = recordings_held();
+        return py::make_tuple(held.count, held.bytes);
+      },
+      "(count, bytes): the recordings (a value's taped pass, kept for its pullback) the "
+      "runtime holds now: at most 16 and 512 MiB, a swept one only while it is under 64 MiB.");
 }
 
 }  // namespace section::python

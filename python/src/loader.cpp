@@ -234,7 +234,9 @@ void* runtime_handle() {
   if (!handle) throw fail(::dlerror());
   auto abi = reinterpret_cast<int (*)()>(::dlsym(handle, "libsection_abi_version"));
   if (!abi || !::dlsym(handle, "libsection_runtime_table") ||
-      !::dlsym(handle, "libsection_tape_bytes") || !::dlsym(handle, "libsection_recordings_swept"))
+      !::dlsym(handle, "libsection_tape_bytes") ||
+      !::dlsym(handle, "libsection_recordings_swept") ||
+      !::dlsym(handle, "libsection_recordings_held"))
     throw fail("it is not a libsection runtime");
   if (abi() != module_abi_version)
     throw fail("it has module ABI " + std::to_string(abi()) + ", this libsection " +
@@ -257,6 +259,14 @@ std::size_t recordings_swept(bool reset) {
   using ReadFn = std::size_t (*)(int);
   auto read = reinterpret_cast<ReadFn>(::dlsym(runtime_handle(), "libsection_recordings_swept"));
   return read(reset ? 1 : 0);
+}
+
+RecordingsHeld recordings_held() {
+  using ReadFn = void (*)(std::size_t*, std::size_t*);
+  auto read = reinterpret_cast<ReadFn>(::dlsym(runtime_handle(), "libsection_recordings_held"));
+  RecordingsHeld held;
+  read(&held.count, &held.bytes);
+  return held;
 }
 
 namespace {

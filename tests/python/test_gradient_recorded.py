@@ -11,7 +11,10 @@ buffer in its struct, beside the same op with a hand-written gradient.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+import textwrap
 import threading
 from pathlib import Path
 
@@ -169,6 +172,60 @@ def test_a_recording_is_found_by_the_bytes_of_its_inputs_alone():
         assert _core.recordings_swept() == found, (a, x[N // 2])
         for g, h in zip(got, hand(x, a), strict=True):
             np.testing.assert_allclose(g, h, rtol=1e-10, atol=1e-12)
+
+
+LARGE_TAPE = """
+import json, sys
+sys.path.insert(0, {data!r})
+import numpy as np, pytensor, pytensor.tensor as pt
+from gradient_ops import Ema
+from libsection import _core
+x, a = pt.dvector("x"), pt.dscalar("a")
+cost = (pt.cos(pt.arange(x.shape[0])) * Ema()(x, a)).sum()
+mode = pytensor.compile.mode.get_mode("CVM")
+recorded = pytensor.function([x, a], [cost, *pytensor.grad(cost, [x, a])], mode=mode)
+own = pytensor.function(
+    [x, a], [cost, *pytensor.grad(cost, [x, a])],
+    mode=mode.excluding("libsection_record_for_pullback"),
+)
+xs = np.sin(np.arange({n}) * 0.3)
+out = {{"same": [], "swept": [], "tape": [], "held": []}}
+for rate in (0.3, 0.4, 0.3):
+    _core.recordings_swept(reset=True)
+    got = recorded(xs, rate)
+    out["swept"].append(_core.recordings_swept())
+    out["tape"].append(_core.tape_bytes()[0])
+    out["held"].append(_core.recordings_held()[1])
+    want = own(xs, rate)
+    out["same"].append(  # the value to rounding (taped values), the gradients exactly
+        bool(np.allclose(got[0], want[0], rtol=1e-12, atol=0))
+        and all(np.array_equal(g, h) for g, h in zip(got[1:], want[1:]))
+    )
+print(json.dumps(out))
+"""
+
+
+def test_a_tape_larger_than_a_pass_keeps_is_swept_whole_then_freed(tmp_path):
+    """A value and gradient whose tape passes the 64 MiB a pass keeps between calls (Ema at
+    420,000 elements, about 67 MB): the record op's pass leaves its tape whole in the
+    recording, the pullback sweeps it, and then frees it rather than keep it for the next.
+    In a process of its own: the record op's pass used to give back the recording's storage
+    as its own, and the pullback swept freed memory (a segmentation fault)."""
+    code = LARGE_TAPE.format(
+        data=str(Path(__file__).resolve().parent / "data" / "gradient"), n=420_000
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=600,  # a hang guard
+    )
+    assert done.returncode == 0, f"the process failed ({done.returncode}):\n{done.stderr[-3000:]}"
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert min(out["tape"]) > 64 << 20, out["tape"]
+    assert out["swept"] == [1, 1, 1]
+    assert out["same"] == [True, True, True]  # as the pullback's own taped pass gives them
+    assert max(out["held"]) <= 64 << 20, out["held"]
 
 
 def test_values_the_taped_pass_gets_wrong_stay_the_ops_own():

@@ -182,8 +182,7 @@ std::string DerivativeOp::record_driver(NodeContext const& ctx, std::vector<Vari
   t += "libsection::fingerprint lsd_inputs;\n" + fingerprint(ctx, in) +
        "libsection::held_recording lsd_held(" + quoted(identity) +
        ", libsection::recording_to_fill(" + quoted(identity) + "));\nif (!lsd_held.r) " + fail +
-       "\n{\nlibsection::reverse_pass lsd_(lsd_held.r->taped, lsd_settings.tape_max_bytes, "
-       "NULL);\n" +
+       "\n{\nlibsection::reverse_pass lsd_(*lsd_held.r, lsd_settings.tape_max_bytes);\n" +
        declare(ctx, in, out, taped) + "do {\n" + fill(ctx, in, taped) + pass(ctx, in, out, taped) +
        "if (__failure) break;\nif (!lsd_compared_" + id + ") {\n" + plain_pass +
        "if (__failure) break;\nbool lsd_same = true;\n" + compare + "lsd_compared_" + id +

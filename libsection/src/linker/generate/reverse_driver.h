@@ -2,8 +2,8 @@
 // inputs (each element an independent variable on the tape), the op's code run once on the
 // instance's tape (`tape_scope`), then the outputs' adjoints seeded with the cotangents, the
 // sweep, and the inputs' adjoints as the gradient. The tape's storage belongs to the derivative
-// op's instance and is kept between calls (up to `kept_bytes`). A tape that outgrows its limit
-// makes the call fall back on forward passes, which `fell_back` tells the user once.
+// op's instance and is kept between calls (up to `tape_kept_bytes`). A tape that outgrows its
+// limit makes the call fall back on forward passes, which `fell_back` tells the user once.
 //
 // C++ only. Embedded at build time (libsection/embed.cmake), these notes left out.
 #ifndef LIBSECTION_REVERSE_DRIVER_H
@@ -71,6 +71,9 @@ class fingerprint {
   std::vector<PyObject*> copies_;  // strided inputs made contiguous
 };
 
+// Storage a tape keeps between calls; more is given back after the call.
+constexpr std::size_t tape_kept_bytes = std::size_t(64) << 20;
+
 // A record op's taped pass (DerivativeSpec::Mode::record), kept in the runtime's recordings
 // until the pullback of the same inputs sweeps it: the tape, where each differentiated input's
 // elements are on it, the inputs' fingerprint and the taped numbers of the float outputs.
@@ -122,25 +125,33 @@ struct held_recording {
   held_recording(char const* id, recording* taken) : identity(id), r(taken) {}
   held_recording(held_recording const&) = delete;
   held_recording& operator=(held_recording const&) = delete;
+  // Handed back; a swept one over `tape_kept_bytes` is freed (as a pass's own tape gives back
+  // its storage over that), not kept for the next record.
   ~held_recording() {
-    if (r) libsection_rt->recording_put(identity, r, r->bytes(), free_recording);
+    if (!r) return;
+    if (r->swept && r->bytes() > tape_kept_bytes) free_recording(r);
+    else libsection_rt->recording_put(identity, r, r->bytes(), free_recording);
   }
 };
 
 class reverse_pass : public driver {
  public:
-  // Storage a tape keeps between calls; more is given back after the call.
-  static constexpr std::size_t kept_bytes = std::size_t(64) << 20;
-
   // A pass on `t`; or, given a recording (`found`, whose tape `t` is), its sweep.
   reverse_pass(tape& t, std::size_t max_bytes, recording* found)
       : driver("taped numbers"), tape_(t), max_bytes_(max_bytes), found_(found) {
     if (!found) t.begin(max_bytes);
   }
+  // A record op's pass, on the tape of the recording `into`.
+  reverse_pass(recording& into, std::size_t max_bytes)
+      : reverse_pass(into.taped, max_bytes, nullptr) {
+    records_ = true;
+  }
+  // A pass gives back its tape's storage over `tape_kept_bytes`; a recording's is the
+  // recording's, kept whole for its pullback (`held_recording` frees a large one once swept).
   ~reverse_pass() {
     if (found_) return;
     libsection_rt->note_tape(tape_.size() * tape::bytes_per_entry);
-    tape_.trim(kept_bytes);
+    if (!records_) tape_.trim(tape_kept_bytes);
   }
   tape& taped_on() { return tape_; }
 
@@ -373,7 +384,8 @@ class reverse_pass : public driver {
 
   tape& tape_;
   std::size_t max_bytes_;
-  recording* found_;  // the recording swept here, none when this pass records
+  recording* found_;      // the recording swept here, none when this pass records
+  bool records_ = false;  // this pass is a record op's, on a recording's tape
   std::vector<recording::output> kept_outputs_;
   std::vector<std::size_t> firsts_;  // per differentiated input: the place of its first element
   double* adjoints_ = nullptr;       // the tape's, zeroed at the first seed

@@ -364,6 +364,16 @@ LIBSECTION_EXPORT size_t libsection_recordings_swept(int reset) {
                : __atomic_load_n(&libsection_rt_swept, __ATOMIC_RELAXED);
 }
 
+/* The recordings kept now, and their bytes: what the process holds for pullbacks to come. */
+LIBSECTION_EXPORT void libsection_recordings_held(size_t* count, size_t* bytes) {
+  int i;
+  pthread_mutex_lock(&libsection_rt_recording_lock);
+  *count = (size_t)libsection_rt_recording_count;
+  *bytes = 0;
+  for (i = 0; i < libsection_rt_recording_count; ++i) *bytes += libsection_rt_recordings[i].bytes;
+  pthread_mutex_unlock(&libsection_rt_recording_lock);
+}
+
 /* NumPy's API fields are filled by the table's first call. */
 static libsection_runtime libsection_rt_table = {
     LIBSECTION_RUNTIME_ABI,
