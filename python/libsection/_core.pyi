@@ -648,7 +648,7 @@ def raise_expansion_errors(op_name: str, diagnostics: collections.abc.Sequence[D
     """
 def recordings_held() -> tuple[int, int]:
     """
-    (count, bytes): the recordings (a value's taped pass, kept for its pullback) the runtime holds now: at most 16 and 512 MiB, a swept one only while it is under 64 MiB.
+    (count, bytes): the recordings (a value's taped pass, kept for its pullback) the runtime holds now (at most 16, and 512 MiB in all; the oldest is freed first).
     """
 def recordings_swept(reset: bool = False) -> int:
     """

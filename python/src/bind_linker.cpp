@@ -264,7 +264,7 @@ without params ignores them).)doc");
         return py::make_tuple(held.count, held.bytes);
       },
       "(count, bytes): the recordings (a value's taped pass, kept for its pullback) the "
-      "runtime holds now: at most 16 and 512 MiB, a swept one only while it is under 64 MiB.");
+      "runtime holds now (at most 16, and 512 MiB in all; the oldest is freed first).");
 }
 
 }  // namespace section::python

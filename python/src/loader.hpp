@@ -65,8 +65,7 @@ TapeBytes tape_bytes(bool reset);
 /// The recordings (a value's taped pass, kept for its pullback) pullbacks of this process swept
 /// in place of a taped pass of their own; `reset` starts the count again after reading it.
 std::size_t recordings_swept(bool reset);
-/// The recordings the runtime keeps now, and their bytes (at most 16 and 512 MiB; a swept one
-/// only up to a tape's kept storage, 64 MiB).
+/// The recordings the runtime keeps now, and their bytes (at most 16 and 512 MiB).
 struct RecordingsHeld {
   std::size_t count = 0, bytes = 0;
 };

@@ -125,12 +125,11 @@ struct held_recording {
   held_recording(char const* id, recording* taken) : identity(id), r(taken) {}
   held_recording(held_recording const&) = delete;
   held_recording& operator=(held_recording const&) = delete;
-  // Handed back; a swept one over `tape_kept_bytes` is freed (as a pass's own tape gives back
-  // its storage over that), not kept for the next record.
+  // Handed back whole, swept or not: the runtime bounds what it keeps (16, 512 MiB), and the
+  // next record op of the op reuses a swept one's storage (fresh pages for a tape of 64 MiB
+  // cost more than the pass).
   ~held_recording() {
-    if (!r) return;
-    if (r->swept && r->bytes() > tape_kept_bytes) free_recording(r);
-    else libsection_rt->recording_put(identity, r, r->bytes(), free_recording);
+    if (r) libsection_rt->recording_put(identity, r, r->bytes(), free_recording);
   }
 };
 
@@ -147,7 +146,7 @@ class reverse_pass : public driver {
     records_ = true;
   }
   // A pass gives back its tape's storage over `tape_kept_bytes`; a recording's is the
-  // recording's, kept whole for its pullback (`held_recording` frees a large one once swept).
+  // recording's, kept whole for its pullback and the next record (`held_recording`).
   ~reverse_pass() {
     if (found_) return;
     libsection_rt->note_tape(tape_.size() * tape::bytes_per_entry);

@@ -134,6 +134,13 @@ class PowerSumHand(PowerSum):
 # ---------------------------------------------------------------- support and struct code
 
 
+def _number(a):
+    """``a`` as a PyTensor scalar (a number, not a 0-d tensor): C code gets its value."""
+    if isinstance(getattr(a, "type", None), ps.ScalarType):
+        return a
+    return pt.scalar_from_tensor(pt.as_tensor_variable(a))
+
+
 class Ema(ExternalCOp):
     """The exponential moving average of a vector with rate a (a number): support code, a
     helper of DTYPE values, and a buffer in the op's struct."""
@@ -145,12 +152,7 @@ class Ema(ExternalCOp):
 
     def make_node(self, x, a):
         x = pt.as_tensor_variable(x)
-        a = (
-            a
-            if isinstance(a.type, ps.ScalarType)
-            else pt.scalar_from_tensor(pt.as_tensor_variable(a))
-        )
-        return Apply(self, [x, a], [x.type()])
+        return Apply(self, [x, _number(a)], [x.type()])
 
     def infer_shape(self, *args):  # (fgraph, node, shapes) before PyTensor 3.3, then (node, shapes)
         return [args[-1][0]]
@@ -167,12 +169,7 @@ class Counted(ExternalCOp):
 
     def make_node(self, x, a):
         x = pt.as_tensor_variable(x)
-        a = (
-            a
-            if isinstance(a.type, ps.ScalarType)
-            else pt.scalar_from_tensor(pt.as_tensor_variable(a))
-        )
-        return Apply(self, [x, a], [x.type(), pt.lscalar()])
+        return Apply(self, [x, _number(a)], [x.type(), pt.lscalar()])
 
     def infer_shape(self, *args):
         return [args[-1][0], ()]
