@@ -88,10 +88,10 @@ class tape {
   // has `size()` elements, seeded by the caller; after it, an independent variable's element
   // is its adjoint and the others are zero (each is read once, then cleared, so the next
   // sweep needs no memset: see `cleared`). Returns the independent variables met. What goes
-  // to the entry just before is kept
-  // in a register (`next`) until that entry's turn: most operations take the one before, and
-  // a store and a load of it per entry would make the sweep wait on memory. It is set, not
-  // added to a zero, where it can be: an addition is on the chain each entry waits for.
+  // to the entry just before is kept in a register (`next`) until that entry's turn: most
+  // operations take the one before, and a store and a load of it per entry would make the
+  // sweep wait on memory. It is set, not added to a zero, where it can be: an addition is on
+  // the chain each entry waits for.
   std::size_t sweep(double* adjoint) const {
     double next = 0;
     std::size_t independent = 0;
