@@ -207,12 +207,12 @@ print(json.dumps(out))
 
 def test_a_tape_larger_than_a_pass_keeps_is_swept_whole(tmp_path):
     """A value and gradient whose tape passes the 64 MiB a pass keeps between calls (Ema at
-    420,000 elements, about 67 MB): the record op's pass leaves its tape whole in the
+    560,000 elements, about 72 MB): the record op's pass leaves its tape whole in the
     recording, the pullback sweeps it, and the next call records on the same storage. In a
     process of its own: the record op's pass used to give back the recording's storage as its
     own, and the pullback swept freed memory (a segmentation fault)."""
     code = LARGE_TAPE.format(
-        data=str(Path(__file__).resolve().parent / "data" / "gradient"), n=420_000
+        data=str(Path(__file__).resolve().parent / "data" / "gradient"), n=560_000
     )
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],

@@ -40,16 +40,18 @@ struct number_layout<dual<T, W>> {
 template <class T>
 struct number_layout<active<T>> {
   static void name(char* text, std::size_t size) {
-    snprintf(text, size, "libsection.active_%s_v1", sizeof(T) == 4 ? "float32" : "float64");
+    snprintf(text, size, "libsection.active_%s_v2", sizeof(T) == 4 ? "float32" : "float64");
   }
-  // (value, its id on the tape)
+  // (value, its id on the tape, its slope there)
   static PyObject* item(active<T> const& x) {
-    return Py_BuildValue("(dK)", double(x.v), (unsigned long long)x.id);
+    return Py_BuildValue("(dKd)", double(x.v), (unsigned long long)x.id, x.slope);
   }
   static void swap(char* p) {
     std::reverse(p, p + sizeof(T));
     char* id = p + offsetof(active<T>, id);
     std::reverse(id, id + sizeof(std::uint64_t));
+    char* slope = p + offsetof(active<T>, slope);
+    std::reverse(slope, slope + sizeof(double));
   }
 };
 

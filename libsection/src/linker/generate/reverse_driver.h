@@ -346,13 +346,13 @@ class reverse_pass : public driver {
     double const* g = (double const*)PyArray_DATA(values);
     npy_intp const n = PyArray_SIZE(out);
     for (npy_intp e = 0; e < n; ++e)
-      if (g[e] != 0) adjoints_[tape_.place(y[e].id)] += g[e];
+      if (g[e] != 0) adjoints_[tape_.place(y[e].id)] += g[e] * y[e].slope;
     return 0;
   }
   template <class A>
   int seed(A const& out, double cotangent) {
     if (start_sweep()) return -1;
-    if (cotangent != 0) adjoints_[tape_.place(out.id)] += cotangent;
+    if (cotangent != 0) adjoints_[tape_.place(out.id)] += cotangent * out.slope;
     return 0;
   }
   // The sweep, and the inputs' adjoints as their gradient; -1 with an exception.

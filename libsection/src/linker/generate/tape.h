@@ -1,14 +1,20 @@
 // clang-format off
-// The element type of reverse mode (generate/derivative.cpp): a taped number, a value and its
-// place on the tape of the pass that computed it, which the op's own C code computes with when
-// its `DTYPE_INPUT_i`/`DTYPE_OUTPUT_i` name it. Each elementary operation on taped numbers
-// (arithmetic, the math functions of derivative_rules.h) appends one entry to the tape: the
-// places of its operands and its partial derivative in each. A constant (a plain number, or a
-// result of constants only) records nothing. The backward sweep then runs the entries from the
-// last to the first, adding each result's adjoint times its partials to its operands' adjoints:
-// the whole gradient for the cost of one pass and one sweep, whatever the number of
-// differentiated scalars. An adjoint that is zero is skipped, so an infinite partial (sqrt at
-// 0) reaches no other element's gradient as 0 * inf = NaN.
+// The element type of reverse mode (generate/derivative.cpp): a taped number, a value, its
+// place on the tape of the pass that computed it, and its derivative in the number recorded
+// there, which the op's own C code computes with when its `DTYPE_INPUT_i`/`DTYPE_OUTPUT_i`
+// name it. An operation on two taped numbers (arithmetic, the math functions of
+// derivative_rules.h) appends one entry to the tape: the places of its operands and its partial
+// derivative in each. An operation on one taped number (a math function, arithmetic with a
+// constant) records nothing: its result keeps the operand's place, its derivative there the
+// chain rule's product. That is most of an op's operations (a unary chain is one partial), so
+// the tape and its sweep are the shorter (Kepler's solver: 37 entries a point, not 62). A
+// constant (a plain number, or a result of constants only) records nothing. The backward
+// sweep then runs the entries from the last to the first, adding each result's adjoint times
+// its partials to its operands' adjoints: the whole gradient for the cost of one pass and one
+// sweep, whatever the number of differentiated scalars. An adjoint that is zero is skipped, so
+// an infinite partial (sqrt at 0) reaches no other element's gradient as 0 * inf = NaN; along
+// one number's own chain the slopes multiply as the chain rule has them (cos(sqrt(x)) at 0 is
+// NaN, as in forward mode and JAX).
 //
 // A taped number's `id` is its place on the tape plus the tape's generation (a new one each
 // pass) times 2^32: a number kept from an earlier pass (a memo in a static variable) is told
@@ -162,7 +168,8 @@ class tape {
   }
 
  private:
-  bool grow() {
+  // Out of line: inlined into each operation of the op's code it would only bloat them.
+  __attribute__((noinline)) bool grow() {
     std::size_t const wanted = std::min(std::max<std::size_t>(2 * capacity_, 4096), max_entries_);
     if (wanted <= capacity_) return !(full_ = true);
     void* more = std::realloc(entries_, wanted * sizeof(tape_entry));
@@ -198,11 +205,12 @@ struct active {
   typedef T scalar;
   T v;
   std::uint64_t id;  // its place on the tape of its pass, with the pass's generation; 0: a constant
-  active() : id(0) {}
+  double slope;      // its derivative in the number recorded at `id`
+  active() : id(0), slope(1) {}
   template <class A, if_plain<A> = 0>
-  active(A a) : v(static_cast<T>(a)), id(0) {}
+  active(A a) : v(static_cast<T>(a)), id(0), slope(1) {}
   template <class U, std::enable_if_t<!std::is_same<U, T>::value, int> = 0>
-  active(active<U> const& o) : v(static_cast<T>(o.v)), id(o.id) {}
+  active(active<U> const& o) : v(static_cast<T>(o.v)), id(o.id), slope(o.slope) {}
   template <class I, std::enable_if_t<std::is_integral<I>::value, int> = 0>
   explicit operator I() const { return static_cast<I>(v); }
   template <class X> active& operator+=(X const& o) { return *this = *this + o; }
@@ -216,88 +224,90 @@ struct active {
 };
 template <class T> struct is_number<active<T>> : std::true_type {};
 
-// A result of `value` whose partial in `a` is `pa` (and in `b`, `pb`): recorded when an operand
-// is on the tape.
-template <class R>
-inline active<R> taped(R value, std::uint64_t a, double pa) {
+// A result of `value` whose partial in taped number `a` is `pa`: `a`'s place, no entry, its
+// slope there the chain rule's product.
+template <class R, class T>
+inline active<R> taped(R value, active<T> const& a, double pa) {
   active<R> r(value);
-  tape* t = current_tape;
-  if (a && t) r.id = t->record(t->place(a), pa, 0, 0.0);
+  if (a.id) {
+    r.id = a.id;
+    r.slope = pa * a.slope;
+  }
   return r;
 }
-template <class R>
-inline active<R> taped(R value, std::uint64_t a, double pa, std::uint64_t b, double pb) {
+// A result of `value` whose partials in `a` and `b` are `pa` and `pb`: an entry when either is
+// taped (a constant's place is 0; folding that case as a unary one costs more branches than
+// its entries save). The tape is read on every path: in a module a thread_local's read is a
+// call, which a loop's operations share only when each of them makes it.
+template <class R, class T, class U>
+inline active<R> taped(R value, active<T> const& a, double pa, active<U> const& b, double pb) {
+  tape* const t = current_tape;
   active<R> r(value);
-  tape* t = current_tape;
-  if ((a | b) && t) r.id = t->record(t->place(a), pa, t->place(b), pb);
+  if ((a.id | b.id) && t) r.id = t->record(t->place(a.id), pa * a.slope, t->place(b.id), pb * b.slope);
   return r;
 }
 
 template <class T> inline active<T> operator+(active<T> const& a) { return a; }
-template <class T> inline active<T> operator-(active<T> const& a) { return taped(T(-a.v), a.id, -1.0); }
-// A sum with a constant has the derivative of its other term: it keeps that term's place.
-template <class R>
-inline active<R> kept(R value, std::uint64_t id) {
-  active<R> r(value);
-  r.id = id;
-  return r;
-}
+template <class T> inline active<T> operator-(active<T> const& a) { return taped(T(-a.v), a, -1.0); }
+// A sum with a constant (a taped number of constants only: an accumulator's 0.0) has the
+// derivative of its other term: that term's place and slope.
 template <class T, class U>
 inline active<std::common_type_t<T, U>> operator+(active<T> const& a, active<U> const& b) {
   typedef std::common_type_t<T, U> R;
   R const v = a.v + b.v;
-  if (!a.id || !b.id) return kept(v, a.id | b.id);
-  return taped(v, a.id, 1.0, b.id, 1.0);
+  if (!b.id) return taped(v, a, 1.0);
+  if (!a.id) return taped(v, b, 1.0);
+  return taped(v, a, 1.0, b, 1.0);
 }
 template <class T, class U>
 inline active<std::common_type_t<T, U>> operator-(active<T> const& a, active<U> const& b) {
   typedef std::common_type_t<T, U> R;
   R const v = a.v - b.v;
-  if (!b.id) return kept(v, a.id);
-  return taped(v, a.id, 1.0, b.id, -1.0);
+  if (!b.id) return taped(v, a, 1.0);
+  return taped(v, a, 1.0, b, -1.0);
 }
 template <class T, class U>
 inline active<std::common_type_t<T, U>> operator*(active<T> const& a, active<U> const& b) {
   typedef std::common_type_t<T, U> R;
-  return taped(R(a.v * b.v), a.id, double(b.v), b.id, double(a.v));
+  return taped(R(a.v * b.v), a, double(b.v), b, double(a.v));
 }
 template <class T, class U>
 inline active<std::common_type_t<T, U>> operator/(active<T> const& a, active<U> const& b) {
   typedef std::common_type_t<T, U> R;
   R const q = R(a.v) / R(b.v);
-  return taped(q, a.id, double(R(1) / R(b.v)), b.id, double(-q / R(b.v)));
+  return taped(q, a, double(R(1) / R(b.v)), b, double(-q / R(b.v)));
 }
 // A plain number on either side: the partial in the taped one only.
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator+(active<T> const& a, A b) {
-  return kept(mixed<T, A>(a.v + b), a.id);
+  return taped(mixed<T, A>(a.v + b), a, 1.0);
 }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator+(A b, active<T> const& a) { return a + b; }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator-(active<T> const& a, A b) {
-  return kept(mixed<T, A>(a.v - b), a.id);
+  return taped(mixed<T, A>(a.v - b), a, 1.0);
 }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator-(A b, active<T> const& a) {
-  return taped(mixed<T, A>(b - a.v), a.id, -1.0);
+  return taped(mixed<T, A>(b - a.v), a, -1.0);
 }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator*(active<T> const& a, A b) {
-  return taped(mixed<T, A>(a.v * b), a.id, double(b));
+  return taped(mixed<T, A>(a.v * b), a, double(b));
 }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator*(A b, active<T> const& a) { return a * b; }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator/(active<T> const& a, A b) {
   typedef mixed<T, A> R;
-  return taped(R(a.v / b), a.id, double(R(1) / R(b)));
+  return taped(R(a.v / b), a, double(R(1) / R(b)));
 }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator/(A b, active<T> const& a) {
   typedef mixed<T, A> R;
   R const q = R(b) / R(a.v);
-  return taped(q, a.id, double(-q / R(a.v)));
+  return taped(q, a, double(-q / R(a.v)));
 }
 
 // The math functions of derivative_rules.h on taped numbers: the slope only for a taped one.
@@ -306,7 +316,7 @@ inline active<mixed<T, A>> operator/(A b, active<T> const& a) {
     T const x = a.v;                                                  \
     T const y = value;                                                \
     if (!a.id) return active<T>(y);                                   \
-    return taped(y, a.id, double(T(slope)));                          \
+    return taped(y, a, double(T(slope)));                             \
   }
 LIBSECTION_SMOOTH_RULES(LIBSECTION_ACTIVE_UNARY)
 #undef LIBSECTION_ACTIVE_UNARY
@@ -336,7 +346,7 @@ LIBSECTION_STEP_RULES(LIBSECTION_ACTIVE_STEP)
     typedef std::common_type_t<T, U> R;                                                    \
     R const x = a.v, y = b.v, z = value;                                                   \
     if (!(a.id | b.id)) return active<R>(z);                                               \
-    return taped(z, a.id, double(R(dx)), b.id, double(R(dy)));                             \
+    return taped(z, a, double(R(dx)), b, double(R(dy)));                                   \
   }                                                                                        \
   template <class T, class A, if_plain<A> = 0>                                             \
   inline active<mixed<T, A>> name(active<T> const& a, A bv) {                              \
@@ -344,7 +354,7 @@ LIBSECTION_STEP_RULES(LIBSECTION_ACTIVE_STEP)
     R const x = a.v, y = R(bv), z = value;                                                 \
     (void)y;                                                                               \
     if (!a.id) return active<R>(z);                                                        \
-    return taped(z, a.id, double(R(dx)));                                                  \
+    return taped(z, a, double(R(dx)));                                                     \
   }                                                                                        \
   template <class T, class A, if_plain<A> = 0>                                             \
   inline active<mixed<T, A>> name(A av, active<T> const& b) {                              \
@@ -352,7 +362,7 @@ LIBSECTION_STEP_RULES(LIBSECTION_ACTIVE_STEP)
     R const x = R(av), y = b.v, z = value;                                                 \
     (void)x;                                                                               \
     if (!b.id) return active<R>(z);                                                        \
-    return taped(z, b.id, double(R(dy)));                                                  \
+    return taped(z, b, double(R(dy)));                                                     \
   }
 LIBSECTION_BINARY_RULES(LIBSECTION_ACTIVE_BINARY)
 #undef LIBSECTION_ACTIVE_BINARY
