@@ -3,18 +3,18 @@
 // place on the tape of the pass that computed it, and its derivative in the number recorded
 // there, which the op's own C code computes with when its `DTYPE_INPUT_i`/`DTYPE_OUTPUT_i`
 // name it. An operation on two taped numbers (arithmetic, the math functions of
-// derivative_rules.h) appends one entry to the tape: the places of its operands and its partial
-// derivative in each. An operation on one taped number (a math function, arithmetic with a
-// constant) records nothing: its result keeps the operand's place, its derivative there the
-// chain rule's product. That is most of an op's operations (a unary chain is one partial), so
-// the tape and its sweep are the shorter (Kepler's solver: 37 entries a point, not 62). A
-// constant (a plain number, or a result of constants only) records nothing. The backward
-// sweep then runs the entries from the last to the first, adding each result's adjoint times
-// its partials to its operands' adjoints: the whole gradient for the cost of one pass and one
-// sweep, whatever the number of differentiated scalars. An adjoint that is zero is skipped, so
-// an infinite partial (sqrt at 0) reaches no other element's gradient as 0 * inf = NaN; along
-// one number's own chain the slopes multiply as the chain rule has them (cos(sqrt(x)) at 0 is
-// NaN, as in forward mode and JAX).
+// derivative_rules.h) appends one entry to the tape: the places of its operands and its
+// partial derivative in each. An operation on one taped number (a math function, arithmetic
+// with a plain number, a sum with a constant) records nothing: its result keeps the operand's
+// place, its derivative there the chain rule's product, so a chain of them costs no entry
+// (Kepler's solver: 37 entries a point, not 62; celerite's, nearly all products of two taped
+// numbers, 112, not 118). A constant (a plain number, or a result of constants only) records
+// nothing. The backward sweep then runs the entries from the last to the first, adding each
+// result's adjoint times its partials to its operands' adjoints: the whole gradient for the
+// cost of one pass and one sweep, whatever the number of differentiated scalars. An adjoint
+// that is zero is skipped, so an infinite partial (sqrt at 0) reaches no other element's
+// gradient as 0 * inf = NaN; along one number's own chain the slopes multiply as the chain
+// rule has them (cos(sqrt(x)) at 0 is NaN, as in forward mode and JAX).
 //
 // A taped number's `id` is its place on the tape plus the tape's generation (a new one each
 // pass) times 2^32: a number kept from an earlier pass (a memo in a static variable) is told
@@ -168,7 +168,7 @@ class tape {
   }
 
  private:
-  // Out of line: inlined into each operation of the op's code it would only bloat them.
+  // Out of line: rarely called, and inlined it would bloat each operation of the op's code.
   __attribute__((noinline)) bool grow() {
     std::size_t const wanted = std::min(std::max<std::size_t>(2 * capacity_, 4096), max_entries_);
     if (wanted <= capacity_) return !(full_ = true);
