@@ -47,7 +47,7 @@ std::vector<double> taped_gradient(tape& t, std::vector<double> const& values, F
   }
   a64 const y = f(x);
   std::vector<double> adjoint(t.size(), 0.0);
-  adjoint[t.position(y.id)] = y.slope;
+  libsection::seed(t, adjoint.data(), y, 1.0);
   t.sweep(adjoint.data());
   std::vector<double> out;
   for (auto p : places) out.push_back(adjoint[p]);
@@ -270,7 +270,7 @@ TEST_SUITE("numbers") {
       double* adjoint = t.zeroed_adjoints();
       REQUIRE(adjoint != nullptr);
       for (std::size_t k = 0; k < t.size(); ++k) CHECK(adjoint[k] == 0);  // each sweep's start
-      adjoint[t.position(z.id)] = z.slope;
+      libsection::seed(t, adjoint, z, 1.0);
       CHECK(t.sweep(adjoint) == 2);
       std::vector<double> const gradient = {adjoint[t.position(x.id)], adjoint[t.position(y.id)]};
       for (std::size_t k = 0; k < t.size(); ++k)

@@ -345,14 +345,13 @@ class reverse_pass : public driver {
     if (!y) return -1;
     double const* g = (double const*)PyArray_DATA(values);
     npy_intp const n = PyArray_SIZE(out);
-    for (npy_intp e = 0; e < n; ++e)
-      if (g[e] != 0) adjoints_[tape_.place(y[e].id)] += g[e] * y[e].slope;
+    for (npy_intp e = 0; e < n; ++e) libsection::seed(tape_, adjoints_, y[e], g[e]);
     return 0;
   }
   template <class A>
   int seed(A const& out, double cotangent) {
     if (start_sweep()) return -1;
-    if (cotangent != 0) adjoints_[tape_.place(out.id)] += cotangent * out.slope;
+    libsection::seed(tape_, adjoints_, out, cotangent);
     return 0;
   }
   // The sweep, and the inputs' adjoints as their gradient; -1 with an exception.

@@ -21,7 +21,7 @@
 // from this pass's, and marks the tape stale instead of adding its adjoint to a stranger.
 //
 // The tape's memory is bounded (`tape::begin`'s limit): past it the tape stops recording (the
-// values go on, the results are constants), says it is `full`, and the driver falls back on
+// values go on, an operation of two taped numbers gives a constant), says it is `full`, and the driver falls back on
 // forward passes. An entry is 24 bytes; the sweep adds 8 bytes of adjoint per entry, which
 // it leaves zero for the next sweep.
 //
@@ -223,6 +223,13 @@ struct active {
   active operator--(int) { active old = *this; v -= 1; return old; }
 };
 template <class T> struct is_number<active<T>> : std::true_type {};
+
+// An output's seed: `cotangent` times its slope, added to the adjoint of its place (a zero
+// adds nothing, so an infinite slope there gives no NaN).
+template <class T>
+inline void seed(tape& t, double* adjoint, active<T> const& y, double cotangent) {
+  if (cotangent != 0) adjoint[t.place(y.id)] += cotangent * y.slope;
+}
 
 // A result of `value` whose partial in taped number `a` is `pa`: `a`'s place, no entry, its
 // slope there the chain rule's product.
