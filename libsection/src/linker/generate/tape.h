@@ -234,7 +234,7 @@ inline void seed(tape& t, double* adjoint, active<T> const& y, double cotangent)
 // A result of `value` whose partial in taped number `a` is `pa`: `a`'s place, no entry, its
 // slope there the chain rule's product.
 template <class R, class T>
-inline active<R> taped(R value, active<T> const& a, double pa) {
+inline active<R> chained(R value, active<T> const& a, double pa) {
   active<R> r(value);
   if (a.id) {
     r.id = a.id;
@@ -255,22 +255,22 @@ inline active<R> taped(R value, active<T> const& a, double pa, active<U> const& 
 }
 
 template <class T> inline active<T> operator+(active<T> const& a) { return a; }
-template <class T> inline active<T> operator-(active<T> const& a) { return taped(T(-a.v), a, -1.0); }
+template <class T> inline active<T> operator-(active<T> const& a) { return chained(T(-a.v), a, -1.0); }
 // A sum with a constant (a taped number of constants only: an accumulator's 0.0) has the
 // derivative of its other term: that term's place and slope.
 template <class T, class U>
 inline active<std::common_type_t<T, U>> operator+(active<T> const& a, active<U> const& b) {
   typedef std::common_type_t<T, U> R;
   R const v = a.v + b.v;
-  if (!b.id) return taped(v, a, 1.0);
-  if (!a.id) return taped(v, b, 1.0);
+  if (!b.id) return chained(v, a, 1.0);
+  if (!a.id) return chained(v, b, 1.0);
   return taped(v, a, 1.0, b, 1.0);
 }
 template <class T, class U>
 inline active<std::common_type_t<T, U>> operator-(active<T> const& a, active<U> const& b) {
   typedef std::common_type_t<T, U> R;
   R const v = a.v - b.v;
-  if (!b.id) return taped(v, a, 1.0);
+  if (!b.id) return chained(v, a, 1.0);
   return taped(v, a, 1.0, b, -1.0);
 }
 template <class T, class U>
@@ -287,34 +287,34 @@ inline active<std::common_type_t<T, U>> operator/(active<T> const& a, active<U> 
 // A plain number on either side: the partial in the taped one only.
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator+(active<T> const& a, A b) {
-  return taped(mixed<T, A>(a.v + b), a, 1.0);
+  return chained(mixed<T, A>(a.v + b), a, 1.0);
 }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator+(A b, active<T> const& a) { return a + b; }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator-(active<T> const& a, A b) {
-  return taped(mixed<T, A>(a.v - b), a, 1.0);
+  return chained(mixed<T, A>(a.v - b), a, 1.0);
 }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator-(A b, active<T> const& a) {
-  return taped(mixed<T, A>(b - a.v), a, -1.0);
+  return chained(mixed<T, A>(b - a.v), a, -1.0);
 }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator*(active<T> const& a, A b) {
-  return taped(mixed<T, A>(a.v * b), a, double(b));
+  return chained(mixed<T, A>(a.v * b), a, double(b));
 }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator*(A b, active<T> const& a) { return a * b; }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator/(active<T> const& a, A b) {
   typedef mixed<T, A> R;
-  return taped(R(a.v / b), a, double(R(1) / R(b)));
+  return chained(R(a.v / b), a, double(R(1) / R(b)));
 }
 template <class T, class A, if_plain<A> = 0>
 inline active<mixed<T, A>> operator/(A b, active<T> const& a) {
   typedef mixed<T, A> R;
   R const q = R(b) / R(a.v);
-  return taped(q, a, double(-q / R(a.v)));
+  return chained(q, a, double(-q / R(a.v)));
 }
 
 // The math functions of derivative_rules.h on taped numbers: the slope only for a taped one.
@@ -323,7 +323,7 @@ inline active<mixed<T, A>> operator/(A b, active<T> const& a) {
     T const x = a.v;                                                  \
     T const y = value;                                                \
     if (!a.id) return active<T>(y);                                   \
-    return taped(y, a, double(T(slope)));                             \
+    return chained(y, a, double(T(slope)));                           \
   }
 LIBSECTION_SMOOTH_RULES(LIBSECTION_ACTIVE_UNARY)
 #undef LIBSECTION_ACTIVE_UNARY
@@ -361,7 +361,7 @@ LIBSECTION_STEP_RULES(LIBSECTION_ACTIVE_STEP)
     R const x = a.v, y = R(bv), z = value;                                                 \
     (void)y;                                                                               \
     if (!a.id) return active<R>(z);                                                        \
-    return taped(z, a, double(R(dx)));                                                     \
+    return chained(z, a, double(R(dx)));                                                   \
   }                                                                                        \
   template <class T, class A, if_plain<A> = 0>                                             \
   inline active<mixed<T, A>> name(A av, active<T> const& b) {                              \
@@ -369,7 +369,7 @@ LIBSECTION_STEP_RULES(LIBSECTION_ACTIVE_STEP)
     R const x = R(av), y = b.v, z = value;                                                 \
     (void)x;                                                                               \
     if (!b.id) return active<R>(z);                                                        \
-    return taped(z, b, double(R(dy)));                                                     \
+    return chained(z, b, double(R(dy)));                                                   \
   }
 LIBSECTION_BINARY_RULES(LIBSECTION_ACTIVE_BINARY)
 #undef LIBSECTION_ACTIVE_BINARY
