@@ -33,7 +33,7 @@ std::string DerivativeOp::driver(NodeContext const& ctx, std::vector<Variable> c
   std::string t = "{\n// libsection: the " +
                   std::string(pullback() ? "vector-Jacobian" : "Jacobian-vector") +
                   " product of the op below, from its own code run on numbers that carry "
-                  "derivatives\n";
+                  "derivatives\nlibsection::gil_held lsd_gil;\n";
   if (!pullback()) return t + forward_block(ctx, in, out) + "if (__failure) " + fail + "\n}\n";
   t += "libsection::derivative_settings lsd_settings;\nif (lsd_settings.read()) " + fail + "\n";
   if (!has(true)) return t + forward_block(ctx, in, out) + "if (__failure) " + fail + "\n}\n";
@@ -144,7 +144,8 @@ std::string DerivativeOp::record_driver(NodeContext const& ctx, std::vector<Vari
   std::string const plain_pass = own_pass(ctx, in, out);
   std::string t =
       "{\n// libsection: the op's values, from a taped pass its pullback sweeps, or plain\n"
-      "libsection::derivative_settings lsd_settings;\nif (lsd_settings.read()) " +
+      "libsection::gil_held lsd_gil;\nlibsection::derivative_settings lsd_settings;\nif "
+      "(lsd_settings.read()) " +
       fail + "\n";
   if (identity.empty()) return t + plain_pass + "if (__failure) " + fail + "\n}\n";
   // Not in a batch (`__batch`, the module's run): each row would leave a recording, more than
@@ -248,7 +249,7 @@ std::string DerivativeOp::pass(NodeContext const& ctx, std::vector<Variable> con
   std::string const id = sub_value(ctx.sub, "id");
   std::string const state = kind.space + id + "::lsd_state";
   std::string const params = ctx.sub.count("params") ? sub_value(ctx.sub, "params") : "";
-  return std::string("{\n") +
+  return std::string("{\nlibsection::gil_given lsd_free;\n") +
          (kind.taped ? "libsection::tape_scope lsd_scope(lsd_.taped_on());\n" : "") +
          "std::unique_ptr<" + state + "> lsd_state(new " + state + "());\n" +
          "int lsd_failed = lsd_state->init(" + params + ");\n" +
@@ -265,11 +266,11 @@ std::string DerivativeOp::own_pass(NodeContext const& ctx, std::vector<Variable>
   std::string const state = kinds_.front().space + id + "::lsd_state";
   std::string const kept = "lsd_own_" + id;
   std::string const params = ctx.sub.count("params") ? sub_value(ctx.sub, "params") : "";
-  return "if (!" + kept + ") {\n" + kept + ".reset(new " + state + "());\nif (" + kept + "->init(" +
-         params + ")) {\n" + kept + "->cleanup();\n" + kept + ".reset();\n__failure = " + id +
-         ";\n}\n}\nif (" + kept + " && " + kept + "->pass(" +
-         pass_arguments(ctx, plain(in, ctx.inputs), plain(out, ctx.outputs)) +
-         ")) __failure = " + id + ";\n";
+  return "{\nlibsection::gil_given lsd_free;\nif (!" + kept + ") {\n" + kept + ".reset(new " +
+         state + "());\nif (" + kept + "->init(" + params + ")) {\n" + kept + "->cleanup();\n" +
+         kept + ".reset();\n__failure = " + id + ";\n}\n}\nif (" + kept + " && " + kept +
+         "->pass(" + pass_arguments(ctx, plain(in, ctx.inputs), plain(out, ctx.outputs)) +
+         ")) __failure = " + id + ";\n}\n";
 }
 
 std::string DerivativeOp::pass_arguments(NodeContext const& ctx, std::vector<Variable> const& in,

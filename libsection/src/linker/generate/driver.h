@@ -11,6 +11,51 @@
 
 namespace libsection {
 
+// A derivative op's block runs without the GIL as the op's own does (LIBSECTION_NOGIL_REGION),
+// but its driver calls NumPy between the passes: some twenty calls a call (the numbers'
+// arrays, the outputs, the references it drops), each of which would take the GIL and give it
+// up again. The driver holds it instead (`gil_held`, for the block) and gives it up around
+// what is long: the passes of the op's code and the sweep (`gil_given`). Where the region kept
+// the GIL (a thread alone in the interpreter) both do nothing.
+static thread_local PyThreadState* gil_taken = nullptr;  // the state a gil_held took back
+class gil_held {
+ public:
+  gil_held() : state_(libsection_gil_take()), outer_(gil_taken) {
+    if (state_) gil_taken = state_;
+  }
+  gil_held(gil_held const&) = delete;
+  gil_held& operator=(gil_held const&) = delete;
+  ~gil_held() {
+    if (!state_) return;
+    gil_taken = outer_;
+    libsection_gil_give(&state_);
+  }
+
+ private:
+  PyThreadState* state_;
+  PyThreadState* outer_;
+};
+class gil_given {
+ public:
+  gil_given() : state_(gil_taken) {
+    if (!state_) return;
+    gil_taken = nullptr;
+    PyEval_SaveThread();
+    libsection_released = state_;
+  }
+  gil_given(gil_given const&) = delete;
+  gil_given& operator=(gil_given const&) = delete;
+  ~gil_given() {
+    if (!state_) return;
+    libsection_released = nullptr;
+    PyEval_RestoreThread(state_);
+    gil_taken = state_;
+  }
+
+ private:
+  PyThreadState* state_;
+};
+
 // A call's bookkeeping (per differentiated input, per array it holds, the gradient of a few
 // scalars): the first N items in place, more on the heap. A row of a batch is a call, so these
 // are made for each row: a std::vector's allocations were much of a small call's cost.

@@ -357,7 +357,11 @@ class reverse_pass : public driver {
   // The sweep, and the inputs' adjoints as their gradient; -1 with an exception.
   int sweep(char const* op, char const* files) {
     if (start_sweep() || usable(op, files, false)) return -1;
-    std::size_t const independent = tape_.sweep(adjoints_);
+    std::size_t independent;
+    {
+      gil_given free;  // the sweep is as long as a pass
+      independent = tape_.sweep(adjoints_);
+    }
     if (found_) {
       found_->swept = true;
       libsection_rt->note_swept();
