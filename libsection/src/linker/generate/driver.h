@@ -40,15 +40,13 @@ class gil_given {
   gil_given() : state_(gil_taken) {
     if (!state_) return;
     gil_taken = nullptr;
-    PyEval_SaveThread();
-    libsection_released = state_;
+    libsection_gil_give(&state_);  // as a wrapped call's end: the op's own calls take it back
   }
   gil_given(gil_given const&) = delete;
   gil_given& operator=(gil_given const&) = delete;
   ~gil_given() {
     if (!state_) return;
-    libsection_released = nullptr;
-    PyEval_RestoreThread(state_);
+    libsection_gil_take();
     gil_taken = state_;
   }
 
